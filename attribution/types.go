@@ -1,0 +1,81 @@
+// Package attribution is a bit-exact Go port of stormlog's collective
+// attribution (reference §2): it decides which hidden-memory spikes of a
+// distributed job come from NCCL collective communication.
+package attribution
+
+import "github.com/collectiveattr/collectiveattr/phase"
+
+// Config is the reference's CollectiveAttributionConfig (§2.2).
+type Config struct {
+	Preset                string
+	MinSamplesPerRank     int64
+	MinGapBytes           int64
+	MinGapRatio           float64
+	RobustZscoreThreshold float64
+	MarkerWindowNs        int64
+	IntervalPaddingNs     int64
+	SynchronyWindowNs     int64
+	MinSynchronyRatio     float64
+	MinConfidence         float64
+}
+
+// Evidence is CollectiveAttributionEvidence.
+type Evidence struct {
+	MarkerHits        int64
+	SynchronizedRanks int64
+	ExpectedWorldSize int64
+	SynchronyRatio    float64
+	PeakGapBytes      int64
+	PeakGapRatio      *float64 // nil when the device total is unknown
+	RobustZscore      float64
+}
+
+// Result is CollectiveAttributionResult.
+type Result struct {
+	Rank             int64
+	IntervalStartNs  int64
+	IntervalEndNs    int64
+	Classification   string
+	Confidence       float64
+	ReasonCodes      []string
+	Evidence         Evidence
+	PhaseAttribution *phase.Attribution
+	// MarkerTimesNs are the rank-local marker timestamps that contributed
+	// (sorted, merged results carry the union). Not part of the reference
+	// serialisation; the processor uses them to link result spans to markers.
+	MarkerTimesNs []int64
+}
+
+// Sample is one usable `sample` event of a rank, reduced to what the
+// algorithm reads.
+type Sample struct {
+	TimestampNs int64
+	// GapBytes is max(0, device_used - allocator_reserved).
+	GapBytes int64
+	// TotalBytes is device_total_bytes, or <= 0 when null or not positive.
+	TotalBytes int64
+	// SessionID is "" when the sample has none (v2).
+	SessionID string
+}
+
+// RankSeries is one rank's samples (time order, ties in input order) and its
+// marker timestamps (ascending).
+type RankSeries struct {
+	Rank    int64
+	Samples []Sample
+	Markers []int64
+}
+
+// Input is the grouped form of a run (steps S1–S3 and S6 already applied).
+// The streaming processor builds it from its compact buffers without
+// materialising Events.
+type Input struct {
+	Ranks             []RankSeries
+	ExpectedWorldSize int64
+	TraceStartNs      int64
+}
+
+// PhaseResolver resolves a spike's timestamp to a phase (R2 phase_resolver).
+type PhaseResolver interface {
+	Resolve(timestampNs int64, sessionID string, rank int64) *phase.Attribution
+}
