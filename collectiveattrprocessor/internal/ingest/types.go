@@ -1,0 +1,67 @@
+// Package ingest turns OTLP metrics, spans and log records into the engine's
+// records (reference §1 TelemetryEvents, marker timestamps, phase spans),
+// keyed by job and rank (contract §2, §3). It never mutates its input.
+package ingest
+
+import (
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// Kind says what a Record carries.
+type Kind uint8
+
+const (
+	// KindSample is a sample formed from metrics (Event is set, event_type "sample").
+	KindSample Kind = iota + 1
+	// KindMarker is one marker timestamp from a marker span or span event.
+	KindMarker
+	// KindPhaseSpan is a phase span from traces (PhaseSpan is set).
+	KindPhaseSpan
+	// KindStormlog is a validated stormlog TelemetryEvent from a log body
+	// (Event is set; it may be a sample, a marker, a phase boundary, or any
+	// other record, exactly as stormlog would read it).
+	KindStormlog
+)
+
+// SpanRef identifies the marker span that produced a marker, for result links.
+type SpanRef struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+}
+
+// Record is one converted item, already assigned to a job and a rank.
+type Record struct {
+	Kind  Kind
+	JobID string
+	Rank  int64
+	// WorldSize is the declared world size, 0 when unknown.
+	WorldSize int64
+	// Host is the rank's host name when known ("" otherwise).
+	Host string
+	// TimestampNs is the record's event time.
+	TimestampNs int64
+	// Event is set for KindSample and KindStormlog.
+	Event telemetry.Event
+	// Marker is set for KindMarker.
+	Marker SpanRef
+	// PhaseSpan is set for KindPhaseSpan (SessionID = JobID).
+	PhaseSpan phase.Span
+}
+
+// SkipReason is why an input item was not converted (self-telemetry label).
+type SkipReason string
+
+const (
+	SkipNoIdentity   SkipReason = "no_identity"
+	SkipInvalidValue SkipReason = "invalid_value"
+	SkipStale        SkipReason = "stale"
+	SkipOverLimit    SkipReason = "over_limit"
+	SkipUnjoinable   SkipReason = "unjoinable"
+)
+
+// Skip is one skipped item with a human-readable detail for the rate-limited log.
+type Skip struct {
+	Reason SkipReason
+	Detail string
+}
