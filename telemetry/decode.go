@@ -1,0 +1,586 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// field identifies one known top-level key of a TelemetryEvent record.
+type field uint8
+
+const (
+	fSchemaVersion field = iota
+	fSessionID
+	fTimestampNs
+	fEventType
+	fCollector
+	fSamplingIntervalMs
+	fPID
+	fHost
+	fDeviceID
+	fAllocatorAllocatedBytes
+	fAllocatorReservedBytes
+	fAllocatorActiveBytes
+	fAllocatorInactiveBytes
+	fAllocatorChangeBytes
+	fDeviceUsedBytes
+	fDeviceFreeBytes
+	fDeviceTotalBytes
+	fContext
+	fMetadata
+	fJobID
+	fRank
+	fLocalRank
+	fWorldSize
+	numFields
+)
+
+// fieldNames lists the keys in the reference's declaration order: required
+// fields first (REQUIRED_V3_FIELDS; v2 lacks session_id), then the optional
+// identity fields. "Missing required telemetry fields" lists in this order.
+var fieldNames = [numFields]string{
+	"schema_version", "session_id", "timestamp_ns", "event_type", "collector",
+	"sampling_interval_ms", "pid", "host", "device_id",
+	"allocator_allocated_bytes", "allocator_reserved_bytes",
+	"allocator_active_bytes", "allocator_inactive_bytes", "allocator_change_bytes",
+	"device_used_bytes", "device_free_bytes", "device_total_bytes",
+	"context", "metadata",
+	"job_id", "rank", "local_rank", "world_size",
+}
+
+var fieldByName = func() map[string]field {
+	m := make(map[string]field, numFields)
+	for i, n := range fieldNames {
+		m[n] = field(i)
+	}
+	return m
+}()
+
+// kind is the JSON type of a decoded value as Python would see it.
+type kind uint8
+
+const (
+	kNull kind = iota
+	kBool
+	kInt    // integer that fits int64
+	kBigInt // integer outside int64 (valid in Python, not representable here)
+	kFloat  // number with a fraction or exponent
+	kString
+	kObject
+	kArray
+)
+
+type slot struct {
+	present bool
+	kind    kind
+	i       int64
+	s       string
+	meta    map[string]any // metadata object
+}
+
+// Decoder decodes TelemetryEvent records. Its zero value is ready to use; a
+// Decoder reused across records (one per goroutine) interns the repeated
+// short strings of a stream so decoding allocates almost nothing per record.
+type Decoder struct {
+	sc      scanner
+	slots   [numFields]slot
+	unknown []string
+}
+
+// DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
+// record of schema version 2, 3 or 4 (reference §1.3, §1.5). Malformed JSON
+// yields a *SyntaxError; a well-formed record that breaks a rule yields an
+// error whose text is the reference's message (e.g. "rank must be <
+// world_size").
+func DecodeRecord(data []byte) (Event, error) {
+	var d Decoder
+	return d.Decode(data)
+}
+
+// Decode is DecodeRecord with string interning across calls.
+func (d *Decoder) Decode(data []byte) (Event, error) {
+	if d.sc.intern == nil {
+		d.sc.intern = make(map[string]string, 64)
+	}
+	d.sc.data, d.sc.pos, d.sc.depth = data, 0, 0
+	isObject, err := d.scanRecord()
+	d.sc.data = nil
+	if err != nil {
+		return Event{}, err
+	}
+	if !isObject {
+		return Event{}, errNotObject
+	}
+	return d.validate()
+}
+
+var errNotObject = errors.New("record must be an object")
+
+// ErrNotObject is returned (wrapped) for a well-formed JSON value that is not
+// an object.
+var ErrNotObject = errNotObject
+
+// scanRecord parses the whole value into slots before any validation, so a
+// syntax error anywhere wins over a validation error, as with json.loads.
+func (d *Decoder) scanRecord() (bool, error) {
+	s := &d.sc
+	for i := range d.slots {
+		d.slots[i] = slot{}
+	}
+	d.unknown = d.unknown[:0]
+	if s.peek() != '{' {
+		if _, err := s.value(); err != nil {
+			return false, err
+		}
+		return false, s.expectEnd()
+	}
+	s.pos++
+	if s.peek() == '}' {
+		s.pos++
+		return true, s.expectEnd()
+	}
+	for {
+		if s.peek() != '"' {
+			return false, s.fail("expected object key")
+		}
+		kb, err := s.stringBytes()
+		if err != nil {
+			return false, err
+		}
+		f, known := fieldByName[string(kb)]
+		if !known {
+			d.unknown = append(d.unknown, string(kb))
+		}
+		if s.peek() != ':' {
+			return false, s.fail("expected ':' after object key")
+		}
+		s.pos++
+		if known {
+			if err := d.scanField(f); err != nil {
+				return false, err
+			}
+		} else if err := s.skipValue(); err != nil {
+			return false, err
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return true, s.expectEnd()
+		default:
+			return false, s.fail("expected ',' or '}' in object")
+		}
+	}
+}
+
+func (d *Decoder) scanField(f field) error {
+	s := &d.sc
+	sl := &d.slots[f]
+	*sl = slot{present: true}
+	switch c := s.peek(); {
+	case c == '"':
+		sl.kind = kString
+		v, err := s.str(f != fContext)
+		sl.s = v
+		return err
+	case c == 'n':
+		sl.kind = kNull
+		return s.literal("null")
+	case c == 't':
+		sl.kind, sl.i = kBool, 1
+		return s.literal("true")
+	case c == 'f':
+		sl.kind = kBool
+		return s.literal("false")
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, nk, v, err := s.number()
+		switch nk {
+		case numInt:
+			sl.kind, sl.i = kInt, v
+		case numBigInt:
+			sl.kind = kBigInt
+		default:
+			sl.kind = kFloat
+		}
+		return err
+	case c == '{':
+		sl.kind = kObject
+		if f != fMetadata {
+			return s.skipValue()
+		}
+		m, err := s.object()
+		if len(m) == 0 {
+			m = nil
+		}
+		sl.meta = m
+		return err
+	case c == '[':
+		sl.kind = kArray
+		return s.skipValue()
+	case c == 0:
+		return s.fail("unexpected end of input")
+	default:
+		return s.fail(fmt.Sprintf("invalid character %q", c))
+	}
+}
+
+// ValidationError is a well-formed record that breaks a TelemetryEvent rule.
+// Its text is the reference loader's message.
+type ValidationError struct{ Msg string }
+
+func (e *ValidationError) Error() string { return e.Msg }
+
+func invalid(format string, args ...any) error {
+	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// integer returns the slot's integer value or the reference's type error.
+// Booleans, floats (1.0, 1e3), strings and null are not integers.
+func (d *Decoder) integer(f field) (int64, error) {
+	sl := &d.slots[f]
+	switch sl.kind {
+	case kInt:
+		return sl.i, nil
+	case kBigInt:
+		return 0, invalid("%s is outside the signed 64-bit integer range", fieldNames[f])
+	}
+	return 0, invalid("%s must be an integer", fieldNames[f])
+}
+
+// optInteger is integer for a nullable field.
+func (d *Decoder) optInteger(f field) (OptInt, error) {
+	if d.slots[f].kind == kNull {
+		return OptInt{}, nil
+	}
+	v, err := d.integer(f)
+	return OptInt{Value: v, Valid: err == nil}, err
+}
+
+// requiredString applies _coerce_required_string: null or blank → "must be a
+// non-empty string", another type → "must be a string".
+func (d *Decoder) requiredString(f field) (string, error) {
+	sl := &d.slots[f]
+	switch {
+	case sl.kind == kNull:
+		return "", invalid("%s must be a non-empty string", fieldNames[f])
+	case sl.kind != kString:
+		return "", invalid("%s must be a string", fieldNames[f])
+	case IsBlank(sl.s):
+		return "", invalid("%s must be a non-empty string", fieldNames[f])
+	}
+	return sl.s, nil
+}
+
+func (d *Decoder) validate() (Event, error) {
+	var e Event
+	sl := &d.slots
+
+	// Schema version first: it selects the required and known key sets.
+	if !sl[fSchemaVersion].present {
+		return e, d.missing(fieldsV2)
+	}
+	version, err := d.integer(fSchemaVersion)
+	if err != nil {
+		return e, invalid("schema_version must be an integer")
+	}
+	var required []field
+	switch version {
+	case 2:
+		required = fieldsV2
+	case 3, 4:
+		required = fieldsV3
+	default:
+		return e, invalid("Unsupported schema_version: %d", version)
+	}
+	if err := d.missing(required); err != nil {
+		return e, err
+	}
+	if version == 2 && sl[fSessionID].present {
+		d.unknown = append(d.unknown, "session_id")
+	}
+	if len(d.unknown) > 0 {
+		slices.Sort(d.unknown)
+		return e, invalid("Unknown telemetry fields: %s", strings.Join(d.unknown, ", "))
+	}
+	e.SchemaVersion = int(version)
+	if version != 2 {
+		if e.SessionID, err = d.requiredString(fSessionID); err != nil {
+			return e, err
+		}
+	}
+
+	if e.TimestampNs, err = d.integer(fTimestampNs); err != nil {
+		return e, err
+	}
+	if e.TimestampNs < 0 {
+		return e, invalid("timestamp_ns must be >= 0")
+	}
+	if e.EventType, err = d.requiredString(fEventType); err != nil {
+		return e, err
+	}
+	if e.Collector, err = d.requiredString(fCollector); err != nil {
+		return e, err
+	}
+	if e.SamplingIntervalMs, err = d.integer(fSamplingIntervalMs); err != nil {
+		return e, err
+	}
+	if e.SamplingIntervalMs < 0 {
+		return e, invalid("sampling_interval_ms must be >= 0")
+	}
+	if e.PID, err = d.integer(fPID); err != nil {
+		return e, err
+	}
+	if e.PID < -1 {
+		return e, invalid("pid must be >= -1")
+	}
+	if e.Host, err = d.requiredString(fHost); err != nil {
+		return e, err
+	}
+
+	// Identity fields, each only when present (null job_id is allowed; a
+	// null rank/local_rank/world_size is not an integer).
+	if sl[fJobID].present && sl[fJobID].kind != kNull {
+		if e.JobID, err = d.requiredString(fJobID); err != nil {
+			return e, err
+		}
+	}
+	e.Rank, e.WorldSize = 0, 1
+	if sl[fRank].present {
+		if e.Rank, err = d.integer(fRank); err != nil {
+			return e, err
+		}
+		if e.Rank < 0 {
+			return e, invalid("rank must be >= 0")
+		}
+	}
+	e.LocalRank = e.Rank
+	if sl[fLocalRank].present {
+		if e.LocalRank, err = d.integer(fLocalRank); err != nil {
+			return e, err
+		}
+		if e.LocalRank < 0 {
+			return e, invalid("local_rank must be >= 0")
+		}
+	}
+	if sl[fWorldSize].present {
+		if e.WorldSize, err = d.integer(fWorldSize); err != nil {
+			return e, err
+		}
+		if e.WorldSize < 1 {
+			return e, invalid("world_size must be >= 1")
+		}
+	}
+
+	if e.DeviceID, err = d.integer(fDeviceID); err != nil {
+		return e, err
+	}
+
+	// Counters: v4 makes the core counters nullable.
+	core := d.integer
+	coreOpt := func(f field) (OptInt, error) {
+		v, err := core(f)
+		return OptInt{Value: v, Valid: true}, err
+	}
+	if version == 4 {
+		coreOpt = d.optInteger
+	}
+	if e.AllocatorAllocatedBytes, err = coreOpt(fAllocatorAllocatedBytes); err != nil {
+		return e, err
+	}
+	if e.AllocatorReservedBytes, err = coreOpt(fAllocatorReservedBytes); err != nil {
+		return e, err
+	}
+	if e.AllocatorActiveBytes, err = d.optInteger(fAllocatorActiveBytes); err != nil {
+		return e, err
+	}
+	if e.AllocatorInactiveBytes, err = d.optInteger(fAllocatorInactiveBytes); err != nil {
+		return e, err
+	}
+	if e.AllocatorChangeBytes, err = coreOpt(fAllocatorChangeBytes); err != nil {
+		return e, err
+	}
+	if negative(e.AllocatorAllocatedBytes) {
+		return e, invalid("allocator_allocated_bytes must be >= 0")
+	}
+	if negative(e.AllocatorReservedBytes) {
+		return e, invalid("allocator_reserved_bytes must be >= 0")
+	}
+	if negative(e.AllocatorActiveBytes) {
+		return e, invalid("allocator_active_bytes must be >= 0 when provided")
+	}
+	if negative(e.AllocatorInactiveBytes) {
+		return e, invalid("allocator_inactive_bytes must be >= 0 when provided")
+	}
+
+	if e.DeviceUsedBytes, err = coreOpt(fDeviceUsedBytes); err != nil {
+		return e, err
+	}
+	if e.DeviceFreeBytes, err = d.optInteger(fDeviceFreeBytes); err != nil {
+		return e, err
+	}
+	if e.DeviceTotalBytes, err = d.optInteger(fDeviceTotalBytes); err != nil {
+		return e, err
+	}
+	if negative(e.DeviceUsedBytes) {
+		return e, invalid("device_used_bytes must be >= 0")
+	}
+	if negative(e.DeviceFreeBytes) {
+		return e, invalid("device_free_bytes must be >= 0 when provided")
+	}
+	if negative(e.DeviceTotalBytes) {
+		return e, invalid("device_total_bytes must be >= 0 when provided")
+	}
+	if e.DeviceTotalBytes.Valid {
+		if e.DeviceUsedBytes.Valid && e.DeviceUsedBytes.Value > e.DeviceTotalBytes.Value {
+			return e, invalid("device_used_bytes cannot exceed device_total_bytes")
+		}
+		if e.DeviceFreeBytes.Valid && e.DeviceFreeBytes.Value > e.DeviceTotalBytes.Value {
+			return e, invalid("device_free_bytes cannot exceed device_total_bytes")
+		}
+	}
+
+	switch ctx := sl[fContext]; ctx.kind {
+	case kNull:
+	case kString:
+		e.Context, e.HasContext = ctx.s, true
+	default:
+		return e, invalid("context must be a string")
+	}
+
+	if sl[fMetadata].kind != kObject {
+		return e, invalid("metadata must be an object")
+	}
+	e.Metadata = sl[fMetadata].meta
+	if version == 4 {
+		if err := validateCapabilities(&e); err != nil {
+			return e, err
+		}
+	}
+
+	// Cross-field identity rules (resolve_distributed_identity).
+	switch {
+	case e.Rank >= e.WorldSize:
+		return e, invalid("rank must be < world_size")
+	case e.LocalRank >= e.WorldSize:
+		return e, invalid("local_rank must be < world_size")
+	case e.WorldSize == 1 && e.Rank != 0:
+		return e, invalid("rank must be 0 when world_size is 1")
+	case e.WorldSize == 1 && e.LocalRank != 0:
+		return e, invalid("local_rank must be 0 when world_size is 1")
+	}
+	return e, nil
+}
+
+func negative(v OptInt) bool { return v.Valid && v.Value < 0 }
+
+var (
+	fieldsV3 = []field{
+		fSchemaVersion, fSessionID, fTimestampNs, fEventType, fCollector,
+		fSamplingIntervalMs, fPID, fHost, fDeviceID,
+		fAllocatorAllocatedBytes, fAllocatorReservedBytes, fAllocatorActiveBytes,
+		fAllocatorInactiveBytes, fAllocatorChangeBytes,
+		fDeviceUsedBytes, fDeviceFreeBytes, fDeviceTotalBytes, fContext, fMetadata,
+	}
+	fieldsV2 = slices.DeleteFunc(slices.Clone(fieldsV3), func(f field) bool { return f == fSessionID })
+)
+
+func (d *Decoder) missing(required []field) error {
+	var names []string
+	for _, f := range required {
+		if !d.slots[f].present {
+			names = append(names, fieldNames[f])
+		}
+	}
+	if names == nil {
+		return nil
+	}
+	return invalid("Missing required telemetry fields: %s", strings.Join(names, ", "))
+}
+
+// Capability keys of metadata.memory_capabilities (schema v4), in the
+// reference's order: strings, then booleans.
+var (
+	capabilityStrings  = []string{"backend", "telemetry_collector", "sampling_source"}
+	capabilityBooleans = []string{
+		"supports_allocator_allocated", "supports_allocator_reserved",
+		"supports_allocator_active", "supports_allocator_inactive",
+		"supports_device_used", "supports_device_free", "supports_device_total",
+		"supports_native_allocator_history", "supports_fragmentation_analysis",
+		"supports_allocator_attribution", "supports_bounded_profiling",
+	}
+)
+
+// validateCapabilities applies the v4 rules: metadata.memory_capabilities
+// holds exactly the known keys with the right types, and a counter whose
+// supports_* flag is false must be null.
+func validateCapabilities(e *Event) error {
+	caps, ok := e.Metadata["memory_capabilities"].(map[string]any)
+	if !ok {
+		return invalid("metadata.memory_capabilities must be an object")
+	}
+	var missing []string
+	for _, k := range capabilityStrings {
+		if _, ok := caps[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	for _, k := range capabilityBooleans {
+		if _, ok := caps[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if missing != nil {
+		return invalid("Missing memory capability fields: %s", strings.Join(missing, ", "))
+	}
+	var unknown []string
+	for k := range caps {
+		if !slices.Contains(capabilityStrings, k) && !slices.Contains(capabilityBooleans, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if unknown != nil {
+		slices.Sort(unknown)
+		return invalid("Unknown memory capability fields: %s", strings.Join(unknown, ", "))
+	}
+	for _, k := range capabilityStrings {
+		switch v := caps[k].(type) {
+		case string:
+			if IsBlank(v) {
+				return invalid("metadata.memory_capabilities.%s must be a non-empty string", k)
+			}
+		case nil:
+			return invalid("metadata.memory_capabilities.%s must be a non-empty string", k)
+		default:
+			return invalid("metadata.memory_capabilities.%s must be a string", k)
+		}
+	}
+	for _, k := range capabilityBooleans {
+		if _, ok := caps[k].(bool); !ok {
+			return invalid("metadata.memory_capabilities.%s must be a boolean", k)
+		}
+	}
+	counters := []struct {
+		name, capability string
+		value            OptInt
+	}{
+		{"allocator_allocated_bytes", "supports_allocator_allocated", e.AllocatorAllocatedBytes},
+		{"allocator_reserved_bytes", "supports_allocator_reserved", e.AllocatorReservedBytes},
+		{"allocator_active_bytes", "supports_allocator_active", e.AllocatorActiveBytes},
+		{"allocator_inactive_bytes", "supports_allocator_inactive", e.AllocatorInactiveBytes},
+		{"device_used_bytes", "supports_device_used", e.DeviceUsedBytes},
+		{"device_free_bytes", "supports_device_free", e.DeviceFreeBytes},
+		{"device_total_bytes", "supports_device_total", e.DeviceTotalBytes},
+	}
+	for _, c := range counters {
+		if c.value.Valid && !caps[c.capability].(bool) {
+			return invalid("%s must be null when metadata.memory_capabilities.%s is false", c.name, c.capability)
+		}
+	}
+	if e.AllocatorChangeBytes.Valid && !caps["supports_allocator_allocated"].(bool) {
+		return invalid("allocator_change_bytes must be null when allocator allocated memory is unsupported")
+	}
+	return nil
+}

@@ -1,0 +1,478 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxNesting bounds the depth of nested arrays/objects in one record so a
+// hostile line cannot exhaust the stack (Python's json raises RecursionError
+// at a similar depth).
+const maxNesting = 10000
+
+// SyntaxError reports malformed JSON (as opposed to a well-formed record that
+// fails validation). Readers use the distinction for the truncated-tail rule.
+type SyntaxError struct {
+	Offset int // byte offset in the record
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("malformed JSON at offset %d: %s", e.Offset, e.Msg)
+}
+
+// scanner is a strict RFC 8259 JSON scanner over one in-memory record. It is
+// hand-written because decoding stormlog JSONL dominates the CLI's run time:
+// it decodes straight into Event fields and interns the few distinct short
+// strings (event_type, collector, host, ids) instead of allocating each.
+type scanner struct {
+	data   []byte
+	pos    int
+	depth  int
+	intern map[string]string
+	buf    []byte // scratch for strings with escapes
+}
+
+func (s *scanner) fail(msg string) error {
+	return &SyntaxError{Offset: s.pos, Msg: msg}
+}
+
+func (s *scanner) skipWS() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// expectEnd checks that only whitespace follows the value.
+func (s *scanner) expectEnd() error {
+	s.skipWS()
+	if s.pos != len(s.data) {
+		return s.fail("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// peek returns the next non-whitespace byte, or 0 at the end.
+func (s *scanner) peek() byte {
+	s.skipWS()
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	return s.data[s.pos]
+}
+
+func (s *scanner) literal(word string) error {
+	if len(s.data)-s.pos < len(word) || string(s.data[s.pos:s.pos+len(word)]) != word {
+		return s.fail("invalid literal")
+	}
+	s.pos += len(word)
+	return nil
+}
+
+// stringBytes scans a JSON string starting at the opening quote and returns
+// its decoded bytes. The slice aliases the input when the string has no
+// escapes and is valid UTF-8; otherwise it aliases s.buf and is only valid
+// until the next call.
+func (s *scanner) stringBytes() ([]byte, error) {
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return nil, s.fail("expected string")
+	}
+	s.pos++
+	start := s.pos
+	ascii := true
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			out := s.data[start:s.pos]
+			s.pos++
+			if !ascii && !utf8.Valid(out) {
+				s.buf = appendValidUTF8(s.buf[:0], out)
+				return s.buf, nil
+			}
+			return out, nil
+		case c == '\\':
+			return s.slowString(start)
+		case c < 0x20:
+			return nil, s.fail("control character in string")
+		case c >= 0x80:
+			ascii = false
+		}
+		s.pos++
+	}
+	return nil, s.fail("unterminated string")
+}
+
+// slowString decodes a string containing escapes; s.pos is at the first
+// backslash and start is the first content byte.
+func (s *scanner) slowString(start int) ([]byte, error) {
+	b := append(s.buf[:0], s.data[start:s.pos]...)
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			if !utf8.Valid(b) {
+				b = appendValidUTF8(nil, b)
+			}
+			s.buf = b
+			return b, nil
+		case c < 0x20:
+			return nil, s.fail("control character in string")
+		case c != '\\':
+			b = append(b, c)
+			s.pos++
+			continue
+		}
+		s.pos++
+		if s.pos >= len(s.data) {
+			break
+		}
+		e := s.data[s.pos]
+		s.pos++
+		switch e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return nil, s.fail("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				// A valid pair becomes one rune; a lone surrogate becomes
+				// U+FFFD (Go strings cannot hold surrogates).
+				save := s.pos
+				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
+					s.pos += 2
+					if r2, ok := s.hex4(); ok {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							continue
+						}
+					}
+					s.pos = save
+				}
+				r = utf8.RuneError
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return nil, s.fail("invalid escape")
+		}
+	}
+	return nil, s.fail("unterminated string")
+}
+
+func (s *scanner) hex4() (rune, bool) {
+	if len(s.data)-s.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.data[s.pos : s.pos+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	s.pos += 4
+	return r, true
+}
+
+func appendValidUTF8(dst, src []byte) []byte {
+	for len(src) > 0 {
+		r, n := utf8.DecodeRune(src)
+		dst = utf8.AppendRune(dst, r)
+		src = src[n:]
+	}
+	return dst
+}
+
+// str scans a string value and returns it as a Go string, interning short
+// values when an intern table is set.
+func (s *scanner) str(intern bool) (string, error) {
+	b, err := s.stringBytes()
+	if err != nil {
+		return "", err
+	}
+	if intern && s.intern != nil && len(b) <= 64 {
+		if v, ok := s.intern[string(b)]; ok {
+			return v, nil
+		}
+		v := string(b)
+		if len(s.intern) < 4096 {
+			s.intern[v] = v
+		}
+		return v, nil
+	}
+	return string(b), nil
+}
+
+// numberKind classifies a JSON number lexeme.
+type numberKind uint8
+
+const (
+	numInt      numberKind = iota // integer lexeme that fits int64
+	numBigInt                     // integer lexeme outside int64
+	numFraction                   // has a fraction or exponent (a Python float)
+)
+
+// number scans a JSON number and returns its lexeme and kind; for numInt the
+// value is returned too.
+func (s *scanner) number() ([]byte, numberKind, int64, error) {
+	start := s.pos
+	d := s.data
+	i := s.pos
+	neg := false
+	if i < len(d) && d[i] == '-' {
+		neg = true
+		i++
+	}
+	if i >= len(d) {
+		s.pos = i
+		return nil, 0, 0, s.fail("invalid number")
+	}
+	var v uint64
+	overflow := false
+	switch {
+	case d[i] == '0':
+		i++
+	case d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			digit := uint64(d[i] - '0')
+			if v > (1<<63)/10 || v*10 > (1<<63)-digit {
+				overflow = true
+			} else {
+				v = v*10 + digit
+			}
+			i++
+		}
+	default:
+		s.pos = i
+		return nil, 0, 0, s.fail("invalid number")
+	}
+	kind := numInt
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			s.pos = i
+			return nil, 0, 0, s.fail("invalid number")
+		}
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		kind = numFraction
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			s.pos = i
+			return nil, 0, 0, s.fail("invalid number")
+		}
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		kind = numFraction
+	}
+	s.pos = i
+	lex := d[start:i]
+	if kind == numFraction {
+		return lex, kind, 0, nil
+	}
+	if overflow || (!neg && v > 1<<63-1) {
+		return lex, numBigInt, 0, nil
+	}
+	if neg {
+		return lex, numInt, -int64(v), nil
+	}
+	return lex, numInt, int64(v), nil
+}
+
+// value decodes any JSON value into the metadata representation: string,
+// json.Number, bool, nil, []any or map[string]any.
+func (s *scanner) value() (any, error) {
+	switch c := s.peek(); {
+	case c == '"':
+		return s.str(false)
+	case c == '{':
+		return s.object()
+	case c == '[':
+		return s.array()
+	case c == 't':
+		return true, s.literal("true")
+	case c == 'f':
+		return false, s.literal("false")
+	case c == 'n':
+		return nil, s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		lex, _, _, err := s.number()
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(lex), nil
+	case c == 0:
+		return nil, s.fail("unexpected end of input")
+	default:
+		return nil, s.fail(fmt.Sprintf("invalid character %q", c))
+	}
+}
+
+func (s *scanner) enter() error {
+	s.depth++
+	if s.depth > maxNesting {
+		return s.fail("nesting too deep")
+	}
+	return nil
+}
+
+// object decodes an object; duplicate keys keep the last value, as Python's
+// json does.
+func (s *scanner) object() (map[string]any, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { s.depth-- }()
+	s.pos++ // '{'
+	var m map[string]any
+	if s.peek() == '}' {
+		s.pos++
+		return map[string]any{}, nil
+	}
+	for {
+		if s.peek() != '"' {
+			return nil, s.fail("expected object key")
+		}
+		k, err := s.str(true)
+		if err != nil {
+			return nil, err
+		}
+		if s.peek() != ':' {
+			return nil, s.fail("expected ':' after object key")
+		}
+		s.pos++
+		v, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = make(map[string]any, 4)
+		}
+		m[k] = v
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return m, nil
+		default:
+			return nil, s.fail("expected ',' or '}' in object")
+		}
+	}
+}
+
+func (s *scanner) array() ([]any, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { s.depth-- }()
+	s.pos++ // '['
+	out := []any{}
+	if s.peek() == ']' {
+		s.pos++
+		return out, nil
+	}
+	for {
+		v, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return out, nil
+		default:
+			return nil, s.fail("expected ',' or ']' in array")
+		}
+	}
+}
+
+// skipValue validates and skips one value without building it.
+func (s *scanner) skipValue() error {
+	switch c := s.peek(); {
+	case c == '"':
+		_, err := s.stringBytes()
+		return err
+	case c == '{' || c == '[':
+		if err := s.enter(); err != nil {
+			return err
+		}
+		defer func() { s.depth-- }()
+		s.pos++
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		if s.peek() == closer {
+			s.pos++
+			return nil
+		}
+		for {
+			if c == '{' {
+				if s.peek() != '"' {
+					return s.fail("expected object key")
+				}
+				if _, err := s.stringBytes(); err != nil {
+					return err
+				}
+				if s.peek() != ':' {
+					return s.fail("expected ':' after object key")
+				}
+				s.pos++
+			}
+			if err := s.skipValue(); err != nil {
+				return err
+			}
+			switch s.peek() {
+			case ',':
+				s.pos++
+			case closer:
+				s.pos++
+				return nil
+			default:
+				return s.fail("expected ',' or closing bracket")
+			}
+		}
+	default:
+		_, err := s.value()
+		return err
+	}
+}
+
