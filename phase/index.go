@@ -1,0 +1,217 @@
+package phase
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+type groupKey struct {
+	session string
+	rank    int64
+}
+
+// Index is the reference's PhaseReplayIndex: phase spans per (session, rank),
+// sorted by (start, end). It is immutable after NewIndex and safe for
+// concurrent use.
+type Index struct {
+	groups map[groupKey][]Span
+}
+
+// NewIndex builds an index (PhaseReplayIndex.from_events, §3.2) by replaying
+// the boundary events, and adds already-replayed spans (e.g. phase spans that
+// arrived as OTLP spans) as they are. Either input may be empty.
+func NewIndex(events []telemetry.Event, spans []Span) *Index {
+	ix := &Index{groups: make(map[groupKey][]Span)}
+	for _, s := range replay(events) {
+		k := groupKey{s.SessionID, s.Rank}
+		ix.groups[k] = append(ix.groups[k], s)
+	}
+	for _, s := range spans {
+		k := groupKey{s.SessionID, s.Rank}
+		ix.groups[k] = append(ix.groups[k], s)
+	}
+	for k, g := range ix.groups {
+		slices.SortStableFunc(g, func(a, b Span) int {
+			return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.EndNs, b.EndNs))
+		})
+		ix.groups[k] = g
+	}
+	return ix
+}
+
+type boundaryAt struct {
+	rank int64
+	b    Boundary
+}
+
+type threadKey struct {
+	session string
+	rank    int64
+	thread  int64
+}
+
+// replay turns boundaries into spans in the reference's emission order:
+// closed scopes as their exits are replayed, then scopes still open (ending
+// synthetically at the group's last event) in the order their thread stacks
+// were (re)created.
+func replay(events []telemetry.Event) []Span {
+	sessionEnd := make(map[groupKey]int64)
+	var boundaries []boundaryAt
+	for i := range events {
+		e := &events[i]
+		if e.SessionID == "" {
+			continue
+		}
+		k := groupKey{e.SessionID, e.Rank}
+		if end, ok := sessionEnd[k]; !ok || e.TimestampNs > end {
+			sessionEnd[k] = e.TimestampNs
+		}
+		if b, ok := ParseBoundary(e); ok {
+			boundaries = append(boundaries, boundaryAt{rank: e.Rank, b: b})
+		}
+	}
+	if len(boundaries) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(boundaries, func(x, y boundaryAt) int {
+		return cmp.Or(
+			strings.Compare(x.b.SessionID, y.b.SessionID),
+			cmp.Compare(x.rank, y.rank),
+			cmp.Compare(x.b.TimestampNs, y.b.TimestampNs),
+			cmp.Compare(x.b.Sequence, y.b.Sequence),
+			strings.Compare(x.b.ScopeID, y.b.ScopeID),
+		)
+	})
+
+	type stack struct {
+		order  int
+		scopes []Boundary
+	}
+	stacks := make(map[threadKey]*stack)
+	created := 0
+	var spans []Span
+	for _, ba := range boundaries {
+		b := &ba.b
+		tk := threadKey{b.SessionID, ba.rank, b.ThreadID}
+		st := stacks[tk]
+		if b.Action == "enter" {
+			if st == nil {
+				st = &stack{order: created}
+				created++
+				stacks[tk] = st
+			}
+			st.scopes = append(st.scopes, *b)
+			continue
+		}
+		if st == nil || len(st.scopes) == 0 || st.scopes[len(st.scopes)-1].ScopeID != b.ScopeID {
+			// The reference ignores an exit that does not close the top
+			// scope of its thread (but creates the empty stack entry).
+			if st == nil {
+				stacks[tk] = &stack{order: created}
+				created++
+			}
+			continue
+		}
+		opened := st.scopes[len(st.scopes)-1]
+		st.scopes = st.scopes[:len(st.scopes)-1]
+		if len(st.scopes) == 0 {
+			delete(stacks, tk)
+		}
+		spans = append(spans, Span{
+			SessionID:  b.SessionID,
+			Rank:       ba.rank,
+			ThreadID:   b.ThreadID,
+			ThreadName: b.ThreadName,
+			ScopeID:    b.ScopeID,
+			Path:       opened.Path,
+			StartNs:    opened.TimestampNs,
+			EndNs:      b.TimestampNs,
+			Sequence:   opened.Sequence,
+		})
+	}
+
+	type open struct {
+		key threadKey
+		st  *stack
+	}
+	var remaining []open
+	for k, st := range stacks {
+		if len(st.scopes) > 0 {
+			remaining = append(remaining, open{k, st})
+		}
+	}
+	slices.SortFunc(remaining, func(a, b open) int { return cmp.Compare(a.st.order, b.st.order) })
+	for _, o := range remaining {
+		end, ok := sessionEnd[groupKey{o.key.session, o.key.rank}]
+		if !ok {
+			continue
+		}
+		for _, s := range o.st.scopes {
+			spans = append(spans, Span{
+				SessionID:    o.key.session,
+				Rank:         o.key.rank,
+				ThreadID:     s.ThreadID,
+				ThreadName:   s.ThreadName,
+				ScopeID:      s.ScopeID,
+				Path:         s.Path,
+				StartNs:      s.TimestampNs,
+				EndNs:        end,
+				Sequence:     s.Sequence,
+				SyntheticEnd: true,
+			})
+		}
+	}
+	return spans
+}
+
+// Spans returns the spans of one session and rank, sorted by (start, end).
+// The slice is shared: do not modify it.
+func (ix *Index) Spans(sessionID string, rank int64) []Span {
+	if ix == nil {
+		return nil
+	}
+	return ix.groups[groupKey{sessionID, rank}]
+}
+
+// Active returns the spans of a session and rank active at t (start <= t <=
+// end, both inclusive), in index order.
+func (ix *Index) Active(t int64, sessionID string, rank int64) []Span {
+	var out []Span
+	for _, s := range ix.Spans(sessionID, rank) {
+		if s.StartNs > t {
+			break
+		}
+		if t <= s.EndNs {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Resolve is PhaseReplayIndex.resolve(timestamp_ns, session_id, rank) without
+// origin hints, the way collective attribution calls it (§2.3 S11): nil for
+// an empty session or when no span is active. A nil *Index resolves nothing.
+func (ix *Index) Resolve(timestampNs int64, sessionID string, rank int64) *Attribution {
+	if ix == nil || sessionID == "" {
+		return nil
+	}
+	return AttributeActive(ix.Active(timestampNs, sessionID, rank), nil, "")
+}
+
+// ResolveForEvent is resolve_phase_for_event: the event's own timestamp,
+// session and rank, with the origin hints metadata.origin_thread_id (an int)
+// and metadata.origin_phase_scope_id (a non-empty string) when present.
+func (ix *Index) ResolveForEvent(e *telemetry.Event) *Attribution {
+	if ix == nil || e.SessionID == "" {
+		return nil
+	}
+	var originThread *int64
+	if v, ok := telemetry.IntValue(e.Metadata["origin_thread_id"]); ok {
+		originThread = &v
+	}
+	originScope, _ := e.Metadata["origin_phase_scope_id"].(string)
+	return AttributeActive(ix.Active(e.TimestampNs, e.SessionID, e.Rank), originThread, originScope)
+}
