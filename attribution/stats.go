@@ -1,0 +1,182 @@
+package attribution
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// madConstant is the reference's robust z-score scale: 0.6745·(v−median)/MAD
+// (not 1/1.4826).
+const madConstant = 0.6745
+
+// rankStats holds what robust_zscore needs about one rank's gap array. The
+// reference recomputes the median and MAD for every candidate sample; they
+// depend only on the rank's gaps, so computing them once gives the same bits
+// in linear instead of quadratic time.
+type rankStats struct {
+	n    int
+	med  float64
+	mad  float64
+	mean float64 // only when mad == 0
+	sd   float64 // only when mad == 0
+}
+
+// computeRankStats fills the statistics of values (the gaps as float64 in
+// sample order). scratch must have len(values) capacity; it is clobbered.
+func computeRankStats(values, scratch []float64) rankStats {
+	st := rankStats{n: len(values)}
+	if st.n < 3 {
+		return st
+	}
+	work := append(scratch[:0], values...)
+	st.med = median(work)
+	for i, v := range values {
+		work[i] = math.Abs(v - st.med)
+	}
+	st.mad = median(work)
+	if st.mad > 0 {
+		return st
+	}
+	// numpy: mean = sum(x)/n; std(ddof=1) = sqrt(sum((x-mean)**2)/(n-1)),
+	// both sums pairwise.
+	st.mean = pairwiseSum(values) / float64(st.n)
+	for i, v := range values {
+		d := v - st.mean
+		work[i] = float64(d * d)
+	}
+	st.sd = math.Sqrt(pairwiseSum(work) / float64(st.n-1))
+	return st
+}
+
+// zscore is the reference's robust_zscore(values, v) for this rank.
+func (st *rankStats) zscore(v float64) float64 {
+	if st.n < 3 {
+		return 0
+	}
+	if st.mad > 0 {
+		// (0.6745 * (v - med)) / mad, left to right; the conversion keeps
+		// the product rounded on its own.
+		num := float64(madConstant * (v - st.med))
+		return positive(num / st.mad)
+	}
+	if st.sd > 0 {
+		return positive((v - st.mean) / st.sd)
+	}
+	return 0
+}
+
+// positive is Python's max(0.0, x).
+func positive(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	return 0
+}
+
+// median is numpy's median of a (which it reorders): the middle element for
+// odd n, (a+b)/2 of the two middle elements for even n.
+func median(a []float64) float64 {
+	n := len(a)
+	k := n / 2
+	hi := selectKth(a, k)
+	if n%2 == 1 {
+		return hi
+	}
+	lo := a[0]
+	for _, v := range a[1:k] {
+		lo = max(lo, v)
+	}
+	return (lo + hi) / 2
+}
+
+// selectKth reorders a so that a[k] is its k-th smallest element with
+// everything before it <= and everything after it >=, and returns a[k].
+// Hoare partitioning with a median-of-three pivot copes with the long runs of
+// equal gaps in real data; a depth budget falls back to sorting, bounding the
+// worst case at O(n log n).
+func selectKth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)-1
+	budget := 2*bits.Len(uint(len(a))) + 8
+	for hi > lo {
+		if budget == 0 {
+			slices.Sort(a[lo : hi+1])
+			return a[k]
+		}
+		budget--
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		pivot := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
+}
+
+// pairwiseSum is numpy's pairwise summation for float64 (np.add.reduce on a
+// contiguous array): a plain loop below 8 elements, eight interleaved
+// accumulators up to 128, and a split at n/2 rounded down to a multiple of 8
+// above. Matching it bit for bit keeps mean and std identical to numpy's.
+func pairwiseSum(a []float64) float64 {
+	n := len(a)
+	switch {
+	case n < 8:
+		res := 0.0
+		for _, v := range a {
+			res += v
+		}
+		return res
+	case n <= 128:
+		var r [8]float64
+		copy(r[:], a[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			b := a[i : i+8 : i+8]
+			r[0] += b[0]
+			r[1] += b[1]
+			r[2] += b[2]
+			r[3] += b[3]
+			r[4] += b[4]
+			r[5] += b[5]
+			r[6] += b[6]
+			r[7] += b[7]
+		}
+		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			res += a[i]
+		}
+		return res
+	default:
+		n2 := n / 2
+		n2 -= n2 % 8
+		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
+	}
+}
