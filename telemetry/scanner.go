@@ -475,4 +475,3 @@ func (s *scanner) skipValue() error {
 		return err
 	}
 }
-
