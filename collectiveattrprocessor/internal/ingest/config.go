@@ -1,0 +1,130 @@
+package ingest
+
+import "time"
+
+// IdentityKeys lists, per identity field, the attribute keys looked up on the
+// item (data point, span, log record) and then on its resource (contract §2).
+// Within one list the first key present wins.
+type IdentityKeys struct {
+	JobID     []string
+	Rank      []string
+	LocalRank []string
+	WorldSize []string
+	Host      []string
+	// Device keys may hold an index (int, integral double or decimal string)
+	// or an opaque id such as a GPU UUID. The first index-valued key and the
+	// first opaque-valued key are both kept, so that a rank that reports only
+	// `gpu.uuid` still joins DCGM points that carry `gpu` and `UUID`.
+	Device []string
+}
+
+// DefaultIdentityKeys returns the contract §2 defaults.
+func DefaultIdentityKeys() IdentityKeys {
+	return IdentityKeys{
+		JobID:     []string{"training.job.id", "job_id", "torchelastic.run_id", "TORCHELASTIC_RUN_ID", "slurm.job.id", "SLURM_JOB_ID", "k8s.job.name"},
+		Rank:      []string{"training.rank", "rank", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"},
+		LocalRank: []string{"training.local_rank", "local_rank", "LOCAL_RANK"},
+		WorldSize: []string{"training.world_size", "world_size", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"},
+		Host:      []string{"host.name", "k8s.node.name", "Hostname", "hostname"},
+		Device:    []string{"gpu.index", "device_id", "gpu", "gpu.uuid", "UUID"},
+	}
+}
+
+// MetricNames lists, per TelemetryEvent field, the metric names that carry it
+// (contract §3.1). Names starting with "DCGM_" and metrics whose unit is
+// "MiB" or "MiBy" are in MiB and are scaled by 2^20; everything else is bytes.
+type MetricNames struct {
+	DeviceUsed         []string
+	DeviceFree         []string
+	DeviceTotal        []string
+	AllocatorReserved  []string
+	AllocatorAllocated []string
+	AllocatorActive    []string
+	AllocatorInactive  []string
+	// DeviceReserved is the driver-reserved framebuffer (DCGM_FI_DEV_FB_RESERVED).
+	// It is no TelemetryEvent field: it only completes the device total
+	// (used + free + reserved) when no total metric is reported.
+	DeviceReserved []string
+}
+
+// DefaultMetricNames returns the contract §3.1 defaults.
+func DefaultMetricNames() MetricNames {
+	return MetricNames{
+		DeviceUsed:         []string{"gpu.memory.device.used", "hw.gpu.memory.usage", "DCGM_FI_DEV_FB_USED"},
+		DeviceFree:         []string{"gpu.memory.device.free", "DCGM_FI_DEV_FB_FREE"},
+		DeviceTotal:        []string{"gpu.memory.device.total", "hw.gpu.memory.limit", "DCGM_FI_DEV_FB_TOTAL"},
+		AllocatorReserved:  []string{"gpu.memory.allocator.reserved"},
+		AllocatorAllocated: []string{"gpu.memory.allocator.allocated"},
+		AllocatorActive:    []string{"gpu.memory.allocator.active"},
+		AllocatorInactive:  []string{"gpu.memory.allocator.inactive"},
+		DeviceReserved:     []string{"DCGM_FI_DEV_FB_RESERVED"},
+	}
+}
+
+// Config configures a Converter. Zero durations and limits take the defaults
+// below.
+type Config struct {
+	Identity IdentityKeys
+	Metrics  MetricNames
+	// SampleJoinTolerance is how far apart in event time a device-used point
+	// and the other roles' points may be to form one sample (default 250ms).
+	SampleJoinTolerance time.Duration
+	// IdentityTTL is how long an unused (host, device) → (job, rank) mapping
+	// is kept (default 10m).
+	IdentityTTL time.Duration
+	// PhaseSpanNames are span names treated as phase spans when the span has
+	// no `phase.path` attribute.
+	PhaseSpanNames []string
+
+	// PendingTTL is how long (wall clock) a metric point waits for its join
+	// partners before it is dropped (default 30s). A device-used point
+	// dropped without forming a sample is counted as unjoinable.
+	PendingTTL time.Duration
+	// MaxPendingPerRole bounds the points buffered per (job, rank) and metric
+	// role (default 64: 6.4 s of 10 Hz data).
+	MaxPendingPerRole int
+	// MaxSeries bounds the number of (job, rank) join buffers (default 65536).
+	// Points of a new (job, rank) beyond it are skipped as over_limit.
+	MaxSeries int
+	// MaxIdentityMappings bounds the (host, device) mappings (default 65536).
+	// When full, new devices are not learned until mappings expire.
+	MaxIdentityMappings int
+	// MaxFutureSkew is how far ahead of the wall clock an item's timestamp may
+	// be before it is rejected as invalid_value (default 1h).
+	MaxFutureSkew time.Duration
+}
+
+const (
+	defaultSampleJoinTolerance = 250 * time.Millisecond
+	defaultIdentityTTL         = 10 * time.Minute
+	defaultPendingTTL          = 30 * time.Second
+	defaultMaxPendingPerRole   = 64
+	defaultMaxSeries           = 1 << 16
+	defaultMaxIdentityMappings = 1 << 16
+	defaultMaxFutureSkew       = time.Hour
+)
+
+func (cfg Config) withDefaults() Config {
+	if cfg.SampleJoinTolerance <= 0 {
+		cfg.SampleJoinTolerance = defaultSampleJoinTolerance
+	}
+	if cfg.IdentityTTL <= 0 {
+		cfg.IdentityTTL = defaultIdentityTTL
+	}
+	if cfg.PendingTTL <= 0 {
+		cfg.PendingTTL = defaultPendingTTL
+	}
+	if cfg.MaxPendingPerRole <= 0 {
+		cfg.MaxPendingPerRole = defaultMaxPendingPerRole
+	}
+	if cfg.MaxSeries <= 0 {
+		cfg.MaxSeries = defaultMaxSeries
+	}
+	if cfg.MaxIdentityMappings <= 0 {
+		cfg.MaxIdentityMappings = defaultMaxIdentityMappings
+	}
+	if cfg.MaxFutureSkew <= 0 {
+		cfg.MaxFutureSkew = defaultMaxFutureSkew
+	}
+	return cfg
+}

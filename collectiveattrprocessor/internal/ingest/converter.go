@@ -1,0 +1,150 @@
+package ingest
+
+import (
+	"time"
+)
+
+// Converter turns OTLP metrics, spans and log records into Records. It keeps
+// the state that conversion needs (as-of join buffers per (job, rank), the
+// (host, device) → (job, rank) mapping) and nothing else. It is not safe for
+// concurrent use: the processor core serialises calls. It never mutates its
+// input and never panics on malformed input.
+type Converter struct {
+	cfg   Config
+	now   func() time.Time
+	keys  keyIndex
+	roles map[string]role
+	phase map[string]struct{}
+
+	tolNs int64
+	names *interner
+	dev   *deviceMap
+
+	series map[seriesKey]*series
+	gen    uint64
+
+	// Per-call scratch, reused to keep the hot path allocation-free.
+	touched       []*series
+	sampleScratch []Record
+	resID, itemID rawIdentity
+	id            identity
+
+	stats Stats
+}
+
+// Stats are sizes and cumulative counts for self-telemetry.
+type Stats struct {
+	// Series is the number of (job, rank) join buffers.
+	Series int
+	// PendingPoints is the number of metric points waiting in join buffers.
+	PendingPoints int
+	// IdentityMappings is the number of live (host, device) mappings.
+	IdentityMappings int
+	// IdentityMapFull counts devices not learned because the mapping table
+	// was at its bound (cumulative).
+	IdentityMapFull uint64
+	// UnjoinedPoints counts device-used points that never formed a sample
+	// (cumulative; each was also reported as an unjoinable Skip, or by the
+	// return value of Expire).
+	UnjoinedPoints uint64
+}
+
+// NewConverter returns a Converter; now is the wall clock (injectable for
+// tests), used for the identity TTL, the pending TTL and the future-timestamp
+// check.
+func NewConverter(cfg Config, now func() time.Time) *Converter {
+	cfg = cfg.withDefaults()
+	if now == nil {
+		now = time.Now
+	}
+	c := &Converter{
+		cfg:    cfg,
+		now:    now,
+		keys:   newKeyIndex(cfg.Identity),
+		roles:  map[string]role{},
+		phase:  map[string]struct{}{},
+		tolNs:  int64(cfg.SampleJoinTolerance),
+		names:  newInterner(4 * cfg.MaxSeries),
+		dev:    newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
+		series: map[seriesKey]*series{},
+	}
+	addRoles := func(r role, names []string) {
+		for _, n := range names {
+			if _, dup := c.roles[n]; !dup {
+				c.roles[n] = r
+			}
+		}
+	}
+	m := cfg.Metrics
+	addRoles(roleDeviceUsed, m.DeviceUsed)
+	addRoles(roleDeviceFree, m.DeviceFree)
+	addRoles(roleDeviceTotal, m.DeviceTotal)
+	addRoles(roleAllocatorReserved, m.AllocatorReserved)
+	addRoles(roleAllocatorAllocated, m.AllocatorAllocated)
+	addRoles(roleAllocatorActive, m.AllocatorActive)
+	addRoles(roleAllocatorInactive, m.AllocatorInactive)
+	addRoles(roleDeviceReserved, m.DeviceReserved)
+	for _, n := range cfg.PhaseSpanNames {
+		c.phase[n] = struct{}{}
+	}
+	return c
+}
+
+// Expire drops identity mappings unused for IdentityTTL and join-buffer
+// points older (wall clock) than PendingTTL, and forgets empty join buffers.
+// Call it on each tick. It returns how many device-used points were dropped
+// without forming a sample: the caller counts them as unjoinable.
+func (c *Converter) Expire() (unjoined int) {
+	nowNs := c.now().UnixNano()
+	c.dev.expire(nowNs)
+	cutoff := nowNs - int64(c.cfg.PendingTTL)
+	for k, s := range c.series {
+		unjoined += s.expire(cutoff)
+		if s.empty() {
+			delete(c.series, k)
+		}
+	}
+	c.stats.UnjoinedPoints += uint64(unjoined)
+	return unjoined
+}
+
+// Stats returns the current sizes and cumulative counts.
+func (c *Converter) Stats() Stats {
+	st := c.stats
+	st.Series = len(c.series)
+	for _, s := range c.series {
+		for r := range s.pts {
+			st.PendingPoints += len(s.pts[r])
+		}
+	}
+	st.IdentityMappings = len(c.dev.m)
+	st.IdentityMapFull = c.dev.full
+	return st
+}
+
+// identify resolves the current item's identity (c.itemID over c.resID)
+// into c.id, learning or joining the device mapping. It returns a Skip
+// reason when the item cannot be attributed to a rank.
+func (c *Converter) identify(nowNs int64) (SkipReason, string) {
+	id := &c.id
+	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
+		return SkipInvalidValue, detail
+	}
+	if id.hasRank {
+		id.job = c.names.intern(id.job)
+		id.host = c.names.intern(id.host)
+		c.dev.learn(c.names, id, nowNs)
+		return "", ""
+	}
+	if !id.hasDevice() || id.host == "" {
+		return SkipNoIdentity, "no rank and no host and device to join on"
+	}
+	if !c.dev.join(id, nowNs) {
+		return SkipUnjoinable, "no rank has reported this host and device within identity_ttl"
+	}
+	id.host = c.names.intern(id.host)
+	return "", ""
+}
+
+// futureLimit is the newest acceptable item timestamp.
+func (c *Converter) futureLimit(nowNs int64) int64 { return nowNs + int64(c.cfg.MaxFutureSkew) }

@@ -1,0 +1,110 @@
+package ingest
+
+// deviceRef is a GPU on a host.
+type deviceRef struct {
+	host string
+	dev  deviceKey
+}
+
+// rankRef is the (job, rank) a device was last seen serving.
+type rankRef struct {
+	job        string
+	rank       int64
+	localRank  int64
+	hasLocal   bool
+	worldSize  int64
+	lastUsedNs int64
+}
+
+// deviceMap remembers, per (host, device), the (job, rank) that last
+// reported telemetry carrying that host and device (contract §3.3), so that
+// device-level points (DCGM, NVML) that carry no rank can be attributed.
+// A mapping neither refreshed nor used for ttl expires.
+type deviceMap struct {
+	m     map[deviceRef]*rankRef
+	ttlNs int64
+	max   int
+	// full counts learn attempts refused because the map was at its bound.
+	full uint64
+}
+
+func newDeviceMap(ttlNs int64, maxEntries int) *deviceMap {
+	return &deviceMap{m: make(map[deviceRef]*rankRef), ttlNs: ttlNs, max: maxEntries}
+}
+
+// learn records that id (which has a rank) runs on its host and device(s).
+func (d *deviceMap) learn(in *interner, id *identity, nowNs int64) {
+	if id.host == "" || !id.hasRank {
+		return
+	}
+	if id.devIndex >= 0 {
+		d.put(in, deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex}}, id, nowNs)
+	}
+	if id.devOpaque != "" {
+		d.put(in, deviceRef{host: id.host, dev: deviceKey{Index: -1, Opaque: id.devOpaque}}, id, nowNs)
+	}
+}
+
+func (d *deviceMap) put(in *interner, key deviceRef, id *identity, nowNs int64) {
+	r, ok := d.m[key]
+	if !ok {
+		if len(d.m) >= d.max {
+			d.full++
+			return
+		}
+		key.host = in.intern(key.host)
+		key.dev.Opaque = in.intern(key.dev.Opaque)
+		r = &rankRef{}
+		d.m[key] = r
+	}
+	if r.job != id.job {
+		r.job = in.intern(id.job)
+	}
+	r.rank, r.localRank, r.hasLocal, r.lastUsedNs = id.rank, id.localRank, id.hasLocal, nowNs
+	if id.worldSize > 0 {
+		r.worldSize = id.worldSize
+	}
+}
+
+// join fills id's job and rank from the mapping of its host and device (the
+// index first, then the opaque id). It reports whether a mapping was found.
+func (d *deviceMap) join(id *identity, nowNs int64) bool {
+	if id.host == "" {
+		return false
+	}
+	var r *rankRef
+	if id.devIndex >= 0 {
+		r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex}}, nowNs)
+	}
+	if r == nil && id.devOpaque != "" {
+		r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: -1, Opaque: id.devOpaque}}, nowNs)
+	}
+	if r == nil {
+		return false
+	}
+	r.lastUsedNs = nowNs
+	id.job, id.hasJob = r.job, true
+	id.rank, id.hasRank = r.rank, true
+	id.localRank, id.hasLocal = r.localRank, r.hasLocal
+	if id.worldSize == 0 {
+		id.worldSize = r.worldSize
+	}
+	return true
+}
+
+func (d *deviceMap) lookup(key deviceRef, nowNs int64) *rankRef {
+	r, ok := d.m[key]
+	if !ok || nowNs-r.lastUsedNs > d.ttlNs {
+		return nil
+	}
+	return r
+}
+
+// expire drops mappings unused for longer than the TTL.
+func (d *deviceMap) expire(nowNs int64) {
+	for k, r := range d.m {
+		if nowNs-r.lastUsedNs > d.ttlNs {
+			delete(d.m, k)
+		}
+	}
+}

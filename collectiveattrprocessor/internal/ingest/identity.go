@@ -1,0 +1,235 @@
+package ingest
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// idField is one identity field of contract §2.
+type idField uint8
+
+const (
+	fieldJob idField = iota
+	fieldRank
+	fieldLocalRank
+	fieldWorldSize
+	fieldHost
+	fieldDevice
+	numFields
+)
+
+// keySlot says which field an attribute key feeds and its priority (lower
+// wins: the key's position in the configured list).
+type keySlot struct {
+	field idField
+	prio  uint16
+}
+
+// keyIndex maps every configured identity key to its slot, so that one pass
+// over an attribute map (one hash per attribute) finds every field instead of
+// one linear Map.Get per configured key.
+type keyIndex map[string][]keySlot
+
+func newKeyIndex(keys IdentityKeys) keyIndex {
+	idx := keyIndex{}
+	add := func(f idField, list []string) {
+		for i, k := range list {
+			if i > math.MaxUint16 {
+				break
+			}
+			idx[k] = append(idx[k], keySlot{field: f, prio: uint16(i)})
+		}
+	}
+	add(fieldJob, keys.JobID)
+	add(fieldRank, keys.Rank)
+	add(fieldLocalRank, keys.LocalRank)
+	add(fieldWorldSize, keys.WorldSize)
+	add(fieldHost, keys.Host)
+	add(fieldDevice, keys.Device)
+	return idx
+}
+
+// rawIdentity holds, per field, the highest-priority value found in one
+// attribute map. Device keeps two candidates: the best index-valued one and
+// the best opaque (string) one.
+type rawIdentity struct {
+	found [numFields]bool
+	prio  [numFields]uint16
+	val   [numFields]pcommon.Value
+	// opaque device candidate (e.g. a GPU UUID).
+	opaqueFound bool
+	opaquePrio  uint16
+	opaque      string
+}
+
+func (r *rawIdentity) reset() { *r = rawIdentity{} }
+
+// scan records the identity keys of m. Empty strings count as absent.
+func (r *rawIdentity) scan(idx keyIndex, m pcommon.Map) {
+	if m.Len() == 0 {
+		return
+	}
+	for k, v := range m.All() {
+		slots, ok := idx[k]
+		if !ok {
+			continue
+		}
+		for _, s := range slots {
+			r.offer(s, v)
+		}
+	}
+}
+
+func (r *rawIdentity) offer(s keySlot, v pcommon.Value) {
+	if v.Type() == pcommon.ValueTypeStr && strings.TrimSpace(v.Str()) == "" {
+		return
+	}
+	if s.field == fieldDevice {
+		if _, ok := deviceIndex(v); !ok {
+			if v.Type() != pcommon.ValueTypeStr {
+				return
+			}
+			if !r.opaqueFound || s.prio < r.opaquePrio {
+				r.opaqueFound, r.opaquePrio, r.opaque = true, s.prio, v.Str()
+			}
+			return
+		}
+	}
+	if !r.found[s.field] || s.prio < r.prio[s.field] {
+		r.found[s.field], r.prio[s.field], r.val[s.field] = true, s.prio, v
+	}
+}
+
+// deviceKey identifies a GPU on a host: by index (Index >= 0) or by an opaque
+// id such as its UUID.
+type deviceKey struct {
+	Index  int64
+	Opaque string
+}
+
+// identity is the resolved identity of one item.
+type identity struct {
+	job       string
+	hasJob    bool
+	rank      int64
+	hasRank   bool
+	localRank int64
+	hasLocal  bool
+	worldSize int64 // 0 = unknown
+	host      string
+	devIndex  int64 // -1 = unknown
+	devOpaque string
+}
+
+func (id *identity) hasDevice() bool { return id.devIndex >= 0 || id.devOpaque != "" }
+
+// resolve merges the item's raw identity over its resource's (contract §2:
+// the item's attributes first, then the resource's; per field the first key
+// present wins) and parses the values. A present value of the wrong form is
+// an error (invalid_value), never silently replaced by a lower-priority one.
+func resolve(item, res *rawIdentity, out *identity) (detail string) {
+	*out = identity{devIndex: -1}
+	pick := func(f idField) (pcommon.Value, bool) {
+		if item.found[f] {
+			return item.val[f], true
+		}
+		if res.found[f] {
+			return res.val[f], true
+		}
+		return pcommon.Value{}, false
+	}
+	if v, ok := pick(fieldJob); ok {
+		s, ok := jobValue(v)
+		if !ok {
+			return "job id is not a string or integer"
+		}
+		out.job, out.hasJob = s, true
+	}
+	if v, ok := pick(fieldRank); ok {
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			return "rank is not a non-negative integer"
+		}
+		out.rank, out.hasRank = n, true
+	}
+	if v, ok := pick(fieldLocalRank); ok {
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			return "local rank is not a non-negative integer"
+		}
+		out.localRank, out.hasLocal = n, true
+	}
+	if v, ok := pick(fieldWorldSize); ok {
+		n, ok := intValue(v)
+		if !ok || n < 1 {
+			return "world size is not a positive integer"
+		}
+		out.worldSize = n
+	}
+	if out.worldSize > 0 {
+		if out.hasRank && out.rank >= out.worldSize {
+			return "rank is not below world size"
+		}
+		if out.hasLocal && out.localRank >= out.worldSize {
+			return "local rank is not below world size"
+		}
+	}
+	if v, ok := pick(fieldHost); ok && v.Type() == pcommon.ValueTypeStr {
+		out.host = strings.TrimSpace(v.Str())
+	}
+	if v, ok := pick(fieldDevice); ok {
+		out.devIndex, _ = deviceIndex(v)
+	}
+	switch {
+	case item.opaqueFound:
+		out.devOpaque = item.opaque
+	case res.opaqueFound:
+		out.devOpaque = res.opaque
+	}
+	return ""
+}
+
+// intValue reads an int, a double with an integral value, or a decimal
+// string (surrounding spaces allowed).
+func intValue(v pcommon.Value) (int64, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeDouble:
+		d := v.Double()
+		if math.IsNaN(d) || math.IsInf(d, 0) || d != math.Trunc(d) || math.Abs(d) > 1<<53 {
+			return 0, false
+		}
+		return int64(d), true
+	case pcommon.ValueTypeStr:
+		n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64)
+		return n, err == nil
+	default:
+		return 0, false
+	}
+}
+
+// deviceIndex reads a non-negative device index.
+func deviceIndex(v pcommon.Value) (int64, bool) {
+	n, ok := intValue(v)
+	if !ok || n < 0 {
+		return -1, false
+	}
+	return n, true
+}
+
+// jobValue reads a job id: a non-empty string, or an integer (SLURM ids are
+// sometimes exported as numbers).
+func jobValue(v pcommon.Value) (string, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return strings.TrimSpace(v.Str()), true
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10), true
+	default:
+		return "", false
+	}
+}

@@ -1,0 +1,162 @@
+package ingest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+func resolveRaw(t *testing.T, item, res map[string]any) (identity, string) {
+	t.Helper()
+	idx := newKeyIndex(DefaultIdentityKeys())
+	var ri, rr rawIdentity
+	im, rm := pcommon.NewMap(), pcommon.NewMap()
+	assert.NoError(t, im.FromRaw(item))
+	assert.NoError(t, rm.FromRaw(res))
+	ri.scan(idx, im)
+	rr.scan(idx, rm)
+	var id identity
+	detail := resolve(&ri, &rr, &id)
+	return id, detail
+}
+
+func TestResolveEveryDefaultKey(t *testing.T) {
+	keys := DefaultIdentityKeys()
+	for _, k := range keys.JobID {
+		t.Run("job/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, map[string]any{k: "run-1"}, nil)
+			assert.Empty(t, d)
+			assert.True(t, id.hasJob)
+			assert.Equal(t, "run-1", id.job)
+		})
+	}
+	for _, k := range keys.Rank {
+		t.Run("rank/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, nil, map[string]any{k: int64(5)})
+			assert.Empty(t, d)
+			assert.True(t, id.hasRank)
+			assert.Equal(t, int64(5), id.rank)
+		})
+	}
+	for _, k := range keys.LocalRank {
+		t.Run("local_rank/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, map[string]any{k: "2"}, nil)
+			assert.Empty(t, d)
+			assert.True(t, id.hasLocal)
+			assert.Equal(t, int64(2), id.localRank)
+		})
+	}
+	for _, k := range keys.WorldSize {
+		t.Run("world_size/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, map[string]any{k: 8.0}, nil)
+			assert.Empty(t, d)
+			assert.Equal(t, int64(8), id.worldSize)
+		})
+	}
+	for _, k := range keys.Host {
+		t.Run("host/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, nil, map[string]any{k: "node-9"})
+			assert.Empty(t, d)
+			assert.Equal(t, "node-9", id.host)
+		})
+	}
+	for _, k := range []string{"gpu.index", "device_id", "gpu"} {
+		t.Run("device/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, map[string]any{k: "7"}, nil)
+			assert.Empty(t, d)
+			assert.Equal(t, int64(7), id.devIndex)
+			assert.Empty(t, id.devOpaque)
+		})
+	}
+	for _, k := range []string{"gpu.uuid", "UUID"} {
+		t.Run("device/"+k, func(t *testing.T) {
+			id, d := resolveRaw(t, map[string]any{k: "GPU-abc"}, nil)
+			assert.Empty(t, d)
+			assert.Equal(t, int64(-1), id.devIndex)
+			assert.Equal(t, "GPU-abc", id.devOpaque)
+		})
+	}
+}
+
+func TestResolvePrecedenceAndForms(t *testing.T) {
+	tests := []struct {
+		name      string
+		item, res map[string]any
+		detail    string // "" = valid
+		job       string
+		hasJob    bool
+		rank      int64
+		hasRank   bool
+		world     int64
+		devIndex  int64
+		devOpaque string
+	}{
+		{name: "nothing", devIndex: -1},
+		{name: "item attribute beats resource", item: map[string]any{"rank": int64(1)}, res: map[string]any{"training.rank": int64(2)}, rank: 1, hasRank: true, devIndex: -1},
+		{name: "first listed key wins within a map", item: map[string]any{"SLURM_PROCID": "4", "training.rank": int64(3)}, rank: 3, hasRank: true, devIndex: -1},
+		{name: "resource used when item lacks field", item: map[string]any{"job_id": "j"}, res: map[string]any{"RANK": "6", "job_id": "other"}, job: "j", hasJob: true, rank: 6, hasRank: true, devIndex: -1},
+		{name: "rank as integral double", item: map[string]any{"rank": 3.0}, rank: 3, hasRank: true, devIndex: -1},
+		{name: "rank as decimal string with spaces", item: map[string]any{"rank": " 12 "}, rank: 12, hasRank: true, devIndex: -1},
+		{name: "numeric job id", res: map[string]any{"SLURM_JOB_ID": int64(4242)}, job: "4242", hasJob: true, devIndex: -1},
+		{name: "empty job string is absent", item: map[string]any{"training.job.id": " "}, res: map[string]any{"job_id": "r"}, job: "r", hasJob: true, devIndex: -1},
+		{name: "index and uuid both kept", item: map[string]any{"gpu": "0", "UUID": "GPU-x"}, devIndex: 0, devOpaque: "GPU-x"},
+		{name: "non-numeric device index is opaque", item: map[string]any{"device_id": "cuda:1"}, devIndex: -1, devOpaque: "cuda:1"},
+		{name: "rank below world size", item: map[string]any{"rank": int64(7), "world_size": int64(8)}, rank: 7, hasRank: true, world: 8, devIndex: -1},
+
+		{name: "fractional rank", item: map[string]any{"rank": 1.5}, detail: "rank is not a non-negative integer"},
+		{name: "negative rank", item: map[string]any{"rank": int64(-1)}, detail: "rank is not a non-negative integer"},
+		{name: "word rank", item: map[string]any{"rank": "zero"}, detail: "rank is not a non-negative integer"},
+		{name: "bool rank", item: map[string]any{"rank": true}, detail: "rank is not a non-negative integer"},
+		{name: "hex rank", item: map[string]any{"rank": "0x1"}, detail: "rank is not a non-negative integer"},
+		{name: "bad item rank is not replaced by the resource's", item: map[string]any{"rank": "x"}, res: map[string]any{"rank": int64(1)}, detail: "rank is not a non-negative integer"},
+		{name: "world size zero", item: map[string]any{"world_size": int64(0)}, detail: "world size is not a positive integer"},
+		{name: "rank equals world size", item: map[string]any{"rank": int64(8)}, res: map[string]any{"WORLD_SIZE": "8"}, detail: "rank is not below world size"},
+		{name: "local rank too large", item: map[string]any{"rank": int64(0), "local_rank": int64(2), "world_size": int64(2)}, detail: "local rank is not below world size"},
+		{name: "job of the wrong type", item: map[string]any{"job_id": []any{"a"}}, detail: "job id is not a string or integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, detail := resolveRaw(t, tt.item, tt.res)
+			assert.Equal(t, tt.detail, detail)
+			if tt.detail != "" {
+				return
+			}
+			assert.Equal(t, tt.job, id.job)
+			assert.Equal(t, tt.hasJob, id.hasJob)
+			assert.Equal(t, tt.rank, id.rank)
+			assert.Equal(t, tt.hasRank, id.hasRank)
+			assert.Equal(t, tt.world, id.worldSize)
+			assert.Equal(t, tt.devIndex, id.devIndex)
+			assert.Equal(t, tt.devOpaque, id.devOpaque)
+		})
+	}
+}
+
+func TestDeviceMapJoinsByUUIDWhenIndexUnknown(t *testing.T) {
+	in := newInterner(16)
+	d := newDeviceMap(int64(60e9), 16)
+	learned := identity{job: "j", hasJob: true, rank: 2, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
+	d.learn(in, &learned, 0)
+	dcgm := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
+	assert.True(t, d.join(&dcgm, 1))
+	assert.Equal(t, int64(2), dcgm.rank)
+	other := identity{host: "h2", devIndex: 0, devOpaque: "GPU-u"}
+	assert.False(t, d.join(&other, 1), "same device id on another host")
+}
+
+func TestDeviceMapBound(t *testing.T) {
+	in := newInterner(16)
+	d := newDeviceMap(int64(60e9), 1)
+	a := identity{rank: 0, hasRank: true, host: "h", devIndex: 0}
+	b := identity{rank: 1, hasRank: true, host: "h", devIndex: 1}
+	d.learn(in, &a, 0)
+	d.learn(in, &b, 0)
+	assert.Len(t, d.m, 1)
+	assert.Equal(t, uint64(1), d.full)
+	a.rank = 5 // re-learning a known device still updates it
+	d.learn(in, &a, 0)
+	q := identity{host: "h", devIndex: 0}
+	assert.True(t, d.join(&q, 0))
+	assert.Equal(t, int64(5), q.rank)
+}

@@ -1,0 +1,32 @@
+package ingest
+
+import "strings"
+
+// interner returns one long-lived copy per distinct string, so that job ids
+// and host names kept in Records and join state neither allocate per item nor
+// pin the memory of the request they were read from.
+type interner struct {
+	m   map[string]string
+	max int
+}
+
+func newInterner(maxEntries int) *interner {
+	return &interner{m: make(map[string]string), max: maxEntries}
+}
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if len(in.m) >= in.max {
+		// Garbage identities must not grow the table without bound; strings
+		// still referenced elsewhere stay valid, they are just not shared.
+		clear(in.m)
+	}
+	v := strings.Clone(s)
+	in.m[v] = v
+	return v
+}

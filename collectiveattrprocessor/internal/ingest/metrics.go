@@ -1,0 +1,174 @@
+package ingest
+
+import (
+	"math"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// maxBytes bounds a plausible byte count (8 PiB, the float64 integer range):
+// anything larger is a unit or encoding error.
+const maxBytes = 1 << 53
+
+const mib = 1 << 20
+
+// isMiB reports whether a memory metric is in MiB rather than bytes: DCGM
+// exporter metrics (always MiB) and metrics that say so in their unit.
+func isMiB(m pmetric.Metric) bool {
+	if strings.HasPrefix(m.Name(), "DCGM_") {
+		return true
+	}
+	u := m.Unit()
+	return u == "MiB" || u == "MiBy"
+}
+
+// ConvertMetrics forms samples (contract §3.1) from the memory metrics in md.
+// Points of the configured names are buffered per (job, rank) and role; at
+// the end of the call every device-used point that has an allocator-reserved
+// point within SampleJoinTolerance (from this or an earlier call) becomes a
+// KindSample Record. Other metrics are ignored without a Skip.
+func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(Record), skip func(Skip)) {
+	nowNs := c.now().UnixNano()
+	c.gen++
+	c.touched = c.touched[:0]
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		resScanned := false
+		sms := rm.ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				r, ok := c.roles[m.Name()]
+				if !ok {
+					continue
+				}
+				var dps pmetric.NumberDataPointSlice
+				switch m.Type() {
+				case pmetric.MetricTypeGauge:
+					dps = m.Gauge().DataPoints()
+				case pmetric.MetricTypeSum:
+					if m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta {
+						for range m.Sum().DataPoints().Len() {
+							skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is a delta sum, not a level"})
+						}
+						continue
+					}
+					dps = m.Sum().DataPoints()
+				default:
+					if n := dataPointCount(m); n > 0 {
+						for range n {
+							skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is not a gauge or sum"})
+						}
+					}
+					continue
+				}
+				if !resScanned {
+					c.resID.reset()
+					c.resID.scan(c.keys, rm.Resource().Attributes())
+					resScanned = true
+				}
+				scale := int64(1)
+				if isMiB(m) {
+					scale = mib
+				}
+				for l := 0; l < dps.Len(); l++ {
+					c.convertPoint(dps.At(l), r, scale, nowNs, skip)
+				}
+			}
+		}
+	}
+	for _, s := range c.touched {
+		c.formSamples(s, emit, skip)
+	}
+	clear(c.touched)
+	c.touched = c.touched[:0]
+}
+
+func dataPointCount(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	default:
+		return 0
+	}
+}
+
+func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowNs int64, skip func(Skip)) {
+	if dp.Flags().NoRecordedValue() {
+		return // a staleness marker carries no value
+	}
+	bytes, detail := pointBytes(dp, scale)
+	if detail != "" {
+		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+		return
+	}
+	ts := int64(dp.Timestamp())
+	if ts <= 0 || ts > c.futureLimit(nowNs) {
+		skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing or too far in the future"})
+		return
+	}
+	c.itemID.reset()
+	c.itemID.scan(c.keys, dp.Attributes())
+	if reason, detail := c.identify(nowNs); reason != "" {
+		skip(Skip{Reason: reason, Detail: detail})
+		return
+	}
+	id := &c.id
+	key := seriesKey{job: id.job, rank: id.rank}
+	s, ok := c.series[key]
+	if !ok {
+		if len(c.series) >= c.cfg.MaxSeries {
+			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
+			return
+		}
+		key.job = c.names.intern(key.job)
+		s = &series{key: key, deviceID: -1}
+		c.series[key] = s
+	}
+	s.updateIdentity(id)
+	if s.add(r, point{tsNs: ts, bytes: bytes, arrivalNs: nowNs}, c.cfg.MaxPendingPerRole) {
+		c.stats.UnjoinedPoints++
+		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})
+	}
+	if s.touchedGen != c.gen {
+		s.touchedGen = c.gen
+		c.touched = append(c.touched, s)
+	}
+}
+
+// pointBytes reads a data point as a byte count.
+func pointBytes(dp pmetric.NumberDataPoint, scale int64) (int64, string) {
+	switch dp.ValueType() {
+	case pmetric.NumberDataPointValueTypeInt:
+		v := dp.IntValue()
+		if v < 0 {
+			return 0, "negative memory value"
+		}
+		if v > maxBytes/scale {
+			return 0, "memory value too large"
+		}
+		return v * scale, ""
+	case pmetric.NumberDataPointValueTypeDouble:
+		v := dp.DoubleValue()
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, "memory value is NaN or infinite"
+		}
+		if v < 0 {
+			return 0, "negative memory value"
+		}
+		v = math.Round(v * float64(scale))
+		if v > maxBytes {
+			return 0, "memory value too large"
+		}
+		return int64(v), ""
+	default:
+		return 0, "data point has no value"
+	}
+}

@@ -1,0 +1,334 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+const mibBytes = 1 << 20
+
+func TestConvertMetricsDCGMJoinedByHostAndDevice(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+
+	got := convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
+	assert.Empty(t, got.records, "allocator points alone form no sample")
+	assert.Empty(t, got.skips)
+
+	got = convertMetrics(t, c, readMetrics(t, "dcgm_node_a.yaml"))
+	want := sampleSpec{
+		job: "job-a", rank: 3, localRank: 3, worldSize: 16, device: 3, host: "node-a",
+		ts:   1767225600020000000,
+		used: 30720 * mibBytes, free: 50176 * mibBytes,
+		total:    (30720 + 50176 + 1024) * mibBytes,   // FB_TOTAL absent: used + free + reserved
+		reserved: 21474836480, allocated: 17179869184, // nearest allocator points (20 ms away)
+		active: -1, inactive: -1,
+	}.record()
+	require.Equal(t, []Record{want}, got.records)
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons(), "GPU 5 never reported a rank")
+}
+
+func TestConvertMetricsDCGMBeforeAnyRankIsUnjoinable(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, readMetrics(t, "dcgm_node_a.yaml"))
+	assert.Empty(t, got.records)
+	// Every DCGM memory point (used x2, free, reserved) lacks a mapping.
+	assert.Equal(t, []SkipReason{SkipUnjoinable, SkipUnjoinable, SkipUnjoinable, SkipUnjoinable}, got.reasons())
+}
+
+func TestConvertMetricsIdentityMappingExpires(t *testing.T) {
+	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
+	clk.advance(61 * time.Second)
+	c.Expire()
+	assert.Equal(t, 0, c.Stats().IdentityMappings)
+	got := convertMetrics(t, c, readMetrics(t, "dcgm_node_a.yaml"))
+	assert.Empty(t, got.records)
+	assert.Len(t, got.skips, 4)
+	for _, s := range got.skips {
+		assert.Equal(t, SkipUnjoinable, s.Reason)
+	}
+}
+
+func TestConvertMetricsIdentityMappingKeptWhileUsed(t *testing.T) {
+	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
+	clk.advance(50 * time.Second)
+	c.Expire()
+	require.Equal(t, 1, c.Stats().IdentityMappings)
+	// A DCGM point uses the mapping, which restarts its TTL.
+	md := dcgmUsed("node-a", "3", 1767225610000000000, 100)
+	got := convertMetrics(t, c, md)
+	assert.Empty(t, got.skips)
+	clk.advance(50 * time.Second)
+	c.Expire()
+	assert.Equal(t, 1, c.Stats().IdentityMappings, "used 50 s ago: still alive")
+}
+
+func TestConvertMetricsSemconv(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, readMetrics(t, "semconv.yaml"))
+	want := sampleSpec{
+		job: "elastic-7", rank: 1, localRank: 1, worldSize: 8, device: 1, host: "node-b",
+		ts:   1767225601000000000,
+		used: 42949672960, free: -1, total: 85899345920,
+		reserved: 40802189312, allocated: 40802189312, // 180 ms away; allocated defaults to reserved
+		active: -1, inactive: -1,
+	}.record()
+	require.Equal(t, []Record{want}, got.records)
+	assert.Empty(t, got.skips)
+}
+
+func TestConvertMetricsInProcess(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, readMetrics(t, "inprocess.yaml"))
+	want := []Record{
+		sampleSpec{
+			job: "job-b", rank: 0, localRank: 0, worldSize: 2, device: 0, host: "node-c",
+			ts:   1767225602000000000,
+			used: 12884901888, free: 73014444032, total: 85899345920,
+			reserved: 10737418240, allocated: 9663676416, active: 9663676416, inactive: 1073741824,
+		}.record(),
+		// The second collection reported no free/allocated/active/inactive:
+		// the points of the first one, 100 ms earlier, are within tolerance.
+		sampleSpec{
+			job: "job-b", rank: 0, localRank: 0, worldSize: 2, device: 0, host: "node-c",
+			ts:   1767225602100000000,
+			used: 14495514624, free: 73014444032, total: 85899345920,
+			reserved: 10737418240, allocated: 9663676416, active: 9663676416, inactive: 1073741824,
+		}.record(),
+		sampleSpec{
+			job: "job-b", rank: 1, localRank: 1, worldSize: 2, device: 1, host: "node-c",
+			ts:   1767225602000000000,
+			used: 13958643712, free: 71940702208, total: 85899345920,
+			reserved: 11811160064, allocated: 11811160064, active: -1, inactive: -1,
+		}.record(),
+	}
+	require.Equal(t, want, got.records)
+	assert.Equal(t, []SkipReason{
+		SkipInvalidValue, // NaN
+		SkipInvalidValue, // negative
+		SkipInvalidValue, // 2^60 bytes
+		SkipInvalidValue, // future
+		SkipInvalidValue, // rank 2 of world 2
+		SkipInvalidValue, // rank "one"
+		SkipNoIdentity,   // nothing to identify
+		SkipInvalidValue, // histogram
+	}, got.reasons())
+}
+
+// gaugeBatch builds a one-resource batch of single-point gauges.
+type gaugePoint struct {
+	name  string
+	ts    int64
+	value int64
+	attrs map[string]any
+}
+
+func gaugeBatch(res map[string]any, pts ...gaugePoint) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	_ = rm.Resource().Attributes().FromRaw(res)
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	for _, p := range pts {
+		m := ms.AppendEmpty()
+		m.SetName(p.name)
+		dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(p.ts))
+		dp.SetIntValue(p.value)
+		_ = dp.Attributes().FromRaw(p.attrs)
+	}
+	return md
+}
+
+func dcgmUsed(host, gpu string, ts int64, miB int64) pmetric.Metrics {
+	return gaugeBatch(nil, gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: ts, value: miB,
+		attrs: map[string]any{"Hostname": host, "gpu": gpu}})
+}
+
+var rank0 = map[string]any{"training.job.id": "j", "training.rank": int64(0)}
+
+func used(ts, v int64) gaugePoint {
+	return gaugePoint{name: "gpu.memory.device.used", ts: ts, value: v}
+}
+
+func reserved(ts, v int64) gaugePoint {
+	return gaugePoint{name: "gpu.memory.allocator.reserved", ts: ts, value: v}
+}
+
+func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	tol := int64(250 * time.Millisecond)
+	tests := []struct {
+		name     string
+		batches  [][]gaugePoint
+		emitted  []int // number of samples after each batch
+		wantTs   []int64
+		wantResv []int64
+		skips    []SkipReason // over all batches
+	}{
+		{
+			name:    "used then reserved in a later batch",
+			batches: [][]gaugePoint{{used(t0, 100)}, {reserved(t0+10, 50)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{50},
+		},
+		{
+			name:    "reserved then used in a later batch",
+			batches: [][]gaugePoint{{reserved(t0, 50)}, {used(t0+tol, 100)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0 + tol}, wantResv: []int64{50},
+		},
+		{
+			name:    "exactly the tolerance joins, either side",
+			batches: [][]gaugePoint{{used(t0, 100), used(t0+2*tol, 101)}, {reserved(t0+tol, 50)}},
+			emitted: []int{0, 2}, wantTs: []int64{t0, t0 + 2*tol}, wantResv: []int64{50, 50},
+		},
+		{
+			name:    "one nanosecond past the tolerance stays pending",
+			batches: [][]gaugePoint{{used(t0, 100)}, {reserved(t0+tol+1, 50)}},
+			emitted: []int{0, 0},
+			// the newer reserved point proves no partner will come
+			skips: []SkipReason{SkipUnjoinable},
+		},
+		{
+			name:    "pending until a reserved point past it arrives",
+			batches: [][]gaugePoint{{used(t0, 100)}, {reserved(t0-tol-1, 40)}, {reserved(t0+tol+1, 50)}},
+			emitted: []int{0, 0, 0},
+			skips:   []SkipReason{SkipUnjoinable},
+		},
+		{
+			name:    "nearest reserved wins",
+			batches: [][]gaugePoint{{reserved(t0-100, 40), reserved(t0+30, 60), reserved(t0+200, 70)}, {used(t0, 100)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{60},
+		},
+		{
+			name:    "equal distance: the earlier reserved wins",
+			batches: [][]gaugePoint{{reserved(t0+30, 60), reserved(t0-30, 40)}, {used(t0, 100)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{40},
+		},
+		{
+			name:    "samples of one batch come out in time order",
+			batches: [][]gaugePoint{{used(t0+100, 2), used(t0, 1), reserved(t0, 50)}},
+			emitted: []int{2}, wantTs: []int64{t0, t0 + 100}, wantResv: []int64{50, 50},
+		},
+		{
+			name:    "a used point forms one sample only",
+			batches: [][]gaugePoint{{used(t0, 1), reserved(t0, 50)}, {reserved(t0+1, 51)}},
+			emitted: []int{1, 0}, wantTs: []int64{t0}, wantResv: []int64{50},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestConverter(Config{})
+			var all collected
+			for i, b := range tt.batches {
+				got := convertMetrics(t, c, gaugeBatch(rank0, b...))
+				assert.Len(t, got.records, tt.emitted[i], "batch %d", i)
+				all.records = append(all.records, got.records...)
+				all.skips = append(all.skips, got.skips...)
+			}
+			var ts, resv []int64
+			for _, r := range all.records {
+				ts = append(ts, r.TimestampNs)
+				resv = append(resv, r.Event.AllocatorReservedBytes.Value)
+			}
+			assert.Equal(t, tt.wantTs, ts)
+			assert.Equal(t, tt.wantResv, resv)
+			assert.Equal(t, tt.skips, all.reasons())
+		})
+	}
+}
+
+func TestConvertMetricsPendingExpiry(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, clk := newTestConverter(Config{PendingTTL: 10 * time.Second})
+	got := convertMetrics(t, c, gaugeBatch(rank0, used(t0, 1), used(t0+100, 2)))
+	assert.Empty(t, got.records)
+	assert.Equal(t, 2, c.Stats().PendingPoints)
+	clk.advance(10 * time.Second)
+	assert.Equal(t, 0, c.Expire(), "not older than the TTL yet")
+	clk.advance(time.Nanosecond)
+	assert.Equal(t, 2, c.Expire())
+	st := c.Stats()
+	assert.Equal(t, 0, st.PendingPoints)
+	assert.Equal(t, 0, st.Series, "empty join buffers are forgotten")
+	assert.Equal(t, uint64(2), st.UnjoinedPoints)
+}
+
+func TestConvertMetricsPendingBound(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{MaxPendingPerRole: 4})
+	var pts []gaugePoint
+	for i := range 6 {
+		pts = append(pts, used(t0+int64(i), int64(i)))
+	}
+	got := convertMetrics(t, c, gaugeBatch(rank0, pts...))
+	assert.Equal(t, []SkipReason{SkipUnjoinable, SkipUnjoinable}, got.reasons())
+	assert.Equal(t, 4, c.Stats().PendingPoints)
+	// The four newest are still there and join.
+	got = convertMetrics(t, c, gaugeBatch(rank0, reserved(t0, 9)))
+	require.Len(t, got.records, 4)
+	assert.Equal(t, int64(2), got.records[0].Event.DeviceUsedBytes.Value)
+}
+
+func TestConvertMetricsSeriesBound(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{MaxSeries: 2})
+	var all collected
+	for r := range int64(3) {
+		got := convertMetrics(t, c, gaugeBatch(map[string]any{"rank": r}, used(t0, 1)))
+		all.skips = append(all.skips, got.skips...)
+	}
+	assert.Equal(t, []SkipReason{SkipOverLimit}, all.reasons())
+	assert.Equal(t, 2, c.Stats().Series)
+}
+
+func TestConvertMetricsMiBUnitAndDeltaSum(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{})
+	md := gaugeBatch(rank0, reserved(t0, 1))
+	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+	m.SetName("gpu.memory.device.used")
+	m.SetUnit("MiBy")
+	dp := m.SetEmptySum().DataPoints().AppendEmpty()
+	m.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp.SetTimestamp(pcommon.Timestamp(t0))
+	dp.SetDoubleValue(1.5)
+	d := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+	d.SetName("gpu.memory.device.used")
+	d.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	d.Sum().DataPoints().AppendEmpty().SetIntValue(5)
+	st := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+	st.SetName("gpu.memory.device.used")
+	sdp := st.SetEmptyGauge().DataPoints().AppendEmpty()
+	sdp.SetTimestamp(pcommon.Timestamp(t0 + 5))
+	sdp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+
+	got := convertMetrics(t, c, md)
+	require.Len(t, got.records, 1)
+	assert.Equal(t, int64(3*mibBytes/2), got.records[0].Event.DeviceUsedBytes.Value)
+	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons(), "the delta sum; the stale marker is no skip")
+}
+
+func TestConvertMetricsInconsistentTotal(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, gaugeBatch(rank0, used(t0, 10), reserved(t0, 5),
+		gaugePoint{name: "gpu.memory.device.total", ts: t0, value: 9}))
+	assert.Empty(t, got.records)
+	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
+}
+
+func TestConvertMetricsJobsAreSeparate(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, gaugeBatch(map[string]any{"job_id": "a", "rank": 0}, used(t0, 10)))
+	assert.Empty(t, got.records)
+	got = convertMetrics(t, c, gaugeBatch(map[string]any{"job_id": "b", "rank": 0}, reserved(t0, 5)))
+	assert.Empty(t, got.records, "job b's reserved must not join job a's used point")
+	got = convertMetrics(t, c, gaugeBatch(map[string]any{"rank": 0}, reserved(t0, 5)))
+	assert.Empty(t, got.records, "no job id is the job \"\", not a wildcard")
+}

@@ -1,0 +1,238 @@
+package ingest
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// role is the TelemetryEvent field a metric feeds (contract §3.1).
+type role uint8
+
+const (
+	roleDeviceUsed role = iota
+	roleDeviceFree
+	roleDeviceTotal
+	roleAllocatorReserved
+	roleAllocatorAllocated
+	roleAllocatorActive
+	roleAllocatorInactive
+	roleDeviceReserved
+	numRoles
+)
+
+// SampleCollector is the collector string of samples formed from metrics.
+const SampleCollector = "collectiveattr.metrics"
+
+// point is one metric value waiting in a join buffer.
+type point struct {
+	tsNs      int64
+	bytes     int64
+	arrivalNs int64 // wall clock when it was converted
+}
+
+type seriesKey struct {
+	job  string
+	rank int64
+}
+
+// series is the as-of join state of one (job, rank): a small buffer of recent
+// points per role. Device-used points leave the buffer when they form a
+// sample; other points stay (they may serve several samples) until the
+// buffer bound or the pending TTL pushes them out.
+type series struct {
+	key       seriesKey
+	host      string
+	worldSize int64
+	localRank int64
+	hasLocal  bool
+	deviceID  int64
+
+	pts [numRoles][]point
+	// maxReservedTs is the newest allocator-reserved time seen: reserved points
+	// of one source arrive in time order, so a device-used point older than it
+	// by more than the tolerance, with no partner, will never get one.
+	maxReservedTs int64
+	hasReserved   bool
+	// touchedGen is the Converter generation that last added a point, so that
+	// each batch forms samples only for the series it touched.
+	touchedGen uint64
+}
+
+func (s *series) empty() bool {
+	for r := range s.pts {
+		if len(s.pts[r]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *series) updateIdentity(id *identity) {
+	if id.host != "" && id.host != s.host {
+		s.host = id.host // interned by the caller
+	}
+	if id.worldSize > 0 {
+		s.worldSize = id.worldSize
+	}
+	if id.hasLocal {
+		s.localRank, s.hasLocal = id.localRank, true
+	}
+	if id.devIndex >= 0 {
+		s.deviceID = id.devIndex
+	}
+}
+
+// add buffers p under r. When the role's buffer is full the oldest point is
+// dropped; a dropped device-used point never formed a sample and is reported.
+func (s *series) add(r role, p point, maxPending int) (droppedUsed bool) {
+	buf := s.pts[r]
+	if len(buf) >= maxPending {
+		copy(buf, buf[1:])
+		buf = buf[:len(buf)-1]
+		droppedUsed = r == roleDeviceUsed
+	}
+	s.pts[r] = append(buf, p)
+	if r == roleAllocatorReserved && (!s.hasReserved || p.tsNs > s.maxReservedTs) {
+		s.maxReservedTs, s.hasReserved = p.tsNs, true
+	}
+	return droppedUsed
+}
+
+// nearest returns the value of the point of r closest in time to ts within
+// tol (ties: the earlier point).
+func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
+	best, bestD, found := int64(0), int64(0), false
+	for _, p := range s.pts[r] {
+		d := p.tsNs - ts
+		if d < 0 {
+			d = -d
+		}
+		if d > tol {
+			continue
+		}
+		if !found || d < bestD || (d == bestD && p.tsNs < ts) {
+			best, bestD, found = p.bytes, d, true
+		}
+	}
+	return best, found
+}
+
+func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, Valid: ok} }
+
+// formSamples turns every buffered device-used point that has an
+// allocator-reserved partner within tol into a sample Record, in time order.
+// Points that can no longer be joined are dropped and reported as
+// unjoinable; the rest stay pending.
+func (c *Converter) formSamples(s *series, emit func(Record), skip func(Skip)) {
+	tol := c.tolNs
+	used := s.pts[roleDeviceUsed]
+	kept := used[:0]
+	out := c.sampleScratch[:0]
+	for _, u := range used {
+		reserved, ok := s.nearest(roleAllocatorReserved, u.tsNs, tol)
+		if !ok {
+			if s.hasReserved && s.maxReservedTs > u.tsNs+tol {
+				c.stats.UnjoinedPoints++
+				skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point has no allocator-reserved point within sample_join_tolerance"})
+				continue
+			}
+			kept = append(kept, u)
+			continue
+		}
+		rec, detail := c.sample(s, u, reserved)
+		if detail != "" {
+			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+			continue
+		}
+		out = append(out, rec)
+	}
+	clear(used[len(kept):])
+	s.pts[roleDeviceUsed] = kept
+	slices.SortStableFunc(out, func(a, b Record) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) })
+	for i := range out {
+		emit(out[i])
+	}
+	clear(out)
+	c.sampleScratch = out[:0]
+}
+
+// sample builds the TelemetryEvent of one joined device-used point.
+func (c *Converter) sample(s *series, u point, reserved int64) (Record, string) {
+	tol := c.tolNs
+	free, hasFree := s.nearest(roleDeviceFree, u.tsNs, tol)
+	total, hasTotal := s.nearest(roleDeviceTotal, u.tsNs, tol)
+	if !hasTotal && hasFree {
+		// DCGM reports used, free and the driver-reserved framebuffer but no
+		// total by default: their sum is the framebuffer size.
+		if devReserved, ok := s.nearest(roleDeviceReserved, u.tsNs, tol); ok {
+			total, hasTotal = u.bytes+free+devReserved, true
+		}
+	}
+	if hasTotal && (u.bytes > total || (hasFree && free > total)) {
+		return Record{}, "device used or free memory exceeds device total"
+	}
+	allocated, hasAllocated := s.nearest(roleAllocatorAllocated, u.tsNs, tol)
+	if !hasAllocated {
+		allocated = reserved // the reference's legacy loader does the same
+	}
+	active, hasActive := s.nearest(roleAllocatorActive, u.tsNs, tol)
+	inactive, hasInactive := s.nearest(roleAllocatorInactive, u.tsNs, tol)
+	host := s.host
+	if host == "" {
+		host = "unknown"
+	}
+	localRank := s.key.rank
+	if s.hasLocal {
+		localRank = s.localRank
+	}
+	return Record{
+		Kind:        KindSample,
+		JobID:       s.key.job,
+		Rank:        s.key.rank,
+		WorldSize:   s.worldSize,
+		Host:        s.host,
+		TimestampNs: u.tsNs,
+		Event: telemetry.Event{
+			SchemaVersion:           2,
+			TimestampNs:             u.tsNs,
+			EventType:               "sample",
+			Collector:               SampleCollector,
+			PID:                     -1,
+			Host:                    host,
+			JobID:                   s.key.job,
+			Rank:                    s.key.rank,
+			LocalRank:               localRank,
+			WorldSize:               s.worldSize,
+			DeviceID:                s.deviceID,
+			AllocatorAllocatedBytes: telemetry.Int(allocated),
+			AllocatorReservedBytes:  telemetry.Int(reserved),
+			AllocatorActiveBytes:    opt(active, hasActive),
+			AllocatorInactiveBytes:  opt(inactive, hasInactive),
+			AllocatorChangeBytes:    telemetry.Int(0),
+			DeviceUsedBytes:         telemetry.Int(u.bytes),
+			DeviceFreeBytes:         opt(free, hasFree),
+			DeviceTotalBytes:        opt(total, hasTotal),
+		},
+	}, ""
+}
+
+// expire drops points that waited longer than the pending TTL; it returns
+// how many device-used points left without forming a sample.
+func (s *series) expire(cutoffNs int64) (unjoined int) {
+	for r := range s.pts {
+		buf := s.pts[r]
+		kept := buf[:0]
+		for _, p := range buf {
+			if p.arrivalNs >= cutoffNs {
+				kept = append(kept, p)
+			} else if role(r) == roleDeviceUsed {
+				unjoined++
+			}
+		}
+		clear(buf[len(kept):])
+		s.pts[r] = kept
+	}
+	return unjoined
+}
