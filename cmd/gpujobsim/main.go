@@ -1,0 +1,217 @@
+// Command gpujobsim simulates a distributed GPU training job for collectiveattr and prints
+// the ground truth of what it injected; `gpujobsim report` compares a collector's results
+// with that truth.
+//
+//	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318)
+//	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
+//	gpujobsim report -truth truth.json results.json...
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		err = report(os.Args[2:], os.Stdout)
+	} else {
+		err = simulate(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpujobsim:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := jobsim.DefaultConfig()
+	fs := flag.NewFlagSet("gpujobsim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.JobID, "job-id", cfg.JobID, "training.job.id of the simulated job")
+	fs.IntVar(&cfg.Ranks, "ranks", cfg.Ranks, "world size (one rank per GPU)")
+	fs.IntVar(&cfg.GPUsPerHost, "gpus-per-host", cfg.GPUsPerHost, "GPUs per host; ranks fill hosts in order")
+	fs.IntVar(&cfg.MissingRanks, "missing-ranks", cfg.MissingRanks, "highest ranks that never report (world size still counts them)")
+	fs.IntVar(&cfg.LateRanks, "late-ranks", cfg.LateRanks, "ranks (the highest reporting ones) that start reporting late")
+	fs.DurationVar(&cfg.LateBy, "late-by", cfg.LateBy, "how late the late ranks start")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: the same seed gives the same job")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time to simulate")
+	fs.Float64Var(&cfg.SampleRate, "rate", cfg.SampleRate, "memory samples per second per rank")
+	fs.DurationVar(&cfg.StepPeriod, "step-period", cfg.StepPeriod, "training step period (>= 1.95s)")
+	fs.IntVar(&cfg.CollectiveSpikes, "collective-spikes", cfg.CollectiveSpikes, "hidden-memory spikes injected at collectives")
+	fs.IntVar(&cfg.UnrelatedSpikes, "unrelated-spikes", cfg.UnrelatedSpikes, "single-rank spikes injected away from collectives")
+	fs.BoolVar(&cfg.StepUp, "step-up", cfg.StepUp, "inject the lazy NCCL buffer step up at the first reduce_scatter")
+	fs.DurationVar(&cfg.ClockSkew, "clock-skew", cfg.ClockSkew, "largest per-host clock offset (±)")
+	fs.IntVar(&cfg.WarmupSteps, "warmup-steps", cfg.WarmupSteps, "steps without injected collective spikes at the start")
+	endpoint := fs.String("otlp-endpoint", "127.0.0.1:4318", "OTLP/HTTP endpoint of the collector (empty: send nothing)")
+	device := fs.String("device-metrics", "otlp", "who reports device memory: otlp (NVML in process), dcgm (the -dcgm-listen page), both")
+	dcgmListen := fs.String("dcgm-listen", "", "serve a DCGM-exporter /metrics page on this address (e.g. 127.0.0.1:9400)")
+	stormlogPath := fs.String("stormlog", "", "write stormlog TelemetryEvent v3 JSON Lines to this file")
+	truthJSON := fs.String("truth-json", "", "write the ground truth as JSON to this file")
+	fast := fs.Bool("fast", false, "send as fast as possible with synthetic timestamps instead of in real time")
+	epochFlag := fs.String("epoch", "", "RFC 3339 time of job time 0 with -fast (default: now minus the duration)")
+	flushInterval := fs.Duration("flush-interval", time.Second, "job time covered by one export batch")
+	quiet := fs.Bool("quiet", false, "do not print the ground truth table")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	s, err := jobsim.NewScenario(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := jobsim.Options{Realtime: !*fast, FlushInterval: *flushInterval}
+	switch *device {
+	case "otlp":
+		opts.Device = jobsim.DeviceFromOTLP
+	case "dcgm":
+		opts.Device = jobsim.DeviceFromDCGM
+	case "both":
+		opts.Device = jobsim.DeviceFromBoth
+	default:
+		return usageError{fmt.Errorf("-device-metrics must be otlp, dcgm or both, got %q", *device)}
+	}
+	if opts.Device != jobsim.DeviceFromOTLP && *dcgmListen == "" {
+		return usageError{errors.New("-device-metrics dcgm/both needs -dcgm-listen")}
+	}
+	switch {
+	case *epochFlag != "" && !*fast:
+		return usageError{errors.New("-epoch needs -fast: a real-time run starts now")}
+	case *epochFlag != "":
+		if opts.Epoch, err = time.Parse(time.RFC3339Nano, *epochFlag); err != nil {
+			return usageError{fmt.Errorf("-epoch: %w", err)}
+		}
+	case *fast:
+		opts.Epoch = time.Now().Add(-cfg.Duration).Truncate(time.Second)
+	default:
+		opts.Epoch = time.Now()
+	}
+	if *endpoint != "" {
+		opts.OTLP = jobsim.NewOTLPSender(*endpoint)
+	}
+	if *stormlogPath != "" {
+		f, err := os.Create(*stormlogPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opts.Stormlog = f
+	}
+	if *dcgmListen != "" {
+		ln, err := net.Listen("tcp", *dcgmListen)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		epoch := opts.Epoch
+		mux.Handle("/metrics", s.DCGMHandler(func() time.Duration { return time.Since(epoch) }))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+
+	start := time.Now()
+	stats, runErr := s.Run(ctx, opts)
+	if !*quiet {
+		fmt.Fprintf(stdout, "sent %d data points and %d spans in %d batches", stats.DataPoints, stats.Spans, stats.Batches)
+		if opts.Stormlog != nil {
+			fmt.Fprintf(stdout, ", wrote %d stormlog events", stats.StormlogEvents)
+		}
+		fmt.Fprintf(stdout, " (%.1fs)\n", time.Since(start).Seconds())
+	}
+	truth := s.Truth(opts.Epoch)
+	if *truthJSON != "" {
+		b, err := json.MarshalIndent(truth, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*truthJSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if !*quiet {
+		if err := truth.WriteTable(stdout); err != nil {
+			return err
+		}
+	}
+	return runErr
+}
+
+func report(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gpujobsim report", flag.ContinueOnError)
+	truthPath := fs.String("truth", "", "ground truth JSON written by gpujobsim -truth-json (required)")
+	check := fs.Bool("check", false, "exit 1 when the results do not match the ground truth")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: gpujobsim report -truth truth.json [-check] FILE... (file exporter output: result logs or spans)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *truthPath == "" || fs.NArg() == 0 {
+		fs.Usage()
+		return usageError{errors.New("report needs -truth and at least one results file")}
+	}
+	b, err := os.ReadFile(*truthPath)
+	if err != nil {
+		return err
+	}
+	var truth jobsim.Truth
+	if err := json.Unmarshal(b, &truth); err != nil {
+		return fmt.Errorf("%s: %w", *truthPath, err)
+	}
+	results, err := jobsim.ReadResults(fs.Args()...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nAttribution results for job %s (%d, times in seconds from job start):\n", truth.JobID, len(results))
+	if err := jobsim.WriteResultsTable(stdout, results, truth.EpochNs); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nInjected vs found:")
+	v := jobsim.Compare(truth, results)
+	if err := v.WriteVerdict(stdout, truth); err != nil {
+		return err
+	}
+	if v.OK {
+		fmt.Fprintln(stdout, "\nverdict: results match the ground truth")
+		return nil
+	}
+	fmt.Fprintln(stdout, "\nverdict: results DO NOT match the ground truth")
+	if *check {
+		return errors.New("results do not match the ground truth")
+	}
+	return nil
+}
