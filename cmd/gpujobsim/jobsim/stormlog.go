@@ -43,7 +43,6 @@ func (s *Scenario) StormlogSessionID(r int) string {
 	return s.Config.JobID + "-rank" + strconv.Itoa(r)
 }
 
-
 // WriteStormlog writes, as JSON Lines in time order, what stormlog's tracker would record
 // in [from, to) for every reporting rank: samples, a "collective" event at the start and at
 // the end of each NCCL call, and phase_enter / phase_exit boundaries (metadata.phase_scope).
