@@ -43,10 +43,10 @@ func FormatPath(path []string) string {
 
 // Merge is merge_phase_attributions (§3.4), used when two results of a rank
 // merge: nil with x gives x (unchanged, summary included); if either side has
-// no paths the other is returned; one common path gives a unless both are the
-// same unique scope (same path, scope and thread) … in which case a itself;
-// otherwise an ambiguous attribution over the sorted union, with no source
-// and no summary.
+// no paths the other is returned; when both sides are the same unique scope
+// (one common path, same scope and thread) a is returned; otherwise the
+// result is ambiguous over the sorted union of paths, with no source and no
+// summary.
 func Merge(a, b *Attribution) *Attribution {
 	if a == nil {
 		return b

@@ -1,0 +1,217 @@
+// Command collectiveattr runs the collective attribution engine outside a
+// collector (processor contract §7):
+//
+//	collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
+//
+// It reads stormlog TelemetryEvent records, attributes all of them as one run
+// exactly as stormlog's attribute_collective_memory does, and writes the
+// results to stdout as one JSON array in the reference serialisation.
+//
+// Exit status: 0 on success (including no results, printed as []); 1 when the
+// input cannot be read or a record is invalid (the message names its line, or
+// its index in a JSON array); 2 on a usage error or an invalid configuration
+// (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+const (
+	exitOK     = 0
+	exitInput  = 1
+	exitConfig = 2
+)
+
+const usage = `Usage: collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
+
+Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
+NCCL collective communication, exactly as stormlog's collective attribution
+does, treating every record of FILE as one run.
+
+FILE holds stormlog TelemetryEvent records (schema_version 2, 3 or 4), either
+as JSON Lines (one object per line) or as one JSON array (or an object with an
+"events" array). "-" reads standard input. Flags may come before or after FILE.
+
+Flags:
+  --preset P        sensitivity preset: low, medium or high (default medium;
+                    case and surrounding spaces are ignored).
+  --overrides JSON  JSON object replacing preset fields, e.g.
+                    '{"min_confidence": 0.6, "synchrony_window_ns": 200000000}'.
+                    Keys: min_samples_per_rank, min_gap_bytes, min_gap_ratio,
+                    robust_zscore_threshold, marker_window_ns,
+                    interval_padding_ns, synchrony_window_ns,
+                    min_synchrony_ratio, min_confidence. Integer fields take
+                    integral numbers only.
+  --phases          replay the phase_enter/phase_exit boundaries of the input
+                    and add "phase_attribution" (null or an object) to every
+                    result. Only records with a session_id (v3/v4) have phases.
+  -h, --help        print this help.
+
+Output: one JSON array on stdout ([] when nothing is attributed); each result
+has rank, interval_start_ns, interval_end_ns, classification, confidence,
+reason_codes and evidence, in that order.
+
+Exit status: 0 success; 1 unreadable input or invalid record (the message
+names the line, or the index in a JSON array); 2 usage or configuration error.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitConfig
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "attribute":
+	default:
+		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n\n%s", args[0], usage)
+		return exitConfig
+	}
+
+	opts, err := parseAttributeArgs(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: %v\n\n%s", err, usage)
+		return exitConfig
+	}
+
+	overrides, err := parseOverrides(opts.overrides)
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: --overrides: %v\n", err)
+		return exitConfig
+	}
+	cfg, err := attribution.ResolveConfig(opts.preset, overrides)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+
+	data, err := readInput(opts.file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
+		return exitInput
+	}
+	events, err := telemetry.ReadAuto(data)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitInput
+	}
+	data = nil // let the input buffer go before attribution allocates
+
+	var resolver attribution.PhaseResolver
+	if opts.phases {
+		resolver = phase.NewIndex(events, nil)
+	}
+	results := attribution.Attribute(events, cfg, resolver)
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	out := attribution.AppendResultsJSON(nil, results, opts.phases)
+	out = append(out, '\n')
+	if _, err := w.Write(out); err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: writing results: %v\n", err)
+		return exitInput
+	}
+	return exitOK
+}
+
+type attributeOptions struct {
+	preset    string
+	overrides string
+	phases    bool
+	file      string
+}
+
+// parseAttributeArgs parses flags and the one FILE argument in any order.
+func parseAttributeArgs(args []string) (attributeOptions, error) {
+	var o attributeOptions
+	fs := flag.NewFlagSet("attribute", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.preset, "preset", "", "")
+	fs.StringVar(&o.overrides, "overrides", "", "")
+	fs.BoolVar(&o.phases, "phases", false, "")
+	var files []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return o, err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// flag stops at the first non-flag; "--" ends flags for good.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			files = append(files, rest...)
+			break
+		}
+		files = append(files, rest[0])
+		rest = rest[1:]
+	}
+	switch len(files) {
+	case 0:
+		return o, errors.New("missing FILE (use - for standard input)")
+	case 1:
+		o.file = files[0]
+	default:
+		return o, fmt.Errorf("expected one FILE, got %d: %s", len(files), strings.Join(files, " "))
+	}
+	return o, nil
+}
+
+// parseOverrides decodes the --overrides object with json.Number values, the
+// form attribution.ResolveConfig type-checks. Empty text and null mean none.
+func parseOverrides(text string) (map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("invalid JSON: unexpected data after the object")
+	}
+	switch m := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return m, nil
+	}
+	return nil, errors.New("must be a JSON object")
+}
+
+func readInput(file string, stdin io.Reader) ([]byte, error) {
+	if file == "-" {
+		var b bytes.Buffer
+		_, err := b.ReadFrom(stdin)
+		return b.Bytes(), err
+	}
+	return os.ReadFile(file)
+}

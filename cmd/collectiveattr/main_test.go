@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildCLI compiles the command once per test binary run.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "collectiveattr-cli")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "collectiveattr")
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, bin string, stdin []byte, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return cliResult{code, out.String(), errb.String()}
+}
+
+func conformanceDir(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join("..", "..", "..", "shared")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("conformance cases not available: %v", err)
+	}
+	return filepath.Join(root, "conformance")
+}
+
+type goldenCase struct {
+	Preset        *string         `json:"preset"`
+	Overrides     json.RawMessage `json:"overrides"`
+	Expected      json.RawMessage `json:"expected"`
+	ExpectedError *string         `json:"expected_error"`
+}
+
+// TestCLIConformance runs every golden case through the built binary, the
+// way an operator would (contract §7).
+func TestCLIConformance(t *testing.T) {
+	dir := conformanceDir(t)
+	bin := buildCLI(t)
+	for _, set := range []string{"attribution", "phases"} {
+		entries, err := os.ReadDir(filepath.Join(dir, set))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			caseDir := filepath.Join(dir, set, e.Name())
+			t.Run(set+"/"+e.Name(), func(t *testing.T) {
+				raw, err := os.ReadFile(filepath.Join(caseDir, "case.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var c goldenCase
+				if err := json.Unmarshal(raw, &c); err != nil {
+					t.Fatal(err)
+				}
+				args := []string{"attribute", filepath.Join(caseDir, "events.jsonl")}
+				if c.Preset != nil {
+					args = append(args, "--preset", *c.Preset)
+				}
+				if len(c.Overrides) > 0 {
+					args = append(args, "--overrides", string(c.Overrides))
+				}
+				if set == "phases" {
+					args = append(args, "--phases")
+				}
+				res := runCLI(t, bin, nil, args...)
+				if c.ExpectedError != nil {
+					if res.code != 2 || strings.TrimSpace(res.stderr) != *c.ExpectedError || res.stdout != "" {
+						t.Fatalf("exit %d, stderr %q, stdout %q; want exit 2 and %q", res.code, res.stderr, res.stdout, *c.ExpectedError)
+					}
+					return
+				}
+				if res.code != 0 || res.stderr != "" {
+					t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+				}
+				if d := compareJSON(c.Expected, []byte(res.stdout)); d != "" {
+					t.Fatalf("%s\ngot: %s", d, res.stdout)
+				}
+			})
+		}
+	}
+}
+
+func TestCLIBehaviour(t *testing.T) {
+	bin := buildCLI(t)
+	tmp := t.TempDir()
+	good := `{"schema_version":2,"timestamp_ns":1,"event_type":"sample","collector":"c","sampling_interval_ms":0,"pid":1,"host":"h","device_id":0,"allocator_allocated_bytes":1,"allocator_reserved_bytes":1,"allocator_active_bytes":null,"allocator_inactive_bytes":null,"allocator_change_bytes":0,"device_used_bytes":1,"device_free_bytes":null,"device_total_bytes":null,"context":null,"metadata":{}}`
+	bad := strings.Replace(good, `"pid":1`, `"pid":1,"rank":2,"world_size":2`, 1)
+	write := func(name, body string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodFile := write("good.jsonl", good+"\n"+good+"\n")
+	badFile := write("bad.jsonl", good+"\n\n"+good+"\n"+bad+"\n"+good+"\n")
+	arrayFile := write("array.json", "[\n"+good+",\n"+bad+"\n]\n")
+
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		wantCode   int
+		wantStdout string
+		wantStderr string // substring
+	}{
+		{"no results prints empty array", []string{"attribute", goodFile}, "", 0, "[]\n", ""},
+		{"stdin", []string{"attribute", "-"}, good + "\n", 0, "[]\n", ""},
+		{"flags after file", []string{"attribute", goodFile, "--preset", "HIGH", "--phases"}, "", 0, "[]\n", ""},
+		{"invalid record names its line", []string{"attribute", badFile}, "", 1, "", "line 4: rank must be < world_size"},
+		{"invalid array element names its index", []string{"attribute", arrayFile}, "", 1, "", "index 1: rank must be < world_size"},
+		{"missing file", []string{"attribute", filepath.Join(tmp, "nope")}, "", 1, "", "no such file"},
+		{"config error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 2}`, goodFile}, "", 2, "", "min_samples_per_rank must be >= 3"},
+		{"override type error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 3.5}`, goodFile}, "", 2, "", "min_samples_per_rank must be an integer"},
+		{"overrides not JSON", []string{"attribute", "--overrides", `{`, goodFile}, "", 2, "", "--overrides"},
+		{"overrides not an object", []string{"attribute", "--overrides", `[1]`, goodFile}, "", 2, "", "must be a JSON object"},
+		{"unknown flag", []string{"attribute", "--bogus", goodFile}, "", 2, "", "flag provided but not defined"},
+		{"missing file argument", []string{"attribute"}, "", 2, "", "missing FILE"},
+		{"two files", []string{"attribute", goodFile, goodFile}, "", 2, "", "expected one FILE"},
+		{"unknown command", []string{"frobnicate"}, "", 2, "", "unknown command"},
+		{"no arguments", nil, "", 2, "", "Usage:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdin []byte
+			if tc.stdin != "" {
+				stdin = []byte(tc.stdin)
+			}
+			res := runCLI(t, bin, stdin, tc.args...)
+			if res.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d (stderr %q)", res.code, tc.wantCode, res.stderr)
+			}
+			if tc.wantCode == 0 && res.stdout != tc.wantStdout {
+				t.Fatalf("stdout %q, want %q", res.stdout, tc.wantStdout)
+			}
+			if tc.wantCode != 0 && res.stdout != "" {
+				t.Fatalf("stdout %q on failure", res.stdout)
+			}
+			if !strings.Contains(res.stderr, tc.wantStderr) {
+				t.Fatalf("stderr %q does not contain %q", res.stderr, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestCLIHelpExplainsEveryFlag(t *testing.T) {
+	bin := buildCLI(t)
+	for _, args := range [][]string{{"--help"}, {"attribute", "--help"}, {"attribute", "-h"}} {
+		res := runCLI(t, bin, nil, args...)
+		if res.code != 0 {
+			t.Fatalf("%v: exit %d", args, res.code)
+		}
+		for _, flagName := range []string{"--preset", "--overrides", "--phases", "FILE|-"} {
+			if !strings.Contains(res.stdout, flagName) {
+				t.Fatalf("%v: help does not mention %s", args, flagName)
+			}
+		}
+	}
+}
+
+// compareJSON compares structurally: same keys, exact integers and strings,
+// floats within 1e-9 (and never an integer for a float or vice versa).
+func compareJSON(want, got []byte) string {
+	decode := func(b []byte) (any, error) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var v any
+		err := dec.Decode(&v)
+		return v, err
+	}
+	w, err := decode(want)
+	if err != nil {
+		return "expected: " + err.Error()
+	}
+	g, err := decode(got)
+	if err != nil {
+		return "output is not JSON: " + err.Error()
+	}
+	return diff("$", w, g)
+}
+
+func diff(path string, w, g any) string {
+	switch wv := w.(type) {
+	case map[string]any:
+		gv, ok := g.(map[string]any)
+		if !ok {
+			return path + ": want object"
+		}
+		var keys []string
+		for k := range wv {
+			keys = append(keys, k)
+		}
+		for k := range gv {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			a, inW := wv[k]
+			b, inG := gv[k]
+			if inW != inG {
+				return fmt.Sprintf("%s.%s: present in want=%v got=%v", path, k, inW, inG)
+			}
+			if d := diff(path+"."+k, a, b); d != "" {
+				return d
+			}
+		}
+	case []any:
+		gv, ok := g.([]any)
+		if !ok || len(gv) != len(wv) {
+			return fmt.Sprintf("%s: want %d elements, got %v", path, len(wv), g)
+		}
+		for i := range wv {
+			if d := diff(fmt.Sprintf("%s[%d]", path, i), wv[i], gv[i]); d != "" {
+				return d
+			}
+		}
+	case json.Number:
+		gv, ok := g.(json.Number)
+		if !ok {
+			return fmt.Sprintf("%s: want %s, got %v", path, wv, g)
+		}
+		isInt := func(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
+		if isInt(wv) != isInt(gv) || (isInt(wv) && wv != gv) {
+			return fmt.Sprintf("%s: want %s, got %s", path, wv, gv)
+		}
+		a, _ := wv.Float64()
+		b, _ := gv.Float64()
+		if math.Abs(a-b) > 1e-9 {
+			return fmt.Sprintf("%s: want %s, got %s", path, wv, gv)
+		}
+	default:
+		if w != g {
+			return fmt.Sprintf("%s: want %v, got %v", path, w, g)
+		}
+	}
+	return ""
+}
