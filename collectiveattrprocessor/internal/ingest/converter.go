@@ -28,6 +28,7 @@ type Converter struct {
 	sampleScratch []Record
 	resID, itemID rawIdentity
 	id            identity
+	spanIdx       map[spanKey]spanInfo
 
 	stats Stats
 }
@@ -58,15 +59,16 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		now = time.Now
 	}
 	c := &Converter{
-		cfg:    cfg,
-		now:    now,
-		keys:   newKeyIndex(cfg.Identity),
-		roles:  map[string]role{},
-		phase:  map[string]struct{}{},
-		tolNs:  int64(cfg.SampleJoinTolerance),
-		names:  newInterner(4 * cfg.MaxSeries),
-		dev:    newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
-		series: map[seriesKey]*series{},
+		cfg:     cfg,
+		now:     now,
+		keys:    newKeyIndex(cfg.Identity),
+		roles:   map[string]role{},
+		phase:   map[string]struct{}{},
+		tolNs:   int64(cfg.SampleJoinTolerance),
+		names:   newInterner(4 * cfg.MaxSeries),
+		dev:     newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
+		series:  map[seriesKey]*series{},
+		spanIdx: map[spanKey]spanInfo{},
 	}
 	addRoles := func(r role, names []string) {
 		for _, n := range names {

@@ -1,0 +1,315 @@
+package ingest
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/phase"
+)
+
+const (
+	// PhasePathAttribute holds a phase span's path: "a / b" or a string array.
+	PhasePathAttribute = "phase.path"
+	// ThreadIDAttribute and ThreadNameAttribute are the semconv thread keys
+	// that place a phase span on a thread (contract §3.2).
+	ThreadIDAttribute   = "thread.id"
+	ThreadNameAttribute = "thread.name"
+
+	// resultSpanName and resultClassAttribute identify the processor's own
+	// result spans, which must not count as marker spans when a second
+	// collector tier (or a loop) feeds them back: their name contains
+	// "collective".
+	resultSpanName       = "collective_attribution"
+	resultClassAttribute = "collective_attribution.classification"
+
+	// maxPhaseDepth bounds the ancestor walk (and breaks parent cycles).
+	maxPhaseDepth = 64
+)
+
+type spanKey struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+// spanInfo is what the ancestor walk needs of a span of the current batch.
+type spanInfo struct {
+	parent  pcommon.SpanID
+	name    string
+	isPhase bool
+	hasPath bool
+	path    pcommon.Value // phase.path when hasPath
+}
+
+// ConvertTraces turns marker spans into KindMarker Records (one at the span's
+// start, one at its end unless they coincide, one per matching span event)
+// and phase spans into KindPhaseSpan Records (contract §3.2). A span can be
+// both. Spans that are neither are ignored without a Skip.
+//
+// A phase span without `phase.path` takes as path the names of its phase
+// ancestors found in the same batch, then its own name. Ancestors in other
+// batches are not seen (the processor keeps no span history): send
+// `phase.path`, or batch whole traces (e.g. groupbytrace), when nesting
+// matters.
+func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(Record), skip func(Skip)) {
+	nowNs := c.now().UnixNano()
+	indexed := false
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		resScanned := false
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				marker := c.isMarkerSpan(sp)
+				pathAttr, hasPath := sp.Attributes().Get(PhasePathAttribute)
+				isPhase := hasPath
+				if !isPhase && len(c.phase) > 0 {
+					_, isPhase = c.phase[sp.Name()]
+				}
+				if !marker && !isPhase {
+					continue
+				}
+				start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
+				if start <= 0 || end < start || end > c.futureLimit(nowNs) {
+					skip(Skip{Reason: SkipInvalidValue, Detail: "span start/end is missing, reversed or too far in the future"})
+					continue
+				}
+				if !resScanned {
+					c.resID.reset()
+					c.resID.scan(c.keys, rs.Resource().Attributes())
+					resScanned = true
+				}
+				c.itemID.reset()
+				c.itemID.scan(c.keys, sp.Attributes())
+				if reason, detail := c.identify(nowNs); reason != "" {
+					skip(Skip{Reason: reason, Detail: detail})
+					continue
+				}
+				if marker {
+					c.emitMarkers(sp, start, end, nowNs, emit, skip)
+				}
+				if !isPhase {
+					continue
+				}
+				var path []string
+				if hasPath {
+					path = appendPhasePath(nil, pathAttr)
+				} else {
+					if !indexed && !sp.ParentSpanID().IsEmpty() {
+						c.indexSpans(td)
+						indexed = true
+					}
+					path = c.ancestorPath(sp)
+				}
+				if len(path) == 0 {
+					skip(Skip{Reason: SkipInvalidValue, Detail: "phase.path holds no non-empty name"})
+					continue
+				}
+				emit(c.phaseRecord(sp, path, start, end))
+			}
+		}
+	}
+	if indexed {
+		clear(c.spanIdx)
+	}
+}
+
+// isMarkerSpan applies the collective token match (reference §2.3 S2a) to the
+// span name and to every string attribute value of the span and its events,
+// nested values included. Identity attributes are not scanned: a job called
+// "nccl-tests" must not turn every span of the job into a marker.
+func (c *Converter) isMarkerSpan(sp ptrace.Span) bool {
+	name := sp.Name()
+	if name == resultSpanName {
+		if _, ok := sp.Attributes().Get(resultClassAttribute); ok {
+			return false
+		}
+	}
+	if attribution.MatchesCollectiveToken(name) || c.mapMatches(sp.Attributes()) {
+		return true
+	}
+	evs := sp.Events()
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		if attribution.MatchesCollectiveToken(ev.Name()) || c.mapMatches(ev.Attributes()) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Converter) mapMatches(m pcommon.Map) bool {
+	for k, v := range m.All() {
+		if _, identityKey := c.keys[k]; identityKey {
+			continue
+		}
+		if valueMatches(v, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func valueMatches(v pcommon.Value, depth int) bool {
+	if depth > maxPhaseDepth {
+		return false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return attribution.MatchesCollectiveToken(v.Str())
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		for i := 0; i < s.Len(); i++ {
+			if valueMatches(s.At(i), depth+1) {
+				return true
+			}
+		}
+	case pcommon.ValueTypeMap:
+		for _, e := range v.Map().All() {
+			if valueMatches(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit func(Record), skip func(Skip)) {
+	ref := SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
+	rec := c.recordBase(KindMarker)
+	rec.Marker = ref
+	rec.TimestampNs = start
+	emit(rec)
+	if end != start {
+		rec.TimestampNs = end
+		emit(rec)
+	}
+	evs := sp.Events()
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		if !attribution.MatchesCollectiveToken(ev.Name()) {
+			continue
+		}
+		ts := int64(ev.Timestamp())
+		if ts <= 0 || ts > c.futureLimit(nowNs) {
+			skip(Skip{Reason: SkipInvalidValue, Detail: "span event timestamp is missing or too far in the future"})
+			continue
+		}
+		rec.TimestampNs = ts
+		emit(rec)
+	}
+}
+
+// recordBase is a Record carrying the resolved identity c.id.
+func (c *Converter) recordBase(k Kind) Record {
+	return Record{Kind: k, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host}
+}
+
+// phaseRecord builds the phase span of sp. Sequence is the start time, so
+// that the reference's "most recent" (max sequence) is the latest-started
+// span; ScopeID is the span id in hex. TimestampNs is the end: a phase is
+// relevant while any part of it is inside the window.
+func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) Record {
+	rec := c.recordBase(KindPhaseSpan)
+	rec.TimestampNs = end
+	var threadID int64
+	var threadName string
+	attrs := sp.Attributes()
+	if v, ok := attrs.Get(ThreadIDAttribute); ok {
+		threadID, _ = intValue(v)
+	}
+	if v, ok := attrs.Get(ThreadNameAttribute); ok && v.Type() == pcommon.ValueTypeStr {
+		threadName = strings.Clone(v.Str())
+	}
+	rec.PhaseSpan = phase.Span{
+		SessionID:  c.id.job,
+		Rank:       c.id.rank,
+		ThreadID:   threadID,
+		ThreadName: threadName,
+		ScopeID:    sp.SpanID().String(),
+		Path:       path,
+		StartNs:    start,
+		EndNs:      end,
+		Sequence:   start,
+	}
+	return rec
+}
+
+// appendPhasePath reads a phase.path value: a string array (non-empty
+// entries kept, as the reference keeps a boundary's path entries) or a
+// string "a / b" split on "/" with the parts trimmed.
+func appendPhasePath(dst []string, v pcommon.Value) []string {
+	switch v.Type() {
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		for i := 0; i < s.Len(); i++ {
+			if e := s.At(i); e.Type() == pcommon.ValueTypeStr && e.Str() != "" {
+				dst = append(dst, strings.Clone(e.Str()))
+			}
+		}
+	case pcommon.ValueTypeStr:
+		for part := range strings.SplitSeq(v.Str(), "/") {
+			if part = strings.TrimSpace(part); part != "" {
+				dst = append(dst, strings.Clone(part))
+			}
+		}
+	}
+	return dst
+}
+
+// indexSpans records every span of td for the ancestor walk.
+func (c *Converter) indexSpans(td ptrace.Traces) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				info := spanInfo{parent: sp.ParentSpanID(), name: sp.Name()}
+				if v, ok := sp.Attributes().Get(PhasePathAttribute); ok {
+					info.isPhase, info.hasPath, info.path = true, true, v
+				} else {
+					_, info.isPhase = c.phase[info.name]
+				}
+				c.spanIdx[spanKey{trace: sp.TraceID(), span: sp.SpanID()}] = info
+			}
+		}
+	}
+}
+
+// ancestorPath is the names of sp's phase ancestors within the batch
+// (outermost first; an ancestor with phase.path contributes its whole path
+// and ends the walk), then sp's own name.
+func (c *Converter) ancestorPath(sp ptrace.Span) []string {
+	var rev []string
+	rev = append(rev, sp.Name())
+	var prefix []string
+	parent := sp.ParentSpanID()
+	for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
+		info, ok := c.spanIdx[spanKey{trace: sp.TraceID(), span: parent}]
+		if !ok {
+			break
+		}
+		if info.isPhase {
+			if info.hasPath {
+				prefix = appendPhasePath(nil, info.path)
+				break
+			}
+			rev = append(rev, info.name)
+		}
+		parent = info.parent
+	}
+	path := prefix
+	for i := len(rev) - 1; i >= 0; i-- {
+		if n := strings.TrimSpace(rev[i]); n != "" {
+			path = append(path, strings.Clone(n))
+		}
+	}
+	return path
+}

@@ -1,0 +1,127 @@
+package ingest
+
+import (
+	"encoding/hex"
+	"path/filepath"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/phase"
+)
+
+func readTraces(t *testing.T, name string) ptrace.Traces {
+	t.Helper()
+	td, err := golden.ReadTraces(filepath.Join("testdata", "traces", name))
+	require.NoError(t, err)
+	return td
+}
+
+func convertTraces(t *testing.T, c *Converter, td ptrace.Traces) collected {
+	t.Helper()
+	var m ptrace.ProtoMarshaler
+	before, err := m.MarshalTraces(td)
+	require.NoError(t, err)
+	var got collected
+	c.ConvertTraces(td, got.emit, got.skip)
+	after, err := m.MarshalTraces(td)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "input mutated")
+	return got
+}
+
+func spanRef(t *testing.T, trace, span string) SpanRef {
+	t.Helper()
+	var r SpanRef
+	tb, err := hex.DecodeString(trace)
+	require.NoError(t, err)
+	sb, err := hex.DecodeString(span)
+	require.NoError(t, err)
+	copy(r.TraceID[:], tb)
+	copy(r.SpanID[:], sb)
+	return r
+}
+
+func TestConvertTracesMarkers(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	got := convertTraces(t, c, readTraces(t, "markers.yaml"))
+	const trace = "5b8efff798038103d269b633813fc60c"
+	marker := func(span string, ts int64) Record {
+		return Record{Kind: KindMarker, JobID: "job-m", Rank: 2, WorldSize: 4, Host: "node-m", TimestampNs: ts, Marker: spanRef(t, trace, span)}
+	}
+	want := []Record{
+		marker("eee19b7ec3c1b174", 1767225600000000000),
+		marker("eee19b7ec3c1b174", 1767225600005000000),
+		marker("eee19b7ec3c1b174", 1767225600001000000),
+		marker("eee19b7ec3c1b175", 1767225600100000000),
+		marker("eee19b7ec3c1b176", 1767225600200000000),
+		marker("eee19b7ec3c1b176", 1767225600300000000),
+	}
+	assert.Equal(t, want, got.records)
+	assert.Equal(t, []SkipReason{SkipInvalidValue, SkipNoIdentity}, got.reasons())
+}
+
+func TestConvertTracesPhases(t *testing.T) {
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train", "step", "forward", "backward", "allreduce"}})
+	got := convertTraces(t, c, readTraces(t, "phases.yaml"))
+	ps := func(scope string, path []string, start, end, thread int64, threadName string) Record {
+		return Record{
+			Kind: KindPhaseSpan, JobID: "job-p", Rank: 0, WorldSize: 2, TimestampNs: end,
+			PhaseSpan: phase.Span{
+				SessionID: "job-p", Rank: 0, ThreadID: thread, ThreadName: threadName, ScopeID: scope,
+				Path: path, StartNs: start, EndNs: end, Sequence: start,
+			},
+		}
+	}
+	allreduce := spanRef(t, "0102030405060708090a0b0c0d0e0f10", "1000000000000007")
+	want := []Record{
+		ps("1000000000000001", []string{"train"}, 1767225600000000000, 1767225610000000000, 0, ""),
+		ps("1000000000000002", []string{"train", "step"}, 1767225600100000000, 1767225601000000000, 7, "MainThread"),
+		ps("1000000000000003", []string{"train", "step", "forward"}, 1767225600100000000, 1767225600400000000, 0, ""),
+		ps("1000000000000006", []string{"train", "step", "backward"}, 1767225600400000000, 1767225600800000000, 0, ""),
+		{Kind: KindMarker, JobID: "job-p", WorldSize: 2, TimestampNs: 1767225600800000000, Marker: allreduce},
+		{Kind: KindMarker, JobID: "job-p", WorldSize: 2, TimestampNs: 1767225600900000000, Marker: allreduce},
+		ps("1000000000000007", []string{"train", "step", "allreduce"}, 1767225600800000000, 1767225600900000000, 0, ""),
+		ps("2000000000000001", []string{"eval", "validate"}, 1767225611000000000, 1767225612000000000, 0, ""),
+		ps("2000000000000002", []string{"warmup", "compile"}, 1767225611100000000, 1767225611200000000, 3, ""),
+		ps("2000000000000003", []string{"eval", "validate", "forward"}, 1767225611300000000, 1767225611400000000, 0, ""),
+		ps("3000000000000001", []string{"step"}, 1767225620000000000, 1767225621000000000, 0, ""),
+	}
+	assert.Equal(t, want, got.records)
+	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons(), "the empty phase.path")
+	assert.Empty(t, c.spanIdx, "the batch index is cleared after the call")
+}
+
+func TestConvertTracesPhaseNamesOff(t *testing.T) {
+	// Without phase_span_names only phase.path spans (and markers) count.
+	c, _ := newTestConverter(Config{})
+	got := convertTraces(t, c, readTraces(t, "phases.yaml"))
+	var kinds []Kind
+	for _, r := range got.records {
+		kinds = append(kinds, r.Kind)
+	}
+	assert.Equal(t, []Kind{KindMarker, KindMarker, KindPhaseSpan, KindPhaseSpan}, kinds, "allreduce markers, validate, compile")
+	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
+	assert.Equal(t, []string{"eval", "validate"}, got.records[2].PhaseSpan.Path)
+}
+
+func TestConvertTracesSpanJoinsDeviceMapping(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml")) // learns (node-a, 3) -> (job-a, 3)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("host.name", "node-a")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("ncclDevKernel_AllGather_RING_LL")
+	sp.Attributes().PutInt("gpu.index", 3)
+	sp.SetStartTimestamp(1767225600000000000)
+	sp.SetEndTimestamp(1767225600000000000)
+	got := convertTraces(t, c, td)
+	require.Len(t, got.records, 1)
+	assert.Equal(t, "job-a", got.records[0].JobID)
+	assert.Equal(t, int64(3), got.records[0].Rank)
+	assert.Equal(t, int64(16), got.records[0].WorldSize)
+}
