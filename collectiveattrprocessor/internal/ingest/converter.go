@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"time"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // Converter turns OTLP metrics, spans and log records into Records. It keeps
@@ -29,6 +31,8 @@ type Converter struct {
 	resID, itemID rawIdentity
 	id            identity
 	spanIdx       map[spanKey]spanInfo
+	jsonBuf       []byte
+	dec           telemetry.Decoder
 
 	stats Stats
 }

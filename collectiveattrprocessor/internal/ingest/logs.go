@@ -1,0 +1,179 @@
+package ingest
+
+import (
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+const schemaVersionKey = `"schema_version"`
+
+// ConvertLogs parses stormlog TelemetryEvent records (contract §3.4) from log
+// bodies: a string holding a JSON object, or a map (converted to JSON, see
+// appendJSONValue). A record is stormlog's when its schema_version is 2, 3
+// or 4; it is then decoded with the reference's full validation, and a
+// record that fails is skipped as invalid_value with the reference's
+// message. Every other log record is not stormlog telemetry and is ignored
+// without a Skip: it is not an error to share a pipeline with other logs.
+//
+// The record's job is its job_id, else its session_id, else the job id of
+// the log record's or resource's attributes (contract §2 keys), else "".
+// Its rank is the record's own.
+func (c *Converter) ConvertLogs(ld plog.Logs, emit func(Record), skip func(Skip)) {
+	nowNs := c.now().UnixNano()
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		resScanned := false
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				data, ours, detail := c.stormlogJSON(lr.Body())
+				if !ours {
+					continue
+				}
+				if detail != "" {
+					skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+					continue
+				}
+				ev, err := c.dec.Decode(data)
+				if err != nil {
+					skip(Skip{Reason: SkipInvalidValue, Detail: "stormlog record: " + err.Error()})
+					continue
+				}
+				if ev.TimestampNs > c.futureLimit(nowNs) {
+					skip(Skip{Reason: SkipInvalidValue, Detail: "stormlog record timestamp_ns is too far in the future"})
+					continue
+				}
+				job := ev.JobID
+				if job == "" {
+					job = ev.SessionID
+				}
+				if job == "" {
+					if !resScanned {
+						c.resID.reset()
+						c.resID.scan(c.keys, rl.Resource().Attributes())
+						resScanned = true
+					}
+					job = c.attributeJob(lr.Attributes())
+				}
+				c.emitStormlog(ev, job, nowNs, emit)
+			}
+		}
+	}
+	if cap(c.jsonBuf) > maxKeptJSONBuf {
+		c.jsonBuf = nil // one huge body must not pin its buffer forever
+	}
+}
+
+const maxKeptJSONBuf = 1 << 20
+
+func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(Record)) {
+	host := ev.Host
+	if host == "unknown" {
+		host = ""
+	}
+	c.id = identity{
+		job: c.names.intern(job), hasJob: true,
+		rank: ev.Rank, hasRank: true,
+		localRank: ev.LocalRank, hasLocal: true,
+		worldSize: ev.WorldSize,
+		host:      c.names.intern(host),
+		devIndex:  -1,
+	}
+	if ev.DeviceID >= 0 {
+		c.id.devIndex = ev.DeviceID
+	}
+	c.dev.learn(c.names, &c.id, nowNs)
+	emit(Record{
+		Kind:        KindStormlog,
+		JobID:       c.id.job,
+		Rank:        ev.Rank,
+		WorldSize:   ev.WorldSize,
+		Host:        c.id.host,
+		TimestampNs: ev.TimestampNs,
+		Event:       ev,
+	})
+}
+
+// attributeJob is the job id of the log record's attributes, else of its
+// resource's (c.resID), else "".
+func (c *Converter) attributeJob(attrs pcommon.Map) string {
+	c.itemID.reset()
+	c.itemID.scan(c.keys, attrs)
+	for _, r := range [...]*rawIdentity{&c.itemID, &c.resID} {
+		if r.found[fieldJob] {
+			if s, ok := jobValue(r.val[fieldJob]); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// stormlogJSON returns the JSON text of a body that claims to be a stormlog
+// record (ours), or ours=false for any other body. detail is set when the
+// body is ours but cannot be turned into JSON.
+func (c *Converter) stormlogJSON(body pcommon.Value) (data []byte, ours bool, detail string) {
+	switch body.Type() {
+	case pcommon.ValueTypeStr:
+		s := body.Str()
+		t := strings.TrimSpace(s)
+		if len(t) < 2 || t[0] != '{' || !isStormlogVersion(versionLexeme(t)) {
+			return nil, false, ""
+		}
+		c.jsonBuf = append(c.jsonBuf[:0], t...)
+		return c.jsonBuf, true, ""
+	case pcommon.ValueTypeMap:
+		m := body.Map()
+		v, ok := m.Get("schema_version")
+		if !ok {
+			return nil, false, ""
+		}
+		if n, ok := intValue(v); !ok || n < 2 || n > 4 || v.Type() == pcommon.ValueTypeStr {
+			return nil, false, ""
+		}
+		buf, err := appendJSONValue(c.jsonBuf[:0], body, 0)
+		c.jsonBuf = buf[:0]
+		if err != "" {
+			return nil, true, err
+		}
+		return buf, true, ""
+	default:
+		return nil, false, ""
+	}
+}
+
+// versionLexeme finds the first "schema_version" member in JSON text and
+// returns its value's number lexeme ("" when there is none). A cheap
+// pre-filter: the decoder does the real parsing.
+func versionLexeme(s string) string {
+	i := strings.Index(s, schemaVersionKey)
+	if i < 0 {
+		return ""
+	}
+	s = strings.TrimLeft(s[i+len(schemaVersionKey):], " \t\r\n")
+	if s == "" || s[0] != ':' {
+		return ""
+	}
+	s = strings.TrimLeft(s[1:], " \t\r\n")
+	n := 0
+	for n < len(s) && strings.IndexByte("-+0123456789.eE", s[n]) >= 0 {
+		n++
+	}
+	return s[:n]
+}
+
+// isStormlogVersion reports whether a number lexeme means 2, 3 or 4 (1.0
+// style forms included, so that the decoder reports them as errors of an
+// otherwise stormlog record).
+func isStormlogVersion(lex string) bool {
+	f, err := strconv.ParseFloat(lex, 64)
+	return err == nil && (f == 2 || f == 3 || f == 4)
+}
