@@ -68,6 +68,16 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 		totalMarkers += len(spikes[i].markers)
 	}
 	markerArena := make([]int64, 0, totalMarkers)
+	// The synchrony ratio depends only on the count: round each count once.
+	syncRounded := map[int64]float64{}
+	roundedSync := func(count int64) float64 {
+		v, ok := syncRounded[count]
+		if !ok {
+			v = pyRound(synchronyRatio(count, ews), 4)
+			syncRounded[count] = v
+		}
+		return v
+	}
 	results := make([]Result, 0, len(spikes))
 	masks := make([]uint8, 0, len(spikes))
 	for i := range spikes {
@@ -94,9 +104,9 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 				MarkerHits:        int64(len(sp.markers)),
 				SynchronizedRanks: sp.syncCount,
 				ExpectedWorldSize: ews,
-				SynchronyRatio:    pyRound(synchronyRatio(sp.syncCount, ews), 4),
+				SynchronyRatio:    roundedSync(sp.syncCount),
 				PeakGapBytes:      sp.gap,
-				RobustZscore:      pyRound(sp.zRounded, 4),
+				RobustZscore:      sp.zRounded, // round(round(z, 4), 4) == round(z, 4)
 			},
 			MarkerTimesNs: markerArena[n:len(markerArena):len(markerArena)],
 		}

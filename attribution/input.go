@@ -3,8 +3,10 @@ package attribution
 import (
 	"cmp"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -57,22 +59,28 @@ const denseRanks = 1 << 16
 // sort) and the marker timestamps ascending, plus the expected world size and
 // the trace start over all events. Ranks appear in ascending rank order;
 // ranks with markers but no samples are left out (they cannot spike).
+//
+// It makes a single pass over the events: with ~300-byte events, memory
+// bandwidth is the cost that matters at this size.
 func BuildInput(events []telemetry.Event) Input {
 	var in Input
 	if len(events) == 0 {
 		return in
 	}
-	type group struct {
-		rank    int64
-		samples int
-		markers int
-	}
 	var (
-		dense  []int32 // rank → 1 + index into groups
+		dense  []int32 // rank → 1 + index into series
 		sparse map[int64]int32
-		groups []group
+		series []RankSeries
 	)
-	idx := make([]int32, len(events)) // group of each event
+	// Per-rank capacity guess: events spread evenly over world_size ranks.
+	perRank := len(events)
+	if ws := events[0].WorldSize; ws > 1 {
+		perRank = len(events)/int(min(ws, int64(len(events)))) + 16
+	}
+	newSeries := func(rank int64) int32 {
+		series = append(series, RankSeries{Rank: rank, Samples: make([]Sample, 0, perRank)})
+		return int32(len(series) - 1)
+	}
 	lookup := func(rank int64) int32 {
 		if rank >= 0 && rank < denseRanks {
 			if int(rank) >= len(dense) {
@@ -81,9 +89,9 @@ func BuildInput(events []telemetry.Event) Input {
 			if g := dense[rank]; g != 0 {
 				return g - 1
 			}
-			groups = append(groups, group{rank: rank})
-			dense[rank] = int32(len(groups))
-			return int32(len(groups) - 1)
+			g := newSeries(rank)
+			dense[rank] = g + 1
+			return g
 		}
 		if g, ok := sparse[rank]; ok {
 			return g
@@ -91,73 +99,33 @@ func BuildInput(events []telemetry.Event) Input {
 		if sparse == nil {
 			sparse = make(map[int64]int32)
 		}
-		groups = append(groups, group{rank: rank})
-		sparse[rank] = int32(len(groups) - 1)
-		return int32(len(groups) - 1)
+		g := newSeries(rank)
+		sparse[rank] = g
+		return g
 	}
 
-	// Pass 1: classify, count, and run-wide quantities.
-	const (
-		isSample = 1
-		isMarker = 2
-	)
-	kinds := make([]uint8, len(events))
+	markers := markerCache{}
 	minTs := int64(math.MaxInt64)
 	var maxWorld int64
 	for i := range events {
 		e := &events[i]
 		minTs = min(minTs, e.TimestampNs)
-		if e.WorldSize > 0 {
-			maxWorld = max(maxWorld, e.WorldSize)
+		if e.WorldSize > maxWorld {
+			maxWorld = e.WorldSize
 		}
+		sample, marker := IsSample(e), markers.isMarker(e)
 		g := lookup(e.Rank)
-		idx[i] = g
-		if IsSample(e) {
-			kinds[i] |= isSample
-			groups[g].samples++
+		if sample {
+			series[g].Samples = append(series[g].Samples, SampleOf(e))
 		}
-		if IsMarker(e) {
-			kinds[i] |= isMarker
-			groups[g].markers++
+		if marker {
+			series[g].Markers = append(series[g].Markers, e.TimestampNs)
 		}
 	}
 	in.TraceStartNs = max(0, minTs)
 	in.ExpectedWorldSize = maxWorld
-	if maxWorld == 0 {
-		in.ExpectedWorldSize = int64(max(len(groups), 1))
-	}
-
-	// Pass 2: fill exact-size per-rank slices from two shared arenas.
-	totalSamples, totalMarkers := 0, 0
-	for _, g := range groups {
-		totalSamples += g.samples
-		totalMarkers += g.markers
-	}
-	sampleArena := make([]Sample, totalSamples)
-	markerArena := make([]int64, totalMarkers)
-	series := make([]RankSeries, len(groups))
-	so, mo := 0, 0
-	for gi, g := range groups {
-		series[gi] = RankSeries{
-			Rank:    g.rank,
-			Samples: sampleArena[so : so : so+g.samples],
-			Markers: markerArena[mo : mo : mo+g.markers],
-		}
-		so += g.samples
-		mo += g.markers
-	}
-	for i := range events {
-		k := kinds[i]
-		if k == 0 {
-			continue
-		}
-		rs := &series[idx[i]]
-		if k&isSample != 0 {
-			rs.Samples = append(rs.Samples, SampleOf(&events[i]))
-		}
-		if k&isMarker != 0 {
-			rs.Markers = append(rs.Markers, events[i].TimestampNs)
-		}
+	if maxWorld <= 0 {
+		in.ExpectedWorldSize = int64(max(len(series), 1))
 	}
 
 	in.Ranks = series[:0]
@@ -175,6 +143,40 @@ func BuildInput(events []telemetry.Event) Input {
 	}
 	slices.SortFunc(in.Ranks, func(a, b RankSeries) int { return cmp.Compare(a.Rank, b.Rank) })
 	return in
+}
+
+// markerCache answers IsMarker, remembering the verdict on each metadata map
+// it has scanned. Decoded streams share one map per distinct metadata text
+// (telemetry.Decoder interns them) and generated or converted events often
+// share one map outright, so scanning metadata — the expensive part — happens
+// once per distinct map instead of once per event. Maps are compared by
+// identity; they are not modified during BuildInput.
+type markerCache struct {
+	seen map[unsafe.Pointer]bool
+}
+
+func (c *markerCache) isMarker(e *telemetry.Event) bool {
+	if e.EventType != "sample" && MatchesCollectiveToken(e.EventType) {
+		return true
+	}
+	if e.HasContext && e.Context != "" && MatchesCollectiveToken(e.Context) {
+		return true
+	}
+	if len(e.Metadata) == 0 {
+		return false
+	}
+	key := reflect.ValueOf(e.Metadata).UnsafePointer()
+	if v, ok := c.seen[key]; ok {
+		return v
+	}
+	v := anyStringMatches(e.Metadata)
+	if c.seen == nil {
+		c.seen = make(map[unsafe.Pointer]bool)
+	}
+	if len(c.seen) < 4096 {
+		c.seen[key] = v
+	}
+	return v
 }
 
 func cmpSampleTime(a, b Sample) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) }

@@ -50,13 +50,59 @@ var fieldNames = [numFields]string{
 	"job_id", "rank", "local_rank", "world_size",
 }
 
-var fieldByName = func() map[string]field {
-	m := make(map[string]field, numFields)
-	for i, n := range fieldNames {
-		m[n] = field(i)
+// lookupField maps a key to its field; a switch on the key text beats a map
+// lookup on the hot path (every key of every record).
+func lookupField(key []byte) (field, bool) {
+	switch string(key) {
+	case "schema_version":
+		return fSchemaVersion, true
+	case "session_id":
+		return fSessionID, true
+	case "timestamp_ns":
+		return fTimestampNs, true
+	case "event_type":
+		return fEventType, true
+	case "collector":
+		return fCollector, true
+	case "sampling_interval_ms":
+		return fSamplingIntervalMs, true
+	case "pid":
+		return fPID, true
+	case "host":
+		return fHost, true
+	case "device_id":
+		return fDeviceID, true
+	case "allocator_allocated_bytes":
+		return fAllocatorAllocatedBytes, true
+	case "allocator_reserved_bytes":
+		return fAllocatorReservedBytes, true
+	case "allocator_active_bytes":
+		return fAllocatorActiveBytes, true
+	case "allocator_inactive_bytes":
+		return fAllocatorInactiveBytes, true
+	case "allocator_change_bytes":
+		return fAllocatorChangeBytes, true
+	case "device_used_bytes":
+		return fDeviceUsedBytes, true
+	case "device_free_bytes":
+		return fDeviceFreeBytes, true
+	case "device_total_bytes":
+		return fDeviceTotalBytes, true
+	case "context":
+		return fContext, true
+	case "metadata":
+		return fMetadata, true
+	case "job_id":
+		return fJobID, true
+	case "rank":
+		return fRank, true
+	case "local_rank":
+		return fLocalRank, true
+	case "world_size":
+		return fWorldSize, true
 	}
-	return m
-}()
+	return 0, false
+}
 
 // kind is the JSON type of a decoded value as Python would see it.
 type kind uint8
@@ -83,10 +129,17 @@ type slot struct {
 // Decoder decodes TelemetryEvent records. Its zero value is ready to use; a
 // Decoder reused across records (one per goroutine) interns the repeated
 // short strings of a stream so decoding allocates almost nothing per record.
+//
+// Events decoded by one Decoder share one Metadata map per distinct metadata
+// text: treat Event.Metadata as read-only.
 type Decoder struct {
-	sc      scanner
-	slots   [numFields]slot
-	unknown []string
+	sc       scanner
+	slots    [numFields]slot
+	unknown  []string
+	metadata map[string]map[string]any // interned metadata by raw text
+	last     [numFields]string         // previous string value per field
+	lastMeta []byte                    // previous metadata text …
+	lastMap  map[string]any            // … and its map
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -149,7 +202,7 @@ func (d *Decoder) scanRecord() (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		f, known := fieldByName[string(kb)]
+		f, known := lookupField(kb)
 		if !known {
 			d.unknown = append(d.unknown, string(kb))
 		}
@@ -183,9 +236,25 @@ func (d *Decoder) scanField(f field) error {
 	switch c := s.peek(); {
 	case c == '"':
 		sl.kind = kString
-		v, err := s.str(f != fContext)
-		sl.s = v
-		return err
+		if f == fContext {
+			v, err := s.str(false)
+			sl.s = v
+			return err
+		}
+		// Consecutive records almost always repeat event_type, collector,
+		// host and the ids: compare with this field's previous value before
+		// consulting the intern table.
+		b, err := s.stringBytes()
+		if err != nil {
+			return err
+		}
+		if last := d.last[f]; string(b) == last {
+			sl.s = last
+			return nil
+		}
+		sl.s = s.internBytes(b)
+		d.last[f] = sl.s
+		return nil
 	case c == 'n':
 		sl.kind = kNull
 		return s.literal("null")
@@ -211,12 +280,7 @@ func (d *Decoder) scanField(f field) error {
 		if f != fMetadata {
 			return s.skipValue()
 		}
-		m, err := s.object()
-		if len(m) == 0 {
-			m = nil
-		}
-		sl.meta = m
-		return err
+		return d.scanMetadata(sl)
 	case c == '[':
 		sl.kind = kArray
 		return s.skipValue()
@@ -225,6 +289,54 @@ func (d *Decoder) scanField(f field) error {
 	default:
 		return s.fail(fmt.Sprintf("invalid character %q", c))
 	}
+}
+
+// maxInternedMetadata bounds the metadata interning table (entries, and bytes
+// per entry) so a stream of all-distinct metadata costs only the misses.
+const (
+	maxInternedMetadata      = 1024
+	maxInternedMetadataBytes = 4096
+)
+
+// scanMetadata decodes the metadata object. Records of one stream usually
+// repeat the same metadata text (backend, capabilities, …): identical text
+// yields the same shared map, decoded once, which saves both time and memory
+// and lets the engine scan each distinct map for markers once.
+func (d *Decoder) scanMetadata(sl *slot) error {
+	s := &d.sc
+	start := s.pos
+	if err := s.skipValue(); err != nil {
+		return err
+	}
+	raw := s.data[start:s.pos]
+	if d.lastMeta != nil && string(raw) == string(d.lastMeta) {
+		sl.meta = d.lastMap
+		return nil
+	}
+	if m, ok := d.metadata[string(raw)]; ok {
+		sl.meta = m
+		d.lastMeta, d.lastMap = append(d.lastMeta[:0], raw...), m
+		return nil
+	}
+	sub := scanner{data: raw, intern: s.intern}
+	m, err := sub.object()
+	if err != nil {
+		return err
+	}
+	if len(m) == 0 {
+		m = nil
+	}
+	sl.meta = m
+	d.lastMeta, d.lastMap = append(d.lastMeta[:0], raw...), m
+	if len(raw) <= maxInternedMetadataBytes {
+		if d.metadata == nil {
+			d.metadata = make(map[string]map[string]any)
+		}
+		if len(d.metadata) < maxInternedMetadata {
+			d.metadata[string(raw)] = m
+		}
+	}
+	return nil
 }
 
 // ValidationError is a well-formed record that breaks a TelemetryEvent rule.

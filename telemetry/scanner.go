@@ -211,23 +211,31 @@ func appendValidUTF8(dst, src []byte) []byte {
 }
 
 // str scans a string value and returns it as a Go string, interning short
-// values when an intern table is set.
+// values when asked and an intern table is set.
 func (s *scanner) str(intern bool) (string, error) {
 	b, err := s.stringBytes()
 	if err != nil {
 		return "", err
 	}
-	if intern && s.intern != nil && len(b) <= 64 {
-		if v, ok := s.intern[string(b)]; ok {
-			return v, nil
-		}
-		v := string(b)
-		if len(s.intern) < 4096 {
-			s.intern[v] = v
-		}
-		return v, nil
+	if intern {
+		return s.internBytes(b), nil
 	}
 	return string(b), nil
+}
+
+// internBytes returns b as a string, shared with earlier equal short strings.
+func (s *scanner) internBytes(b []byte) string {
+	if s.intern == nil || len(b) > 64 {
+		return string(b)
+	}
+	if v, ok := s.intern[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.intern) < 4096 {
+		s.intern[v] = v
+	}
+	return v
 }
 
 // numberKind classifies a JSON number lexeme.
