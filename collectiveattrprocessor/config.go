@@ -1,0 +1,232 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+)
+
+// EmitMode says when results leave the processor (contract §4).
+type EmitMode string
+
+const (
+	// EmitOnSettle emits a result once the job's newest event time is more
+	// than settle_delay past the result's interval end.
+	EmitOnSettle EmitMode = "on_settle"
+	// EmitOnJobEnd emits a job's results once it has been idle for
+	// job_idle_timeout, or at shutdown: the emitted set is then the reference
+	// batch result on the job's events.
+	EmitOnJobEnd EmitMode = "on_job_end"
+)
+
+// Config is the processor configuration (contract §8).
+type Config struct {
+	// Preset is the reference's attribution preset: low, medium or high
+	// (case-insensitive, surrounding spaces ignored, as the reference).
+	Preset string `mapstructure:"preset"`
+	// Overrides replaces fields of the preset (reference §2.2 overridable set).
+	Overrides map[string]any `mapstructure:"overrides"`
+	// Phases builds phase indexes from phase boundaries and phase spans and
+	// fills each result's phase attribution.
+	Phases bool `mapstructure:"phases"`
+	// Window bounds each rank's buffer in event time, relative to the newest
+	// event of the job.
+	Window time.Duration `mapstructure:"window"`
+	// EvaluationInterval is the period of the background evaluation.
+	EvaluationInterval time.Duration `mapstructure:"evaluation_interval"`
+	Emit               EmitMode      `mapstructure:"emit"`
+	// SettleDelay is how far (event time) past a result's interval end the
+	// job's newest event must be before the result is emitted (on_settle).
+	SettleDelay time.Duration `mapstructure:"settle_delay"`
+	// JobIdleTimeout is how long (wall clock) a job may receive no data
+	// before it is finalised, emitted and forgotten.
+	JobIdleTimeout time.Duration `mapstructure:"job_idle_timeout"`
+	// SampleJoinTolerance is how far apart in event time the metric points
+	// that form one sample may be.
+	SampleJoinTolerance time.Duration `mapstructure:"sample_join_tolerance"`
+	// IdentityTTL is how long an unused (host, device) → (job, rank) mapping
+	// is kept for joining device-level metrics.
+	IdentityTTL    time.Duration  `mapstructure:"identity_ttl"`
+	Limits         LimitsConfig   `mapstructure:"limits"`
+	Identity       IdentityConfig `mapstructure:"identity"`
+	Metrics        MetricsConfig  `mapstructure:"metrics"`
+	PhaseSpanNames []string       `mapstructure:"phase_span_names"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// LimitsConfig bounds the processor's memory whatever the input rate.
+type LimitsConfig struct {
+	// MaxJobs bounds the tracked jobs; data of a new job beyond it is
+	// counted as over_limit (and still passes through).
+	MaxJobs int `mapstructure:"max_jobs"`
+	// MaxRanksPerJob bounds the tracked ranks of one job; data of a new rank
+	// beyond it is counted as over_limit.
+	MaxRanksPerJob int `mapstructure:"max_ranks_per_job"`
+	// MaxEventsPerRank bounds each rank's buffer; the oldest events are
+	// evicted (and counted) when it is full.
+	MaxEventsPerRank int `mapstructure:"max_events_per_rank"`
+}
+
+// IdentityConfig lists, per identity field, the attribute keys looked up on
+// the item and then on its resource; the first key present wins (contract §2).
+type IdentityConfig struct {
+	JobID     []string `mapstructure:"job_id"`
+	Rank      []string `mapstructure:"rank"`
+	LocalRank []string `mapstructure:"local_rank"`
+	WorldSize []string `mapstructure:"world_size"`
+	Host      []string `mapstructure:"host"`
+	Device    []string `mapstructure:"device"`
+}
+
+// MetricsConfig lists, per TelemetryEvent field, the metric names that carry
+// it (contract §3.1).
+type MetricsConfig struct {
+	DeviceUsed         []string `mapstructure:"device_used"`
+	DeviceFree         []string `mapstructure:"device_free"`
+	DeviceTotal        []string `mapstructure:"device_total"`
+	AllocatorReserved  []string `mapstructure:"allocator_reserved"`
+	AllocatorAllocated []string `mapstructure:"allocator_allocated"`
+	AllocatorActive    []string `mapstructure:"allocator_active"`
+	AllocatorInactive  []string `mapstructure:"allocator_inactive"`
+	// DeviceReserved is the driver-reserved framebuffer (DCGM's
+	// DCGM_FI_DEV_FB_RESERVED): it completes the device total as
+	// used + free + reserved when no total is reported.
+	DeviceReserved []string `mapstructure:"device_reserved"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+func createDefaultConfig() component.Config {
+	keys := ingest.DefaultIdentityKeys()
+	names := ingest.DefaultMetricNames()
+	return &Config{
+		Preset:              "medium",
+		Overrides:           map[string]any{},
+		Phases:              true,
+		Window:              5 * time.Minute,
+		EvaluationInterval:  10 * time.Second,
+		Emit:                EmitOnSettle,
+		SettleDelay:         2 * time.Second,
+		JobIdleTimeout:      60 * time.Second,
+		SampleJoinTolerance: 250 * time.Millisecond,
+		IdentityTTL:         10 * time.Minute,
+		Limits: LimitsConfig{
+			MaxJobs:          1000,
+			MaxRanksPerJob:   16384,
+			MaxEventsPerRank: 100000,
+		},
+		Identity: IdentityConfig{
+			JobID:     keys.JobID,
+			Rank:      keys.Rank,
+			LocalRank: keys.LocalRank,
+			WorldSize: keys.WorldSize,
+			Host:      keys.Host,
+			Device:    keys.Device,
+		},
+		Metrics: MetricsConfig{
+			DeviceUsed:         names.DeviceUsed,
+			DeviceFree:         names.DeviceFree,
+			DeviceTotal:        names.DeviceTotal,
+			AllocatorReserved:  names.AllocatorReserved,
+			AllocatorAllocated: names.AllocatorAllocated,
+			AllocatorActive:    names.AllocatorActive,
+			AllocatorInactive:  names.AllocatorInactive,
+			DeviceReserved:     names.DeviceReserved,
+		},
+		PhaseSpanNames: []string{},
+	}
+}
+
+// Validate checks every field. Preset and overrides are checked by the
+// engine's resolver, so their errors are the reference's messages word for
+// word (reference §2.2).
+func (cfg *Config) Validate() error {
+	if _, err := attribution.ResolveConfig(cfg.Preset, cfg.Overrides); err != nil {
+		return err
+	}
+	var errs []error
+	positive := func(field string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be > 0, got %s", field, d))
+		}
+	}
+	nonNegative := func(field string, d time.Duration) {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must be >= 0, got %s", field, d))
+		}
+	}
+	atLeastOne := func(field string, n int) {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("%s must be >= 1, got %d", field, n))
+		}
+	}
+	positive("window", cfg.Window)
+	positive("evaluation_interval", cfg.EvaluationInterval)
+	if cfg.Emit != EmitOnSettle && cfg.Emit != EmitOnJobEnd {
+		errs = append(errs, fmt.Errorf("emit must be one of on_settle, on_job_end, got %q", cfg.Emit))
+	}
+	nonNegative("settle_delay", cfg.SettleDelay)
+	positive("job_idle_timeout", cfg.JobIdleTimeout)
+	positive("sample_join_tolerance", cfg.SampleJoinTolerance)
+	positive("identity_ttl", cfg.IdentityTTL)
+	atLeastOne("limits.max_jobs", cfg.Limits.MaxJobs)
+	atLeastOne("limits.max_ranks_per_job", cfg.Limits.MaxRanksPerJob)
+	atLeastOne("limits.max_events_per_rank", cfg.Limits.MaxEventsPerRank)
+	noBlank := func(field string, names []string) {
+		for i, n := range names {
+			if n == "" {
+				errs = append(errs, fmt.Errorf("%s[%d] must be a non-empty string", field, i))
+			}
+		}
+	}
+	noBlank("identity.job_id", cfg.Identity.JobID)
+	noBlank("identity.rank", cfg.Identity.Rank)
+	noBlank("identity.local_rank", cfg.Identity.LocalRank)
+	noBlank("identity.world_size", cfg.Identity.WorldSize)
+	noBlank("identity.host", cfg.Identity.Host)
+	noBlank("identity.device", cfg.Identity.Device)
+	noBlank("metrics.device_used", cfg.Metrics.DeviceUsed)
+	noBlank("metrics.device_free", cfg.Metrics.DeviceFree)
+	noBlank("metrics.device_total", cfg.Metrics.DeviceTotal)
+	noBlank("metrics.allocator_reserved", cfg.Metrics.AllocatorReserved)
+	noBlank("metrics.allocator_allocated", cfg.Metrics.AllocatorAllocated)
+	noBlank("metrics.allocator_active", cfg.Metrics.AllocatorActive)
+	noBlank("metrics.allocator_inactive", cfg.Metrics.AllocatorInactive)
+	noBlank("metrics.device_reserved", cfg.Metrics.DeviceReserved)
+	noBlank("phase_span_names", cfg.PhaseSpanNames)
+	return errors.Join(errs...)
+}
+
+// ingestConfig is the converter's view of the configuration.
+func (cfg *Config) ingestConfig() ingest.Config {
+	return ingest.Config{
+		Identity: ingest.IdentityKeys{
+			JobID:     cfg.Identity.JobID,
+			Rank:      cfg.Identity.Rank,
+			LocalRank: cfg.Identity.LocalRank,
+			WorldSize: cfg.Identity.WorldSize,
+			Host:      cfg.Identity.Host,
+			Device:    cfg.Identity.Device,
+		},
+		Metrics: ingest.MetricNames{
+			DeviceUsed:         cfg.Metrics.DeviceUsed,
+			DeviceFree:         cfg.Metrics.DeviceFree,
+			DeviceTotal:        cfg.Metrics.DeviceTotal,
+			AllocatorReserved:  cfg.Metrics.AllocatorReserved,
+			AllocatorAllocated: cfg.Metrics.AllocatorAllocated,
+			AllocatorActive:    cfg.Metrics.AllocatorActive,
+			AllocatorInactive:  cfg.Metrics.AllocatorInactive,
+			DeviceReserved:     cfg.Metrics.DeviceReserved,
+		},
+		SampleJoinTolerance: cfg.SampleJoinTolerance,
+		IdentityTTL:         cfg.IdentityTTL,
+		PhaseSpanNames:      cfg.PhaseSpanNames,
+	}
+}
