@@ -1,0 +1,142 @@
+package deploytest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+const (
+	releaseName      = "collectiveattr"
+	releaseNamespace = "gpu-monitoring"
+)
+
+// scenario is one set of chart values that users are expected to install.
+type scenario struct {
+	name   string
+	values map[string]any
+}
+
+func scenarios() []scenario {
+	return []scenario{
+		{name: "node-local", values: map[string]any{}},
+		{name: "node-local-no-dcgm", values: map[string]any{"dcgm": map[string]any{"enabled": false}}},
+		{name: "multi-node-k8s", values: map[string]any{"mode": "multiNode"}},
+		{name: "multi-node-dns", values: map[string]any{
+			"mode":    "multiNode",
+			"gateway": map[string]any{"resolver": "dns", "replicas": 3},
+			"dcgm":    map[string]any{"enabled": false},
+		}},
+	}
+}
+
+// lintChart runs what `helm lint` runs and returns its messages at warning
+// level or above (lint's INFO notes, e.g. "icon is recommended", are not
+// defects).
+func lintChart(t *testing.T, values map[string]any) []string {
+	t.Helper()
+	res := action.NewLint()
+	res.Namespace = releaseNamespace
+	out := res.Run([]string{chartDir(t)}, values)
+	var problems []string
+	for _, m := range out.Messages {
+		if m.Severity >= support.WarningSev {
+			problems = append(problems, m.Error())
+		}
+	}
+	for _, err := range out.Errors {
+		problems = append(problems, err.Error())
+	}
+	return problems
+}
+
+// renderChart runs what `helm template` runs and returns the manifest.
+func renderChart(t testing.TB, values map[string]any) (string, error) {
+	t.Helper()
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun = true
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = releaseName
+	install.Namespace = releaseNamespace
+	install.DisableHooks = true
+	rel, err := install.Run(chrt, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// object is one rendered Kubernetes object, decoded into its API type.
+type object struct {
+	source string // "# Source:" template path, for messages
+	obj    runtime.Object
+}
+
+var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+var sourceLine = regexp.MustCompile(`(?m)^# Source: (.+)$`)
+
+// decodeStrict splits a multi-document manifest and decodes every document
+// into its typed Kubernetes API object; an unknown or duplicated field, or an
+// unknown kind, is an error.
+func decodeStrict(manifest string) ([]object, error) {
+	var objs []object
+	for i, doc := range splitYAML(manifest) {
+		src := fmt.Sprintf("document %d", i)
+		if m := sourceLine.FindStringSubmatch(doc); m != nil {
+			src = m[1]
+		}
+		obj, _, err := strictDecoder.Decode([]byte(doc), nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		objs = append(objs, object{source: src, obj: obj})
+	}
+	return objs, nil
+}
+
+// splitYAML splits on document separators and drops documents that hold only
+// comments or whitespace.
+func splitYAML(manifest string) []string {
+	var docs []string
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(manifest, -1) {
+		empty := true
+		for _, line := range strings.Split(doc, "\n") {
+			line = strings.TrimSpace(line)
+			if line != "" && !strings.HasPrefix(line, "#") {
+				empty = false
+				break
+			}
+		}
+		if !empty {
+			docs = append(docs, strings.TrimSpace(doc)+"\n")
+		}
+	}
+	return docs
+}
+
+func renderAndDecode(t *testing.T, values map[string]any) []object {
+	t.Helper()
+	manifest, err := renderChart(t, values)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	objs, err := decodeStrict(manifest)
+	if err != nil {
+		t.Fatalf("strict decode: %v", err)
+	}
+	return objs
+}
