@@ -1,0 +1,53 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzDecodeRecord: no panic; syntax errors exactly when encoding/json finds
+// the text invalid; every other failure is a validation error or "not an
+// object"; an accepted record respects the identity and counter rules and
+// survives an encode/decode round trip unchanged.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(example))
+	f.Add([]byte(record(1, 0)))
+	f.Add([]byte(strings.Replace(example, `"schema_version": 2`, `"schema_version": 3, "session_id": "s"`, 1)))
+	f.Add([]byte(`{"metadata":{"a":[{"b":"\ud800"}]}}`))
+	f.Add([]byte(`[1, 2.5e3, "x", null, true]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := DecodeRecord(data)
+		var se *SyntaxError
+		var ve *ValidationError
+		isSyntax := errors.As(err, &se)
+		if isSyntax == json.Valid(data) {
+			t.Fatalf("syntax error %v, but json.Valid = %v", err, json.Valid(data))
+		}
+		if err != nil {
+			if !isSyntax && !errors.As(err, &ve) && !errors.Is(err, ErrNotObject) {
+				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			return
+		}
+		if e.Rank < 0 || e.Rank >= e.WorldSize || e.LocalRank < 0 || e.LocalRank >= e.WorldSize {
+			t.Fatalf("identity rules broken: %+v", e)
+		}
+		if e.TimestampNs < 0 || (e.SchemaVersion != 2 && IsBlank(e.SessionID)) {
+			t.Fatalf("accepted %+v", e)
+		}
+		if e.DeviceTotalBytes.Valid && e.DeviceUsedBytes.Valid && e.DeviceUsedBytes.Value > e.DeviceTotalBytes.Value {
+			t.Fatalf("used above total accepted")
+		}
+		out := AppendJSON(nil, &e)
+		again, err := DecodeRecord(out)
+		if err != nil {
+			t.Fatalf("re-decoding %s: %v", out, err)
+		}
+		if !bytes.Equal(out, AppendJSON(nil, &again)) {
+			t.Fatalf("round trip changed %s", out)
+		}
+	})
+}
