@@ -1,0 +1,207 @@
+package ingest
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// deepValue nests n slices.
+func deepValue(v pcommon.Value, n int) {
+	for range n {
+		v = v.SetEmptySlice().AppendEmpty()
+	}
+	v.SetStr("nccl")
+}
+
+// garbageAttrs fills m with values of every type, including ones no
+// identity key accepts.
+func garbageAttrs(m pcommon.Map) {
+	m.PutEmpty("training.rank")
+	m.PutEmptyBytes("training.job.id").FromRaw([]byte{0xff, 0x00})
+	m.PutDouble("world_size", math.Inf(1))
+	m.PutDouble("rank", math.NaN())
+	m.PutStr("host.name", "\x00\xff")
+	m.PutEmptyMap("gpu.index").PutStr("x", "y")
+	m.PutStr("gpu", "-1")
+	m.PutInt("thread.id", math.MinInt64)
+	deepValue(m.PutEmpty("deep"), 200)
+	m.PutEmptySlice("phase.path").AppendEmpty().SetInt(3)
+}
+
+func garbageMetrics() []pmetric.Metrics {
+	var out []pmetric.Metrics
+	out = append(out, pmetric.NewMetrics())
+	md := pmetric.NewMetrics()
+	md.ResourceMetrics().AppendEmpty() // empty resource
+	rm := md.ResourceMetrics().AppendEmpty()
+	garbageAttrs(rm.Resource().Attributes())
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	for _, name := range []string{"gpu.memory.device.used", "gpu.memory.allocator.reserved", "DCGM_FI_DEV_FB_USED"} {
+		m := ms.AppendEmpty()
+		m.SetName(name)
+		ms.AppendEmpty().SetName(name) // no data at all
+		g := m.SetEmptyGauge().DataPoints()
+		g.AppendEmpty() // no value, no timestamp
+		for _, v := range []float64{math.NaN(), math.Inf(-1), -0.0, 1e300, math.MaxInt64, 0.5} {
+			dp := g.AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(math.MaxUint64))
+			dp.SetDoubleValue(v)
+			garbageAttrs(dp.Attributes())
+			dp2 := g.AppendEmpty()
+			dp2.SetTimestamp(1)
+			dp2.SetDoubleValue(v)
+			dp2.Attributes().PutInt("rank", 0)
+		}
+		for _, v := range []int64{math.MinInt64, -1, 0, math.MaxInt64} {
+			dp := g.AppendEmpty()
+			dp.SetTimestamp(1767225600000000000)
+			dp.SetIntValue(v)
+			dp.Attributes().PutStr("rank", "0")
+		}
+		s := ms.AppendEmpty()
+		s.SetName(name)
+		s.SetEmptySum().DataPoints().AppendEmpty().SetIntValue(1)
+		ms.AppendEmpty().SetName(name)
+		ms.At(ms.Len() - 1).SetEmptyExponentialHistogram().DataPoints().AppendEmpty()
+		ms.AppendEmpty().SetName(name)
+		ms.At(ms.Len() - 1).SetEmptySummary().DataPoints().AppendEmpty()
+	}
+	out = append(out, md)
+	return out
+}
+
+func garbageTraces() []ptrace.Traces {
+	td := ptrace.NewTraces()
+	td.ResourceSpans().AppendEmpty()
+	rs := td.ResourceSpans().AppendEmpty()
+	garbageAttrs(rs.Resource().Attributes())
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	spans.AppendEmpty() // all zero
+	for _, name := range []string{"nccl", "train", "", "collective_attribution"} {
+		sp := spans.AppendEmpty()
+		sp.SetName(name)
+		sp.SetStartTimestamp(1767225600000000000)
+		sp.SetEndTimestamp(math.MaxUint64)
+		garbageAttrs(sp.Attributes())
+		sp2 := spans.AppendEmpty()
+		sp2.SetName(name)
+		sp2.SetStartTimestamp(1767225600000000000)
+		sp2.SetEndTimestamp(1767225600000000001)
+		sp2.Attributes().PutInt("rank", 0)
+		sp2.Attributes().PutStr("phase.path", "/ / /")
+		sp2.SetParentSpanID(pcommon.SpanID{1})
+		sp2.SetSpanID(pcommon.SpanID{1}) // its own parent: a cycle
+		ev := sp2.Events().AppendEmpty()
+		ev.SetName("ncclKernel")
+		ev.SetTimestamp(0)
+		garbageAttrs(ev.Attributes())
+	}
+	return []ptrace.Traces{ptrace.NewTraces(), td}
+}
+
+func garbageLogs() []plog.Logs {
+	ld := plog.NewLogs()
+	ld.ResourceLogs().AppendEmpty()
+	rl := ld.ResourceLogs().AppendEmpty()
+	garbageAttrs(rl.Resource().Attributes())
+	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	lrs.AppendEmpty()
+	for _, s := range []string{
+		"", "{", "}", "{}", `{"schema_version":2`, `{"schema_version":2}`, `{"schema_version":4,"metadata":[]}`,
+		`{"schema_version":3e0}`, `{"schema_version":-2}`, `{"schema_version":2,"schema_version":3}`,
+		"{\"schema_version\":2,\"x\":\"\xff\xfe\"}", `{"schema_version":2,"metadata":` + deepJSON(10000) + `}`,
+		`{"schema_version":999999999999999999999999}`, `   {"schema_version":   4   `,
+	} {
+		lrs.AppendEmpty().Body().SetStr(s)
+	}
+	m := lrs.AppendEmpty().Body().SetEmptyMap()
+	m.PutInt("schema_version", 2)
+	deepValue(m.PutEmpty("metadata"), 100)
+	m2 := lrs.AppendEmpty().Body().SetEmptyMap()
+	m2.PutDouble("schema_version", 2.5)
+	m3 := lrs.AppendEmpty().Body().SetEmptyMap()
+	m3.PutStr("schema_version", "2")
+	m4 := lrs.AppendEmpty().Body().SetEmptyMap()
+	m4.PutInt("schema_version", 4)
+	garbageAttrs(m4)
+	lrs.AppendEmpty().Body().SetEmptyBytes().FromRaw([]byte(`{"schema_version":2}`))
+	lrs.AppendEmpty().Body().SetEmptySlice().AppendEmpty().SetStr(`{"schema_version":2}`)
+	return []plog.Logs{plog.NewLogs(), ld}
+}
+
+func deepJSON(n int) string {
+	b := make([]byte, 0, 2*n)
+	for range n {
+		b = append(b, '[')
+	}
+	for range n {
+		b = append(b, ']')
+	}
+	return string(b)
+}
+
+// TestGarbageNeverPanics feeds malformed input of every shape through every
+// converter: nothing may panic, nothing may be emitted from it, and the
+// input must stay unchanged (the helpers check).
+func TestGarbageNeverPanics(t *testing.T) {
+	c, clk := newTestConverter(Config{PhaseSpanNames: []string{"train", ""}})
+	for _, md := range garbageMetrics() {
+		got := convertMetrics(t, c, md)
+		for _, r := range got.records {
+			// only the all-zero int points of rank 0 can join
+			assert.Equal(t, int64(0), r.Event.DeviceUsedBytes.Value)
+		}
+	}
+	for _, td := range garbageTraces() {
+		convertTraces(t, c, td)
+	}
+	for _, ld := range garbageLogs() {
+		got := convertLogs(t, c, ld)
+		assert.Empty(t, got.records)
+		for _, s := range got.skips {
+			assert.Equal(t, SkipInvalidValue, s.Reason)
+		}
+	}
+	clk.advance(24 * time.Hour)
+	c.Expire()
+	assert.Equal(t, Stats{UnjoinedPoints: c.Stats().UnjoinedPoints}, c.Stats(), "everything expired")
+}
+
+// FuzzConvert decodes arbitrary bytes as OTLP metrics, traces and logs and
+// converts whatever decodes.
+func FuzzConvert(f *testing.F) {
+	for _, md := range garbageMetrics() {
+		b, _ := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
+		f.Add(b)
+	}
+	for _, td := range garbageTraces() {
+		b, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		f.Add(b)
+	}
+	for _, ld := range garbageLogs() {
+		b, _ := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+		f.Add(b)
+	}
+	nop := func(Record) {}
+	nopSkip := func(Skip) {}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
+		if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
+			c.ConvertMetrics(md, nop, nopSkip)
+		}
+		if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
+			c.ConvertTraces(td, nop, nopSkip)
+		}
+		if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
+			c.ConvertLogs(ld, nop, nopSkip)
+		}
+		c.Expire()
+	})
+}
