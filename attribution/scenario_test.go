@@ -191,7 +191,7 @@ func TestReferenceScenarios(t *testing.T) {
 		check(t, attribution.Attribute(run{worldSize: 1, markers: true, total: sixteen}.events(), medium, nil), []want{{
 			rank: 0, start: 480 * ms, end: 730 * ms, class: "collective_suspect", conf: 0.51,
 			reasons: []string{"allocator_device_divergence", "gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap", "single_rank_only"},
-			hits: 1, synced: 1, expected: 1, syncRatio: 0.0, ratio: ratio, z: 3.1754, checkEvidence: true, checkIntervals: true,
+			hits:    1, synced: 1, expected: 1, syncRatio: 0.0, ratio: ratio, z: 3.1754, checkEvidence: true, checkIntervals: true,
 		}})
 	})
 	t.Run("7 missing device total", func(t *testing.T) {
