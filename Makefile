@@ -1,0 +1,109 @@
+# collectiveattr: build, test, demo. Needs only Go: every tool is installed from the Go
+# module proxy into .tools/ on first use.
+#
+#   make demo    build the collector, run a simulated 16-rank job through it, show results
+#   make test    unit, race, conformance and end-to-end tests (builds the collector first)
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+GO          ?= go
+TOOLS       := $(CURDIR)/.tools
+OCB_VERSION := v0.165.0
+OCB         := $(TOOLS)/builder
+MDATAGEN    := $(TOOLS)/mdatagen
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck
+
+OTELCOL := build/otelcol-collectiveattr
+# Everything the collector binary is built from: the root module's non-test sources.
+ROOT_GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './build/*' -not -path './.tools/*' -not -path './internal/tools/*' -not -path './deploy/*' 2>/dev/null)
+
+# Deployment adds its CI targets (test-deploy, test-viewers) to DEPLOY_CI_TARGETS.
+DEPLOY_CI_TARGETS ?=
+-include deploy/deploy.mk
+
+# go test flags; FUZZTIME is per fuzz target, BENCHTIME per benchmark.
+TESTFLAGS ?= -count=1
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: all build collector cli tools generate test test-unit demo bench fuzz lint fmt-check vet staticcheck ci clean
+
+all: build
+
+## build: the collector distribution (ocb) plus bin/collectiveattr and bin/gpujobsim
+build: $(OTELCOL) cli
+
+collector: $(OTELCOL)
+
+$(OCB):
+	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+# ocb resolves the processor's `path: ./` against the working directory: run it from here.
+$(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(ROOT_GO_SOURCES)
+	$(OCB) --config builder-config.yaml
+	@touch $@
+
+cli:
+	$(GO) build -o bin/collectiveattr ./cmd/collectiveattr
+	$(GO) build -o bin/gpujobsim ./cmd/gpujobsim
+
+## generate: regenerate the processor's metadata code with mdatagen (tools module)
+$(MDATAGEN): internal/tools/go.mod internal/tools/go.sum
+	cd internal/tools && $(GO) build -o $(MDATAGEN) go.opentelemetry.io/collector/cmd/mdatagen
+
+generate: $(MDATAGEN)
+	$(GO) generate ./collectiveattrprocessor/...
+
+## test: every test of the root module with -race, the end-to-end tests against the built
+## collector included (they find it through COLLECTIVEATTR_OTELCOL)
+test: build
+	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) $(GO) test -race $(TESTFLAGS) ./...
+
+## test-unit: the same without the collector build (end-to-end tests skip)
+test-unit:
+	$(GO) test -race $(TESTFLAGS) ./...
+
+## demo: a 30 s simulated job through the collector, results next to the ground truth
+demo: build
+	bash examples/demo/run.sh
+
+## bench: every benchmark once
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## fuzz: a short run of every Fuzz target (FUZZTIME each)
+fuzz:
+	@targets=$$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v -e '^./build/' -e '^./.tools/' || true); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets"; exit 0; fi; \
+	for f in $$targets; do \
+	  dir=$$(dirname "$$f"); \
+	  for fn in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$$f" | sed 's/^func //'); do \
+	    echo "== $$dir $$fn"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$dir"; \
+	  done; \
+	done
+
+## lint: gofmt, go vet and staticcheck
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './build/*' -not -path './.tools/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+## ci: what .ci/run runs on a fresh clone
+ci: fmt-check vet test $(DEPLOY_CI_TARGETS)
+
+clean:
+	rm -rf build bin .demo
