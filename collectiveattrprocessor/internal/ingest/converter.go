@@ -3,6 +3,8 @@ package ingest
 import (
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -30,9 +32,19 @@ type Converter struct {
 	sampleScratch []Record
 	resID, itemID rawIdentity
 	id            identity
-	spanIdx       map[spanKey]spanInfo
-	jsonBuf       []byte
-	dec           telemetry.Decoder
+	// resCache is the identity of the current resource alone, resolved (and
+	// learned or joined) once per resource for the items that carry no
+	// identity attributes of their own: the common in-process exporter case.
+	resCache    identity
+	resReason   SkipReason
+	resDetail   string
+	resCached   bool
+	lastSeries  *series
+	spanIdx     map[spanKey]spanInfo
+	nameScratch []string
+	pathScratch []string
+	jsonBuf     []byte
+	dec         telemetry.Decoder
 
 	stats Stats
 }
@@ -108,6 +120,9 @@ func (c *Converter) Expire() (unjoined int) {
 		unjoined += s.expire(cutoff)
 		if s.empty() {
 			delete(c.series, k)
+			if c.lastSeries == s {
+				c.lastSeries = nil
+			}
 		}
 	}
 	c.stats.UnjoinedPoints += uint64(unjoined)
@@ -126,6 +141,30 @@ func (c *Converter) Stats() Stats {
 	st.IdentityMappings = len(c.dev.m)
 	st.IdentityMapFull = c.dev.full
 	return st
+}
+
+// beginResource scans a resource's identity attributes for the items that
+// follow.
+func (c *Converter) beginResource(attrs pcommon.Map) {
+	c.resID.reset()
+	c.resID.scan(c.keys, attrs)
+	c.resCached = false
+}
+
+// identifyItem resolves the identity of an item with attributes attrs of the
+// current resource into c.id (see identify).
+func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, string) {
+	c.itemID.reset()
+	c.itemID.scan(c.keys, attrs)
+	if c.itemID.any() {
+		return c.identify(nowNs)
+	}
+	if !c.resCached {
+		c.resReason, c.resDetail = c.identify(nowNs)
+		c.resCache, c.resCached = c.id, true
+	}
+	c.id = c.resCache
+	return c.resReason, c.resDetail
 }
 
 // identify resolves the current item's identity (c.itemID over c.resID)

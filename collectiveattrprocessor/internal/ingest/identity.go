@@ -67,6 +67,16 @@ type rawIdentity struct {
 
 func (r *rawIdentity) reset() { *r = rawIdentity{} }
 
+// any reports whether any identity key was found.
+func (r *rawIdentity) any() bool {
+	for _, f := range r.found {
+		if f {
+			return true
+		}
+	}
+	return r.opaqueFound
+}
+
 // scan records the identity keys of m. Empty strings count as absent.
 func (r *rawIdentity) scan(idx keyIndex, m pcommon.Map) {
 	if m.Len() == 0 {
@@ -205,11 +215,30 @@ func intValue(v pcommon.Value) (int64, bool) {
 		}
 		return int64(d), true
 	case pcommon.ValueTypeStr:
-		n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64)
-		return n, err == nil
+		return parseDecimal(strings.TrimSpace(v.Str()))
 	default:
 		return 0, false
 	}
+}
+
+// parseDecimal parses an optionally signed decimal integer. It checks the
+// form first so that the common non-numeric case (a GPU UUID offered as a
+// device key) costs no error allocation.
+func parseDecimal(s string) (int64, bool) {
+	digits := s
+	if len(digits) > 0 && (digits[0] == '-' || digits[0] == '+') {
+		digits = digits[1:]
+	}
+	if digits == "" {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // deviceIndex reads a non-negative device index.

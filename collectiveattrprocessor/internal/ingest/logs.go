@@ -57,8 +57,7 @@ func (c *Converter) ConvertLogs(ld plog.Logs, emit func(Record), skip func(Skip)
 				}
 				if job == "" {
 					if !resScanned {
-						c.resID.reset()
-						c.resID.scan(c.keys, rl.Resource().Attributes())
+						c.beginResource(rl.Resource().Attributes())
 						resScanned = true
 					}
 					job = c.attributeJob(lr.Attributes())

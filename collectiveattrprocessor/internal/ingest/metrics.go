@@ -66,8 +66,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(Record), skip f
 					continue
 				}
 				if !resScanned {
-					c.resID.reset()
-					c.resID.scan(c.keys, rm.Resource().Attributes())
+					c.beginResource(rm.Resource().Attributes())
 					resScanned = true
 				}
 				scale := int64(1)
@@ -114,33 +113,46 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing or too far in the future"})
 		return
 	}
-	c.itemID.reset()
-	c.itemID.scan(c.keys, dp.Attributes())
-	if reason, detail := c.identify(nowNs); reason != "" {
+	if reason, detail := c.identifyItem(dp.Attributes(), nowNs); reason != "" {
 		skip(Skip{Reason: reason, Detail: detail})
 		return
 	}
 	id := &c.id
 	key := seriesKey{job: id.job, rank: id.rank}
-	s, ok := c.series[key]
-	if !ok {
-		if len(c.series) >= c.cfg.MaxSeries {
-			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
+	s := c.lastSeries
+	if s == nil || s.key != key {
+		s = c.seriesFor(key, skip)
+		if s == nil {
 			return
 		}
-		key.job = c.names.intern(key.job)
-		s = &series{key: key, deviceID: -1}
-		c.series[key] = s
+		c.lastSeries = s
 	}
 	s.updateIdentity(id)
-	if s.add(r, point{tsNs: ts, bytes: bytes, arrivalNs: nowNs}, c.cfg.MaxPendingPerRole) {
-		c.stats.UnjoinedPoints++
-		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})
+	if n := s.add(r, point{tsNs: ts, bytes: bytes, arrivalNs: nowNs}, c.cfg.MaxPendingPerRole); n > 0 {
+		c.stats.UnjoinedPoints += uint64(n)
+		for range n {
+			skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})
+		}
 	}
 	if s.touchedGen != c.gen {
 		s.touchedGen = c.gen
 		c.touched = append(c.touched, s)
 	}
+}
+
+// seriesFor returns the join buffer of key, creating it within MaxSeries.
+func (c *Converter) seriesFor(key seriesKey, skip func(Skip)) *series {
+	s, ok := c.series[key]
+	if !ok {
+		if len(c.series) >= c.cfg.MaxSeries {
+			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
+			return nil
+		}
+		key.job = c.names.intern(key.job)
+		s = &series{key: key, deviceID: -1}
+		c.series[key] = s
+	}
+	return s
 }
 
 // pointBytes reads a data point as a byte count.

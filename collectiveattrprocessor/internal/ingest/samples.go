@@ -1,9 +1,6 @@
 package ingest
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -84,16 +81,26 @@ func (s *series) updateIdentity(id *identity) {
 	}
 }
 
-// add buffers p under r. When the role's buffer is full the oldest point is
-// dropped; a dropped device-used point never formed a sample and is reported.
-func (s *series) add(r role, p point, maxPending int) (droppedUsed bool) {
+// add buffers p under r, keeping the buffer sorted by time (ties in arrival
+// order; in-order data appends). When the buffer is full its oldest quarter
+// is dropped at once, so the shift is paid once per maxPending/4 points; it
+// returns how many device-used points were dropped without a sample.
+func (s *series) add(r role, p point, maxPending int) (droppedUsed int) {
 	buf := s.pts[r]
 	if len(buf) >= maxPending {
-		copy(buf, buf[1:])
-		buf = buf[:len(buf)-1]
-		droppedUsed = r == roleDeviceUsed
+		n := max(1, len(buf)/4)
+		copy(buf, buf[n:])
+		clear(buf[len(buf)-n:])
+		buf = buf[:len(buf)-n]
+		if r == roleDeviceUsed {
+			droppedUsed = n
+		}
 	}
-	s.pts[r] = append(buf, p)
+	buf = append(buf, p)
+	for i := len(buf) - 1; i > 0 && buf[i-1].tsNs > p.tsNs; i-- {
+		buf[i-1], buf[i] = buf[i], buf[i-1]
+	}
+	s.pts[r] = buf
 	if r == roleAllocatorReserved && (!s.hasReserved || p.tsNs > s.maxReservedTs) {
 		s.maxReservedTs, s.hasReserved = p.tsNs, true
 	}
@@ -103,16 +110,26 @@ func (s *series) add(r role, p point, maxPending int) (droppedUsed bool) {
 // nearest returns the value of the point of r closest in time to ts within
 // tol (ties: the earlier point).
 func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
+	buf := s.pts[r]
+	lo, hi := 0, len(buf)
+	for lo < hi { // first point with tsNs >= ts-tol
+		m := int(uint(lo+hi) >> 1)
+		if buf[m].tsNs < ts-tol {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
 	best, bestD, found := int64(0), int64(0), false
-	for _, p := range s.pts[r] {
+	for _, p := range buf[lo:] {
+		if p.tsNs > ts+tol {
+			break
+		}
 		d := p.tsNs - ts
 		if d < 0 {
 			d = -d
 		}
-		if d > tol {
-			continue
-		}
-		if !found || d < bestD || (d == bestD && p.tsNs < ts) {
+		if !found || d < bestD {
 			best, bestD, found = p.bytes, d, true
 		}
 	}
@@ -124,7 +141,8 @@ func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, 
 // formSamples turns every buffered device-used point that has an
 // allocator-reserved partner within tol into a sample Record, in time order.
 // Points that can no longer be joined are dropped and reported as
-// unjoinable; the rest stay pending.
+// unjoinable; the rest stay pending. Used points are sorted by time, so the
+// samples come out in time order.
 func (c *Converter) formSamples(s *series, emit func(Record), skip func(Skip)) {
 	tol := c.tolNs
 	used := s.pts[roleDeviceUsed]
@@ -150,7 +168,6 @@ func (c *Converter) formSamples(s *series, emit func(Record), skip func(Skip)) {
 	}
 	clear(used[len(kept):])
 	s.pts[roleDeviceUsed] = kept
-	slices.SortStableFunc(out, func(a, b Record) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) })
 	for i := range out {
 		emit(out[i])
 	}

@@ -80,13 +80,10 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(Record), skip func
 					continue
 				}
 				if !resScanned {
-					c.resID.reset()
-					c.resID.scan(c.keys, rs.Resource().Attributes())
+					c.beginResource(rs.Resource().Attributes())
 					resScanned = true
 				}
-				c.itemID.reset()
-				c.itemID.scan(c.keys, sp.Attributes())
-				if reason, detail := c.identify(nowNs); reason != "" {
+				if reason, detail := c.identifyItem(sp.Attributes(), nowNs); reason != "" {
 					skip(Skip{Reason: reason, Detail: detail})
 					continue
 				}
@@ -98,7 +95,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(Record), skip func
 				}
 				var path []string
 				if hasPath {
-					path = appendPhasePath(nil, pathAttr)
+					path = c.appendPhasePath(nil, pathAttr)
 				} else {
 					if !indexed && !sp.ParentSpanID().IsEmpty() {
 						c.indexSpans(td)
@@ -145,6 +142,11 @@ func (c *Converter) isMarkerSpan(sp ptrace.Span) bool {
 
 func (c *Converter) mapMatches(m pcommon.Map) bool {
 	for k, v := range m.All() {
+		switch v.Type() {
+		case pcommon.ValueTypeStr, pcommon.ValueTypeSlice, pcommon.ValueTypeMap:
+		default:
+			continue
+		}
 		if _, identityKey := c.keys[k]; identityKey {
 			continue
 		}
@@ -224,7 +226,7 @@ func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64)
 		threadID, _ = intValue(v)
 	}
 	if v, ok := attrs.Get(ThreadNameAttribute); ok && v.Type() == pcommon.ValueTypeStr {
-		threadName = strings.Clone(v.Str())
+		threadName = c.names.intern(v.Str())
 	}
 	rec.PhaseSpan = phase.Span{
 		SessionID:  c.id.job,
@@ -243,19 +245,19 @@ func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64)
 // appendPhasePath reads a phase.path value: a string array (non-empty
 // entries kept, as the reference keeps a boundary's path entries) or a
 // string "a / b" split on "/" with the parts trimmed.
-func appendPhasePath(dst []string, v pcommon.Value) []string {
+func (c *Converter) appendPhasePath(dst []string, v pcommon.Value) []string {
 	switch v.Type() {
 	case pcommon.ValueTypeSlice:
 		s := v.Slice()
 		for i := 0; i < s.Len(); i++ {
 			if e := s.At(i); e.Type() == pcommon.ValueTypeStr && e.Str() != "" {
-				dst = append(dst, strings.Clone(e.Str()))
+				dst = append(dst, c.names.intern(e.Str()))
 			}
 		}
 	case pcommon.ValueTypeStr:
 		for part := range strings.SplitSeq(v.Str(), "/") {
 			if part = strings.TrimSpace(part); part != "" {
-				dst = append(dst, strings.Clone(part))
+				dst = append(dst, c.names.intern(part))
 			}
 		}
 	}
@@ -287,8 +289,7 @@ func (c *Converter) indexSpans(td ptrace.Traces) {
 // (outermost first; an ancestor with phase.path contributes its whole path
 // and ends the walk), then sp's own name.
 func (c *Converter) ancestorPath(sp ptrace.Span) []string {
-	var rev []string
-	rev = append(rev, sp.Name())
+	rev := append(c.nameScratch[:0], sp.Name())
 	var prefix []string
 	parent := sp.ParentSpanID()
 	for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
@@ -298,18 +299,21 @@ func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 		}
 		if info.isPhase {
 			if info.hasPath {
-				prefix = appendPhasePath(nil, info.path)
+				prefix = c.appendPhasePath(c.pathScratch[:0], info.path)
 				break
 			}
 			rev = append(rev, info.name)
 		}
 		parent = info.parent
 	}
-	path := prefix
+	path := make([]string, len(prefix), len(prefix)+len(rev))
+	copy(path, prefix)
 	for i := len(rev) - 1; i >= 0; i-- {
 		if n := strings.TrimSpace(rev[i]); n != "" {
-			path = append(path, strings.Clone(n))
+			path = append(path, c.names.intern(n))
 		}
 	}
+	clear(rev)
+	c.nameScratch, c.pathScratch = rev[:0], prefix[:0]
 	return path
 }

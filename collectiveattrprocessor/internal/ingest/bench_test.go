@@ -1,0 +1,269 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// The benchmark cluster: 64 ranks on 8 hosts of 8 GPUs, sampled at 10 Hz;
+// one batch is one second of data.
+const (
+	benchRanks       = 64
+	benchGPUsPerHost = 8
+	benchHz          = 10
+	benchBatches     = 8 // distinct seconds, cycled
+)
+
+var benchT0 = time.Unix(1767225600, 0)
+
+// benchClock is the wall clock of a benchmark: it follows the batches.
+type benchClock struct{ t time.Time }
+
+func (c *benchClock) now() time.Time { return c.t }
+
+func benchConverter() (*Converter, *benchClock) {
+	clk := &benchClock{t: benchT0.Add(benchBatches * time.Second)}
+	cfg := Config{Identity: DefaultIdentityKeys(), Metrics: DefaultMetricNames(), PhaseSpanNames: []string{"train_step", "forward", "backward", "optimizer"}}
+	return NewConverter(cfg, clk.now), clk
+}
+
+// shiftMetrics moves every point of md forward by d, so that cycled batches
+// keep time moving forward as real data does.
+func shiftMetrics(md pmetric.Metrics, d time.Duration) {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				dps := ms.At(k).Gauge().DataPoints()
+				for l := 0; l < dps.Len(); l++ {
+					dps.At(l).SetTimestamp(dps.At(l).Timestamp() + pcommon.Timestamp(d))
+				}
+			}
+		}
+	}
+}
+
+func shiftTraces(td ptrace.Traces, d time.Duration) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				sp.SetStartTimestamp(sp.StartTimestamp() + pcommon.Timestamp(d))
+				sp.SetEndTimestamp(sp.EndTimestamp() + pcommon.Timestamp(d))
+				evs := sp.Events()
+				for e := 0; e < evs.Len(); e++ {
+					evs.At(e).SetTimestamp(evs.At(e).Timestamp() + pcommon.Timestamp(d))
+				}
+			}
+		}
+	}
+}
+
+func putRankResource(m pcommon.Map, rank int) {
+	m.PutStr("service.name", "trainer")
+	m.PutStr("telemetry.sdk.language", "python")
+	m.PutStr("telemetry.sdk.name", "opentelemetry")
+	m.PutInt("process.pid", int64(4000+rank))
+	m.PutStr("training.job.id", "llama-70b-pretrain-0042")
+	m.PutInt("training.rank", int64(rank))
+	m.PutInt("training.local_rank", int64(rank%benchGPUsPerHost))
+	m.PutInt("training.world_size", benchRanks)
+	m.PutStr("host.name", hostName(rank/benchGPUsPerHost))
+	m.PutInt("gpu.index", int64(rank%benchGPUsPerHost))
+}
+
+func hostName(h int) string { return "gpu-node-" + string(rune('a'+h)) }
+
+// inProcessBatch is one second of an in-process exporter on every rank:
+// device used/free/total, allocator reserved/allocated, and one unrelated
+// metric, 10 points each.
+func inProcessBatch(sec int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	base := benchT0.Add(time.Duration(sec) * time.Second).UnixNano()
+	names := []string{"gpu.memory.device.used", "gpu.memory.device.free", "gpu.memory.device.total",
+		"gpu.memory.allocator.reserved", "gpu.memory.allocator.allocated", "gpu.utilization"}
+	for r := range benchRanks {
+		rm := md.ResourceMetrics().AppendEmpty()
+		putRankResource(rm.Resource().Attributes(), r)
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName("trainer.memory")
+		for i, n := range names {
+			m := sm.Metrics().AppendEmpty()
+			m.SetName(n)
+			m.SetUnit("By")
+			dps := m.SetEmptyGauge().DataPoints()
+			for k := range benchHz {
+				dp := dps.AppendEmpty()
+				dp.SetTimestamp(pcommon.Timestamp(base + int64(k)*int64(time.Second/benchHz)))
+				dp.SetIntValue(int64(10+i)<<30 + int64(k)<<20)
+			}
+		}
+	}
+	return md
+}
+
+// dcgmBatch is one second of DCGM exporter data for every GPU (used, free,
+// reserved in MiB with gpu/UUID/Hostname labels) next to the allocator's
+// reserved bytes from every rank.
+func dcgmBatch(sec int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	base := benchT0.Add(time.Duration(sec) * time.Second).UnixNano()
+	for h := range benchRanks / benchGPUsPerHost {
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr("service.name", "dcgm-exporter")
+		rm.Resource().Attributes().PutStr("service.instance.id", hostName(h)+":9400")
+		sm := rm.ScopeMetrics().AppendEmpty()
+		for i, n := range []string{"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED"} {
+			m := sm.Metrics().AppendEmpty()
+			m.SetName(n)
+			dps := m.SetEmptyGauge().DataPoints()
+			for g := range benchGPUsPerHost {
+				for k := range benchHz {
+					dp := dps.AppendEmpty()
+					dp.SetTimestamp(pcommon.Timestamp(base + int64(k)*int64(time.Second/benchHz) + 3e6))
+					dp.SetDoubleValue(float64(30000 + 1000*i + k))
+					a := dp.Attributes()
+					a.PutStr("gpu", string(rune('0'+g)))
+					a.PutStr("UUID", "GPU-3a1f0c52-9d5e-4c1b-8f0e-2b7d4c9e1a3"+string(rune('0'+g)))
+					a.PutStr("device", "nvidia"+string(rune('0'+g)))
+					a.PutStr("modelName", "NVIDIA H100 80GB HBM3")
+					a.PutStr("Hostname", hostName(h))
+					a.PutStr("pci_bus_id", "00000000:1B:00.0")
+				}
+			}
+		}
+	}
+	for r := range benchRanks {
+		rm := md.ResourceMetrics().AppendEmpty()
+		putRankResource(rm.Resource().Attributes(), r)
+		m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("gpu.memory.allocator.reserved")
+		dps := m.SetEmptyGauge().DataPoints()
+		for k := range benchHz {
+			dp := dps.AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(base + int64(k)*int64(time.Second/benchHz)))
+			dp.SetIntValue(20<<30 + int64(k)<<20)
+		}
+	}
+	return md
+}
+
+// traceBatch is one second of profiler spans on every rank: 10 steps of
+// train_step > forward, backward > 2 x nccl:all_reduce (each with a kernel
+// event and a sync event), optimizer, plus 2 dataloader spans; 4 attributes
+// per span.
+func traceBatch(sec int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	base := benchT0.Add(time.Duration(sec) * time.Second).UnixNano()
+	step := int64(time.Second / benchHz)
+	for r := range benchRanks {
+		rs := td.ResourceSpans().AppendEmpty()
+		putRankResource(rs.Resource().Attributes(), r)
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		for k := range benchHz {
+			t := base + int64(k)*step
+			tid := pcommon.TraceID{byte(r), byte(k), byte(sec), 1}
+			var sid byte
+			add := func(name string, parent pcommon.SpanID, start, end int64) ptrace.Span {
+				sid++
+				sp := spans.AppendEmpty()
+				sp.SetTraceID(tid)
+				sp.SetSpanID(pcommon.SpanID{byte(r), byte(k), sid, 1})
+				sp.SetParentSpanID(parent)
+				sp.SetName(name)
+				sp.SetStartTimestamp(pcommon.Timestamp(start))
+				sp.SetEndTimestamp(pcommon.Timestamp(end))
+				a := sp.Attributes()
+				a.PutInt("thread.id", 11)
+				a.PutStr("thread.name", "MainThread")
+				a.PutStr("device.type", "cuda")
+				a.PutInt("step", int64(k))
+				return sp
+			}
+			root := add("train_step", pcommon.SpanID{}, t, t+step-1)
+			add("dataloader.next", root.SpanID(), t, t+2e6)
+			add("h2d_copy", root.SpanID(), t+2e6, t+3e6)
+			add("forward", root.SpanID(), t+3e6, t+40e6)
+			bw := add("backward", root.SpanID(), t+40e6, t+80e6)
+			for c := range 2 {
+				ar := add("nccl:all_reduce", bw.SpanID(), t+50e6+int64(c)*15e6, t+60e6+int64(c)*15e6)
+				ev := ar.Events().AppendEmpty()
+				ev.SetName("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")
+				ev.SetTimestamp(pcommon.Timestamp(t + 51e6 + int64(c)*15e6))
+				ar.Events().AppendEmpty().SetName("cudaStreamSynchronize")
+			}
+			add("optimizer", root.SpanID(), t+80e6, t+95e6)
+		}
+	}
+	return td
+}
+
+func BenchmarkConvertMetrics(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch func(int) pmetric.Metrics
+	}{{"in_process", inProcessBatch}, {"dcgm_and_allocator", dcgmBatch}} {
+		b.Run(bc.name, func(b *testing.B) {
+			batches := make([]pmetric.Metrics, benchBatches)
+			for i := range batches {
+				batches[i] = bc.batch(i)
+			}
+			points := batches[0].DataPointCount()
+			c, clk := benchConverter()
+			records := 0
+			emit := func(Record) { records++ }
+			skip := func(Skip) {}
+			c.ConvertMetrics(batches[0], emit, skip) // learn the device mapping
+			records = 0
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				batch := batches[i%benchBatches]
+				c.ConvertMetrics(batch, emit, skip)
+				i++
+				b.StopTimer()
+				shiftMetrics(batch, benchBatches*time.Second)
+				clk.t = clk.t.Add(time.Second)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*points), "ns/point")
+			b.ReportMetric(float64(points), "points/op")
+			b.ReportMetric(float64(records)/float64(i), "samples/op")
+		})
+	}
+}
+
+func BenchmarkConvertTraces(b *testing.B) {
+	batches := make([]ptrace.Traces, benchBatches)
+	for i := range batches {
+		batches[i] = traceBatch(i)
+	}
+	spans := batches[0].SpanCount()
+	c, clk := benchConverter()
+	records := 0
+	emit := func(Record) { records++ }
+	skip := func(Skip) {}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		batch := batches[i%benchBatches]
+		c.ConvertTraces(batch, emit, skip)
+		i++
+		b.StopTimer()
+		shiftTraces(batch, benchBatches*time.Second)
+		clk.t = clk.t.Add(time.Second)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*spans), "ns/span")
+	b.ReportMetric(float64(spans), "spans/op")
+	b.ReportMetric(float64(records)/float64(i), "records/op")
+}
