@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -34,85 +36,157 @@ func (e *RecordError) Unwrap() error { return e.Err }
 //
 // Lines are split on "\n" only ("\r\n" works: "\r" is JSON whitespace);
 // Python's splitlines would also split inside a raw U+2028 in a string.
+//
+// The input is streamed in chunks (decoded in parallel), so memory holds the
+// events plus one chunk, not the whole text. Events share one Metadata map
+// per distinct metadata text: treat Metadata as read-only.
 func ReadJSONL(r io.Reader) ([]Event, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return DecodeJSONL(data)
+	return readJSONL(r, nil)
 }
 
-// minParallelBytes is the input size below which splitting across goroutines
-// costs more than it saves.
-const minParallelBytes = 1 << 20
-
-// DecodeJSONL is ReadJSONL over an in-memory buffer. Large inputs are decoded
-// in parallel chunks split at line boundaries; the result and the reported
-// error are the same as a sequential read (the first bad line wins).
+// DecodeJSONL is ReadJSONL over an in-memory buffer.
 func DecodeJSONL(data []byte) ([]Event, error) {
+	var jr jsonlReader
+	if err := jr.decodeChunk(data, true); err != nil {
+		return nil, err
+	}
+	return jr.out[:len(jr.out):len(jr.out)], nil
+}
+
+const (
+	// chunkBytes is the streaming read size.
+	chunkBytes = 8 << 20
+	// minParallelBytes is the chunk size below which splitting across
+	// goroutines costs more than it saves.
+	minParallelBytes = 1 << 20
+)
+
+// readJSONL streams r; head holds bytes already read from r.
+func readJSONL(r io.Reader, head []byte) ([]Event, error) {
+	var sizeHint int64
+	if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
+			sizeHint = fi.Size()
+		}
+	}
+	var jr jsonlReader
+	buf := make([]byte, max(chunkBytes, 2*len(head)))
+	n := copy(buf, head)
+	consumed := int64(0)
+	for {
+		m, err := io.ReadFull(r, buf[n:])
+		n += m
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return nil, err
+		}
+		if eof {
+			if err := jr.decodeChunk(buf[:n], true); err != nil {
+				return nil, err
+			}
+			return jr.out[:len(jr.out):len(jr.out)], nil
+		}
+		cut := bytes.LastIndexByte(buf[:n], '\n') + 1
+		if cut == 0 { // one line longer than the buffer
+			buf = append(buf, make([]byte, len(buf))...)
+			continue
+		}
+		if err := jr.decodeChunk(buf[:cut], false); err != nil {
+			return nil, err
+		}
+		consumed += int64(cut)
+		if sizeHint > 0 && consumed == int64(cut) && len(jr.out) > 0 {
+			// Size the result once from the first chunk's bytes per event,
+			// instead of growing (and copying) it repeatedly.
+			want := int(float64(sizeHint)/float64(cut)*float64(len(jr.out))*1.02) + 16
+			jr.out = slices.Grow(jr.out, want-len(jr.out))
+		}
+		n = copy(buf, buf[cut:n])
+	}
+}
+
+// jsonlReader decodes successive chunks of complete lines into out.
+type jsonlReader struct {
+	decoders []Decoder // one per worker, kept across chunks for interning
+	out      []Event
+	filled   []bool
+	line     int // lines before the current chunk
+}
+
+// decodeChunk decodes the lines of data (which ends at a line boundary
+// unless final) and appends the events.
+func (jr *jsonlReader) decodeChunk(data []byte, final bool) error {
 	lines := bytes.Count(data, []byte{'\n'})
-	if len(data) > 0 && data[len(data)-1] != '\n' {
+	if final && len(data) > 0 && data[len(data)-1] != '\n' {
 		lines++
 	}
-	events := make([]Event, lines)
-	filled := make([]bool, lines)
-
 	workers := runtime.GOMAXPROCS(0)
 	if len(data) < minParallelBytes || workers < 2 {
 		workers = 1
 	}
-	// Chunk boundaries at line starts; each chunk knows its first line index.
-	type chunk struct {
+	for len(jr.decoders) < workers {
+		jr.decoders = append(jr.decoders, Decoder{})
+	}
+	base := len(jr.out)
+	jr.out = slices.Grow(jr.out, lines)[:base+lines]
+	out := jr.out[base:]
+	if cap(jr.filled) < lines {
+		jr.filled = make([]bool, lines)
+	}
+	filled := jr.filled[:lines]
+	clear(filled)
+
+	type part struct {
 		start, end, firstLine int
 		err                   *RecordError
 	}
-	chunks := make([]chunk, 0, workers)
+	parts := make([]part, 0, workers)
 	start, line := 0, 0
 	for w := 1; w <= workers; w++ {
 		end := len(data)
 		if w < workers {
-			end = len(data) * w / workers
-			if end < start {
-				end = start
-			}
+			end = max(start, len(data)*w/workers)
 			if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
 				end += i + 1
 			} else {
 				end = len(data)
 			}
 		}
-		chunks = append(chunks, chunk{start: start, end: end, firstLine: line})
+		parts = append(parts, part{start: start, end: end, firstLine: line})
 		line += bytes.Count(data[start:end], []byte{'\n'})
 		start = end
 	}
-
 	var wg sync.WaitGroup
-	for i := range chunks {
-		c := &chunks[i]
+	for i := range parts {
+		p := &parts[i]
+		d := &jr.decoders[i]
 		wg.Go(func() {
-			c.err = decodeLines(data, c.start, c.end, c.firstLine, lines, events, filled)
+			p.err = d.decodeLines(data, p.start, p.end, p.firstLine, lines, final, jr.line, out, filled)
 		})
 	}
 	wg.Wait()
-	for _, c := range chunks {
-		if c.err != nil {
-			return nil, c.err
+	for _, p := range parts {
+		if p.err != nil {
+			return p.err
 		}
 	}
 	// Compact away blank and dropped lines.
 	n := 0
-	for i := range events {
+	for i := range out {
 		if filled[i] {
-			events[n] = events[i]
+			out[n] = out[i]
 			n++
 		}
 	}
-	clear(events[n:])
-	return events[:n:n], nil
+	clear(out[n:])
+	jr.out = jr.out[:base+n]
+	jr.line += lines
+	return nil
 }
 
-func decodeLines(data []byte, start, end, line, totalLines int, out []Event, filled []bool) *RecordError {
-	var d Decoder
+// decodeLines decodes data[start:end] whose first line has index line within
+// the chunk; lineBase is the number of lines before the chunk.
+func (d *Decoder) decodeLines(data []byte, start, end, line, chunkLines int, final bool, lineBase int, out []Event, filled []bool) *RecordError {
 	for pos := start; pos < end; line++ {
 		next := end
 		lineEnd := end
@@ -128,14 +202,14 @@ func decodeLines(data []byte, start, end, line, totalLines int, out []Event, fil
 		ev, err := d.Decode(text)
 		if err != nil {
 			var syn *SyntaxError
-			truncatedTail := line == totalLines-1 && lineEnd == len(data)
+			truncatedTail := final && line == chunkLines-1 && lineEnd == len(data)
 			if errors.As(err, &syn) && truncatedTail {
 				continue
 			}
 			if errors.As(err, &syn) {
 				err = fmt.Errorf("malformed JSON record: %s", syn.Msg)
 			}
-			return &RecordError{Line: line + 1, Index: -1, Err: err}
+			return &RecordError{Line: lineBase + line + 1, Index: -1, Err: err}
 		}
 		out[line] = ev
 		filled[line] = true
@@ -212,43 +286,75 @@ func looksLikeRecord(m map[string]any) bool {
 }
 
 // ReadAuto reads either JSON Lines or one JSON document, deciding by content:
-// input whose first non-blank byte is '[' is a document; so is input that is
-// exactly one JSON object with an "events" array, or one object spread over
-// several lines; anything else is JSON Lines.
-func ReadAuto(data []byte) ([]Event, error) {
-	s := &scanner{data: data}
+// input whose first non-blank byte is '[' is a document; so is one object with
+// an "events" array, or one object spread over several lines (a pretty-printed
+// record); anything else is streamed as JSON Lines.
+func ReadAuto(r io.Reader) ([]Event, error) {
+	head := make([]byte, 64<<10)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	head = head[:n]
+	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
-		return ReadDocument(data)
+		return readDocument(r, head, false)
 	case '{':
-		if isSingleDocument(data) {
-			return ReadDocument(data)
+		switch firstLineKind(head[s.pos:]) {
+		case eventsWrapper:
+			return readDocument(r, head, false)
+		case incompleteLine:
+			return readDocument(r, head, true)
 		}
 	}
-	return DecodeJSONL(data)
+	return readJSONL(r, head)
 }
 
-// isSingleDocument reports whether data is one JSON object that is not a
-// one-line record: an {"events": [...]} wrapper, or a pretty-printed object.
-func isSingleDocument(data []byte) bool {
-	s := &scanner{data: data}
-	s.skipWS()
-	first := s.pos
-	if err := s.skipValue(); err != nil {
-		return false
-	}
-	if s.expectEnd() != nil {
-		return false
-	}
-	if bytes.IndexByte(bytes.TrimSpace(data[first:s.pos]), '\n') >= 0 {
-		return true
-	}
-	s2 := &scanner{data: data}
-	v, err := s2.value()
+// readDocument reads the rest of r and decodes one document. When the
+// document shape was only a guess (an incomplete first line) and the text is
+// not valid JSON, it is decoded as JSON Lines instead, so the error names
+// the bad line.
+func readDocument(r io.Reader, head []byte, guessed bool) ([]Event, error) {
+	rest, err := io.ReadAll(r)
 	if err != nil {
-		return false
+		return nil, err
 	}
-	m, _ := v.(map[string]any)
-	_, hasEvents := m["events"].([]any)
-	return hasEvents
+	data := append(head, rest...)
+	events, err := ReadDocument(data)
+	var syn *SyntaxError
+	if guessed && errors.As(err, &syn) {
+		return DecodeJSONL(data)
+	}
+	return events, err
+}
+
+type lineKind int
+
+const (
+	recordLine     lineKind = iota // a complete value: JSON Lines
+	eventsWrapper                  // {"events": [...]} on one line
+	incompleteLine                 // the value continues past the first line
+)
+
+// firstLineKind classifies the first line of text (which starts at '{').
+func firstLineKind(text []byte) lineKind {
+	first := text
+	i := bytes.IndexByte(text, '\n')
+	if i >= 0 {
+		first = text[:i]
+	}
+	s := &scanner{data: first}
+	v, err := s.value()
+	if err == nil && s.expectEnd() == nil {
+		m, _ := v.(map[string]any)
+		if _, ok := m["events"].([]any); ok {
+			return eventsWrapper
+		}
+		return recordLine
+	}
+	if i < 0 {
+		return recordLine // a lone unterminated line: JSON Lines' truncated tail
+	}
+	return incompleteLine
 }

@@ -137,7 +137,7 @@ func TestReadAutoPicksFormat(t *testing.T) {
 		"events":        `{"events":[` + record(5, 0) + "," + record(6, 0) + `]}`,
 		"pretty single": "\n" + pretty + "\n",
 	} {
-		events, err := ReadAuto([]byte(in))
+		events, err := ReadAuto(strings.NewReader(in))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -15,7 +15,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -108,17 +107,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 
-	data, err := readInput(opts.file, stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-		return exitInput
+	in := stdin
+	if opts.file != "-" {
+		f, err := os.Open(opts.file)
+		if err != nil {
+			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
+			return exitInput
+		}
+		defer f.Close()
+		in = f
 	}
-	events, err := telemetry.ReadAuto(data)
+	events, err := telemetry.ReadAuto(in)
 	if err != nil {
+		var recErr *telemetry.RecordError
+		if !errors.As(err, &recErr) {
+			err = fmt.Errorf("collectiveattr: %s: %w", opts.file, err)
+		}
 		fmt.Fprintln(stderr, err)
 		return exitInput
 	}
-	data = nil // let the input buffer go before attribution allocates
 
 	var resolver attribution.PhaseResolver
 	if opts.phases {
@@ -205,13 +212,4 @@ func parseOverrides(text string) (map[string]any, error) {
 		return m, nil
 	}
 	return nil, errors.New("must be a JSON object")
-}
-
-func readInput(file string, stdin io.Reader) ([]byte, error) {
-	if file == "-" {
-		var b bytes.Buffer
-		_, err := b.ReadFrom(stdin)
-		return b.Bytes(), err
-	}
-	return os.ReadFile(file)
 }
