@@ -158,7 +158,12 @@ func TestSampleAt(t *testing.T) {
 }
 
 func TestMetricsCarryIdentityAndRoles(t *testing.T) {
-	s := newScenario(t, func(c *Config) { c.Duration = 6 * time.Second; c.MissingRanks = 1; c.LateRanks = 1; c.LateBy = 2 * time.Second })
+	s := newScenario(t, func(c *Config) {
+		c.Duration = 6 * time.Second
+		c.MissingRanks = 1
+		c.LateRanks = 1
+		c.LateBy = 2 * time.Second
+	})
 	md := s.Metrics(0, s.Config.Duration, testEpoch, DeviceFromOTLP)
 	perRank := map[int64]int{}
 	for _, rm := range md.ResourceMetrics().All() {
