@@ -1,0 +1,59 @@
+package output
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// benchItems is one evaluation's worth of results: 64 ranks of one job.
+func benchItems() []Item {
+	base := testItems()
+	items := make([]Item, 64)
+	for i := range items {
+		items[i] = base[i%len(base)]
+		items[i].JobID = "llama-70b-pretrain-0042"
+		items[i].Result.Rank = int64(i)
+	}
+	return items
+}
+
+func BenchmarkAppendTraces(b *testing.B) {
+	items := benchItems()
+	ids := NewRandomIDSource()
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendTraces(ptrace.NewTraces(), items, ids)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/result")
+}
+
+func BenchmarkAppendLogs(b *testing.B) {
+	items := benchItems()
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendLogs(plog.NewLogs(), items, true)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/result")
+}
+
+func BenchmarkAppendMetrics(b *testing.B) {
+	// One tick of 64 ranks at 10 Hz over 10 s: 6 400 hidden points.
+	var hidden []HiddenPoint
+	var counts []IntervalCount
+	var latest []LatestResult
+	for r := range int64(64) {
+		for k := range int64(100) {
+			hidden = append(hidden, HiddenPoint{"job", r, 1767225600000000000 + k*100_000_000, 1 << 30})
+		}
+		counts = append(counts, IntervalCount{"job", r, "collective_likely", 3, 1767225500000000000})
+		latest = append(latest, LatestResult{"job", r, "collective_likely", 1 << 30, 0.75, 1767225600000000000})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendMetrics(pmetric.NewMetrics(), hidden, counts, latest, 1767225610000000000)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hidden)), "ns/hidden_point")
+}

@@ -1,0 +1,26 @@
+// Package output builds the processor's result telemetry (contract §5):
+// result spans, result metrics and result log records. Its functions are
+// pure: they append to the pdata they are given and keep no state.
+package output
+
+import (
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+)
+
+// ScopeName is the instrumentation scope of everything the processor emits.
+const ScopeName = "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+// ServiceName is the service.name of the result resources.
+const ServiceName = "collectiveattr"
+
+// Item is one result to emit, with what the result itself does not carry.
+type Item struct {
+	JobID string
+	// Host is the rank's host name, "" when unknown.
+	Host   string
+	Preset string
+	Result attribution.Result
+	// Links are the marker spans that contributed to the result.
+	Links []ingest.SpanRef
+}

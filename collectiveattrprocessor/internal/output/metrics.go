@@ -1,0 +1,148 @@
+package output
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Result metric names and units (contract §5.2).
+const (
+	MetricHidden          = "gpu.memory.hidden"
+	MetricIntervals       = "collective_attribution.intervals"
+	MetricAttributedBytes = "collective_attribution.attributed_bytes"
+	MetricConfidence      = "collective_attribution.confidence"
+)
+
+// HiddenPoint is one gpu.memory.hidden value: device used − allocator
+// reserved of a sample (signed).
+type HiddenPoint struct {
+	JobID       string
+	Rank        int64
+	TimestampNs int64
+	Bytes       int64
+}
+
+// IntervalCount is the cumulative number of results emitted for (job, rank,
+// classification) since StartNs.
+type IntervalCount struct {
+	JobID          string
+	Rank           int64
+	Classification string
+	Count          int64
+	StartNs        int64
+}
+
+// LatestResult is the latest emitted result of (job, rank); TimestampNs is
+// the time its values are reported at.
+type LatestResult struct {
+	JobID          string
+	Rank           int64
+	Classification string
+	PeakGapBytes   int64
+	Confidence     float64
+	TimestampNs    int64
+}
+
+// AppendMetrics appends the result metrics (contract §5.2), one resource
+// per job (service.name collectiveattr, training.job.id) in order of first
+// appearance, each with the metrics that have points for that job:
+//   - gpu.memory.hidden: gauge, By, one point per HiddenPoint;
+//   - collective_attribution.intervals: cumulative monotonic sum,
+//     {interval}, start = StartNs, time = nowNs;
+//   - collective_attribution.attributed_bytes: gauge, By, the latest
+//     result's peak gap;
+//   - collective_attribution.confidence: gauge, 1, the latest result's
+//     confidence.
+//
+// The data points carry training.job.id as well as training.rank (and the
+// classification where listed), so that a Prometheus exporter without
+// resource-to-telemetry conversion still labels each series with its job.
+func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
+	if len(hidden) == 0 && len(intervals) == 0 && len(latest) == 0 {
+		return
+	}
+	jobs := map[string]*jobMetrics{}
+	job := func(id string) *jobMetrics {
+		jm, ok := jobs[id]
+		if !ok {
+			rm := dst.ResourceMetrics().AppendEmpty()
+			putResource(rm.Resource().Attributes(), id, "")
+			sm := rm.ScopeMetrics().AppendEmpty()
+			sm.Scope().SetName(ScopeName)
+			jm = &jobMetrics{ms: sm.Metrics()}
+			jobs[id] = jm
+		}
+		return jm
+	}
+	for i := range hidden {
+		h := &hidden[i]
+		jm := job(h.JobID)
+		if !jm.hasHidden {
+			jm.hidden, jm.hasHidden = newGauge(jm.ms, MetricHidden, "By",
+				"Device memory in use minus the framework allocator's reserved bytes, per sample (signed)."), true
+		}
+		dp := jm.hidden.AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(h.TimestampNs))
+		dp.SetIntValue(h.Bytes)
+		putRankAttributes(dp.Attributes(), h.JobID, h.Rank, "")
+	}
+	for i := range intervals {
+		ic := &intervals[i]
+		jm := job(ic.JobID)
+		if !jm.hasIntervals {
+			m := jm.ms.AppendEmpty()
+			m.SetName(MetricIntervals)
+			m.SetUnit("{interval}")
+			m.SetDescription("Attributed intervals emitted, by classification.")
+			s := m.SetEmptySum()
+			s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			s.SetIsMonotonic(true)
+			jm.intervals, jm.hasIntervals = s.DataPoints(), true
+		}
+		dp := jm.intervals.AppendEmpty()
+		dp.SetStartTimestamp(pcommon.Timestamp(ic.StartNs))
+		dp.SetTimestamp(pcommon.Timestamp(nowNs))
+		dp.SetIntValue(ic.Count)
+		putRankAttributes(dp.Attributes(), ic.JobID, ic.Rank, ic.Classification)
+	}
+	for i := range latest {
+		lr := &latest[i]
+		jm := job(lr.JobID)
+		if !jm.hasLatest {
+			jm.bytes = newGauge(jm.ms, MetricAttributedBytes, "By", "Peak hidden-memory gap of the latest emitted result.")
+			jm.confidence = newGauge(jm.ms, MetricConfidence, "1", "Confidence of the latest emitted result.")
+			jm.hasLatest = true
+		}
+		dp := jm.bytes.AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
+		dp.SetIntValue(lr.PeakGapBytes)
+		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, lr.Classification)
+		dp = jm.confidence.AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
+		dp.SetDoubleValue(lr.Confidence)
+		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, "")
+	}
+}
+
+type jobMetrics struct {
+	ms                                   pmetric.MetricSlice
+	hidden, intervals, bytes, confidence pmetric.NumberDataPointSlice
+	hasHidden, hasIntervals, hasLatest   bool
+}
+
+func newGauge(ms pmetric.MetricSlice, name, unit, desc string) pmetric.NumberDataPointSlice {
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	m.SetDescription(desc)
+	return m.SetEmptyGauge().DataPoints()
+}
+
+func putRankAttributes(m pcommon.Map, job string, rank int64, classification string) {
+	m.EnsureCapacity(3)
+	m.PutStr(AttrJobID, job)
+	m.PutInt(AttrRank, rank)
+	if classification != "" {
+		m.PutStr(AttrClassification, classification)
+	}
+}
