@@ -1,0 +1,149 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+import (
+	"math"
+	"time"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// markerEntry is one marker time of a rank: from a marker span or span event
+// (Ref set), or from a stormlog record whose text matches a collective token
+// (Ref zero, SessionID kept for the phase index's session end).
+type markerEntry struct {
+	TimestampNs int64
+	Ref         ingest.SpanRef
+	SessionID   string
+}
+
+// otherEntry is a stormlog record that is neither a sample, a marker nor a
+// phase boundary. The reference still counts it for the trace start (S6) and
+// the phase index's session end (§3.2), so its time and session are kept.
+type otherEntry struct {
+	TimestampNs int64
+	SessionID   string
+}
+
+// rankBuffer is everything buffered for one (job, rank). Its rings together
+// hold at most max_events_per_rank entries; each ring is in arrival order.
+type rankBuffer struct {
+	samples ring[attribution.Sample]
+	markers ring[markerEntry]
+	others  ring[otherEntry]
+	// boundaries are stormlog phase_enter / phase_exit records, kept whole
+	// for the phase index.
+	boundaries ring[telemetry.Event]
+	// phaseSpans are phase spans from traces.
+	phaseSpans ring[phase.Span]
+
+	// worldSize is the largest declared world size (0: none declared).
+	worldSize int64
+	host      string
+
+	// emittedEndNs is the end of the latest interval emitted for this rank
+	// (valid when emitted): a later result starting at or before it is the
+	// same interval, grown by new data, and is not emitted again.
+	emittedEndNs int64
+	emitted      bool
+}
+
+func (rb *rankBuffer) len() int {
+	return rb.samples.len() + rb.markers.len() + rb.others.len() + rb.boundaries.len() + rb.phaseSpans.len()
+}
+
+// ringID names one of a rankBuffer's rings.
+type ringID uint8
+
+const (
+	ringNone ringID = iota
+	ringSamples
+	ringMarkers
+	ringOthers
+	ringBoundaries
+	ringPhaseSpans
+)
+
+// oldest returns the ring whose front entry has the earliest event time.
+func (rb *rankBuffer) oldest() (ringID, int64) {
+	id, ts := ringNone, int64(math.MaxInt64)
+	if rb.samples.len() > 0 && rb.samples.front().TimestampNs < ts {
+		id, ts = ringSamples, rb.samples.front().TimestampNs
+	}
+	if rb.markers.len() > 0 && rb.markers.front().TimestampNs < ts {
+		id, ts = ringMarkers, rb.markers.front().TimestampNs
+	}
+	if rb.others.len() > 0 && rb.others.front().TimestampNs < ts {
+		id, ts = ringOthers, rb.others.front().TimestampNs
+	}
+	if rb.boundaries.len() > 0 && rb.boundaries.front().TimestampNs < ts {
+		id, ts = ringBoundaries, rb.boundaries.front().TimestampNs
+	}
+	if rb.phaseSpans.len() > 0 && rb.phaseSpans.front().EndNs < ts {
+		id, ts = ringPhaseSpans, rb.phaseSpans.front().EndNs
+	}
+	return id, ts
+}
+
+func (rb *rankBuffer) pop(id ringID) {
+	switch id {
+	case ringSamples:
+		rb.samples.popFront()
+	case ringMarkers:
+		rb.markers.popFront()
+	case ringOthers:
+		rb.others.popFront()
+	case ringBoundaries:
+		rb.boundaries.popFront()
+	case ringPhaseSpans:
+		rb.phaseSpans.popFront()
+	}
+}
+
+// evictOldest drops the entry with the earliest front time; it makes room
+// for one more entry when the rank is at max_events_per_rank.
+func (rb *rankBuffer) evictOldest() {
+	id, _ := rb.oldest()
+	rb.pop(id)
+}
+
+// trim drops front entries older than cutoffNs (phase spans by their end)
+// and returns how many it dropped. Rings are in arrival order, so an old
+// entry behind a newer front one stays until it reaches the front; the
+// evaluation ignores such entries.
+func (rb *rankBuffer) trim(cutoffNs int64) int {
+	dropped := 0
+	for {
+		id, ts := rb.oldest()
+		if id == ringNone || ts >= cutoffNs {
+			return dropped
+		}
+		rb.pop(id)
+		dropped++
+	}
+}
+
+// jobState is the buffered state of one job.
+type jobState struct {
+	id    string
+	ranks map[int64]*rankBuffer
+	// newestNs is the newest event time seen for the job: the window and the
+	// settle delay are measured from it.
+	newestNs int64
+	// lastSeen is the wall-clock time of the job's latest accepted record.
+	lastSeen time.Time
+	// dirty says the job received data since its last evaluation.
+	dirty bool
+	// events is the number of buffered entries over all ranks.
+	events int
+}
+
+// cutoffNs is the oldest event time the window keeps.
+func (j *jobState) cutoffNs(window time.Duration) int64 {
+	if j.newestNs < math.MinInt64+int64(window) {
+		return math.MinInt64
+	}
+	return j.newestNs - int64(window)
+}

@@ -1,0 +1,417 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// maxHiddenPointsPerTick bounds the gpu.memory.hidden points kept between
+// two evaluation ticks. Past it, further points of that interval are not
+// reported (the buffered samples themselves are unaffected).
+const maxHiddenPointsPerTick = 1 << 16
+
+// core is the state shared by the traces, metrics and logs processors of one
+// component ID: the converter, the per-job buffers, the evaluation loop and
+// the result sinks.
+//
+// Locking: mu guards the converter and the buffers and is held only while
+// converting a batch or copying a job out for evaluation, so Consume calls
+// never wait for an evaluation. evalMu serialises evaluation rounds (the
+// ticker's and Shutdown's) and guards what only they touch: the scratch
+// space, the result metrics state and the emission itself, which happens
+// outside mu. sinkMu guards the registered next consumers.
+type core struct {
+	cfg     *Config
+	attrCfg attribution.Config
+	logger  *zap.Logger
+	clock   clock
+	tel     *selfTelemetry
+	refs    int // guarded by cores
+
+	mu         sync.Mutex
+	conv       *ingest.Converter
+	jobs       map[string]*jobState
+	hidden     []output.HiddenPoint
+	wantHidden bool
+	ranks      int
+	events     int
+	batch      batchCounts
+	batchSig   signal
+	skips      skipLog
+	addFn      func(ingest.Record)
+	skipFn     func(ingest.Skip)
+
+	evalMu  sync.Mutex
+	scratch evalScratch
+	results resultMetrics
+	ids     output.IDSource
+
+	// sinks are the processors sharing the core, in creation order. Results
+	// go to the first live one of each signal: a component named in two
+	// pipelines of one signal merges their inputs into one state and reports
+	// each result once.
+	sinkMu sync.Mutex
+	sinks  []*lifecycle
+
+	lifeMu  sync.Mutex
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
+	attrCfg, err := attribution.ResolveConfig(cfg.Preset, cfg.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newSelfTelemetry(tb)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	c := &core{
+		cfg:     cfg,
+		attrCfg: attrCfg,
+		logger:  set.Logger,
+		clock:   clk,
+		tel:     tel,
+		conv:    ingest.NewConverter(cfg.ingestConfig(), clk.now),
+		jobs:    map[string]*jobState{},
+		skips:   skipLog{logger: set.Logger, now: clk.now},
+		results: newResultMetrics(),
+		ids:     output.NewRandomIDSource(),
+	}
+	c.addFn = c.addRecord
+	c.skipFn = c.skip
+	return c, nil
+}
+
+// register adds a processor's next consumer.
+func (c *core) register(l *lifecycle) {
+	c.sinkMu.Lock()
+	c.sinks = append(c.sinks, l)
+	hasMetrics := c.hasSinkLocked(signalMetrics)
+	c.sinkMu.Unlock()
+	c.mu.Lock()
+	c.wantHidden = hasMetrics
+	c.mu.Unlock()
+}
+
+// unregister removes a processor registered with register.
+func (c *core) unregister(l *lifecycle) {
+	c.sinkMu.Lock()
+	if i := slices.Index(c.sinks, l); i >= 0 {
+		c.sinks = slices.Delete(c.sinks, i, i+1)
+	}
+	hasMetrics := c.hasSinkLocked(signalMetrics)
+	c.sinkMu.Unlock()
+	c.mu.Lock()
+	c.wantHidden = hasMetrics
+	if !hasMetrics {
+		c.hidden = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *core) hasSinkLocked(s signal) bool {
+	for _, l := range c.sinks {
+		if l.signal == s {
+			return true
+		}
+	}
+	return false
+}
+
+// currentSinks returns the consumer each signal's results go to (nil when no
+// pipeline of that signal is alive): the first registered of each signal.
+func (c *core) currentSinks() (t consumer.Traces, m consumer.Metrics, lc consumer.Logs) {
+	c.sinkMu.Lock()
+	defer c.sinkMu.Unlock()
+	for _, l := range c.sinks {
+		switch {
+		case l.traces != nil && t == nil:
+			t = l.traces
+		case l.metrics != nil && m == nil:
+			m = l.metrics
+		case l.logs != nil && lc == nil:
+			lc = l.logs
+		}
+	}
+	return t, m, lc
+}
+
+// start launches the evaluation loop once, whichever processor starts first.
+// The loop has its own context: the one passed to Start ends with Start.
+func (c *core) start(ctx context.Context) {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.started {
+		return
+	}
+	c.started = true
+	c.tel.recordLimits(ctx, c.cfg.Limits)
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.done = make(chan struct{})
+	go c.run(runCtx)
+}
+
+func (c *core) run(ctx context.Context) {
+	defer close(c.done)
+	ticks, stop := c.clock.newTicker(c.cfg.EvaluationInterval)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			// Errors are logged and counted inside; nobody waits for them.
+			_ = c.evaluate(ctx, false)
+		}
+	}
+}
+
+// shutdownSignal is one processor's Shutdown: it evaluates every job one
+// last time and emits what is pending to every pipeline still alive,
+// including this one's, then unregisters this pipeline's consumer. The last
+// processor of the core also stops the evaluation loop.
+func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
+	err := c.evaluate(ctx, true)
+	c.unregister(l)
+	if releaseCore(c) {
+		c.lifeMu.Lock()
+		if c.cancel != nil {
+			c.cancel()
+			<-c.done
+			c.cancel = nil
+		}
+		c.lifeMu.Unlock()
+		c.tel.tb.Shutdown()
+	}
+	return err
+}
+
+func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
+	c.mu.Lock()
+	c.batchSig = signalTraces
+	c.conv.ConvertTraces(td, c.addFn, c.skipFn)
+	b := c.takeBatch()
+	c.mu.Unlock()
+	c.tel.addBatch(ctx, signalTraces, &b)
+}
+
+func (c *core) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
+	c.mu.Lock()
+	c.batchSig = signalMetrics
+	c.conv.ConvertMetrics(md, c.addFn, c.skipFn)
+	b := c.takeBatch()
+	c.mu.Unlock()
+	c.tel.addBatch(ctx, signalMetrics, &b)
+}
+
+func (c *core) consumeLogs(ctx context.Context, ld plog.Logs) {
+	c.mu.Lock()
+	c.batchSig = signalLogs
+	c.conv.ConvertLogs(ld, c.addFn, c.skipFn)
+	b := c.takeBatch()
+	c.mu.Unlock()
+	c.tel.addBatch(ctx, signalLogs, &b)
+}
+
+// takeBatch returns and resets the counts of the batch just converted and
+// publishes the buffer sizes. Called with mu held.
+func (c *core) takeBatch() batchCounts {
+	b := c.batch
+	c.batch = batchCounts{}
+	c.publishSizes()
+	return b
+}
+
+func (c *core) publishSizes() {
+	c.tel.jobs.Store(int64(len(c.jobs)))
+	c.tel.ranks.Store(int64(c.ranks))
+	c.tel.eventsBuffered.Store(int64(c.events))
+}
+
+// skip counts and (rate-limited) logs an item that is not converted. Called
+// with mu held.
+func (c *core) skip(s ingest.Skip) {
+	c.batch.skipped[reasonIndex(s.Reason)]++
+	c.skips.log(c.batchSig, s)
+}
+
+// addRecord buffers one converted record under its job and rank, enforcing
+// the job, rank, window and per-rank bounds. Called with mu held.
+func (c *core) addRecord(rec ingest.Record) {
+	job := c.jobs[rec.JobID]
+	if job == nil {
+		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
+			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"})
+			return
+		}
+		job = &jobState{id: rec.JobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
+		c.jobs[rec.JobID] = job
+	}
+	ts := rec.TimestampNs
+	if rec.Kind == ingest.KindPhaseSpan {
+		ts = rec.PhaseSpan.EndNs
+	}
+	if ts < job.cutoffNs(c.cfg.Window) {
+		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+		c.forgetIfEmpty(job)
+		return
+	}
+	rb := job.ranks[rec.Rank]
+	if rb == nil {
+		if len(job.ranks) >= c.cfg.Limits.MaxRanksPerJob {
+			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_ranks_per_job reached: data of a new rank is not buffered"})
+			c.forgetIfEmpty(job)
+			return
+		}
+		rb = &rankBuffer{}
+		job.ranks[rec.Rank] = rb
+		c.ranks++
+	}
+
+	added := 0
+	switch rec.Kind {
+	case ingest.KindSample:
+		s := attribution.SampleOf(&rec.Event)
+		// Metrics carry no stormlog session: the job id stands in, which is
+		// also the session of phase spans from traces, so that those spans
+		// resolve the phase of metrics-derived spikes.
+		s.SessionID = rec.JobID
+		added += c.pushSample(job, rb, s)
+		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
+	case ingest.KindMarker:
+		added += c.pushMarker(job, rb, markerEntry{TimestampNs: rec.TimestampNs, Ref: rec.Marker})
+	case ingest.KindPhaseSpan:
+		added += c.pushPhaseSpan(job, rb, rec)
+	case ingest.KindStormlog:
+		added += c.pushStormlog(job, rb, &rec.Event)
+		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
+	}
+	if added == 0 {
+		return
+	}
+	c.events += added
+	job.events += added
+	c.batch.converted++
+	if rec.WorldSize > rb.worldSize {
+		rb.worldSize = rec.WorldSize
+	}
+	if rec.Host != "" && rec.Host != rb.host {
+		rb.host = rec.Host
+	}
+	if ts > job.newestNs {
+		job.newestNs = ts
+		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
+	}
+	job.lastSeen = c.clock.now()
+	job.dirty = true
+}
+
+// forgetIfEmpty drops a job that was created for a record that was then
+// rejected, so that rejected data leaves no state behind.
+func (c *core) forgetIfEmpty(job *jobState) {
+	if len(job.ranks) == 0 {
+		delete(c.jobs, job.id)
+	}
+}
+
+func (c *core) evict(job *jobState, b bound, n int) {
+	if n == 0 {
+		return
+	}
+	c.batch.evicted[b] += int64(n)
+	c.events -= n
+	job.events -= n
+}
+
+// makeRoom evicts the rank's oldest entry when it is at max_events_per_rank.
+func (c *core) makeRoom(job *jobState, rb *rankBuffer) {
+	if rb.len() >= c.cfg.Limits.MaxEventsPerRank {
+		rb.evictOldest()
+		c.evict(job, boundMaxEventsPerRank, 1)
+	}
+}
+
+func (c *core) pushSample(job *jobState, rb *rankBuffer, s attribution.Sample) int {
+	c.makeRoom(job, rb)
+	rb.samples.push(s, c.cfg.Limits.MaxEventsPerRank)
+	return 1
+}
+
+func (c *core) pushMarker(job *jobState, rb *rankBuffer, m markerEntry) int {
+	c.makeRoom(job, rb)
+	rb.markers.push(m, c.cfg.Limits.MaxEventsPerRank)
+	return 1
+}
+
+func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec ingest.Record) int {
+	c.makeRoom(job, rb)
+	rb.phaseSpans.push(rec.PhaseSpan, c.cfg.Limits.MaxEventsPerRank)
+	return 1
+}
+
+// pushStormlog buffers a stormlog record the way the reference reads it: a
+// usable sample feeds the samples (S3), any record whose text matches a
+// collective token is a marker (S2), phase boundaries feed the phase index
+// (§3.2), and every record counts for the trace start (S6).
+func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) int {
+	n := 0
+	if attribution.IsSample(e) {
+		c.makeRoom(job, rb)
+		rb.samples.push(attribution.SampleOf(e), c.cfg.Limits.MaxEventsPerRank)
+		n++
+	}
+	if attribution.IsMarker(e) {
+		c.makeRoom(job, rb)
+		rb.markers.push(markerEntry{TimestampNs: e.TimestampNs, SessionID: e.SessionID}, c.cfg.Limits.MaxEventsPerRank)
+		n++
+	}
+	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {
+		c.makeRoom(job, rb)
+		rb.boundaries.push(*e, c.cfg.Limits.MaxEventsPerRank)
+		n++
+	}
+	if n == 0 {
+		c.makeRoom(job, rb)
+		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, SessionID: e.SessionID}, c.cfg.Limits.MaxEventsPerRank)
+		n++
+	}
+	return n
+}
+
+// addHidden records a gpu.memory.hidden point (device used − allocator
+// reserved, signed) when a metrics pipeline will report it.
+func (c *core) addHidden(job string, rank int64, e *telemetry.Event) {
+	if !c.wantHidden || !e.DeviceUsedBytes.Valid || !e.AllocatorReservedBytes.Valid || len(c.hidden) >= maxHiddenPointsPerTick {
+		return
+	}
+	c.hidden = append(c.hidden, output.HiddenPoint{
+		JobID:       job,
+		Rank:        rank,
+		TimestampNs: e.TimestampNs,
+		Bytes:       e.DeviceUsedBytes.Value - e.AllocatorReservedBytes.Value,
+	})
+}

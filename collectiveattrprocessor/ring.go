@@ -1,0 +1,66 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+// ring is a FIFO that grows on demand up to the capacity its caller allows.
+// Buffers start small: most jobs never come near max_events_per_rank, so the
+// bound costs nothing until it is reached.
+type ring[T any] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+func (r *ring[T]) len() int { return r.n }
+
+// at returns the i-th oldest element.
+func (r *ring[T]) at(i int) *T {
+	j := r.head + i
+	if j >= len(r.buf) {
+		j -= len(r.buf)
+	}
+	return &r.buf[j]
+}
+
+func (r *ring[T]) front() *T { return &r.buf[r.head] }
+
+// push appends v, growing the storage up to maxCap elements. The caller
+// evicts first when the ring is at its bound.
+func (r *ring[T]) push(v T, maxCap int) {
+	if r.n == len(r.buf) {
+		r.grow(maxCap)
+	}
+	j := r.head + r.n
+	if j >= len(r.buf) {
+		j -= len(r.buf)
+	}
+	r.buf[j] = v
+	r.n++
+}
+
+func (r *ring[T]) grow(maxCap int) {
+	c := 2 * len(r.buf)
+	if c < 16 {
+		c = 16
+	}
+	if c > maxCap {
+		c = maxCap
+	}
+	if c <= len(r.buf) {
+		c = len(r.buf) + 1
+	}
+	buf := make([]T, c)
+	for i := range r.n {
+		buf[i] = *r.at(i)
+	}
+	r.buf, r.head = buf, 0
+}
+
+// popFront drops the oldest element.
+func (r *ring[T]) popFront() {
+	var zero T
+	r.buf[r.head] = zero
+	r.head++
+	if r.head == len(r.buf) {
+		r.head = 0
+	}
+	r.n--
+}

@@ -1,0 +1,176 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
+)
+
+// signal is a pipeline signal; it indexes per-signal state.
+type signal int
+
+const (
+	signalTraces signal = iota
+	signalMetrics
+	signalLogs
+	numSignals
+)
+
+func (s signal) String() string {
+	return [...]string{"traces", "metrics", "logs"}[s]
+}
+
+// skipReasons are the self-telemetry reasons, in the order of their index.
+var skipReasons = [...]ingest.SkipReason{
+	ingest.SkipNoIdentity,
+	ingest.SkipInvalidValue,
+	ingest.SkipStale,
+	ingest.SkipOverLimit,
+	ingest.SkipUnjoinable,
+}
+
+const numReasons = len(skipReasons)
+
+func reasonIndex(r ingest.SkipReason) int {
+	for i, x := range skipReasons {
+		if x == r {
+			return i
+		}
+	}
+	return 1 // an unknown reason from the converter is an invalid value
+}
+
+// bound is a buffer bound that evicts events.
+type bound int
+
+const (
+	boundWindow bound = iota
+	boundMaxEventsPerRank
+	numBounds
+)
+
+var classifications = [...]string{"collective_confident", "collective_likely", "collective_suspect"}
+
+// selfTelemetry records the otelcol_processor_collectiveattr_* metrics. The
+// attribute sets are built once so that recording allocates nothing.
+type selfTelemetry struct {
+	tb *metadata.TelemetryBuilder
+
+	converted      [numSignals]metric.AddOption
+	skipped        [numSignals][numReasons]metric.AddOption
+	evicted        [numBounds]metric.AddOption
+	emitted        map[string]metric.AddOption
+	emitFailures   [numSignals]metric.AddOption
+	jobs, ranks    atomic.Int64
+	eventsBuffered atomic.Int64
+}
+
+func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
+	t := &selfTelemetry{tb: tb, emitted: map[string]metric.AddOption{}}
+	for s := range numSignals {
+		sig := attribute.String("signal", s.String())
+		t.converted[s] = metric.WithAttributeSet(attribute.NewSet(sig))
+		t.emitFailures[s] = t.converted[s]
+		for i, r := range skipReasons {
+			t.skipped[s][i] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", string(r))))
+		}
+	}
+	t.evicted[boundWindow] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "window")))
+	t.evicted[boundMaxEventsPerRank] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "max_events_per_rank")))
+	for _, c := range classifications {
+		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
+	}
+	observe := func(v *atomic.Int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(v.Load())
+			return nil
+		}
+	}
+	if err := tb.RegisterProcessorCollectiveattrJobsTrackedCallback(observe(&t.jobs)); err != nil {
+		return nil, err
+	}
+	if err := tb.RegisterProcessorCollectiveattrRanksTrackedCallback(observe(&t.ranks)); err != nil {
+		return nil, err
+	}
+	if err := tb.RegisterProcessorCollectiveattrEventsBufferedCallback(observe(&t.eventsBuffered)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// recordLimits records the configured bounds, once at Start.
+func (t *selfTelemetry) recordLimits(ctx context.Context, l LimitsConfig) {
+	t.tb.ProcessorCollectiveattrJobsLimit.Record(ctx, int64(l.MaxJobs))
+	t.tb.ProcessorCollectiveattrRanksPerJobLimit.Record(ctx, int64(l.MaxRanksPerJob))
+	t.tb.ProcessorCollectiveattrEventsPerRankLimit.Record(ctx, int64(l.MaxEventsPerRank))
+}
+
+// batchCounts are one Consume call's conversion counts, added to the
+// counters once per call instead of once per item.
+type batchCounts struct {
+	converted int64
+	skipped   [numReasons]int64
+	evicted   [numBounds]int64
+}
+
+func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
+	if b.converted > 0 {
+		t.tb.ProcessorCollectiveattrItemsConverted.Add(ctx, b.converted, t.converted[s])
+	}
+	for i, n := range b.skipped {
+		if n > 0 {
+			t.tb.ProcessorCollectiveattrItemsSkipped.Add(ctx, n, t.skipped[s][i])
+		}
+	}
+	t.addEvicted(ctx, b.evicted)
+}
+
+func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [numBounds]int64) {
+	for i, n := range evicted {
+		if n > 0 {
+			t.tb.ProcessorCollectiveattrEventsEvicted.Add(ctx, n, t.evicted[i])
+		}
+	}
+}
+
+func (t *selfTelemetry) resultEmitted(ctx context.Context, classification string) {
+	opt, ok := t.emitted[classification]
+	if !ok {
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", classification)))
+	}
+	t.tb.ProcessorCollectiveattrResultsEmitted.Add(ctx, 1, opt)
+}
+
+// skipLog logs skipped items at most once per reason per minute (contract
+// §6), saying how many more were skipped in between. Callers serialise it.
+type skipLog struct {
+	logger     *zap.Logger
+	now        func() time.Time
+	last       [numReasons]time.Time
+	suppressed [numReasons]int64
+}
+
+const skipLogPeriod = time.Minute
+
+func (l *skipLog) log(s signal, skip ingest.Skip) {
+	i := reasonIndex(skip.Reason)
+	now := l.now()
+	if !l.last[i].IsZero() && now.Sub(l.last[i]) < skipLogPeriod {
+		l.suppressed[i]++
+		return
+	}
+	l.logger.Warn("collectiveattr: input item not converted; it still passes through",
+		zap.String("reason", string(skipReasons[i])),
+		zap.String("signal", s.String()),
+		zap.String("detail", skip.Detail),
+		zap.Int64("suppressed_since_last_log", l.suppressed[i]))
+	l.last[i] = now
+	l.suppressed[i] = 0
+}
