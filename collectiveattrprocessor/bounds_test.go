@@ -1,0 +1,142 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+)
+
+// bufferSizes returns, under the lock, the tracked jobs, the largest rank
+// count of a job, the largest rank buffer and the total buffered entries.
+func bufferSizes(c *core) (jobs, maxRanks, maxRankLen, events int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, j := range c.jobs {
+		maxRanks = max(maxRanks, len(j.ranks))
+		for _, rb := range j.ranks {
+			maxRankLen = max(maxRankLen, rb.len())
+			events += rb.len()
+		}
+	}
+	return len(c.jobs), maxRanks, maxRankLen, events
+}
+
+// TestFloodStaysWithinLimits floods the processor with more jobs, ranks and
+// events than the limits allow: what is tracked stays at the limits, new jobs
+// and ranks are rejected and counted, full ranks evict their oldest events
+// and count them.
+func TestFloodStaysWithinLimits(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Limits = LimitsConfig{MaxJobs: 5, MaxRanksPerJob: 4, MaxEventsPerRank: 50}
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+
+	const jobs, ranks, perRank = 20, 10, 100
+	now := time.Now().UnixNano()
+	for j := range jobs {
+		var lines []string
+		for i := range int64(perRank) {
+			for r := range int64(ranks) {
+				lines = append(lines, stormlogLine(fmt.Sprintf("job-%02d", j), r, ranks, now-int64(time.Second)+i*int64(time.Millisecond), "sample", baselineGap(i)))
+			}
+		}
+		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+	}
+
+	gotJobs, maxRanks, maxRankLen, events := bufferSizes(p.logs.core)
+	assert.Equal(t, 5, gotJobs)
+	assert.Equal(t, 4, maxRanks)
+	assert.Equal(t, 50, maxRankLen)
+	assert.Equal(t, 5*4*50, events)
+
+	accepted := int64(5 * 4 * perRank)
+	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("reason", "over_limit"), attribute.String("signal", "logs")),
+		Value:      jobs*ranks*perRank - accepted,
+	}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("signal", "logs")),
+		Value:      accepted,
+	}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("bound", "max_events_per_rank")),
+		Value:      accepted - 5*4*50,
+	}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrJobsTracked(t, tel, []metricdata.DataPoint[int64]{{Value: 5}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrRanksTracked(t, tel, []metricdata.DataPoint[int64]{{Value: 20}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrEventsBuffered(t, tel, []metricdata.DataPoint[int64]{{Value: 1000}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrJobsLimit(t, tel, []metricdata.DataPoint[int64]{{Value: 5}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrRanksPerJobLimit(t, tel, []metricdata.DataPoint[int64]{{Value: 4}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrEventsPerRankLimit(t, tel, []metricdata.DataPoint[int64]{{Value: 50}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestFloodOfOneRankKeepsItsBufferAtCap: one rank sending far more than
+// max_events_per_rank keeps exactly the newest max_events_per_rank.
+func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Limits.MaxEventsPerRank = 64
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+
+	now := time.Now().UnixNano()
+	const n = 5000
+	for batch := range int64(n / 500) {
+		var lines []string
+		for i := batch * 500; i < (batch+1)*500; i++ {
+			lines = append(lines, stormlogLine("one", 0, 1, now-int64(time.Second)+i*int64(time.Microsecond), "sample", baselineGap(i)))
+		}
+		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+		_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+		require.LessOrEqual(t, maxRankLen, 64)
+	}
+	c := p.logs.core
+	c.mu.Lock()
+	rb := c.jobs["one"].ranks[0]
+	require.Equal(t, 64, rb.samples.len())
+	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.samples.front().TimestampNs, "the newest are kept")
+	assert.LessOrEqual(t, len(rb.samples.buf), 64, "storage never grows past the cap")
+	c.mu.Unlock()
+	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("bound", "max_events_per_rank")),
+		Value:      n - 64,
+	}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestWindowEvictsOldEvents: events older than the job's newest event minus
+// window are pushed out and counted under bound "window".
+func TestWindowEvictsOldEvents(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Window = time.Minute
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+
+	now := time.Now().UnixNano()
+	var lines []string
+	// One sample every 10 s over 10 minutes, in time order.
+	for i := range int64(60) {
+		lines = append(lines, stormlogLine("w", 0, 1, now-10*int64(time.Minute)+i*10*int64(time.Second), "sample", baselineGap(i)))
+	}
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	assert.Equal(t, 7, maxRankLen, "the newest sample and the six within the minute before it")
+	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("bound", "window")),
+		Value:      53,
+	}}, metricdatatest.IgnoreTimestamp())
+}

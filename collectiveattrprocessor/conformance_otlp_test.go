@@ -1,0 +1,181 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// otlpFromEvents is the test's converter from stormlog events to what an
+// instrumented job would send: per sample, gauges of device used, allocator
+// reserved and (when known) device total on the data point's identity
+// attributes; per marker event, a zero-length NCCL span (its start and end
+// coincide, so it gives one marker). ok is false when the case has no OTLP
+// form: events that are neither samples nor markers (they count for the
+// reference's trace start), or two samples of one rank at the same
+// nanosecond (one gauge series cannot hold two values at one time).
+func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, td ptrace.Traces, ok bool) {
+	md, td = pmetric.NewMetrics(), ptrace.NewTraces()
+	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
+	gauge := func(name string) pmetric.NumberDataPointSlice {
+		m := ms.AppendEmpty()
+		m.SetName(name)
+		m.SetUnit("By")
+		return m.SetEmptyGauge().DataPoints()
+	}
+	used, reserved, total := gauge("gpu.memory.device.used"), gauge("gpu.memory.allocator.reserved"), gauge("gpu.memory.device.total")
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	identify := func(attrs pcommon.Map, e *telemetry.Event) {
+		attrs.PutStr("training.job.id", job)
+		attrs.PutInt("training.rank", e.Rank)
+		attrs.PutInt("training.world_size", e.WorldSize)
+	}
+	point := func(dps pmetric.NumberDataPointSlice, e *telemetry.Event, v int64) {
+		dp := dps.AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(e.TimestampNs))
+		dp.SetIntValue(v)
+		identify(dp.Attributes(), e)
+	}
+	type rankTime struct{ rank, ts int64 }
+	sampled := map[rankTime]bool{}
+	for i := range events {
+		e := &events[i]
+		sample, marker := attribution.IsSample(e), attribution.IsMarker(e)
+		if !sample && !marker || sample && sampled[rankTime{e.Rank, e.TimestampNs}] {
+			return md, td, false
+		}
+		sampled[rankTime{e.Rank, e.TimestampNs}] = sample || sampled[rankTime{e.Rank, e.TimestampNs}]
+		if sample {
+			point(used, e, e.DeviceUsedBytes.Value)
+			point(reserved, e, e.AllocatorReservedBytes.Value)
+			if e.DeviceTotalBytes.Valid {
+				point(total, e, e.DeviceTotalBytes.Value)
+			}
+		}
+		if marker {
+			sp := spans.AppendEmpty()
+			sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+			sp.SetTraceID(pcommon.TraceID{byte(i >> 8), byte(i), 1})
+			sp.SetSpanID(pcommon.SpanID{byte(i >> 8), byte(i), 1})
+			sp.SetStartTimestamp(pcommon.Timestamp(e.TimestampNs))
+			sp.SetEndTimestamp(pcommon.Timestamp(e.TimestampNs))
+			identify(sp.Attributes(), e)
+		}
+	}
+	return md, td, true
+}
+
+// TestConformanceThroughMetricsAndSpans converts the attribution cases made
+// of samples and markers into memory gauges and NCCL spans, feeds them
+// through metrics and traces pipelines sharing one core, and compares the
+// result spans with the expected results (contract §5.1 attributes).
+func TestConformanceThroughMetricsAndSpans(t *testing.T) {
+	ran := 0
+	for _, c := range loadConformanceCases(t) {
+		if c.set != "attribution" || c.ExpectedError != nil {
+			continue
+		}
+		var events []telemetry.Event
+		for _, l := range readEventLines(t, c.dir) {
+			e, err := telemetry.DecodeRecord([]byte(l))
+			require.NoError(t, err)
+			events = append(events, e)
+		}
+		job := "otlp-" + c.Name
+		md, td, ok := otlpFromEvents(job, events)
+		if !ok || len(events) == 0 {
+			continue
+		}
+		ran++
+		t.Run(filepath.Base(c.dir), func(t *testing.T) {
+			tel := componenttest.NewTelemetry()
+			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+			cfg := createDefaultConfig().(*Config)
+			cfg.Preset, cfg.Overrides, cfg.Emit, cfg.Phases = c.Preset, c.Overrides, EmitOnJobEnd, false
+			p := newPipelines(t, cfg, tel)
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+			require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), md))
+			p.shutdown(t)
+
+			got := map[string]ptrace.Span{}
+			for _, td := range p.tsink.AllTraces()[1:] {
+				for i := range td.ResourceSpans().Len() {
+					rs := td.ResourceSpans().At(i)
+					jobAttr, _ := rs.Resource().Attributes().Get("training.job.id")
+					assert.Equal(t, job, jobAttr.Str())
+					sss := rs.ScopeSpans()
+					for j := range sss.Len() {
+						for k := range sss.At(j).Spans().Len() {
+							sp := sss.At(j).Spans().At(k)
+							rank, _ := sp.Attributes().Get("training.rank")
+							got[fmt.Sprintf("%d/%d", rank.Int(), sp.StartTimestamp())] = sp
+						}
+					}
+				}
+			}
+			require.Len(t, got, len(c.Expected))
+			for _, w := range c.Expected {
+				want := w.(map[string]any)
+				key := fmt.Sprintf("%s/%s", want["rank"], want["interval_start_ns"])
+				sp, ok := got[key]
+				if !assert.True(t, ok, "no result span for %s", key) {
+					continue
+				}
+				assertResultSpan(t, want, sp)
+			}
+		})
+	}
+	require.GreaterOrEqual(t, ran, 5, "a handful of cases run through metrics and spans")
+}
+
+func assertResultSpan(t *testing.T, want map[string]any, sp ptrace.Span) {
+	t.Helper()
+	num := func(v any) json.Number { return v.(json.Number) }
+	attrs := sp.Attributes()
+	assert.Equal(t, string(num(want["interval_end_ns"])), fmt.Sprint(uint64(sp.EndTimestamp())))
+	get := func(k string) pcommon.Value {
+		v, ok := attrs.Get(k)
+		require.True(t, ok, "attribute %s missing", k)
+		return v
+	}
+	assert.Equal(t, want["classification"], get("collective_attribution.classification").Str())
+	jsonEqual(t, "confidence", want["confidence"], json.Number(fmt.Sprint(get("collective_attribution.confidence").Double())))
+	var reasons []any
+	for _, r := range get("collective_attribution.reason_codes").Slice().AsRaw() {
+		reasons = append(reasons, r)
+	}
+	assert.Equal(t, want["reason_codes"], reasons)
+	ev := want["evidence"].(map[string]any)
+	for _, k := range []string{"marker_hits", "synchronized_ranks", "expected_world_size", "peak_gap_bytes"} {
+		assert.Equal(t, string(num(ev[k])), fmt.Sprint(get("collective_attribution.evidence."+k).Int()), k)
+	}
+	for _, k := range []string{"synchrony_ratio", "robust_zscore"} {
+		jsonEqual(t, k, ev[k], json.Number(fmt.Sprint(get("collective_attribution.evidence."+k).Double())))
+	}
+	if ev["peak_gap_ratio"] == nil {
+		_, present := attrs.Get("collective_attribution.evidence.peak_gap_ratio")
+		assert.False(t, present, "peak_gap_ratio absent when null")
+	} else {
+		jsonEqual(t, "peak_gap_ratio", ev["peak_gap_ratio"], json.Number(fmt.Sprint(get("collective_attribution.evidence.peak_gap_ratio").Double())))
+	}
+	assert.Positive(t, sp.Links().Len()+boolToInt(num(ev["marker_hits"]) == "0"), "a result with markers links its marker spans")
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+func resultSpanCount(batches []ptrace.Traces) int {
+	n := 0
+	for _, td := range batches {
+		for i := range td.ResourceSpans().Len() {
+			sss := td.ResourceSpans().At(i).ScopeSpans()
+			for j := range sss.Len() {
+				spans := sss.At(j).Spans()
+				for k := range spans.Len() {
+					if spans.At(k).Name() == "collective_attribution" {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+func metricNames(batches []pmetric.Metrics) map[string]bool {
+	names := map[string]bool{}
+	for _, md := range batches {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					names[ms.At(k).Name()] = true
+				}
+			}
+		}
+	}
+	return names
+}
+
+// TestPipelinesShareOneCore: traces, metrics and logs pipelines naming the
+// same component share one state; each Shutdown flushes what is pending to
+// every pipeline still alive, and nothing reaches a pipeline after its own
+// Shutdown.
+func TestPipelinesShareOneCore(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit = EmitOnJobEnd
+	p := newPipelines(t, cfg, tel)
+
+	const s = int64(time.Second)
+	now := time.Now().UnixNano() / s * s
+	jobA := jobTraffic{job: "a", ranks: 2, stepNs: s / 10, spikes: []int64{now - s}}
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(jobA.lines(now-2*s, now))))
+	assert.Zero(t, resultSpanCount(p.tsink.AllTraces()))
+
+	require.NoError(t, p.traces.Shutdown(context.Background()))
+	assert.Equal(t, 2, resultSpanCount(p.tsink.AllTraces()), "traces flushed on their own Shutdown")
+	assert.Len(t, resultLogs(t, p.lsink), 2, "live logs pipeline got the same results")
+	names := metricNames(p.msink.AllMetrics())
+	assert.True(t, names["gpu.memory.hidden"])
+	assert.True(t, names["collective_attribution.intervals"])
+
+	// The core lives on for the pipelines still running.
+	jobB := jobTraffic{job: "b", ranks: 3, stepNs: s / 10, spikes: []int64{now - s}}
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(jobB.lines(now-2*s, now))))
+	metricsBefore := len(p.msink.AllMetrics())
+	require.NoError(t, p.metrics.Shutdown(context.Background()))
+	assert.Greater(t, len(p.msink.AllMetrics()), metricsBefore, "metrics flushed on their own Shutdown")
+	assert.Len(t, resultLogs(t, p.lsink), 5)
+	assert.Equal(t, 2, resultSpanCount(p.tsink.AllTraces()), "nothing reaches a pipeline after its Shutdown")
+
+	require.NoError(t, p.logs.Shutdown(context.Background()))
+	assert.Len(t, resultLogs(t, p.lsink), 5)
+	cores.Lock()
+	_, registered := cores.m[cfg]
+	cores.Unlock()
+	assert.False(t, registered, "the last Shutdown releases the shared core")
+	// Shutdown twice is harmless.
+	require.NoError(t, p.logs.Shutdown(context.Background()))
+}
+
+// TestShutdownWithoutStart: a core created but never started shuts down
+// cleanly (the generated lifecycle test covers the factory path too).
+func TestShutdownWithoutStart(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	p := newTestLogsProcessor(t, cfg, nopSettings(), new(consumertest.LogsSink))
+	require.NoError(t, p.Shutdown(context.Background()))
+}
