@@ -30,7 +30,13 @@ const (
 // Attribute runs the reference's attribute_collective_memory (R2) over one
 // run's events with a resolved configuration; resolver may be nil (no phase
 // attribution). Results are sorted by (rank, interval_start_ns), one per
-// merged interval.
+// merged interval; nil when nothing is attributed.
+//
+// As in the reference, all events are one run: ranks are pooled across jobs
+// and sessions (callers partition first). Markers come from the events as
+// given (R1 behaviour: no capability strings are inferred into metadata). A
+// spike is resolved to a phase only when its sample has a session id, so v2
+// samples never get one.
 func Attribute(events []telemetry.Event, cfg Config, resolver PhaseResolver) []Result {
 	if len(events) == 0 {
 		return nil
@@ -79,6 +85,7 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 		return v
 	}
 	results := make([]Result, 0, len(spikes))
+	ratios := make([]float64, 0, len(spikes)) // backing store for PeakGapRatio
 	masks := make([]uint8, 0, len(spikes))
 	for i := range spikes {
 		sp := &spikes[i]
@@ -111,8 +118,8 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 			MarkerTimesNs: markerArena[n:len(markerArena):len(markerArena)],
 		}
 		if sp.hasRatio {
-			ratio := pyRound(sp.ratio, 6)
-			r.Evidence.PeakGapRatio = &ratio
+			ratios = append(ratios, pyRound(sp.ratio, 6))
+			r.Evidence.PeakGapRatio = &ratios[len(ratios)-1]
 		}
 		if resolver != nil && sp.session != "" {
 			r.PhaseAttribution = resolver.Resolve(sp.ts, sp.session, sp.rank)

@@ -152,7 +152,9 @@ func BuildInput(events []telemetry.Event) Input {
 // once per distinct map instead of once per event. Maps are compared by
 // identity; they are not modified during BuildInput.
 type markerCache struct {
-	seen map[unsafe.Pointer]bool
+	lastKey   unsafe.Pointer // most recent map, checked before seen
+	lastValue bool
+	seen      map[unsafe.Pointer]bool
 }
 
 func (c *markerCache) isMarker(e *telemetry.Event) bool {
@@ -166,10 +168,19 @@ func (c *markerCache) isMarker(e *telemetry.Event) bool {
 		return false
 	}
 	key := reflect.ValueOf(e.Metadata).UnsafePointer()
-	if v, ok := c.seen[key]; ok {
-		return v
+	if key == c.lastKey {
+		return c.lastValue
 	}
-	v := anyStringMatches(e.Metadata)
+	v, ok := c.seen[key]
+	if !ok {
+		v = c.scan(key, e.Metadata)
+	}
+	c.lastKey, c.lastValue = key, v
+	return v
+}
+
+func (c *markerCache) scan(key unsafe.Pointer, metadata map[string]any) bool {
+	v := anyStringMatches(metadata)
 	if c.seen == nil {
 		c.seen = make(map[unsafe.Pointer]bool)
 	}

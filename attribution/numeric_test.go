@@ -109,8 +109,8 @@ func TestMedianAndZscore(t *testing.T) {
 	}
 	// selectKth against sorting on many shapes, including long runs of
 	// equal values and adversarial orders.
-	for n := 1; n < 300; n += 7 {
-		for shape := range 4 {
+	for _, n := range []int{1, 2, 3, 5, 8, 13, 64, 299, 601, 602, 1000, 2999, 3000, 4096} {
+		for shape := range 5 {
 			a := make([]float64, n)
 			for i := range a {
 				switch shape {
@@ -122,10 +122,12 @@ func TestMedianAndZscore(t *testing.T) {
 					a[i] = float64(n - i)
 				case 3:
 					a[i] = float64(i % 3)
+				case 4:
+					a[i] = float64((i * 2654435761) % 1000003)
 				}
 			}
 			sorted := slices.Sorted(slices.Values(a))
-			for _, k := range []int{0, n / 2, n - 1} {
+			for _, k := range []int{0, n / 3, n / 2, n - 1} {
 				if got := selectKth(slices.Clone(a), k); got != sorted[k] {
 					t.Fatalf("n=%d shape=%d k=%d: %v, want %v", n, shape, k, got, sorted[k])
 				}

@@ -92,53 +92,66 @@ func median(a []float64) float64 {
 
 // selectKth reorders a so that a[k] is its k-th smallest element with
 // everything before it <= and everything after it >=, and returns a[k].
-// Hoare partitioning with a median-of-three pivot copes with the long runs of
-// equal gaps in real data; a depth budget falls back to sorting, bounding the
-// worst case at O(n log n).
+// It is Floyd–Rivest selection: on large ranges a small sample brackets the
+// target first, so a rank's 3 000 gaps cost about 1.5 comparisons each
+// instead of quickselect's ~3.4. A depth budget falls back to sorting,
+// bounding the worst case at O(n log n).
 func selectKth(a []float64, k int) float64 {
-	lo, hi := 0, len(a)-1
-	budget := 2*bits.Len(uint(len(a))) + 8
-	for hi > lo {
-		if budget == 0 {
-			slices.Sort(a[lo : hi+1])
-			return a[k]
+	budget := 4*bits.Len(uint(len(a))) + 16
+	floydRivest(a, 0, len(a)-1, k, &budget)
+	return a[k]
+}
+
+func floydRivest(a []float64, left, right, k int, budget *int) {
+	for right > left {
+		if *budget == 0 {
+			slices.Sort(a[left : right+1])
+			return
 		}
-		budget--
-		mid := lo + (hi-lo)/2
-		if a[mid] < a[lo] {
-			a[mid], a[lo] = a[lo], a[mid]
+		*budget--
+		if right-left > 600 {
+			n := float64(right - left + 1)
+			i := float64(k - left + 1)
+			z := math.Log(n)
+			sz := 0.5 * math.Exp(2*z/3)
+			sd := 0.5 * math.Sqrt(z*sz*(n-sz)/n)
+			if i < n/2 {
+				sd = -sd
+			}
+			newLeft := max(left, int(float64(k)-i*sz/n+sd))
+			newRight := min(right, int(float64(k)+(n-i)*sz/n+sd))
+			floydRivest(a, newLeft, newRight, k, budget)
 		}
-		if a[hi] < a[lo] {
-			a[hi], a[lo] = a[lo], a[hi]
+		t := a[k]
+		i, j := left, right
+		a[left], a[k] = a[k], a[left]
+		if a[right] > t {
+			a[right], a[left] = a[left], a[right]
 		}
-		if a[hi] < a[mid] {
-			a[hi], a[mid] = a[mid], a[hi]
-		}
-		pivot := a[mid]
-		i, j := lo, hi
-		for i <= j {
-			for a[i] < pivot {
+		for i < j {
+			a[i], a[j] = a[j], a[i]
+			i++
+			j--
+			for a[i] < t {
 				i++
 			}
-			for a[j] > pivot {
-				j--
-			}
-			if i <= j {
-				a[i], a[j] = a[j], a[i]
-				i++
+			for a[j] > t {
 				j--
 			}
 		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return a[k]
+		if a[left] == t {
+			a[left], a[j] = a[j], a[left]
+		} else {
+			j++
+			a[j], a[right] = a[right], a[j]
+		}
+		if j <= k {
+			left = j + 1
+		}
+		if k <= j {
+			right = j - 1
 		}
 	}
-	return a[k]
 }
 
 // pairwiseSum is numpy's pairwise summation for float64 (np.add.reduce on a

@@ -144,9 +144,26 @@ type Decoder struct {
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
 // record of schema version 2, 3 or 4 (reference §1.3, §1.5). Malformed JSON
-// yields a *SyntaxError; a well-formed record that breaks a rule yields an
-// error whose text is the reference's message (e.g. "rank must be <
-// world_size").
+// yields a *SyntaxError; a well-formed record that breaks a rule yields a
+// *ValidationError whose text is the reference's message (e.g. "rank must be
+// < world_size"); a well-formed non-object yields ErrNotObject.
+//
+// Checks run in the reference's order, the first failure wins: the schema
+// version (it selects the required and known keys, as in R2), missing keys
+// (declaration order), unknown keys (sorted), session_id (v3/v4), process
+// fields, identity fields, counters, context, metadata, v4 capabilities, and
+// last the cross-field identity rules. Decisions where the reference is
+// loose or where it cannot be followed:
+//   - integers are integer lexemes only: 1.0, 1e3, true and "1" are not;
+//     integers outside int64 are rejected (Python would accept them);
+//   - v4 records must carry metadata.memory_capabilities, as the v4 schema
+//     says (R2's loader would infer one and add its strings to metadata,
+//     which can create marker tokens: reference open question 20);
+//   - records without schema_version (legacy tracker output) are rejected
+//     rather than converted;
+//   - NaN and Infinity literals are rejected (Python's json accepts them);
+//     invalid UTF-8 inside strings becomes U+FFFD; duplicate keys keep the
+//     last value, as in Python.
 func DecodeRecord(data []byte) (Event, error) {
 	var d Decoder
 	return d.Decode(data)
