@@ -171,6 +171,16 @@ func DecodeRecord(data []byte) (Event, error) {
 
 // Decode is DecodeRecord with string interning across calls.
 func (d *Decoder) Decode(data []byte) (Event, error) {
+	var e Event
+	if err := d.decodeInto(data, &e); err != nil {
+		return Event{}, err
+	}
+	return e, nil
+}
+
+// decodeInto decodes into *e in place (readers decode straight into their
+// result slice); on error *e holds a partial record.
+func (d *Decoder) decodeInto(data []byte, e *Event) error {
 	if d.sc.intern == nil {
 		d.sc.intern = make(map[string]string, 64)
 	}
@@ -178,12 +188,13 @@ func (d *Decoder) Decode(data []byte) (Event, error) {
 	isObject, err := d.scanRecord()
 	d.sc.data = nil
 	if err != nil {
-		return Event{}, err
+		return err
 	}
 	if !isObject {
-		return Event{}, errNotObject
+		return errNotObject
 	}
-	return d.validate()
+	*e = Event{}
+	return d.validate(e)
 }
 
 var errNotObject = errors.New("record must be an object")
@@ -403,17 +414,16 @@ func (d *Decoder) requiredString(f field) (string, error) {
 	return sl.s, nil
 }
 
-func (d *Decoder) validate() (Event, error) {
-	var e Event
+func (d *Decoder) validate(e *Event) error {
 	sl := &d.slots
 
 	// Schema version first: it selects the required and known key sets.
 	if !sl[fSchemaVersion].present {
-		return e, d.missing(fieldsV2)
+		return d.missing(fieldsV2)
 	}
 	version, err := d.integer(fSchemaVersion)
 	if err != nil {
-		return e, invalid("schema_version must be an integer")
+		return invalid("schema_version must be an integer")
 	}
 	var required []field
 	switch version {
@@ -422,89 +432,89 @@ func (d *Decoder) validate() (Event, error) {
 	case 3, 4:
 		required = fieldsV3
 	default:
-		return e, invalid("Unsupported schema_version: %d", version)
+		return invalid("Unsupported schema_version: %d", version)
 	}
 	if err := d.missing(required); err != nil {
-		return e, err
+		return err
 	}
 	if version == 2 && sl[fSessionID].present {
 		d.unknown = append(d.unknown, "session_id")
 	}
 	if len(d.unknown) > 0 {
 		slices.Sort(d.unknown)
-		return e, invalid("Unknown telemetry fields: %s", strings.Join(d.unknown, ", "))
+		return invalid("Unknown telemetry fields: %s", strings.Join(d.unknown, ", "))
 	}
 	e.SchemaVersion = int(version)
 	if version != 2 {
 		if e.SessionID, err = d.requiredString(fSessionID); err != nil {
-			return e, err
+			return err
 		}
 	}
 
 	if e.TimestampNs, err = d.integer(fTimestampNs); err != nil {
-		return e, err
+		return err
 	}
 	if e.TimestampNs < 0 {
-		return e, invalid("timestamp_ns must be >= 0")
+		return invalid("timestamp_ns must be >= 0")
 	}
 	if e.EventType, err = d.requiredString(fEventType); err != nil {
-		return e, err
+		return err
 	}
 	if e.Collector, err = d.requiredString(fCollector); err != nil {
-		return e, err
+		return err
 	}
 	if e.SamplingIntervalMs, err = d.integer(fSamplingIntervalMs); err != nil {
-		return e, err
+		return err
 	}
 	if e.SamplingIntervalMs < 0 {
-		return e, invalid("sampling_interval_ms must be >= 0")
+		return invalid("sampling_interval_ms must be >= 0")
 	}
 	if e.PID, err = d.integer(fPID); err != nil {
-		return e, err
+		return err
 	}
 	if e.PID < -1 {
-		return e, invalid("pid must be >= -1")
+		return invalid("pid must be >= -1")
 	}
 	if e.Host, err = d.requiredString(fHost); err != nil {
-		return e, err
+		return err
 	}
 
 	// Identity fields, each only when present (null job_id is allowed; a
 	// null rank/local_rank/world_size is not an integer).
 	if sl[fJobID].present && sl[fJobID].kind != kNull {
 		if e.JobID, err = d.requiredString(fJobID); err != nil {
-			return e, err
+			return err
 		}
 	}
 	e.Rank, e.WorldSize = 0, 1
 	if sl[fRank].present {
 		if e.Rank, err = d.integer(fRank); err != nil {
-			return e, err
+			return err
 		}
 		if e.Rank < 0 {
-			return e, invalid("rank must be >= 0")
+			return invalid("rank must be >= 0")
 		}
 	}
 	e.LocalRank = e.Rank
 	if sl[fLocalRank].present {
 		if e.LocalRank, err = d.integer(fLocalRank); err != nil {
-			return e, err
+			return err
 		}
 		if e.LocalRank < 0 {
-			return e, invalid("local_rank must be >= 0")
+			return invalid("local_rank must be >= 0")
 		}
 	}
 	if sl[fWorldSize].present {
 		if e.WorldSize, err = d.integer(fWorldSize); err != nil {
-			return e, err
+			return err
 		}
 		if e.WorldSize < 1 {
-			return e, invalid("world_size must be >= 1")
+			return invalid("world_size must be >= 1")
 		}
 	}
 
 	if e.DeviceID, err = d.integer(fDeviceID); err != nil {
-		return e, err
+		return err
 	}
 
 	// Counters: v4 makes the core counters nullable.
@@ -517,57 +527,57 @@ func (d *Decoder) validate() (Event, error) {
 		coreOpt = d.optInteger
 	}
 	if e.AllocatorAllocatedBytes, err = coreOpt(fAllocatorAllocatedBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.AllocatorReservedBytes, err = coreOpt(fAllocatorReservedBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.AllocatorActiveBytes, err = d.optInteger(fAllocatorActiveBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.AllocatorInactiveBytes, err = d.optInteger(fAllocatorInactiveBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.AllocatorChangeBytes, err = coreOpt(fAllocatorChangeBytes); err != nil {
-		return e, err
+		return err
 	}
 	if negative(e.AllocatorAllocatedBytes) {
-		return e, invalid("allocator_allocated_bytes must be >= 0")
+		return invalid("allocator_allocated_bytes must be >= 0")
 	}
 	if negative(e.AllocatorReservedBytes) {
-		return e, invalid("allocator_reserved_bytes must be >= 0")
+		return invalid("allocator_reserved_bytes must be >= 0")
 	}
 	if negative(e.AllocatorActiveBytes) {
-		return e, invalid("allocator_active_bytes must be >= 0 when provided")
+		return invalid("allocator_active_bytes must be >= 0 when provided")
 	}
 	if negative(e.AllocatorInactiveBytes) {
-		return e, invalid("allocator_inactive_bytes must be >= 0 when provided")
+		return invalid("allocator_inactive_bytes must be >= 0 when provided")
 	}
 
 	if e.DeviceUsedBytes, err = coreOpt(fDeviceUsedBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.DeviceFreeBytes, err = d.optInteger(fDeviceFreeBytes); err != nil {
-		return e, err
+		return err
 	}
 	if e.DeviceTotalBytes, err = d.optInteger(fDeviceTotalBytes); err != nil {
-		return e, err
+		return err
 	}
 	if negative(e.DeviceUsedBytes) {
-		return e, invalid("device_used_bytes must be >= 0")
+		return invalid("device_used_bytes must be >= 0")
 	}
 	if negative(e.DeviceFreeBytes) {
-		return e, invalid("device_free_bytes must be >= 0 when provided")
+		return invalid("device_free_bytes must be >= 0 when provided")
 	}
 	if negative(e.DeviceTotalBytes) {
-		return e, invalid("device_total_bytes must be >= 0 when provided")
+		return invalid("device_total_bytes must be >= 0 when provided")
 	}
 	if e.DeviceTotalBytes.Valid {
 		if e.DeviceUsedBytes.Valid && e.DeviceUsedBytes.Value > e.DeviceTotalBytes.Value {
-			return e, invalid("device_used_bytes cannot exceed device_total_bytes")
+			return invalid("device_used_bytes cannot exceed device_total_bytes")
 		}
 		if e.DeviceFreeBytes.Valid && e.DeviceFreeBytes.Value > e.DeviceTotalBytes.Value {
-			return e, invalid("device_free_bytes cannot exceed device_total_bytes")
+			return invalid("device_free_bytes cannot exceed device_total_bytes")
 		}
 	}
 
@@ -576,31 +586,31 @@ func (d *Decoder) validate() (Event, error) {
 	case kString:
 		e.Context, e.HasContext = ctx.s, true
 	default:
-		return e, invalid("context must be a string")
+		return invalid("context must be a string")
 	}
 
 	if sl[fMetadata].kind != kObject {
-		return e, invalid("metadata must be an object")
+		return invalid("metadata must be an object")
 	}
 	e.Metadata = sl[fMetadata].meta
 	if version == 4 {
-		if err := validateCapabilities(&e); err != nil {
-			return e, err
+		if err := validateCapabilities(e); err != nil {
+			return err
 		}
 	}
 
 	// Cross-field identity rules (resolve_distributed_identity).
 	switch {
 	case e.Rank >= e.WorldSize:
-		return e, invalid("rank must be < world_size")
+		return invalid("rank must be < world_size")
 	case e.LocalRank >= e.WorldSize:
-		return e, invalid("local_rank must be < world_size")
+		return invalid("local_rank must be < world_size")
 	case e.WorldSize == 1 && e.Rank != 0:
-		return e, invalid("rank must be 0 when world_size is 1")
+		return invalid("rank must be 0 when world_size is 1")
 	case e.WorldSize == 1 && e.LocalRank != 0:
-		return e, invalid("local_rank must be 0 when world_size is 1")
+		return invalid("local_rank must be 0 when world_size is 1")
 	}
-	return e, nil
+	return nil
 }
 
 func negative(v OptInt) bool { return v.Valid && v.Value < 0 }

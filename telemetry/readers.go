@@ -199,8 +199,7 @@ func (d *Decoder) decodeLines(data []byte, start, end, line, chunkLines int, fin
 		if isBlankLine(text) {
 			continue
 		}
-		ev, err := d.Decode(text)
-		if err != nil {
+		if err := d.decodeInto(text, &out[line]); err != nil {
 			var syn *SyntaxError
 			truncatedTail := final && line == chunkLines-1 && lineEnd == len(data)
 			if errors.As(err, &syn) && truncatedTail {
@@ -211,7 +210,6 @@ func (d *Decoder) decodeLines(data []byte, start, end, line, chunkLines int, fin
 			}
 			return &RecordError{Line: lineBase + line + 1, Index: -1, Err: err}
 		}
-		out[line] = ev
 		filled[line] = true
 	}
 	return nil
