@@ -31,7 +31,7 @@ func garbageAttrs(m pcommon.Map) {
 	m.PutEmptyMap("gpu.index").PutStr("x", "y")
 	m.PutStr("gpu", "-1")
 	m.PutInt("thread.id", math.MinInt64)
-	deepValue(m.PutEmpty("deep"), 200)
+	deepValue(m.PutEmpty("deep"), 70)
 	m.PutEmptySlice("phase.path").AppendEmpty().SetInt(3)
 }
 
@@ -106,6 +106,8 @@ func garbageTraces() []ptrace.Traces {
 	return []ptrace.Traces{ptrace.NewTraces(), td}
 }
 
+// garbageLogs builds malformed log bodies, one nested past the decoder's
+// depth limit.
 func garbageLogs() []plog.Logs {
 	ld := plog.NewLogs()
 	ld.ResourceLogs().AppendEmpty()
@@ -116,7 +118,7 @@ func garbageLogs() []plog.Logs {
 	for _, s := range []string{
 		"", "{", "}", "{}", `{"schema_version":2`, `{"schema_version":2}`, `{"schema_version":4,"metadata":[]}`,
 		`{"schema_version":3e0}`, `{"schema_version":-2}`, `{"schema_version":2,"schema_version":3}`,
-		"{\"schema_version\":2,\"x\":\"\xff\xfe\"}", `{"schema_version":2,"metadata":` + deepJSON(10000) + `}`,
+		"{\"schema_version\":2,\"x\":\"\xff\xfe\"}", `{"schema_version":2,"metadata":` + deepJSON(10001) + `}`,
 		`{"schema_version":999999999999999999999999}`, `   {"schema_version":   4   `,
 	} {
 		lrs.AppendEmpty().Body().SetStr(s)
@@ -175,20 +177,35 @@ func TestGarbageNeverPanics(t *testing.T) {
 }
 
 // FuzzConvert decodes arbitrary bytes as OTLP metrics, traces and logs and
-// converts whatever decodes.
+// converts whatever decodes. The seeds are small valid batches: the fuzzer
+// minimises slowly on large inputs.
 func FuzzConvert(f *testing.F) {
-	for _, md := range garbageMetrics() {
-		b, _ := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
-		f.Add(b)
-	}
-	for _, td := range garbageTraces() {
-		b, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-		f.Add(b)
-	}
-	for _, ld := range garbageLogs() {
-		b, _ := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
-		f.Add(b)
-	}
+	const t0 = int64(1767225600000000000)
+	md := gaugeBatch(map[string]any{"job_id": "j", "rank": int64(1), "host.name": "h", "gpu": "0"},
+		used(t0, 10), reserved(t0, 5), gaugePoint{name: "DCGM_FI_DEV_FB_FREE", ts: t0, value: 1})
+	b, _ := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
+	f.Add(b)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutInt("rank", 0)
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("train")
+	sp.SetSpanID(pcommon.SpanID{2})
+	sp.SetParentSpanID(pcommon.SpanID{1})
+	sp.SetStartTimestamp(pcommon.Timestamp(t0))
+	sp.SetEndTimestamp(pcommon.Timestamp(t0 + 1))
+	sp.Attributes().PutStr("op", "all_reduce")
+	sp.Events().AppendEmpty().SetName("nccl")
+	b, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	f.Add(b)
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	lrs.AppendEmpty().Body().SetStr(`{"schema_version":2,"timestamp_ns":1,"event_type":"x","collector":"c","sampling_interval_ms":0,"pid":1,"host":"h","device_id":0,"allocator_allocated_bytes":1,"allocator_reserved_bytes":1,"allocator_active_bytes":null,"allocator_inactive_bytes":null,"allocator_change_bytes":0,"device_used_bytes":1,"device_free_bytes":null,"device_total_bytes":null,"context":null,"metadata":{}}`)
+	m := lrs.AppendEmpty().Body().SetEmptyMap()
+	m.PutInt("schema_version", 3)
+	m.PutEmptySlice("metadata").AppendEmpty().SetDouble(2.5)
+	b, _ = (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+	f.Add(b)
 	nop := func(Record) {}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
