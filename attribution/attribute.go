@@ -58,9 +58,13 @@ type spike struct {
 	syncCount int64
 }
 
-// AttributeInput is Attribute on grouped input (steps S4–S12). It neither
-// retains nor modifies in's slices; results own their memory except
-// ReasonCodes, which share read-only backing arrays.
+// AttributeInput is Attribute on grouped input (steps S4–S12). Each series'
+// Samples must be in time order and its Markers ascending (as BuildInput
+// produces); the order of the series does not matter, and one rank should
+// have one series. It neither retains nor modifies in's slices; results own
+// their memory except ReasonCodes, which share read-only backing arrays.
+// MarkerTimesNs lists the contributing markers; a merged result carries the
+// union (each timestamp once).
 func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 	spikes := detectSpikes(in, cfg)
 	if len(spikes) == 0 {
@@ -137,7 +141,7 @@ func detectSpikes(in Input, cfg Config) []spike {
 		maxN = max(maxN, len(rs.Samples))
 	}
 	gaps := make([]float64, maxN)
-	scratch := make([]float64, maxN)
+	scratch := newStatsScratch(maxN)
 	// Synchrony counts distinct rank numbers; a dense id per rank number
 	// keeps that right even if a caller splits one rank over several series.
 	ids := make(map[int64]int32, len(in.Ranks))

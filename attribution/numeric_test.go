@@ -103,14 +103,15 @@ func TestMedianAndZscore(t *testing.T) {
 		{[]float64{5, 5, 5, 5, 1, 9}, 5},
 		{[]float64{7}, 7},
 	} {
-		if got := median(slices.Clone(tc.in)); got != tc.want {
+		if got := median(tc.in, make([]uint64, len(tc.in))); got != tc.want {
 			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 	// selectKth against sorting on many shapes, including long runs of
-	// equal values and adversarial orders.
+	// equal values, zeros, huge values and adversarial orders; the input
+	// must not change.
 	for _, n := range []int{1, 2, 3, 5, 8, 13, 64, 299, 601, 602, 1000, 2999, 3000, 4096} {
-		for shape := range 5 {
+		for shape := range 7 {
 			a := make([]float64, n)
 			for i := range a {
 				switch shape {
@@ -124,13 +125,28 @@ func TestMedianAndZscore(t *testing.T) {
 					a[i] = float64(i % 3)
 				case 4:
 					a[i] = float64((i * 2654435761) % 1000003)
+				case 5:
+					a[i] = float64(int64(i%7) << 50)
+				case 6:
+					a[i] = float64(i%2) * 0.25
 				}
 			}
 			sorted := slices.Sorted(slices.Values(a))
+			orig := slices.Clone(a)
 			for _, k := range []int{0, n / 3, n / 2, n - 1} {
-				if got := selectKth(slices.Clone(a), k); got != sorted[k] {
+				if got := selectKth(a, k, make([]uint64, n)); got != sorted[k] {
 					t.Fatalf("n=%d shape=%d k=%d: %v, want %v", n, shape, k, got, sorted[k])
 				}
+			}
+			if !slices.Equal(a, orig) {
+				t.Fatal("selectKth modified its input")
+			}
+			want := sorted[n/2]
+			if n%2 == 0 {
+				want = (sorted[n/2-1] + sorted[n/2]) / 2
+			}
+			if got := median(a, make([]uint64, n)); got != want {
+				t.Fatalf("n=%d shape=%d: median %v, want %v", n, shape, got, want)
 			}
 		}
 	}
@@ -138,13 +154,13 @@ func TestMedianAndZscore(t *testing.T) {
 	for n, want := range map[int]float64{6: 2.0412, 8: 2.4749, 9: 2.6667, 10: 2.846, 11: 3.0151, 12: 3.1754} {
 		g := slices.Repeat([]float64{40e6}, n)
 		g[n/2] = 1.6e9
-		st := computeRankStats(g, make([]float64, n))
+		st := computeRankStats(g, newStatsScratch(n))
 		if got := pyRound(st.zscore(1.6e9), 4); got != want {
 			t.Errorf("n=%d: z %v, want %v", n, got, want)
 		}
 	}
 	// Constant values: MAD 0 and sd 0 give z 0.
-	st := computeRankStats(slices.Repeat([]float64{5e8}, 12), make([]float64, 12))
+	st := computeRankStats(slices.Repeat([]float64{5e8}, 12), newStatsScratch(12))
 	if st.zscore(5e8) != 0 {
 		t.Fatal("constant gaps must give z 0")
 	}

@@ -2,8 +2,6 @@ package attribution
 
 import (
 	"math"
-	"math/bits"
-	"slices"
 )
 
 // madConstant is the reference's robust z-score scale: 0.6745·(v−median)/MAD
@@ -22,19 +20,29 @@ type rankStats struct {
 	sd   float64 // only when mad == 0
 }
 
+// statsScratch holds reusable buffers for computeRankStats.
+type statsScratch struct {
+	work []float64
+	keys []uint64
+}
+
+func newStatsScratch(n int) *statsScratch {
+	return &statsScratch{work: make([]float64, n), keys: make([]uint64, n)}
+}
+
 // computeRankStats fills the statistics of values (the gaps as float64 in
-// sample order). scratch must have len(values) capacity; it is clobbered.
-func computeRankStats(values, scratch []float64) rankStats {
+// sample order; all >= 0).
+func computeRankStats(values []float64, sc *statsScratch) rankStats {
 	st := rankStats{n: len(values)}
 	if st.n < 3 {
 		return st
 	}
-	work := append(scratch[:0], values...)
-	st.med = median(work)
+	st.med = median(values, sc.keys)
+	work := sc.work[:len(values)]
 	for i, v := range values {
 		work[i] = math.Abs(v - st.med)
 	}
-	st.mad = median(work)
+	st.mad = median(work, sc.keys)
 	if st.mad > 0 {
 		return st
 	}
@@ -74,84 +82,65 @@ func positive(x float64) float64 {
 	return 0
 }
 
-// median is numpy's median of a (which it reorders): the middle element for
-// odd n, (a+b)/2 of the two middle elements for even n.
-func median(a []float64) float64 {
+// median is numpy's median of a (non-negative values, left unchanged): the
+// middle element for odd n, (a+b)/2 of the two middle elements for even n.
+// keys is scratch of at least len(a).
+func median(a []float64, keys []uint64) float64 {
 	n := len(a)
 	k := n / 2
-	hi := selectKth(a, k)
+	hi := selectKth(a, k, keys)
 	if n%2 == 1 {
 		return hi
 	}
-	lo := a[0]
-	for _, v := range a[1:k] {
-		lo = max(lo, v)
+	// The lower middle is hi itself unless exactly k values lie below hi,
+	// in which case it is the largest of them.
+	below, lo := 0, 0.0
+	for _, v := range a {
+		if v < hi {
+			below++
+			lo = max(lo, v)
+		}
+	}
+	if below < k {
+		lo = hi
 	}
 	return (lo + hi) / 2
 }
 
-// selectKth reorders a so that a[k] is its k-th smallest element with
-// everything before it <= and everything after it >=, and returns a[k].
-// It is Floyd–Rivest selection: on large ranges a small sample brackets the
-// target first, so a rank's 3 000 gaps cost about 1.5 comparisons each
-// instead of quickselect's ~3.4. A depth budget falls back to sorting,
-// bounding the worst case at O(n log n).
-func selectKth(a []float64, k int) float64 {
-	budget := 4*bits.Len(uint(len(a))) + 16
-	floydRivest(a, 0, len(a)-1, k, &budget)
-	return a[k]
-}
-
-func floydRivest(a []float64, left, right, k int, budget *int) {
-	for right > left {
-		if *budget == 0 {
-			slices.Sort(a[left : right+1])
-			return
-		}
-		*budget--
-		if right-left > 600 {
-			n := float64(right - left + 1)
-			i := float64(k - left + 1)
-			z := math.Log(n)
-			sz := 0.5 * math.Exp(2*z/3)
-			sd := 0.5 * math.Sqrt(z*sz*(n-sz)/n)
-			if i < n/2 {
-				sd = -sd
-			}
-			newLeft := max(left, int(float64(k)-i*sz/n+sd))
-			newRight := min(right, int(float64(k)+(n-i)*sz/n+sd))
-			floydRivest(a, newLeft, newRight, k, budget)
-		}
-		t := a[k]
-		i, j := left, right
-		a[left], a[k] = a[k], a[left]
-		if a[right] > t {
-			a[right], a[left] = a[left], a[right]
-		}
-		for i < j {
-			a[i], a[j] = a[j], a[i]
-			i++
-			j--
-			for a[i] < t {
-				i++
-			}
-			for a[j] > t {
-				j--
-			}
-		}
-		if a[left] == t {
-			a[left], a[j] = a[j], a[left]
-		} else {
-			j++
-			a[j], a[right] = a[right], a[j]
-		}
-		if j <= k {
-			left = j + 1
-		}
-		if k <= j {
-			right = j - 1
-		}
+// selectKth returns the k-th smallest (0-based) of the non-negative values
+// in a, which it does not modify. It is a radix select on the IEEE bits
+// (monotonic for non-negative floats): one histogram pass per byte, keeping
+// only the candidates of the chosen bucket. Unlike comparison-based
+// selection it has no data-dependent branches to mispredict, which is what
+// dominates on real, unordered gap series; the cost is O(8n) at worst.
+func selectKth(a []float64, k int, keys []uint64) float64 {
+	keys = keys[:len(a)]
+	for i, v := range a {
+		keys[i] = math.Float64bits(v)
 	}
+	n := len(keys)
+	for shift := 56; shift >= 0 && n > 1; shift -= 8 {
+		var hist [256]int32
+		for _, x := range keys[:n] {
+			hist[(x>>shift)&0xff]++
+		}
+		d := 0
+		for ; k >= int(hist[d]); d++ {
+			k -= int(hist[d])
+		}
+		if int(hist[d]) == n {
+			continue // every candidate shares this byte
+		}
+		m := 0
+		for _, x := range keys[:n] {
+			keys[m] = x
+			if (x>>shift)&0xff == uint64(d) {
+				m++
+			}
+		}
+		n = m
+	}
+	return math.Float64frombits(keys[0])
 }
 
 // pairwiseSum is numpy's pairwise summation for float64 (np.add.reduce on a

@@ -16,7 +16,7 @@ func BenchmarkRankStats(b *testing.B) {
 	for i, s := range rs.Samples {
 		g[i] = float64(s.GapBytes)
 	}
-	scratch := make([]float64, len(g))
+	scratch := newStatsScratch(len(g))
 	b.ReportAllocs()
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)

@@ -11,6 +11,11 @@
 // input cannot be read or a record is invalid (the message names its line, or
 // its index in a JSON array); 2 on a usage error or an invalid configuration
 // (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
+//
+// The configuration is checked before the input is read, so a bad preset or
+// override fails fast even on empty input (the reference returns [] for no
+// events without resolving its configuration). JSON Lines are streamed in
+// chunks; a JSON array is read whole.
 package main
 
 import (
