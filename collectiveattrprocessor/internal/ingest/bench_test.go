@@ -1,10 +1,12 @@
 package ingest
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -266,4 +268,45 @@ func BenchmarkConvertTraces(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*spans), "ns/span")
 	b.ReportMetric(float64(spans), "spans/op")
 	b.ReportMetric(float64(records)/float64(i), "records/op")
+}
+
+// logBatch is one second of stormlog JSONL lines from every rank, shipped
+// as string bodies (a filelog receiver without a JSON parser).
+func logBatch(sec int) plog.Logs {
+	ld := plog.NewLogs()
+	base := benchT0.Add(time.Duration(sec) * time.Second).UnixNano()
+	for r := range benchRanks {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("host.name", hostName(r/benchGPUsPerHost))
+		rl.Resource().Attributes().PutStr("log.file.path", "/var/log/stormlog/rank.jsonl")
+		lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+		for k := range benchHz {
+			ts := base + int64(k)*int64(time.Second/benchHz)
+			lrs.AppendEmpty().Body().SetStr(`{"schema_version":3,"session_id":"sess-90ed263b29af","timestamp_ns":` +
+				strconv.FormatInt(ts, 10) + `,"event_type":"sample","collector":"stormlog.cuda_tracker","sampling_interval_ms":100,"pid":4101,"host":"` +
+				hostName(r/benchGPUsPerHost) + `","job_id":"job-edb055","rank":` + strconv.Itoa(r) + `,"local_rank":` + strconv.Itoa(r%benchGPUsPerHost) +
+				`,"world_size":64,"device_id":` + strconv.Itoa(r%benchGPUsPerHost) + `,"allocator_allocated_bytes":38343475200,"allocator_reserved_bytes":40899706880,"allocator_active_bytes":38343475200,"allocator_inactive_bytes":2556231680,"allocator_change_bytes":0,"device_used_bytes":40939365770,"device_free_bytes":44959980150,"device_total_bytes":85899345920,"context":null,"metadata":{}}`)
+		}
+	}
+	return ld
+}
+
+func BenchmarkConvertLogs(b *testing.B) {
+	ld := logBatch(0)
+	records := ld.LogRecordCount()
+	c, _ := benchConverter()
+	n := 0
+	emit := func(Record) { n++ }
+	skip := func(Skip) {}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c.ConvertLogs(ld, emit, skip)
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*records), "ns/record")
+	b.ReportMetric(float64(records), "records/op")
+	if n != i*records {
+		b.Fatalf("converted %d of %d records", n, i*records)
+	}
 }
