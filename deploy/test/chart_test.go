@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -236,7 +237,8 @@ func assertCollectorContainer(t *testing.T, c corev1.Container) {
 			healthPort = p.ContainerPort
 		}
 	}
-	assert.Equal(t, int32(13133), healthPort, "health_check listens on 13133 in every config")
+	assert.NotZero(t, healthPort)
+	assert.Equal(t, strconv.Itoa(int(healthPort)), envValue(c, "HEALTH_CHECK_PORT"), "health_check listens where the probes look")
 	for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
 		require.NotNil(t, probe)
 		require.NotNil(t, probe.HTTPGet)

@@ -49,6 +49,10 @@ listeners, its node for node-local DCGM target selection. */}}
   valueFrom:
     fieldRef:
       fieldPath: spec.nodeName
+- name: HEALTH_CHECK_PORT
+  value: {{ .Values.healthCheckPort | quote }}
+- name: SELF_METRICS_PORT
+  value: {{ .Values.selfMetricsPort | quote }}
 {{- end -}}
 
 {{- define "collectiveattr.dcgmEnv" -}}
