@@ -81,7 +81,9 @@ type Config struct {
 	// dropped without forming a sample is counted as unjoinable.
 	PendingTTL time.Duration
 	// MaxPendingPerRole bounds the points buffered per (job, rank) and metric
-	// role (default 64: 6.4 s of 10 Hz data).
+	// role (default 256: 25.6 s of 10 Hz data, so that device metrics that
+	// reach the processor seconds after the allocator's still find their
+	// partners).
 	MaxPendingPerRole int
 	// MaxSeries bounds the number of (job, rank) join buffers (default 65536).
 	// Points of a new (job, rank) beyond it are skipped as over_limit.
@@ -98,7 +100,7 @@ const (
 	defaultSampleJoinTolerance = 250 * time.Millisecond
 	defaultIdentityTTL         = 10 * time.Minute
 	defaultPendingTTL          = 30 * time.Second
-	defaultMaxPendingPerRole   = 64
+	defaultMaxPendingPerRole   = 256
 	defaultMaxSeries           = 1 << 16
 	defaultMaxIdentityMappings = 1 << 16
 	defaultMaxFutureSkew       = time.Hour

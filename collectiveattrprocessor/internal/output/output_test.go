@@ -202,3 +202,21 @@ func TestRandomIDSource(t *testing.T) {
 		seen[sid] = true
 	}
 }
+
+func TestAppendTracesSkipsEmptyLinks(t *testing.T) {
+	items := testItems()[:1]
+	items[0].Links = []ingest.SpanRef{{}, ref(0x44)}
+	td := ptrace.NewTraces()
+	AppendTraces(td, items, &seqIDs{})
+	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, pcommon.TraceID(ref(0x44).TraceID), sp.TraceID())
+	require.Equal(t, 1, sp.Links().Len())
+	assert.Equal(t, pcommon.SpanID(ref(0x44).SpanID), sp.Links().At(0).SpanID())
+
+	items[0].Links = []ingest.SpanRef{{}}
+	td = ptrace.NewTraces()
+	AppendTraces(td, items, &seqIDs{})
+	sp = td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, pcommon.TraceID{0xaa, 15: 1}, sp.TraceID(), "only an empty link: a fresh trace")
+	assert.Equal(t, 0, sp.Links().Len())
+}

@@ -7,8 +7,9 @@ import (
 
 // AppendTraces appends one result span per item (contract §5.1): name
 // collective_attribution, kind INTERNAL, from interval_start_ns to
-// interval_end_ns, with a link to each contributing marker span. A result
-// with links joins the trace of its first marker span (as a second root:
+// interval_end_ns, with a link to each contributing marker span (invalid,
+// all-zero references are left out). A result with links joins the trace of
+// its first marker span (as a second root:
 // the result spans a wider interval than the marker, so it is linked, not
 // parented); one without gets a fresh trace. Items of one (job, host) share
 // a resource (service.name, training.job.id, host.name when known) in order
@@ -36,11 +37,17 @@ func AppendTraces(dst ptrace.Traces, items []Item, ids IDSource) {
 
 func appendResultSpan(sp ptrace.Span, it *Item, ids IDSource) {
 	r := &it.Result
-	if len(it.Links) > 0 {
-		sp.SetTraceID(it.Links[0].TraceID)
-	} else {
-		sp.SetTraceID(ids.TraceID())
+	trace := pcommon.TraceID{}
+	for _, l := range it.Links {
+		if !pcommon.TraceID(l.TraceID).IsEmpty() {
+			trace = l.TraceID
+			break
+		}
 	}
+	if trace.IsEmpty() {
+		trace = ids.TraceID()
+	}
+	sp.SetTraceID(trace)
 	sp.SetSpanID(ids.SpanID())
 	sp.SetName(ResultName)
 	sp.SetKind(ptrace.SpanKindInternal)
@@ -50,6 +57,9 @@ func appendResultSpan(sp ptrace.Span, it *Item, ids IDSource) {
 	links := sp.Links()
 	links.EnsureCapacity(len(it.Links))
 	for _, l := range it.Links {
+		if pcommon.TraceID(l.TraceID).IsEmpty() || pcommon.SpanID(l.SpanID).IsEmpty() {
+			continue // not a span: nothing to link to
+		}
 		link := links.AppendEmpty()
 		link.SetTraceID(l.TraceID)
 		link.SetSpanID(l.SpanID)
