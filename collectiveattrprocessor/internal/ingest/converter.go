@@ -35,16 +35,24 @@ type Converter struct {
 	// resCache is the identity of the current resource alone, resolved (and
 	// learned or joined) once per resource for the items that carry no
 	// identity attributes of their own: the common in-process exporter case.
-	resCache    identity
-	resReason   SkipReason
-	resDetail   string
-	resCached   bool
-	lastSeries  *series
+	resCache  identity
+	resReason SkipReason
+	resDetail string
+	resCached bool
+	// lastSeries is the join buffer of the previous point: consecutive
+	// points mostly belong to one rank.
+	lastSeries *series
+
+	// Traces: the batch's span index for the ancestor walk (built only when
+	// needed, cleared after each call) and the walk's scratch.
 	spanIdx     map[spanKey]spanInfo
 	nameScratch []string
 	pathScratch []string
-	jsonBuf     []byte
-	dec         telemetry.Decoder
+
+	// Logs: the body as JSON text, and the engine's decoder (which interns
+	// short strings across calls).
+	jsonBuf []byte
+	dec     telemetry.Decoder
 
 	stats Stats
 }
