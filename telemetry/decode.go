@@ -191,17 +191,15 @@ func (d *Decoder) decodeInto(data []byte, e *Event) error {
 		return err
 	}
 	if !isObject {
-		return errNotObject
+		return ErrNotObject
 	}
 	*e = Event{}
 	return d.validate(e)
 }
 
-var errNotObject = errors.New("record must be an object")
-
-// ErrNotObject is returned (wrapped) for a well-formed JSON value that is not
-// an object.
-var ErrNotObject = errNotObject
+// ErrNotObject is returned for a well-formed JSON value that is not an
+// object.
+var ErrNotObject = errors.New("record must be an object")
 
 // scanRecord parses the whole value into slots before any validation, so a
 // syntax error anywhere wins over a validation error, as with json.loads.
