@@ -310,3 +310,38 @@ func BenchmarkConvertLogs(b *testing.B) {
 		b.Fatalf("converted %d of %d records", n, i*records)
 	}
 }
+
+// BenchmarkVisitMetrics is the floor to compare ConvertMetrics with: a
+// processor that reads every point's timestamp, value and attribute count of
+// the same batches and does nothing else.
+func BenchmarkVisitMetrics(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch func(int) pmetric.Metrics
+	}{{"in_process", inProcessBatch}, {"dcgm_and_allocator", dcgmBatch}} {
+		b.Run(bc.name, func(b *testing.B) {
+			md := bc.batch(0)
+			points := md.DataPointCount()
+			var sink int64
+			b.ReportAllocs()
+			for b.Loop() {
+				rms := md.ResourceMetrics()
+				for i := 0; i < rms.Len(); i++ {
+					sms := rms.At(i).ScopeMetrics()
+					for j := 0; j < sms.Len(); j++ {
+						ms := sms.At(j).Metrics()
+						for k := 0; k < ms.Len(); k++ {
+							dps := ms.At(k).Gauge().DataPoints()
+							for l := 0; l < dps.Len(); l++ {
+								dp := dps.At(l)
+								sink += int64(dp.Timestamp()) + dp.IntValue() + int64(dp.Attributes().Len())
+							}
+						}
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
+			_ = sink
+		})
+	}
+}

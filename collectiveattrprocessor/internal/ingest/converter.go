@@ -16,7 +16,7 @@ import (
 type Converter struct {
 	cfg   Config
 	now   func() time.Time
-	keys  keyIndex
+	keys  *keyIndex
 	roles map[string]role
 	phase map[string]struct{}
 

@@ -26,6 +26,11 @@ type deviceMap struct {
 	max   int
 	// full counts learn attempts refused because the map was at its bound.
 	full uint64
+	// last is the previous successful join: a device's points come in runs
+	// (DCGM lists each GPU's points together), so most joins repeat it.
+	last     deviceRef
+	lastRef  *rankRef
+	lastAtNs int64
 }
 
 func newDeviceMap(ttlNs int64, maxEntries int) *deviceMap {
@@ -56,6 +61,7 @@ func (d *deviceMap) put(in *interner, key deviceRef, id *identity, nowNs int64) 
 		key.dev.Opaque = in.intern(key.dev.Opaque)
 		r = &rankRef{}
 		d.m[key] = r
+		d.lastRef = nil // a new key may now win over the cached join
 	}
 	if r.job != id.job {
 		r.job = in.intern(id.job)
@@ -72,15 +78,21 @@ func (d *deviceMap) join(id *identity, nowNs int64) bool {
 	if id.host == "" {
 		return false
 	}
+	probe := deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex, Opaque: id.devOpaque}}
 	var r *rankRef
-	if id.devIndex >= 0 {
-		r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex}}, nowNs)
-	}
-	if r == nil && id.devOpaque != "" {
-		r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: -1, Opaque: id.devOpaque}}, nowNs)
-	}
-	if r == nil {
-		return false
+	if d.lastRef != nil && d.lastAtNs == nowNs && d.last == probe {
+		r = d.lastRef
+	} else {
+		if id.devIndex >= 0 {
+			r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex}}, nowNs)
+		}
+		if r == nil && id.devOpaque != "" {
+			r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: -1, Opaque: id.devOpaque}}, nowNs)
+		}
+		if r == nil {
+			return false
+		}
+		d.last, d.lastRef, d.lastAtNs = probe, r, nowNs
 	}
 	r.lastUsedNs = nowNs
 	id.job, id.hasJob = r.job, true
@@ -102,6 +114,7 @@ func (d *deviceMap) lookup(key deviceRef, nowNs int64) *rankRef {
 
 // expire drops mappings unused for longer than the TTL.
 func (d *deviceMap) expire(nowNs int64) {
+	d.lastRef = nil
 	for k, r := range d.m {
 		if nowNs-r.lastUsedNs > d.ttlNs {
 			delete(d.m, k)

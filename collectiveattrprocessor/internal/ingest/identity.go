@@ -28,19 +28,26 @@ type keySlot struct {
 	prio  uint16
 }
 
-// keyIndex maps every configured identity key to its slot, so that one pass
-// over an attribute map (one hash per attribute) finds every field instead of
-// one linear Map.Get per configured key.
-type keyIndex map[string][]keySlot
+// keyIndex maps every configured identity key to its slots, so that one
+// pass over an attribute map finds every field instead of one linear Map.Get
+// per configured key. A bitset of (length, first byte) of the keys rejects
+// most other attribute keys (DCGM's modelName, pci_bus_id, device, ...)
+// before any hashing.
+type keyIndex struct {
+	slots map[string][]keySlot
+	maybe [64][4]uint64 // bit (len&63, first byte)
+}
 
-func newKeyIndex(keys IdentityKeys) keyIndex {
-	idx := keyIndex{}
+func newKeyIndex(keys IdentityKeys) *keyIndex {
+	idx := &keyIndex{slots: map[string][]keySlot{}}
 	add := func(f idField, list []string) {
 		for i, k := range list {
-			if i > math.MaxUint16 {
-				break
+			if i > math.MaxUint16 || k == "" {
+				continue
 			}
-			idx[k] = append(idx[k], keySlot{field: f, prio: uint16(i)})
+			idx.slots[k] = append(idx.slots[k], keySlot{field: f, prio: uint16(i)})
+			b := k[0]
+			idx.maybe[len(k)&63][b>>6] |= 1 << (b & 63)
 		}
 	}
 	add(fieldJob, keys.JobID)
@@ -50,6 +57,18 @@ func newKeyIndex(keys IdentityKeys) keyIndex {
 	add(fieldHost, keys.Host)
 	add(fieldDevice, keys.Device)
 	return idx
+}
+
+// lookup returns the slots of an attribute key, or nil.
+func (idx *keyIndex) lookup(k string) []keySlot {
+	if k == "" {
+		return nil
+	}
+	b := k[0]
+	if idx.maybe[len(k)&63][b>>6]&(1<<(b&63)) == 0 {
+		return nil
+	}
+	return idx.slots[k]
 }
 
 // rawIdentity holds, per field, the highest-priority value found in one
@@ -78,16 +97,12 @@ func (r *rawIdentity) any() bool {
 }
 
 // scan records the identity keys of m. Empty strings count as absent.
-func (r *rawIdentity) scan(idx keyIndex, m pcommon.Map) {
+func (r *rawIdentity) scan(idx *keyIndex, m pcommon.Map) {
 	if m.Len() == 0 {
 		return
 	}
 	for k, v := range m.All() {
-		slots, ok := idx[k]
-		if !ok {
-			continue
-		}
-		for _, s := range slots {
+		for _, s := range idx.lookup(k) {
 			r.offer(s, v)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -159,4 +160,19 @@ func TestDeviceMapBound(t *testing.T) {
 	q := identity{host: "h", devIndex: 0}
 	assert.True(t, d.join(&q, 0))
 	assert.Equal(t, int64(5), q.rank)
+}
+
+func TestDeviceMapJoinCacheSeesNewMappings(t *testing.T) {
+	in := newInterner(16)
+	d := newDeviceMap(int64(60e9), 16)
+	byUUID := identity{job: "j", rank: 1, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
+	d.learn(in, &byUUID, 5)
+	q := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
+	require.True(t, d.join(&q, 5))
+	assert.Equal(t, int64(1), q.rank)
+	byIndex := identity{job: "j", rank: 2, hasRank: true, host: "h", devIndex: 0}
+	d.learn(in, &byIndex, 5)
+	q = identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
+	require.True(t, d.join(&q, 5))
+	assert.Equal(t, int64(2), q.rank, "the index mapping learned in the same call wins")
 }

@@ -147,7 +147,7 @@ func (c *Converter) mapMatches(m pcommon.Map) bool {
 		default:
 			continue
 		}
-		if _, identityKey := c.keys[k]; identityKey {
+		if c.keys.lookup(k) != nil {
 			continue
 		}
 		if valueMatches(v, 0) {
