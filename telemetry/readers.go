@@ -11,8 +11,9 @@ import (
 	"sync"
 )
 
-// RecordError is a bad record in a stream: Line is 1-based for JSON Lines,
-// Index is 0-based for JSON documents (-1 when not applicable).
+// RecordError is a bad record: Line is the 1-based line it starts on (0 when
+// unknown), Index its 0-based position in a JSON document (-1 for JSON
+// Lines).
 type RecordError struct {
 	Line  int
 	Index int
@@ -20,7 +21,10 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Index >= 0:
+		return fmt.Sprintf("line %d (event at index %d): %s", e.Line, e.Index, e.Err)
+	case e.Line > 0:
 		return fmt.Sprintf("line %d: %s", e.Line, e.Err)
 	}
 	return fmt.Sprintf("event at index %d: %s", e.Index, e.Err)
@@ -229,59 +233,107 @@ func isBlankLine(b []byte) bool {
 // ReadDocument reads a JSON document holding TelemetryEvent records: an array
 // of records, an object with an "events" array, or a single record object
 // (the reference's JSON loader). A bad record fails the read with a
-// *RecordError naming its index.
+// *RecordError naming its index and the line it starts on; malformed JSON
+// names the line of the error.
 func ReadDocument(data []byte) ([]Event, error) {
+	// The whole text must be valid JSON first, as for json.load.
 	s := &scanner{data: data}
-	v, err := s.value()
+	err := s.skipValue()
 	if err == nil {
 		err = s.expectEnd()
 	}
+	var syn *SyntaxError
+	if errors.As(err, &syn) {
+		return nil, &RecordError{Line: lineAt(data, syn.Offset), Index: -1, Err: fmt.Errorf("malformed JSON: %s", syn.Msg)}
+	}
+	spans, err := documentRecords(data)
 	if err != nil {
 		return nil, err
 	}
-	var records []any
-	switch x := v.(type) {
-	case []any:
-		records = x
-	case map[string]any:
-		if evs, ok := x["events"].([]any); ok {
-			records = evs
-		} else if looksLikeRecord(x) {
-			records = []any{x}
-		} else {
-			return nil, errors.New("JSON payload does not contain telemetry events")
-		}
-	default:
-		return nil, errors.New("Telemetry payload must be a JSON object or array")
-	}
-	// Records are re-encoded one by one and decoded with the strict decoder
-	// so both readers apply identical rules; documents are small enough for
-	// this to be cheap compared with JSON Lines streams.
-	out := make([]Event, 0, len(records))
+	out := make([]Event, 0, len(spans))
 	var d Decoder
-	var buf []byte
-	for i, r := range records {
-		if _, ok := r.(map[string]any); !ok {
-			return nil, &RecordError{Index: i, Err: errors.New("must be an object")}
+	for i, sp := range spans {
+		rec := data[sp[0]:sp[1]]
+		if rec[0] != '{' {
+			return nil, &RecordError{Line: lineAt(data, sp[0]), Index: i, Err: errors.New("must be an object")}
 		}
-		buf = appendJSONValue(buf[:0], r)
-		ev, err := d.Decode(buf)
+		ev, err := d.Decode(rec)
 		if err != nil {
-			return nil, &RecordError{Index: i, Err: err}
+			return nil, &RecordError{Line: lineAt(data, sp[0]), Index: i, Err: err}
 		}
 		out = append(out, ev)
 	}
 	return out, nil
 }
 
-func looksLikeRecord(m map[string]any) bool {
-	for _, k := range []string{"schema_version", "event_type", "type", "memory_allocated", "memory_mb", "timestamp", "timestamp_ns"} {
-		if _, ok := m[k]; ok {
-			return true
+func lineAt(data []byte, off int) int {
+	return 1 + bytes.Count(data[:min(off, len(data))], []byte{'\n'})
+}
+
+// documentRecords returns the byte spans of the records of a valid JSON
+// document: the elements of a top-level array, of the (last) "events" array
+// of a top-level object, or the object itself when it looks like a record.
+func documentRecords(data []byte) ([][2]int, error) {
+	s := &scanner{data: data}
+	switch s.peek() {
+	case '[':
+		return arrayElements(s), nil
+	case '{':
+	default:
+		return nil, errors.New("Telemetry payload must be a JSON object or array")
+	}
+	start := s.pos
+	s.pos++
+	var spans [][2]int
+	hasEvents, looksLike := false, false
+	for s.peek() != '}' {
+		kb, _ := s.stringBytes()
+		key := string(kb)
+		s.peek()
+		s.pos++ // ':'
+		if key == "events" && s.peek() == '[' {
+			spans, hasEvents = arrayElements(s), true
+		} else {
+			if key == "events" {
+				hasEvents = false
+			}
+			_ = s.skipValue()
+		}
+		switch key {
+		case "schema_version", "event_type", "type", "memory_allocated", "memory_mb", "timestamp", "timestamp_ns":
+			looksLike = true
+		}
+		if s.peek() == ',' {
+			s.pos++
 		}
 	}
-	return false
+	s.pos++
+	switch {
+	case hasEvents:
+		return spans, nil
+	case looksLike:
+		return [][2]int{{start, s.pos}}, nil
+	}
+	return nil, errors.New("JSON payload does not contain telemetry events")
 }
+
+// arrayElements returns the spans of the elements of the (valid) array at
+// s.pos and moves past it.
+func arrayElements(s *scanner) [][2]int {
+	var spans [][2]int
+	s.pos++ // '['
+	for s.peek() != ']' {
+		start := s.pos
+		_ = s.skipValue()
+		spans = append(spans, [2]int{start, s.pos})
+		if s.peek() == ',' {
+			s.pos++
+		}
+	}
+	s.pos++
+	return spans
+}
+
 
 // ReadAuto reads either JSON Lines or one JSON document, deciding by content:
 // input whose first non-blank byte is '[' is a document; so is one object with
@@ -319,12 +371,13 @@ func readDocument(r io.Reader, head []byte, guessed bool) ([]Event, error) {
 		return nil, err
 	}
 	data := append(head, rest...)
-	events, err := ReadDocument(data)
-	var syn *SyntaxError
-	if guessed && errors.As(err, &syn) {
-		return DecodeJSONL(data)
+	if guessed {
+		s := &scanner{data: data}
+		if s.skipValue() != nil || s.expectEnd() != nil {
+			return DecodeJSONL(data)
+		}
 	}
-	return events, err
+	return ReadDocument(data)
 }
 
 type lineKind int

@@ -108,8 +108,11 @@ func TestReadDocument(t *testing.T) {
 		{"events object", `{"events":[` + record(1, 0) + `]}`, 1, ""},
 		{"single record", record(1, 0), 1, ""},
 		{"empty array", "[]", 0, ""},
-		{"bad element names index", "[" + record(1, 0) + "," + bad + "]", 0, "event at index 1: rank must be < world_size"},
-		{"non-object element", "[" + record(1, 0) + ",3]", 0, "event at index 1: must be an object"},
+		{"bad element names line and index", "[" + record(1, 0) + ",\n" + bad + "]", 0, "line 2 (event at index 1): rank must be < world_size"},
+		{"non-object element", "[" + record(1, 0) + ",3]", 0, "line 1 (event at index 1): must be an object"},
+		{"bad element in events wrapper", "{\"events\": [\n\n" + bad + "]}", 0, "line 3 (event at index 0): rank must be < world_size"},
+		{"last events key wins", `{"events": [3], "events": [` + record(1, 0) + `]}`, 1, ""},
+		{"malformed names the line", "[\n" + record(1, 0) + ",\n{oops}]", 0, "line 3: malformed JSON: expected object key"},
 		{"object without events", `{"foo":1}`, 0, "JSON payload does not contain telemetry events"},
 		{"scalar", `3`, 0, "Telemetry payload must be a JSON object or array"},
 	}
@@ -144,5 +147,18 @@ func TestReadAutoPicksFormat(t *testing.T) {
 		if len(events) == 0 || events[0].TimestampNs != 5 {
 			t.Fatalf("%s: got %v", name, timestamps(events))
 		}
+	}
+}
+
+// TestReadAutoMalformedFirstLine: a first line that does not parse is not
+// mistaken for a pretty-printed document; the error names the line.
+func TestReadAutoMalformedFirstLine(t *testing.T) {
+	_, err := ReadAuto(strings.NewReader(`{"schema_version": 2,` + "\n" + record(1, 0) + "\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "line 1: malformed JSON record") {
+		t.Fatalf("error %v", err)
+	}
+	_, err = ReadAuto(strings.NewReader("[\n" + record(1, 0) + ",\n{oops}\n]"))
+	if err == nil || !strings.HasPrefix(err.Error(), "line 3: malformed JSON") {
+		t.Fatalf("malformed array: error %v", err)
 	}
 }

@@ -8,8 +8,8 @@
 // results to stdout as one JSON array in the reference serialisation.
 //
 // Exit status: 0 on success (including no results, printed as []); 1 when the
-// input cannot be read or a record is invalid (the message names its line, or
-// its index in a JSON array); 2 on a usage error or an invalid configuration
+// input cannot be read or a record is invalid (the message names its line,
+// and its index in a JSON array); 2 on a usage error or an invalid configuration
 // (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
 //
 // The configuration is checked before the input is read, so a bad preset or
@@ -70,7 +70,7 @@ has rank, interval_start_ns, interval_end_ns, classification, confidence,
 reason_codes and evidence, in that order.
 
 Exit status: 0 success; 1 unreadable input or invalid record (the message
-names the line, or the index in a JSON array); 2 usage or configuration error.
+names the line, and the index in a JSON array); 2 usage or configuration error.
 `
 
 func main() {

@@ -170,7 +170,7 @@ func TestCLIBehaviour(t *testing.T) {
 		{"stdin", []string{"attribute", "-"}, good + "\n", 0, "[]\n", ""},
 		{"flags after file", []string{"attribute", goodFile, "--preset", "HIGH", "--phases"}, "", 0, "[]\n", ""},
 		{"invalid record names its line", []string{"attribute", badFile}, "", 1, "", "line 4: rank must be < world_size"},
-		{"invalid array element names its index", []string{"attribute", arrayFile}, "", 1, "", "index 1: rank must be < world_size"},
+		{"invalid array element names its line and index", []string{"attribute", arrayFile}, "", 1, "", "line 3 (event at index 1): rank must be < world_size"},
 		{"missing file", []string{"attribute", filepath.Join(tmp, "nope")}, "", 1, "", "no such file"},
 		{"config error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 2}`, goodFile}, "", 2, "", "min_samples_per_rank must be >= 3"},
 		{"override type error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 3.5}`, goodFile}, "", 2, "", "min_samples_per_rank must be an integer"},
