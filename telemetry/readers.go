@@ -334,7 +334,6 @@ func arrayElements(s *scanner) [][2]int {
 	return spans
 }
 
-
 // ReadAuto reads either JSON Lines or one JSON document, deciding by content:
 // input whose first non-blank byte is '[' is a document; so is one object with
 // an "events" array, or one object spread over several lines (a pretty-printed
