@@ -50,9 +50,9 @@ type LatestResult struct {
 //   - collective_attribution.intervals: cumulative monotonic sum,
 //     {interval}, start = StartNs, time = nowNs;
 //   - collective_attribution.attributed_bytes: gauge, By, the latest
-//     result's peak gap;
+//     result's peak gap, at LatestResult.TimestampNs;
 //   - collective_attribution.confidence: gauge, 1, the latest result's
-//     confidence.
+//     confidence, at LatestResult.TimestampNs.
 //
 // The data points carry training.job.id as well as training.rank (and the
 // classification where listed), so that a Prometheus exporter without
@@ -74,14 +74,18 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []Interv
 		}
 		return jm
 	}
+	var run *jobMetrics // the job of the previous point: points come in runs of one job
+	lastJob := ""
 	for i := range hidden {
 		h := &hidden[i]
-		jm := job(h.JobID)
-		if !jm.hasHidden {
-			jm.hidden, jm.hasHidden = newGauge(jm.ms, MetricHidden, "By",
+		if run == nil || h.JobID != lastJob {
+			run, lastJob = job(h.JobID), h.JobID
+		}
+		if !run.hasHidden {
+			run.hidden, run.hasHidden = newGauge(run.ms, MetricHidden, "By",
 				"Device memory in use minus the framework allocator's reserved bytes, per sample (signed)."), true
 		}
-		dp := jm.hidden.AppendEmpty()
+		dp := run.hidden.AppendEmpty()
 		dp.SetTimestamp(pcommon.Timestamp(h.TimestampNs))
 		dp.SetIntValue(h.Bytes)
 		putRankAttributes(dp.Attributes(), h.JobID, h.Rank, "")
