@@ -159,10 +159,16 @@ func detectSpikes(in Input, cfg Config) []spike {
 			gapBytes := max(0, s.GapBytes)
 			var ratio float64
 			hasRatio := s.TotalBytes > 0
-			if hasRatio {
+			significant := gapBytes >= cfg.MinGapBytes
+			// The quotient is only needed for a significant sample or when it
+			// could reach min_gap_ratio: gap < ratio·total·(1-1e-9) rules that
+			// out with a wide margin over the product's rounding error, so
+			// most baseline samples skip the division.
+			if hasRatio && (significant || float64(gapBytes) >= cfg.MinGapRatio*float64(s.TotalBytes)*(1-1e-9)) {
 				ratio = pyDiv(gapBytes, s.TotalBytes)
+				significant = significant || ratio >= cfg.MinGapRatio
 			}
-			if !((hasRatio && ratio >= cfg.MinGapRatio) || gapBytes >= cfg.MinGapBytes) {
+			if !significant {
 				continue
 			}
 			if !haveStat {
