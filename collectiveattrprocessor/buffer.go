@@ -12,11 +12,22 @@ import (
 
 // markerEntry is one marker time of a rank: from a marker span or span event
 // (Ref set), or from a stormlog record whose text matches a collective token
-// (Ref zero, SessionID kept for the phase index's session end).
+// (Ref zero, session kept for the phase index's session end).
 type markerEntry struct {
 	TimestampNs int64
 	Ref         ingest.SpanRef
-	SessionID   string
+	session     uint32
+}
+
+// sampleEntry is a buffered sample: attribution.Sample with its session as
+// an index into the rank's session table. Sample, marker and other entries
+// hold no pointers, so the rings, which hold nearly all the buffered data,
+// cost the garbage collector nothing to scan and need no write barriers.
+type sampleEntry struct {
+	TimestampNs int64
+	GapBytes    int64
+	TotalBytes  int64
+	session     uint32
 }
 
 // otherEntry is a stormlog record that is neither a sample, a marker nor a
@@ -24,15 +35,19 @@ type markerEntry struct {
 // the phase index's session end (§3.2), so its time and session are kept.
 type otherEntry struct {
 	TimestampNs int64
-	SessionID   string
+	session     uint32
 }
 
 // rankBuffer is everything buffered for one (job, rank). Its rings together
 // hold at most max_events_per_rank entries; each ring is in arrival order.
 type rankBuffer struct {
-	samples ring[attribution.Sample]
-	markers ring[markerEntry]
-	others  ring[otherEntry]
+	samples ring[sampleEntry]
+	// sessions are the distinct session ids ("": none) of the rank's
+	// samples, markers and other entries.
+	sessions  []string
+	compactAt int
+	markers   ring[markerEntry]
+	others    ring[otherEntry]
 	// boundaries are stormlog phase_enter / phase_exit records, kept whole
 	// for the phase index.
 	boundaries ring[telemetry.Event]
@@ -48,6 +63,55 @@ type rankBuffer struct {
 	// same interval, grown by new data, and is not emitted again.
 	emittedEndNs int64
 	emitted      bool
+}
+
+// sessionIndex returns the index of session in the rank's session table,
+// adding it on first use. Ranks see one session, or a few over restarts.
+func (rb *rankBuffer) sessionIndex(session string) uint32 {
+	for i := len(rb.sessions) - 1; i >= 0; i-- {
+		if rb.sessions[i] == session {
+			return uint32(i)
+		}
+	}
+	if len(rb.sessions) >= max(compactSessionsAt, rb.compactAt) {
+		rb.compactSessions()
+		rb.compactAt = 2 * len(rb.sessions)
+	}
+	rb.sessions = append(rb.sessions, session)
+	return uint32(len(rb.sessions) - 1)
+}
+
+// compactSessionsAt is the session table size at which sessions no longer
+// referenced by a buffered sample are dropped, so that a rank cycling
+// through session ids keeps a table no larger than its buffer.
+const compactSessionsAt = 64
+
+func (rb *rankBuffer) compactSessions() {
+	remap := make(map[uint32]uint32, len(rb.sessions))
+	var kept []string
+	use := func(idx *uint32) {
+		j, ok := remap[*idx]
+		if !ok {
+			j = uint32(len(kept))
+			kept = append(kept, rb.sessions[*idx])
+			remap[*idx] = j
+		}
+		*idx = j
+	}
+	for i := range rb.samples.len() {
+		use(&rb.samples.at(i).session)
+	}
+	for i := range rb.markers.len() {
+		use(&rb.markers.at(i).session)
+	}
+	for i := range rb.others.len() {
+		use(&rb.others.at(i).session)
+	}
+	rb.sessions = kept
+}
+
+func (rb *rankBuffer) pushSample(s attribution.Sample, maxCap int) {
+	rb.samples.push(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, maxCap)
 }
 
 func (rb *rankBuffer) len() int {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -43,18 +44,21 @@ type core struct {
 	tel     *selfTelemetry
 	refs    int // guarded by cores
 
-	mu         sync.Mutex
-	conv       *ingest.Converter
-	jobs       map[string]*jobState
-	hidden     []output.HiddenPoint
-	wantHidden bool
-	ranks      int
-	events     int
-	batch      batchCounts
-	batchSig   signal
-	skips      skipLog
-	addFn      func(ingest.Record)
-	skipFn     func(ingest.Skip)
+	mu     sync.Mutex
+	conv   *ingest.Converter
+	jobs   map[string]*jobState
+	hidden []output.HiddenPoint
+	// spareHidden is the previous tick's hidden slice, reused once emitted.
+	spareHidden []output.HiddenPoint
+	wantHidden  bool
+	ranks       int
+	events      int
+	batch       batchCounts
+	batchSig    signal
+	batchNow    time.Time // wall clock of the batch being converted
+	skips       skipLog
+	addFn       func(ingest.Record)
+	skipFn      func(ingest.Skip)
 
 	evalMu  sync.Mutex
 	scratch evalScratch
@@ -213,6 +217,7 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
 	c.mu.Lock()
 	c.batchSig = signalTraces
+	c.batchNow = c.clock.now()
 	c.conv.ConvertTraces(td, c.addFn, c.skipFn)
 	b := c.takeBatch()
 	c.mu.Unlock()
@@ -222,6 +227,7 @@ func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
 func (c *core) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
 	c.mu.Lock()
 	c.batchSig = signalMetrics
+	c.batchNow = c.clock.now()
 	c.conv.ConvertMetrics(md, c.addFn, c.skipFn)
 	b := c.takeBatch()
 	c.mu.Unlock()
@@ -231,6 +237,7 @@ func (c *core) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
 func (c *core) consumeLogs(ctx context.Context, ld plog.Logs) {
 	c.mu.Lock()
 	c.batchSig = signalLogs
+	c.batchNow = c.clock.now()
 	c.conv.ConvertLogs(ld, c.addFn, c.skipFn)
 	b := c.takeBatch()
 	c.mu.Unlock()
@@ -303,7 +310,7 @@ func (c *core) addRecord(rec ingest.Record) {
 		added += c.pushSample(job, rb, s)
 		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
 	case ingest.KindMarker:
-		added += c.pushMarker(job, rb, markerEntry{TimestampNs: rec.TimestampNs, Ref: rec.Marker})
+		added += c.pushMarker(job, rb, markerEntry{TimestampNs: rec.TimestampNs, Ref: rec.Marker, session: rb.sessionIndex("")})
 	case ingest.KindPhaseSpan:
 		added += c.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
@@ -326,7 +333,7 @@ func (c *core) addRecord(rec ingest.Record) {
 		job.newestNs = ts
 		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
 	}
-	job.lastSeen = c.clock.now()
+	job.lastSeen = c.batchNow
 	job.dirty = true
 }
 
@@ -357,7 +364,7 @@ func (c *core) makeRoom(job *jobState, rb *rankBuffer) {
 
 func (c *core) pushSample(job *jobState, rb *rankBuffer, s attribution.Sample) int {
 	c.makeRoom(job, rb)
-	rb.samples.push(s, c.cfg.Limits.MaxEventsPerRank)
+	rb.pushSample(s, c.cfg.Limits.MaxEventsPerRank)
 	return 1
 }
 
@@ -381,12 +388,12 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 	n := 0
 	if attribution.IsSample(e) {
 		c.makeRoom(job, rb)
-		rb.samples.push(attribution.SampleOf(e), c.cfg.Limits.MaxEventsPerRank)
+		rb.pushSample(attribution.SampleOf(e), c.cfg.Limits.MaxEventsPerRank)
 		n++
 	}
 	if attribution.IsMarker(e) {
 		c.makeRoom(job, rb)
-		rb.markers.push(markerEntry{TimestampNs: e.TimestampNs, SessionID: e.SessionID}, c.cfg.Limits.MaxEventsPerRank)
+		rb.markers.push(markerEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, c.cfg.Limits.MaxEventsPerRank)
 		n++
 	}
 	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {
@@ -396,7 +403,7 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 	}
 	if n == 0 {
 		c.makeRoom(job, rb)
-		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, SessionID: e.SessionID}, c.cfg.Limits.MaxEventsPerRank)
+		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, c.cfg.Limits.MaxEventsPerRank)
 		n++
 	}
 	return n

@@ -92,7 +92,9 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		job.dirty = false
 	}
 	hidden := c.hidden
-	c.hidden = nil
+	if c.wantHidden {
+		c.hidden, c.spareHidden = c.spareHidden[:0], nil
+	}
 	c.publishSizes()
 	c.mu.Unlock()
 	c.tel.addBatch(ctx, signalMetrics, &b)
@@ -121,6 +123,9 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	if err := c.emit(ctx, items, hidden, now, forget); err != nil {
 		errs = append(errs, err)
 	}
+	c.mu.Lock()
+	c.spareHidden = hidden[:0]
+	c.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -208,8 +213,9 @@ func (c *core) buildInput(job *jobState) jobInput {
 			if n := len(sc.samples); n > s0 && sc.samples[n-1].TimestampNs > s.TimestampNs {
 				sorted = false
 			}
-			sc.samples = append(sc.samples, *s)
-			seen(s.TimestampNs, s.SessionID)
+			session := rb.sessions[s.session]
+			sc.samples = append(sc.samples, attribution.Sample{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, SessionID: session})
+			seen(s.TimestampNs, session)
 		}
 		samples := sc.samples[s0:]
 		if !sorted {
@@ -222,14 +228,14 @@ func (c *core) buildInput(job *jobState) jobInput {
 				continue
 			}
 			sc.markers = append(sc.markers, m.TimestampNs)
-			seen(m.TimestampNs, m.SessionID)
+			seen(m.TimestampNs, rb.sessions[m.session])
 		}
 		markers := sc.markers[m0:]
 		slices.Sort(markers)
 		for i := range rb.others.len() {
 			o := rb.others.at(i)
 			if o.TimestampNs >= cutoff {
-				seen(o.TimestampNs, o.SessionID)
+				seen(o.TimestampNs, rb.sessions[o.session])
 			}
 		}
 		for i := range rb.boundaries.len() {

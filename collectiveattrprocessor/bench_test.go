@@ -1,0 +1,358 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// A realistic job for the benchmarks: 64 ranks on 8 hosts of 8 GPUs, every
+// rank reporting at 10 Hz. One batch is one second of the whole job.
+const (
+	benchRanks        = 64
+	benchGPUsPerHost  = 8
+	benchHz           = 10
+	benchBatchSeconds = 4 // distinct batches cycled through
+)
+
+// shiftMetrics moves every point of md by d, so that a reused batch is the
+// next seconds of the job rather than a replay.
+func shiftMetrics(md pmetric.Metrics, d int64) {
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				dps := ms.At(k).Gauge().DataPoints()
+				for l := range dps.Len() {
+					dps.At(l).SetTimestamp(dps.At(l).Timestamp() + pcommon.Timestamp(d))
+				}
+			}
+		}
+	}
+}
+
+// shiftTraces moves every span and span event of td by d.
+func shiftTraces(td ptrace.Traces, d int64) {
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		sss := rss.At(i).ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				sp.SetStartTimestamp(sp.StartTimestamp() + pcommon.Timestamp(d))
+				sp.SetEndTimestamp(sp.EndTimestamp() + pcommon.Timestamp(d))
+				for e := range sp.Events().Len() {
+					sp.Events().At(e).SetTimestamp(sp.Events().At(e).Timestamp() + pcommon.Timestamp(d))
+				}
+			}
+		}
+	}
+}
+
+// benchConfig evaluates rarely, so that the consume benchmarks measure the
+// hot path and not background evaluations competing for the two cores.
+func benchConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.EvaluationInterval = time.Hour
+	return cfg
+}
+
+// walkingProcessor is the pass-through baseline: it forwards the batch
+// after visiting every data point / span and reading its attributes, the
+// least per-item work an attribute-reading processor does.
+type walkingProcessor struct {
+	metrics consumer.Metrics
+	traces  consumer.Traces
+	sink    int64
+}
+
+func (w *walkingProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		w.sink += int64(rms.At(i).Resource().Attributes().Len())
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				dps := ms.At(k).Gauge().DataPoints()
+				for l := range dps.Len() {
+					dp := dps.At(l)
+					if v, ok := dp.Attributes().Get("training.rank"); ok {
+						w.sink += v.Int()
+					}
+					w.sink += dp.IntValue() + int64(dp.Timestamp())
+				}
+			}
+		}
+	}
+	return w.metrics.ConsumeMetrics(ctx, md)
+}
+
+func (w *walkingProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		w.sink += int64(rss.At(i).Resource().Attributes().Len())
+		sss := rss.At(i).ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				w.sink += int64(len(sp.Name())) + int64(sp.StartTimestamp()) + int64(sp.Attributes().Len())
+				sp.Attributes().Range(func(_ string, v pcommon.Value) bool {
+					w.sink += int64(len(v.Str()))
+					return true
+				})
+			}
+		}
+	}
+	return w.traces.ConsumeTraces(ctx, td)
+}
+
+// benchMetrics builds one second of in-process exporter metrics: per rank a
+// resource with the torchrun identity, and per collection the device used,
+// free and total and the allocator reserved and allocated gauges.
+func benchMetrics(startNs int64) (pmetric.Metrics, int) {
+	md := pmetric.NewMetrics()
+	points := 0
+	for r := range int64(benchRanks) {
+		rm := md.ResourceMetrics().AppendEmpty()
+		ra := rm.Resource().Attributes()
+		ra.PutStr("service.name", "trainer")
+		ra.PutStr("training.job.id", "bench-job")
+		ra.PutInt("training.rank", r)
+		ra.PutInt("training.local_rank", r%benchGPUsPerHost)
+		ra.PutInt("training.world_size", benchRanks)
+		ra.PutStr("host.name", fmt.Sprintf("node-%d", r/benchGPUsPerHost))
+		ra.PutInt("gpu.index", r%benchGPUsPerHost)
+		ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+		names := []string{"gpu.memory.device.used", "gpu.memory.device.free", "gpu.memory.device.total", "gpu.memory.allocator.reserved", "gpu.memory.allocator.allocated"}
+		for _, name := range names {
+			m := ms.AppendEmpty()
+			m.SetName(name)
+			m.SetUnit("By")
+			dps := m.SetEmptyGauge().DataPoints()
+			for c := range int64(benchHz) {
+				ts := startNs + c*int64(time.Second)/benchHz
+				gap := baselineGap(ts / (int64(time.Second) / benchHz))
+				var v int64
+				switch name {
+				case "gpu.memory.device.used":
+					v = baseReserved + gap
+				case "gpu.memory.device.free":
+					v = deviceTotal - baseReserved - gap
+				case "gpu.memory.device.total":
+					v = deviceTotal
+				default:
+					v = baseReserved
+				}
+				dp := dps.AppendEmpty()
+				dp.SetTimestamp(pcommon.Timestamp(ts))
+				dp.SetIntValue(v)
+				points++
+			}
+		}
+	}
+	return md, points
+}
+
+// benchTraces builds one second of NCCL and compute spans: per rank and step
+// two collective kernel spans (one with a kernel event) and two compute
+// spans, with the attributes a CUDA/NCCL tracer sets.
+func benchTraces(startNs int64) (ptrace.Traces, int) {
+	td := ptrace.NewTraces()
+	n := 0
+	for r := range int64(benchRanks) {
+		rs := td.ResourceSpans().AppendEmpty()
+		ra := rs.Resource().Attributes()
+		ra.PutStr("service.name", "trainer")
+		ra.PutStr("training.job.id", "bench-job")
+		ra.PutInt("training.rank", r)
+		ra.PutInt("training.world_size", benchRanks)
+		ra.PutStr("host.name", fmt.Sprintf("node-%d", r/benchGPUsPerHost))
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		for step := range int64(benchHz) {
+			t := startNs + step*int64(time.Second)/benchHz
+			for i, name := range []string{"forward", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "backward", "ncclDevKernel_AllGather_RING_LL"} {
+				sp := spans.AppendEmpty()
+				sp.SetName(name)
+				sp.SetTraceID(pcommon.TraceID{byte(r), byte(step), byte(i), byte(startNs >> 32), byte(startNs >> 24)})
+				sp.SetSpanID(pcommon.SpanID{byte(r), byte(step), byte(i), 1})
+				sp.SetStartTimestamp(pcommon.Timestamp(t + int64(i)*int64(time.Millisecond)))
+				sp.SetEndTimestamp(pcommon.Timestamp(t + int64(i+1)*int64(time.Millisecond)))
+				sp.Attributes().PutStr("cuda.stream", "7")
+				sp.Attributes().PutInt("thread.id", 11)
+				if i%2 == 1 {
+					sp.Attributes().PutStr("nccl.comm", "0x7f3c")
+					sp.Attributes().PutInt("nccl.nranks", benchRanks)
+					ev := sp.Events().AppendEmpty()
+					ev.SetName("kernel_launch")
+					ev.SetTimestamp(pcommon.Timestamp(t))
+				}
+				n++
+			}
+		}
+	}
+	return td, n
+}
+
+// BenchmarkConsumeMetrics reports ns per data point for the processor and
+// for the pass-through baseline on the same batches; compare the two
+// sub-benchmarks of one run.
+func BenchmarkConsumeMetrics(b *testing.B) {
+	start := time.Now().Add(-4*time.Hour).UnixNano() / int64(time.Second) * int64(time.Second)
+	var (
+		batches []pmetric.Metrics
+		points  int
+	)
+	// Each sub-benchmark starts from the same fresh batches.
+	reset := func() {
+		batches = make([]pmetric.Metrics, benchBatchSeconds)
+		for i := range batches {
+			batches[i], points = benchMetrics(start + int64(i)*int64(time.Second))
+		}
+	}
+	b.Run("passthrough", func(b *testing.B) {
+		reset()
+		w := &walkingProcessor{metrics: consumertest.NewNop()}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_ = w.ConsumeMetrics(context.Background(), batches[i%len(batches)])
+			b.StopTimer()
+			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			b.StartTimer()
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
+	})
+	b.Run("collectiveattr", func(b *testing.B) {
+		reset()
+		cfg := benchConfig()
+		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = p.Shutdown(context.Background()) }()
+		// Steady state: the buffers hold a full window (5 min at 10 Hz).
+		for i := range 310 {
+			_ = p.ConsumeMetrics(context.Background(), batches[i%len(batches)])
+			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+		}
+		b.ReportAllocs()
+		i := 310
+		for b.Loop() {
+			_ = p.ConsumeMetrics(context.Background(), batches[i%len(batches)])
+			b.StopTimer()
+			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			b.StartTimer()
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
+	})
+}
+
+// BenchmarkConsumeTraces reports ns per span, processor against baseline.
+func BenchmarkConsumeTraces(b *testing.B) {
+	start := time.Now().Add(-4*time.Hour).UnixNano() / int64(time.Second) * int64(time.Second)
+	var (
+		batches []ptrace.Traces
+		spans   int
+	)
+	reset := func() {
+		batches = make([]ptrace.Traces, benchBatchSeconds)
+		for i := range batches {
+			batches[i], spans = benchTraces(start + int64(i)*int64(time.Second))
+		}
+	}
+	b.Run("passthrough", func(b *testing.B) {
+		reset()
+		w := &walkingProcessor{traces: consumertest.NewNop()}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_ = w.ConsumeTraces(context.Background(), batches[i%len(batches)])
+			b.StopTimer()
+			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			b.StartTimer()
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
+	})
+	b.Run("collectiveattr", func(b *testing.B) {
+		reset()
+		cfg := benchConfig()
+		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = p.Shutdown(context.Background()) }()
+		for i := range 310 {
+			_ = p.ConsumeTraces(context.Background(), batches[i%len(batches)])
+			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+		}
+		b.ReportAllocs()
+		i := 310
+		for b.Loop() {
+			_ = p.ConsumeTraces(context.Background(), batches[i%len(batches)])
+			b.StopTimer()
+			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			b.StartTimer()
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
+	})
+}
+
+// BenchmarkEvaluationTick measures one evaluation round of a job of 1 024
+// ranks with 3 000 buffered samples each (5 minutes at 10 Hz) and a marker
+// and a synchronised spike every 10 s.
+func BenchmarkEvaluationTick(b *testing.B) {
+	const ranks, samples = 1024, 3000
+	cfg := createDefaultConfig().(*Config)
+	p, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = p.Shutdown(context.Background()) }()
+	c := p.(*logsProcessor).core
+	step := int64(time.Second) / benchHz
+	start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
+	c.mu.Lock()
+	for r := range int64(ranks) {
+		for i := range int64(samples) {
+			ts := start + i*step
+			gap := baselineGap(i)
+			if i%100 == 50 {
+				gap = spikeGap
+				c.addRecord(ingest.Record{Kind: ingest.KindMarker, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Marker: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}})
+			}
+			c.addRecord(ingest.Record{Kind: ingest.KindSample, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Event: telemetry.Event{
+				TimestampNs: ts, EventType: "sample", Rank: r, WorldSize: ranks,
+				AllocatorReservedBytes: telemetry.Int(baseReserved), DeviceUsedBytes: telemetry.Int(baseReserved + gap), DeviceTotalBytes: telemetry.Int(deviceTotal),
+			}})
+		}
+	}
+	c.mu.Unlock()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.mu.Lock()
+		c.jobs["big"].dirty = true
+		c.mu.Unlock()
+		if err := c.evaluate(context.Background(), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
