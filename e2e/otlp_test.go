@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,6 +62,17 @@ func TestSimulatedJobOverOTLP(t *testing.T) {
 	defer cancel()
 	stats, err := s.Run(ctx, jobsim.Options{Epoch: epoch, OTLP: jobsim.NewOTLPSender("127.0.0.1:" + itoa(httpPort))})
 	require.NoError(t, err)
+
+	// on_settle emits while the collector runs (the whole job is settled 2 s of event time
+	// before its end); the self-telemetry on the collector's Prometheus endpoint shows it.
+	var telemetry string
+	waitFor(t, time.Minute, "results_emitted in the collector's own metrics", func() bool {
+		telemetry = scrape(t, "http://127.0.0.1:"+itoa(telemetryPort)+"/metrics")
+		return strings.Contains(telemetry, "otelcol_processor_collectiveattr_results_emitted")
+	})
+	for _, m := range []string{"items_converted", "events_buffered", "jobs_tracked", "ranks_tracked", "evaluations"} {
+		assert.Contains(t, telemetry, "otelcol_processor_collectiveattr_"+m, "self-telemetry")
+	}
 	took := c.stop()
 	t.Logf("sent %d points and %d spans; collector shutdown took %s", stats.DataPoints, stats.Spans, took)
 	assert.NotContains(t, c.log(), "panic")
@@ -355,4 +368,19 @@ func strSliceAttr(t *testing.T, a pcommon.Map, k string) []string {
 		out = append(out, e.Str())
 	}
 	return out
+}
+
+// scrape returns a Prometheus text page ("" when it cannot be fetched yet).
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a loopback test client
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
