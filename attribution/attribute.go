@@ -44,6 +44,21 @@ func Attribute(events []telemetry.Event, cfg Config, resolver PhaseResolver) []R
 	return AttributeInput(BuildInput(events), cfg, resolver)
 }
 
+// AttributeWithPreset is the reference's attribute_collective_memory called
+// with preset and overrides: an empty run returns no results before the
+// configuration is looked at (so a bad preset is only an error when there are
+// events), otherwise the configuration is resolved and validated first.
+func AttributeWithPreset(events []telemetry.Event, preset string, overrides map[string]any, resolver PhaseResolver) ([]Result, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	cfg, err := ResolveConfig(preset, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return Attribute(events, cfg, resolver), nil
+}
+
 // spike is a candidate sample (the reference's _RankSpike).
 type spike struct {
 	rank      int64

@@ -109,7 +109,11 @@ func runConformance(t *testing.T, set string, withPhases bool) {
 			if c.Preset != nil {
 				preset = *c.Preset
 			}
-			cfg, err := attribution.ResolveConfig(preset, c.Overrides)
+			var resolver attribution.PhaseResolver
+			if withPhases {
+				resolver = phase.NewIndex(events, nil)
+			}
+			results, err := attribution.AttributeWithPreset(events, preset, c.Overrides, resolver)
 			if c.ExpectedError != nil {
 				if err == nil {
 					t.Fatalf("want error %q, got none", *c.ExpectedError)
@@ -122,11 +126,7 @@ func runConformance(t *testing.T, set string, withPhases bool) {
 			if err != nil {
 				t.Fatalf("config: %v", err)
 			}
-			var resolver attribution.PhaseResolver
-			if withPhases {
-				resolver = phase.NewIndex(events, nil)
-			}
-			got := attribution.AppendResultsJSON(nil, attribution.Attribute(events, cfg, resolver), withPhases)
+			got := attribution.AppendResultsJSON(nil, results, withPhases)
 			if diff := CompareJSON(c.Expected, got); diff != "" {
 				t.Fatalf("result differs: %s\ngot:  %s\nwant: %s", diff, got, compact(c.Expected))
 			}

@@ -112,12 +112,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr: --overrides: %v\n", err)
 		return exitConfig
 	}
-	cfg, err := attribution.ResolveConfig(opts.preset, overrides)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitConfig
-	}
-
 	in := stdin
 	if opts.file != "-" {
 		f, err := os.Open(opts.file)
@@ -142,7 +136,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if opts.phases {
 		resolver = phase.NewIndex(events, nil)
 	}
-	results := attribution.Attribute(events, cfg, resolver)
+	// As the reference: records are loaded first (an invalid one is exit 1),
+	// an empty run is [] whatever the configuration, then the preset and
+	// overrides are resolved (a config error is exit 2).
+	results, err := attribution.AttributeWithPreset(events, opts.preset, overrides, resolver)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	out := attribution.AppendResultsJSON(nil, results, opts.phases)

@@ -157,6 +157,7 @@ func TestCLIBehaviour(t *testing.T) {
 	goodFile := write("good.jsonl", good+"\n"+good+"\n")
 	badFile := write("bad.jsonl", good+"\n\n"+good+"\n"+bad+"\n"+good+"\n")
 	arrayFile := write("array.json", "[\n"+good+",\n"+bad+"\n]\n")
+	emptyFile := write("empty.jsonl", "\n")
 
 	tests := []struct {
 		name       string
@@ -173,6 +174,9 @@ func TestCLIBehaviour(t *testing.T) {
 		{"invalid array element names its line and index", []string{"attribute", arrayFile}, "", 1, "", "line 3 (event at index 1): rank must be < world_size"},
 		{"missing file", []string{"attribute", filepath.Join(tmp, "nope")}, "", 1, "", "no such file"},
 		{"config error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 2}`, goodFile}, "", 2, "", "min_samples_per_rank must be >= 3"},
+		{"empty run is [] whatever the preset, as the reference", []string{"attribute", "--preset", "bogus", emptyFile}, "", 0, "[]\n", ""},
+		{"records are read before the config is resolved", []string{"attribute", "--preset", "bogus", badFile}, "", 1, "", "line 4: rank must be < world_size"},
+		{"unknown preset with events", []string{"attribute", "--preset", "bogus", goodFile}, "", 2, "", "Unknown collective attribution preset: 'bogus' (known: high, low, medium)"},
 		{"override type error", []string{"attribute", "--overrides", `{"min_samples_per_rank": 3.5}`, goodFile}, "", 2, "", "min_samples_per_rank must be an integer"},
 		{"overrides not JSON", []string{"attribute", "--overrides", `{`, goodFile}, "", 2, "", "--overrides"},
 		{"overrides not an object", []string{"attribute", "--overrides", `[1]`, goodFile}, "", 2, "", "must be a JSON object"},
