@@ -331,6 +331,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 	step := int64(time.Second) / benchHz
 	start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
 	c.mu.Lock()
+	c.batchNow = time.Now()
 	for r := range int64(ranks) {
 		for i := range int64(samples) {
 			ts := start + i*step
@@ -345,11 +346,14 @@ func BenchmarkEvaluationTick(b *testing.B) {
 			}})
 		}
 	}
+	c.publishSizes()
 	c.mu.Unlock()
 	b.ReportAllocs()
 	for b.Loop() {
 		c.mu.Lock()
-		c.jobs["big"].dirty = true
+		job := c.jobs["big"]
+		job.dirty = true
+		job.lastSeen = time.Now()
 		c.mu.Unlock()
 		if err := c.evaluate(context.Background(), false); err != nil {
 			b.Fatal(err)
