@@ -315,7 +315,9 @@ func (c *core) addRecord(rec ingest.Record) {
 		added += c.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
 		added += c.pushStormlog(job, rb, &rec.Event)
-		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
+		if attribution.IsSample(&rec.Event) {
+			c.addHidden(rec.JobID, rec.Rank, &rec.Event)
+		}
 	}
 	if added == 0 {
 		return

@@ -1,0 +1,150 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+)
+
+// refusingLogs passes the input batches through but refuses result batches,
+// as an exporter whose queue is full would.
+type refusingLogs struct {
+	consumertest.LogsSink
+	err error
+}
+
+func (r *refusingLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	if _, isResult := lrs.At(0).Attributes().Get("collective_attribution.classification"); isResult {
+		return r.err
+	}
+	return r.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+// TestDownstreamErrorIsCountedAndReturned: a next consumer refusing results
+// makes Shutdown, which waits for the emission, return the error; the
+// failure is counted.
+func TestDownstreamErrorIsCountedAndReturned(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit = EmitOnJobEnd
+	refused := errors.New("queue is full")
+	next := &refusingLogs{err: refused}
+	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, consumer.Logs(next))
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), nil))
+
+	const s = int64(time.Second)
+	now := time.Now().UnixNano() / s * s
+	job := jobTraffic{job: "refused", ranks: 2, stepNs: s / 10, spikes: []int64{now - s}}
+	require.NoError(t, p.ConsumeLogs(context.Background(), stormlogLogs(job.lines(now-2*s, now))))
+	err = p.Shutdown(context.Background())
+	require.ErrorIs(t, err, refused)
+	metadatatest.AssertEqualProcessorCollectiveattrEmitFailures(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("signal", "logs")),
+		Value:      1,
+	}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrResultsEmitted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("classification", "collective_confident")),
+		Value:      2,
+	}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestResultMetrics checks the values behind the result metrics: hidden
+// memory is device used minus allocator reserved, signed, for every sample;
+// interval counts are per (job, rank, classification).
+func TestResultMetrics(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit = EmitOnJobEnd
+	msink := new(consumertest.MetricsSink)
+	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	require.NoError(t, err)
+	lp, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	require.NoError(t, mp.Start(context.Background(), nil))
+	require.NoError(t, lp.Start(context.Background(), nil))
+
+	const s = int64(time.Second)
+	now := time.Now().UnixNano() / s * s
+	job := jobTraffic{job: "m", ranks: 2, stepNs: s / 10, spikes: []int64{now - s}}
+	lines := job.lines(now-2*s, now)
+	// One sample whose device used is below the allocator reserved.
+	lines = append(lines, stormlogLine("m", 0, 2, now, "sample", -gib))
+	require.NoError(t, lp.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+	require.NoError(t, mp.Shutdown(context.Background()))
+	require.NoError(t, lp.Shutdown(context.Background()))
+
+	hidden := map[int64]int{}
+	var negative, intervals int
+	for _, md := range msink.AllMetrics() {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					m := ms.At(k)
+					switch m.Name() {
+					case "gpu.memory.hidden":
+						dps := m.Gauge().DataPoints()
+						for l := range dps.Len() {
+							rank, _ := dps.At(l).Attributes().Get("training.rank")
+							hidden[rank.Int()]++
+							if dps.At(l).IntValue() == -gib {
+								negative++
+							}
+						}
+					case "collective_attribution.intervals":
+						dps := m.Sum().DataPoints()
+						require.Equal(t, pmetric.AggregationTemporalityCumulative, m.Sum().AggregationTemporality())
+						for l := range dps.Len() {
+							intervals += int(dps.At(l).IntValue())
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[int64]int{0: 21, 1: 20}, hidden, "one point per sample")
+	assert.Equal(t, 1, negative, "hidden memory is signed")
+	assert.Equal(t, 2, intervals, "one confident interval per rank")
+}
+
+// TestSkipLogIsRateLimited: at most one log line per reason per minute of
+// the injected clock, with the number suppressed in between.
+func TestSkipLogIsRateLimited(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := skipLog{logger: zap.New(core), now: func() time.Time { return now }}
+	for range 5 {
+		l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "negative memory value"})
+	}
+	l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipNoIdentity, Detail: "no rank"})
+	require.Equal(t, 2, logs.Len(), "one line per reason")
+	now = now.Add(59 * time.Second)
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"})
+	require.Equal(t, 2, logs.Len())
+	now = now.Add(time.Second)
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"})
+	require.Equal(t, 3, logs.Len())
+	last := logs.All()[2].ContextMap()
+	assert.Equal(t, "invalid_value", last["reason"])
+	assert.Equal(t, int64(5), last["suppressed_since_last_log"])
+}
