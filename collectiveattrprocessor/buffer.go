@@ -54,6 +54,10 @@ type rankBuffer struct {
 	// phaseSpans are phase spans from traces.
 	phaseSpans ring[phase.Span]
 
+	// frontNs is at most the earliest front time of the rings: while the
+	// window's cutoff is not past it, trim has nothing to do.
+	frontNs int64
+
 	// worldSize is the largest declared world size (0: none declared).
 	worldSize int64
 	host      string
@@ -178,10 +182,14 @@ func (rb *rankBuffer) evictOldest() {
 // entry behind a newer front one stays until it reaches the front; the
 // evaluation ignores such entries.
 func (rb *rankBuffer) trim(cutoffNs int64) int {
+	if rb.frontNs >= cutoffNs {
+		return 0
+	}
 	dropped := 0
 	for {
 		id, ts := rb.oldest()
 		if id == ringNone || ts >= cutoffNs {
+			rb.frontNs = ts
 			return dropped
 		}
 		rb.pop(id)

@@ -59,6 +59,10 @@ type core struct {
 	skips       skipLog
 	addFn       func(ingest.Record)
 	skipFn      func(ingest.Skip)
+	// last caches the (job, rank) of the previous record: consecutive
+	// records nearly always belong to the same rank. Reset whenever a job
+	// leaves c.jobs.
+	last lastRank
 
 	evalMu  sync.Mutex
 	scratch evalScratch
@@ -76,6 +80,12 @@ type core struct {
 	started bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+}
+
+type lastRank struct {
+	job  *jobState
+	rank int64
+	rb   *rankBuffer
 }
 
 func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
@@ -269,34 +279,19 @@ func (c *core) skip(s ingest.Skip) {
 // addRecord buffers one converted record under its job and rank, enforcing
 // the job, rank, window and per-rank bounds. Called with mu held.
 func (c *core) addRecord(rec ingest.Record) {
-	job := c.jobs[rec.JobID]
-	if job == nil {
-		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
-			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"})
-			return
-		}
-		job = &jobState{id: rec.JobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
-		c.jobs[rec.JobID] = job
-	}
 	ts := rec.TimestampNs
 	if rec.Kind == ingest.KindPhaseSpan {
 		ts = rec.PhaseSpan.EndNs
 	}
-	if ts < job.cutoffNs(c.cfg.Window) {
-		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
-		c.forgetIfEmpty(job)
-		return
-	}
-	rb := job.ranks[rec.Rank]
-	if rb == nil {
-		if len(job.ranks) >= c.cfg.Limits.MaxRanksPerJob {
-			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_ranks_per_job reached: data of a new rank is not buffered"})
-			c.forgetIfEmpty(job)
+	job, rb := c.last.job, c.last.rb
+	if job == nil || job.id != rec.JobID || c.last.rank != rec.Rank {
+		if job, rb = c.lookup(rec, ts); rb == nil {
 			return
 		}
-		rb = &rankBuffer{}
-		job.ranks[rec.Rank] = rb
-		c.ranks++
+		c.last = lastRank{job: job, rank: rec.Rank, rb: rb}
+	} else if ts < job.cutoffNs(c.cfg.Window) {
+		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+		return
 	}
 
 	added := 0
@@ -331,12 +326,44 @@ func (c *core) addRecord(rec ingest.Record) {
 	if rec.Host != "" && rec.Host != rb.host {
 		rb.host = rec.Host
 	}
-	if ts > job.newestNs {
-		job.newestNs = ts
-		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
-	}
+	rb.frontNs = min(rb.frontNs, ts)
+	job.newestNs = max(job.newestNs, ts)
+	// The rank written to is trimmed to the window at once; the others are
+	// trimmed on their next record or at the next tick.
+	c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
 	job.lastSeen = c.batchNow
 	job.dirty = true
+}
+
+// lookup finds or creates the job and rank of a record, enforcing the job
+// and rank limits and the window; rb is nil when the record is skipped.
+func (c *core) lookup(rec ingest.Record, ts int64) (*jobState, *rankBuffer) {
+	job := c.jobs[rec.JobID]
+	if job == nil {
+		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
+			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"})
+			return nil, nil
+		}
+		job = &jobState{id: rec.JobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
+		c.jobs[rec.JobID] = job
+	}
+	if ts < job.cutoffNs(c.cfg.Window) {
+		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+		c.forgetIfEmpty(job)
+		return nil, nil
+	}
+	rb := job.ranks[rec.Rank]
+	if rb == nil {
+		if len(job.ranks) >= c.cfg.Limits.MaxRanksPerJob {
+			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_ranks_per_job reached: data of a new rank is not buffered"})
+			c.forgetIfEmpty(job)
+			return nil, nil
+		}
+		rb = &rankBuffer{}
+		job.ranks[rec.Rank] = rb
+		c.ranks++
+	}
+	return job, rb
 }
 
 // forgetIfEmpty drops a job that was created for a record that was then
@@ -344,6 +371,7 @@ func (c *core) addRecord(rec ingest.Record) {
 func (c *core) forgetIfEmpty(job *jobState) {
 	if len(job.ranks) == 0 {
 		delete(c.jobs, job.id)
+		c.last = lastRank{}
 	}
 }
 

@@ -81,6 +81,7 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		switch {
 		case final || now.Sub(job.lastSeen) >= c.cfg.JobIdleTimeout:
 			delete(c.jobs, id)
+			c.last = lastRank{}
 			c.ranks -= len(job.ranks)
 			c.events -= job.events
 			todo = append(todo, pendingJob{id: id, detached: job})
