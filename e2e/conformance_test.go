@@ -198,6 +198,11 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 			}
 		}
 	}
+	nResults := 0
+	for _, rs := range got {
+		nResults += len(rs)
+	}
+	t.Logf("%d cases, %d processors, %d records through filelog, %d results for %d jobs", len(valid), len(order), totalRecords, nResults, len(got))
 	for _, cs := range valid {
 		t.Run(cs.jobID(), func(t *testing.T) {
 			want := make([]map[string]any, 0, len(cs.Expected))
