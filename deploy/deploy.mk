@@ -15,7 +15,7 @@ AGENT             := build/otelcol-collectiveattr-agent
 JAEGER            := $(TOOLS)/jaeger
 DEPLOY_TESTFLAGS  ?= -count=1 -race
 
-.PHONY: build-agent build-jaeger test-deploy test-viewers install-prometheus manifests
+.PHONY: build-agent build-jaeger test-deploy test-viewers install-prometheus manifests sizing
 
 build-agent: $(AGENT)
 
@@ -55,3 +55,8 @@ manifests:
 	cd deploy/test && $(GO) test -count=1 -run 'TestPlainManifests' ./... -update
 
 DEPLOY_CI_TARGETS += test-deploy
+
+## sizing: the CPU and memory figures of docs/deployment.md, measured on the built collector
+sizing: $(OTELCOL) cli
+	cd deploy/test && COLLECTIVEATTR_COLLECTOR=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_GPUJOBSIM=$(CURDIR)/bin/gpujobsim \
+	COLLECTIVEATTR_SIZING=1 $(GO) test -count=1 -v -timeout 20m -run 'TestSizing' ./...

@@ -17,6 +17,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	// The collector's OTLP exporter compresses with gzip by default.
+	_ "google.golang.org/grpc/encoding/gzip"
 )
 
 // collector is a running collectiveattr (or agent) process on loopback.

@@ -8,11 +8,15 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 )
+
+// kubeVersion is the Kubernetes version the chart is rendered for.
+var kubeVersion = &chartutil.KubeVersion{Version: "v1.34.0", Major: "1", Minor: "34"}
 
 const (
 	releaseName      = "collectiveattr"
@@ -45,6 +49,7 @@ func lintChart(t *testing.T, values map[string]any) []string {
 	t.Helper()
 	res := action.NewLint()
 	res.Namespace = releaseNamespace
+	res.KubeVersion = kubeVersion
 	out := res.Run([]string{chartDir(t)}, values)
 	var problems []string
 	for _, m := range out.Messages {
@@ -72,6 +77,9 @@ func renderChart(t testing.TB, values map[string]any) (string, error) {
 	install.ReleaseName = releaseName
 	install.Namespace = releaseNamespace
 	install.DisableHooks = true
+	// The library's default is v1.20 (the helm CLI stamps its own at build
+	// time); render for a current cluster.
+	install.KubeVersion = kubeVersion
 	rel, err := install.Run(chrt, values)
 	if err != nil {
 		return "", err

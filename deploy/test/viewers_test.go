@@ -196,7 +196,6 @@ func startPrometheus(t *testing.T, targets ...string) *prometheus {
 		"--config.file=" + path,
 		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"),
 		"--web.listen-address=" + addr(port),
-		"--web.enable-lifecycle=false",
 	}, nil)
 	pr := &prometheus{url: "http://" + addr(port)}
 	waitHTTP(t, p, pr.url+"/-/ready", 60*time.Second)
@@ -252,7 +251,7 @@ func TestViewerNodeLocal(t *testing.T) {
 			} {
 				assert.Contains(t, r.tags, key, "result span %s", r.SpanID)
 			}
-			assert.Contains(t, []any{"collective_confident", "likely", "suspect"}, r.tags["collective_attribution.classification"])
+			assert.Contains(t, []any{"collective_confident", "collective_likely", "collective_suspect"}, r.tags["collective_attribution.classification"])
 			if len(r.References) > 0 {
 				linked++
 			}
