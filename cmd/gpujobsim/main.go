@@ -170,6 +170,7 @@ func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gpujobsim report", flag.ContinueOnError)
 	truthPath := fs.String("truth", "", "ground truth JSON written by gpujobsim -truth-json (required)")
 	check := fs.Bool("check", false, "exit 1 when the results do not match the ground truth")
+	perRank := fs.Bool("per-rank", false, "one row per result instead of one per group of ranks that agree")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gpujobsim report -truth truth.json [-check] FILE... (file exporter output: result logs or spans)")
 		fs.PrintDefaults()
@@ -196,8 +197,12 @@ func report(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nAttribution results for job %s (%d, times in seconds from job start):\n", truth.JobID, len(results))
-	if err := jobsim.WriteResultsTable(stdout, results, truth.EpochNs); err != nil {
+	fmt.Fprintf(stdout, "\nAttribution results for job %s: %d (times in seconds from job start)\n", truth.JobID, len(results))
+	write := jobsim.WriteGroupedResultsTable
+	if *perRank {
+		write = jobsim.WriteResultsTable
+	}
+	if err := write(stdout, results, truth.EpochNs); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nInjected vs found:")

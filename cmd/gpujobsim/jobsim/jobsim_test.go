@@ -347,3 +347,19 @@ func TestRankList(t *testing.T) {
 	assert.Equal(t, "-", RankList(nil))
 	assert.Equal(t, "0-7,9,11-12", RankList([]int{0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 12}))
 }
+
+func TestGroupedResultsTable(t *testing.T) {
+	rs := []Result{
+		{JobID: "j", Rank: 1, StartNs: 1_100_000_000, EndNs: 1_500_000_000, Classification: "collective_confident", Confidence: 1, Reasons: []string{"a"}, Phase: "train / backward"},
+		{JobID: "j", Rank: 0, StartNs: 1_000_000_000, EndNs: 1_400_000_000, Classification: "collective_confident", Confidence: 1, Reasons: []string{"a"}, Phase: "train / backward"},
+		{JobID: "j", Rank: 2, StartNs: 1_000_000_000, EndNs: 1_400_000_000, Classification: "collective_likely", Confidence: 0.7, Reasons: []string{"a"}},
+		{JobID: "j", Rank: 3, StartNs: 5_000_000_000, EndNs: 5_400_000_000, Classification: "collective_confident", Confidence: 1, Reasons: []string{"a"}, Phase: "train"},
+	}
+	var b strings.Builder
+	require.NoError(t, WriteGroupedResultsTable(&b, rs, 0))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 4, b.String())
+	assert.Regexp(t, `^j\s+0-1\s+1\.000–1\.500\s+collective_confident\s+1\.000\s+train / backward \(2\)\s+a$`, lines[1])
+	assert.Regexp(t, `^j\s+2\s+1\.000–1\.400\s+collective_likely\s+0\.700\s+- \(1\)\s+a$`, lines[2])
+	assert.Regexp(t, `^j\s+3\s+5\.000–5\.400\s+collective_confident`, lines[3])
+}

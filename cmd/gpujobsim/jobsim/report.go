@@ -319,7 +319,8 @@ func listIf(prefix string, items []string) string {
 	return prefix + strings.Join(items, ",")
 }
 
-// WriteResultsTable prints the results, their times relative to epochNs (0 for absolute).
+// WriteResultsTable prints one row per result, times relative to epochNs (0 for
+// absolute).
 func WriteResultsTable(w io.Writer, results []Result, epochNs int64) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "job\trank\tinterval (s)\tclassification\tconfidence\tphase\treasons\n")
@@ -329,6 +330,77 @@ func WriteResultsTable(w io.Writer, results []Result, epochNs int64) error {
 			dash(r.Phase), strings.Join(r.Reasons, ","))
 	}
 	return tw.Flush()
+}
+
+// resultGroup is the results of one job that overlap in time and agree on
+// classification, confidence and reasons: typically one collective seen by many ranks.
+type resultGroup struct {
+	job            string
+	start, end     int64
+	classification string
+	confidence     float64
+	reasons        string
+	ranks          []int
+	phases         map[string]int
+}
+
+// WriteGroupedResultsTable prints one row per group of results that overlap in time and
+// agree on classification, confidence and reasons, with their ranks and phases counted.
+func WriteGroupedResultsTable(w io.Writer, results []Result, epochNs int64) error {
+	sorted := slices.Clone(results)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].JobID != sorted[j].JobID {
+			return sorted[i].JobID < sorted[j].JobID
+		}
+		return sorted[i].StartNs < sorted[j].StartNs
+	})
+	var groups []*resultGroup
+	for _, r := range sorted {
+		reasons := strings.Join(r.Reasons, ",")
+		var g *resultGroup
+		for _, cand := range groups {
+			if cand.job == r.JobID && cand.classification == r.Classification && cand.confidence == r.Confidence &&
+				cand.reasons == reasons && r.StartNs <= cand.end && r.EndNs >= cand.start {
+				g = cand
+				break
+			}
+		}
+		if g == nil {
+			g = &resultGroup{job: r.JobID, start: r.StartNs, end: r.EndNs, classification: r.Classification,
+				confidence: r.Confidence, reasons: reasons, phases: map[string]int{}}
+			groups = append(groups, g)
+		}
+		g.start, g.end = min(g.start, r.StartNs), max(g.end, r.EndNs)
+		g.ranks = append(g.ranks, int(r.Rank))
+		g.phases[dash(r.Phase)]++
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "job\tranks\tinterval (s)\tclassification\tconfidence\tphase (ranks)\treasons\n")
+	for _, g := range groups {
+		slices.Sort(g.ranks)
+		fmt.Fprintf(tw, "%s\t%s\t%.3f–%.3f\t%s\t%.3f\t%s\t%s\n", g.job, RankList(g.ranks),
+			float64(g.start-epochNs)/1e9, float64(g.end-epochNs)/1e9, g.classification, g.confidence,
+			phaseCounts(g.phases), g.reasons)
+	}
+	return tw.Flush()
+}
+
+func phaseCounts(phases map[string]int) string {
+	names := make([]string, 0, len(phases))
+	for p := range phases {
+		names = append(names, p)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if phases[names[i]] != phases[names[j]] {
+			return phases[names[i]] > phases[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, p := range names {
+		parts[i] = fmt.Sprintf("%s (%d)", p, phases[p])
+	}
+	return strings.Join(parts, "; ")
 }
 
 // WriteVerdict prints, per injection, what was found next to what was injected.
