@@ -57,7 +57,7 @@ type core struct {
 	batchSig    signal
 	batchNow    time.Time // wall clock of the batch being converted
 	skips       skipLog
-	addFn       func(ingest.Record)
+	addFn       func(*ingest.Record)
 	skipFn      func(ingest.Skip)
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
@@ -278,7 +278,7 @@ func (c *core) skip(s ingest.Skip) {
 
 // addRecord buffers one converted record under its job and rank, enforcing
 // the job, rank, window and per-rank bounds. Called with mu held.
-func (c *core) addRecord(rec ingest.Record) {
+func (c *core) addRecord(rec *ingest.Record) {
 	ts := rec.TimestampNs
 	if rec.Kind == ingest.KindPhaseSpan {
 		ts = rec.PhaseSpan.EndNs
@@ -337,7 +337,7 @@ func (c *core) addRecord(rec ingest.Record) {
 
 // lookup finds or creates the job and rank of a record, enforcing the job
 // and rank limits and the window; rb is nil when the record is skipped.
-func (c *core) lookup(rec ingest.Record, ts int64) (*jobState, *rankBuffer) {
+func (c *core) lookup(rec *ingest.Record, ts int64) (*jobState, *rankBuffer) {
 	job := c.jobs[rec.JobID]
 	if job == nil {
 		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
@@ -404,7 +404,7 @@ func (c *core) pushMarker(job *jobState, rb *rankBuffer, m markerEntry) int {
 	return 1
 }
 
-func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec ingest.Record) int {
+func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec *ingest.Record) int {
 	c.makeRoom(job, rb)
 	rb.phaseSpans.push(rec.PhaseSpan, c.cfg.Limits.MaxEventsPerRank)
 	return 1

@@ -222,7 +222,7 @@ func BenchmarkConvertMetrics(b *testing.B) {
 			points := batches[0].DataPointCount()
 			c, clk := benchConverter()
 			records := 0
-			emit := func(Record) { records++ }
+			emit := func(*Record) { records++ }
 			skip := func(Skip) {}
 			c.ConvertMetrics(batches[0], emit, skip) // learn the device mapping
 			records = 0
@@ -252,7 +252,7 @@ func BenchmarkConvertTraces(b *testing.B) {
 	spans := batches[0].SpanCount()
 	c, clk := benchConverter()
 	records := 0
-	emit := func(Record) { records++ }
+	emit := func(*Record) { records++ }
 	skip := func(Skip) {}
 	b.ReportAllocs()
 	i := 0
@@ -296,7 +296,7 @@ func BenchmarkConvertLogs(b *testing.B) {
 	records := ld.LogRecordCount()
 	c, _ := benchConverter()
 	n := 0
-	emit := func(Record) { n++ }
+	emit := func(*Record) { n++ }
 	skip := func(Skip) {}
 	b.ReportAllocs()
 	i := 0

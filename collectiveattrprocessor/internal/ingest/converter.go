@@ -13,6 +13,11 @@ import (
 // (host, device) → (job, rank) mapping) and nothing else. It is not safe for
 // concurrent use: the processor core serialises calls. It never mutates its
 // input and never panics on malformed input.
+//
+// The Convert methods hand each Record to emit by pointer: the Record is
+// the Converter's and is reused for the next item, so emit must copy what it
+// keeps and must not modify it. A Record holds a whole telemetry.Event
+// (about 400 bytes): passing it by value cost more than the conversion.
 type Converter struct {
 	cfg   Config
 	now   func() time.Time
@@ -29,7 +34,6 @@ type Converter struct {
 
 	// Per-call scratch, reused to keep the hot path allocation-free.
 	touched       []*series
-	sampleScratch []Record
 	resID, itemID rawIdentity
 	id            identity
 	// resCache is the identity of the current resource alone, resolved (and
@@ -53,6 +57,10 @@ type Converter struct {
 	// short strings across calls).
 	jsonBuf []byte
 	dec     telemetry.Decoder
+
+	// rec is the Record handed to emit: emit reads it during the call and
+	// copies what it keeps, so no Record is copied or allocated per item.
+	rec Record
 
 	stats Stats
 }

@@ -206,7 +206,7 @@ func FuzzConvert(f *testing.F) {
 	m.PutEmptySlice("metadata").AppendEmpty().SetDouble(2.5)
 	b, _ = (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	f.Add(b)
-	nop := func(Record) {}
+	nop := func(*Record) {}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})

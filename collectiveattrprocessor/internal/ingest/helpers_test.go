@@ -39,8 +39,8 @@ type collected struct {
 	skips   []Skip
 }
 
-func (c *collected) emit(r Record) { c.records = append(c.records, r) }
-func (c *collected) skip(s Skip)   { c.skips = append(c.skips, s) }
+func (c *collected) emit(r *Record) { c.records = append(c.records, *r) }
+func (c *collected) skip(s Skip)    { c.skips = append(c.skips, s) }
 
 func (c *collected) reasons() []SkipReason {
 	var out []SkipReason

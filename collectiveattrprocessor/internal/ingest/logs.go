@@ -23,7 +23,7 @@ const schemaVersionKey = `"schema_version"`
 // The record's job is its job_id, else its session_id, else the job id of
 // the log record's or resource's attributes (contract §2 keys), else "".
 // Its rank is the record's own.
-func (c *Converter) ConvertLogs(ld plog.Logs, emit func(Record), skip func(Skip)) {
+func (c *Converter) ConvertLogs(ld plog.Logs, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -73,7 +73,7 @@ func (c *Converter) ConvertLogs(ld plog.Logs, emit func(Record), skip func(Skip)
 
 const maxKeptJSONBuf = 1 << 20
 
-func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(Record)) {
+func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record)) {
 	host := ev.Host
 	if host == "unknown" {
 		host = ""
@@ -90,7 +90,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		c.id.devIndex = ev.DeviceID
 	}
 	c.dev.learn(c.names, &c.id, nowNs)
-	emit(Record{
+	c.rec = Record{
 		Kind:        KindStormlog,
 		JobID:       c.id.job,
 		Rank:        ev.Rank,
@@ -98,7 +98,8 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		Host:        c.id.host,
 		TimestampNs: ev.TimestampNs,
 		Event:       ev,
-	})
+	}
+	emit(&c.rec)
 }
 
 // attributeJob is the job id of the log record's attributes, else of its

@@ -28,7 +28,7 @@ func isMiB(m pmetric.Metric) bool {
 // the end of the call every device-used point that has an allocator-reserved
 // point within SampleJoinTolerance (from this or an earlier call) becomes a
 // KindSample Record. Other metrics are ignored without a Skip.
-func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(Record), skip func(Skip)) {
+func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]

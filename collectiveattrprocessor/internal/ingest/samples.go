@@ -143,11 +143,10 @@ func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, 
 // Points that can no longer be joined are dropped and reported as
 // unjoinable; the rest stay pending. Used points are sorted by time, so the
 // samples come out in time order.
-func (c *Converter) formSamples(s *series, emit func(Record), skip func(Skip)) {
+func (c *Converter) formSamples(s *series, emit func(*Record), skip func(Skip)) {
 	tol := c.tolNs
 	used := s.pts[roleDeviceUsed]
 	kept := used[:0]
-	out := c.sampleScratch[:0]
 	for _, u := range used {
 		reserved, ok := s.nearest(roleAllocatorReserved, u.tsNs, tol)
 		if !ok {
@@ -159,24 +158,18 @@ func (c *Converter) formSamples(s *series, emit func(Record), skip func(Skip)) {
 			kept = append(kept, u)
 			continue
 		}
-		rec, detail := c.sample(s, u, reserved)
-		if detail != "" {
+		if detail := c.sample(&c.rec, s, u, reserved); detail != "" {
 			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 			continue
 		}
-		out = append(out, rec)
+		emit(&c.rec)
 	}
 	clear(used[len(kept):])
 	s.pts[roleDeviceUsed] = kept
-	for i := range out {
-		emit(out[i])
-	}
-	clear(out)
-	c.sampleScratch = out[:0]
 }
 
-// sample builds the TelemetryEvent of one joined device-used point.
-func (c *Converter) sample(s *series, u point, reserved int64) (Record, string) {
+// sample writes into rec the sample Record of one joined device-used point.
+func (c *Converter) sample(rec *Record, s *series, u point, reserved int64) (detail string) {
 	tol := c.tolNs
 	free, hasFree := s.nearest(roleDeviceFree, u.tsNs, tol)
 	total, hasTotal := s.nearest(roleDeviceTotal, u.tsNs, tol)
@@ -188,7 +181,7 @@ func (c *Converter) sample(s *series, u point, reserved int64) (Record, string) 
 		}
 	}
 	if hasTotal && (u.bytes > total || (hasFree && free > total)) {
-		return Record{}, "device used or free memory exceeds device total"
+		return "device used or free memory exceeds device total"
 	}
 	allocated, hasAllocated := s.nearest(roleAllocatorAllocated, u.tsNs, tol)
 	if !hasAllocated {
@@ -204,7 +197,7 @@ func (c *Converter) sample(s *series, u point, reserved int64) (Record, string) 
 	if s.hasLocal {
 		localRank = s.localRank
 	}
-	return Record{
+	*rec = Record{
 		Kind:        KindSample,
 		JobID:       s.key.job,
 		Rank:        s.key.rank,
@@ -232,7 +225,8 @@ func (c *Converter) sample(s *series, u point, reserved int64) (Record, string) 
 			DeviceFreeBytes:         opt(free, hasFree),
 			DeviceTotalBytes:        opt(total, hasTotal),
 		},
-	}, ""
+	}
+	return ""
 }
 
 // expire drops points that waited longer than the pending TTL; it returns

@@ -53,7 +53,7 @@ type spanInfo struct {
 // batches are not seen (the processor keeps no span history): send
 // `phase.path`, or batch whole traces (e.g. groupbytrace), when nesting
 // matters.
-func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(Record), skip func(Skip)) {
+func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	indexed := false
 	rss := td.ResourceSpans()
@@ -181,10 +181,9 @@ func valueMatches(v pcommon.Value, depth int) bool {
 	return false
 }
 
-func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit func(Record), skip func(Skip)) {
-	ref := SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
+func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit func(*Record), skip func(Skip)) {
 	rec := c.recordBase(KindMarker)
-	rec.Marker = ref
+	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
 	rec.TimestampNs = start
 	emit(rec)
 	if end != start {
@@ -207,16 +206,18 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 	}
 }
 
-// recordBase is a Record carrying the resolved identity c.id.
-func (c *Converter) recordBase(k Kind) Record {
-	return Record{Kind: k, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host}
+// recordBase resets c.rec to a Record of kind k carrying the resolved
+// identity c.id, and returns it.
+func (c *Converter) recordBase(k Kind) *Record {
+	c.rec = Record{Kind: k, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host}
+	return &c.rec
 }
 
 // phaseRecord builds the phase span of sp. Sequence is the start time, so
 // that the reference's "most recent" (max sequence) is the latest-started
 // span; ScopeID is the span id in hex. TimestampNs is the end: a phase is
 // relevant while any part of it is inside the window.
-func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) Record {
+func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) *Record {
 	rec := c.recordBase(KindPhaseSpan)
 	rec.TimestampNs = end
 	var threadID int64
