@@ -43,6 +43,13 @@ type Converter struct {
 	resReason SkipReason
 	resDetail string
 	resCached bool
+	// idGen changes whenever c.id is resolved anew; idIsRes says c.id holds
+	// resCache. Items of one resource without identity attributes of their
+	// own then reuse c.id as is, and the join buffer of the previous point
+	// (lastSeries, updated with identity lastSeriesGen) needs no lookup.
+	idGen         uint64
+	idIsRes       bool
+	lastSeriesGen uint64
 	// lastSeries is the join buffer of the previous point: consecutive
 	// points mostly belong to one rank.
 	lastSeries *series
@@ -170,16 +177,24 @@ func (c *Converter) beginResource(attrs pcommon.Map) {
 // identifyItem resolves the identity of an item with attributes attrs of the
 // current resource into c.id (see identify).
 func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, string) {
-	c.itemID.reset()
-	c.itemID.scan(c.keys, attrs)
-	if c.itemID.any() {
-		return c.identify(nowNs)
+	if attrs.Len() > 0 {
+		c.itemID.reset()
+		c.itemID.scan(c.keys, attrs)
+		if c.itemID.any() {
+			return c.identify(nowNs)
+		}
 	}
-	if !c.resCached {
+	switch {
+	case !c.resCached:
+		c.itemID.reset()
 		c.resReason, c.resDetail = c.identify(nowNs)
 		c.resCache, c.resCached = c.id, true
+		c.idIsRes = true
+	case !c.idIsRes:
+		c.id = c.resCache
+		c.idGen++
+		c.idIsRes = true
 	}
-	c.id = c.resCache
 	return c.resReason, c.resDetail
 }
 
@@ -187,6 +202,8 @@ func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, st
 // into c.id, learning or joining the device mapping. It returns a Skip
 // reason when the item cannot be attributed to a rank.
 func (c *Converter) identify(nowNs int64) (SkipReason, string) {
+	c.idGen++
+	c.idIsRes = false
 	id := &c.id
 	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
 		return SkipInvalidValue, detail

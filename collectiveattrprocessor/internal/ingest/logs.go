@@ -78,6 +78,8 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 	if host == "unknown" {
 		host = ""
 	}
+	c.idGen++
+	c.idIsRes = false
 	c.id = identity{
 		job: c.names.intern(job), hasJob: true,
 		rank: ev.Rank, hasRank: true,

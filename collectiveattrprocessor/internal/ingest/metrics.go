@@ -117,17 +117,20 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		skip(Skip{Reason: reason, Detail: detail})
 		return
 	}
-	id := &c.id
-	key := seriesKey{job: id.job, rank: id.rank}
 	s := c.lastSeries
-	if s == nil || s.key != key {
-		s = c.seriesFor(key, skip)
-		if s == nil {
-			return
+	if s == nil || c.lastSeriesGen != c.idGen {
+		id := &c.id
+		key := seriesKey{job: id.job, rank: id.rank}
+		if s == nil || s.key != key {
+			s = c.seriesFor(key, skip)
+			if s == nil {
+				return
+			}
+			c.lastSeries = s
 		}
-		c.lastSeries = s
+		s.updateIdentity(id)
+		c.lastSeriesGen = c.idGen
 	}
-	s.updateIdentity(id)
 	if n := s.add(r, point{tsNs: ts, bytes: bytes, arrivalNs: nowNs}, c.cfg.MaxPendingPerRole); n > 0 {
 		c.stats.UnjoinedPoints += uint64(n)
 		for range n {
