@@ -17,8 +17,10 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck
 
 OTELCOL := build/otelcol-collectiveattr
-# Everything the collector binary is built from: the root module's non-test sources.
-ROOT_GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './build/*' -not -path './.tools/*' -not -path './internal/tools/*' -not -path './deploy/*' 2>/dev/null)
+# The repository packages the collector binary is built from (the processor and what it
+# imports), so that editing a test, the simulator or the CLI does not relink the collector.
+PROCESSOR_DIRS    := $(shell $(GO) list -deps -f '{{if not .Standard}}{{.Dir}}{{end}}' ./collectiveattrprocessor 2>/dev/null | grep '^$(CURDIR)/')
+PROCESSOR_SOURCES := $(filter-out %_test.go,$(wildcard $(addsuffix /*.go,$(PROCESSOR_DIRS)))) $(wildcard collectiveattrprocessor/metadata.yaml)
 
 # Deployment adds its CI targets (test-deploy, test-viewers) to DEPLOY_CI_TARGETS.
 DEPLOY_CI_TARGETS ?=
@@ -42,7 +44,7 @@ $(OCB):
 	GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
 # ocb resolves the processor's `path: ./` against the working directory: run it from here.
-$(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(ROOT_GO_SOURCES)
+$(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(PROCESSOR_SOURCES)
 	$(OCB) --config builder-config.yaml
 	@touch $@
 
