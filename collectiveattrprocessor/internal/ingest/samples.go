@@ -47,6 +47,9 @@ type series struct {
 	deviceID  int64
 
 	pts [numRoles][]point
+	// cursor is lowerBound's previous answer per role, where its next
+	// search starts.
+	cursor [numRoles]int
 	// maxReservedTs is the newest allocator-reserved time seen: reserved points
 	// of one source arrive in time order, so a device-used point older than it
 	// by more than the tolerance, with no partner, will never get one.
@@ -111,15 +114,10 @@ func (s *series) add(r role, p point, maxPending int) (droppedUsed int) {
 // tol (ties: the earlier point).
 func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
 	buf := s.pts[r]
-	lo, hi := 0, len(buf)
-	for lo < hi { // first point with tsNs >= ts-tol
-		m := int(uint(lo+hi) >> 1)
-		if buf[m].tsNs < ts-tol {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	if len(buf) == 0 {
+		return 0, false
 	}
+	lo := s.lowerBound(r, ts-tol)
 	best, bestD, found := int64(0), int64(0), false
 	for _, p := range buf[lo:] {
 		if p.tsNs > ts+tol {
@@ -134,6 +132,43 @@ func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
 		}
 	}
 	return best, found
+}
+
+// cursorSteps is how far lowerBound walks from its previous answer before
+// it falls back to a binary search.
+const cursorSteps = 4
+
+// lowerBound returns the index of the first point of r at or after ts. It
+// starts from its previous answer for r: samples are formed in time order
+// and points arrive in time order, so the answer moves forward by a step or
+// two. The answer is exact whatever the buffer did since (appends, shed
+// quarters, expiry): the cursor only chooses where the search starts.
+func (s *series) lowerBound(r role, ts int64) int {
+	buf := s.pts[r]
+	i := min(s.cursor[r], len(buf))
+	lo, hi := i, len(buf)
+	if i > 0 && buf[i-1].tsNs >= ts {
+		lo, hi = 0, i-1 // the answer is before the cursor
+	} else {
+		for range cursorSteps {
+			if i == len(buf) || buf[i].tsNs >= ts {
+				s.cursor[r] = i
+				return i
+			}
+			i++
+		}
+		lo = i
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if buf[m].tsNs < ts {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	s.cursor[r] = lo
+	return lo
 }
 
 func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, Valid: ok} }
