@@ -57,6 +57,7 @@ type Converter struct {
 	// Traces: the batch's span index for the ancestor walk (built only when
 	// needed, cleared after each call) and the walk's scratch.
 	spanIdx     map[spanKey]spanInfo
+	tokens      tokenCache
 	nameScratch []string
 	pathScratch []string
 
@@ -68,6 +69,8 @@ type Converter struct {
 	// rec is the Record handed to emit: emit reads it during the call and
 	// copies what it keeps, so no Record is copied or allocated per item.
 	rec Record
+	// markerRec is the Record of markers; its Event and PhaseSpan stay zero.
+	markerRec Record
 
 	stats Stats
 }

@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/phase"
 )
 
@@ -127,13 +126,13 @@ func (c *Converter) isMarkerSpan(sp ptrace.Span) bool {
 			return false
 		}
 	}
-	if attribution.MatchesCollectiveToken(name) || c.mapMatches(sp.Attributes()) {
+	if c.tokens.matches(name) || c.mapMatches(sp.Attributes()) {
 		return true
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
-		if attribution.MatchesCollectiveToken(ev.Name()) || c.mapMatches(ev.Attributes()) {
+		if c.tokens.matches(ev.Name()) || c.mapMatches(ev.Attributes()) {
 			return true
 		}
 	}
@@ -150,30 +149,30 @@ func (c *Converter) mapMatches(m pcommon.Map) bool {
 		if c.keys.lookup(k) != nil {
 			continue
 		}
-		if valueMatches(v, 0) {
+		if c.valueMatches(v, 0) {
 			return true
 		}
 	}
 	return false
 }
 
-func valueMatches(v pcommon.Value, depth int) bool {
+func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
 	if depth > maxPhaseDepth {
 		return false
 	}
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return attribution.MatchesCollectiveToken(v.Str())
+		return c.tokens.matches(v.Str())
 	case pcommon.ValueTypeSlice:
 		s := v.Slice()
 		for i := 0; i < s.Len(); i++ {
-			if valueMatches(s.At(i), depth+1) {
+			if c.valueMatches(s.At(i), depth+1) {
 				return true
 			}
 		}
 	case pcommon.ValueTypeMap:
 		for _, e := range v.Map().All() {
-			if valueMatches(e, depth+1) {
+			if c.valueMatches(e, depth+1) {
 				return true
 			}
 		}
@@ -182,7 +181,10 @@ func valueMatches(v pcommon.Value, depth int) bool {
 }
 
 func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit func(*Record), skip func(Skip)) {
-	rec := c.recordBase(KindMarker)
+	// Markers carry no Event and no PhaseSpan: markerRec keeps those zero,
+	// so only the fields below are written instead of a whole Record.
+	rec := &c.markerRec
+	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host = KindMarker, c.id.job, c.id.rank, c.id.worldSize, c.id.host
 	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
 	rec.TimestampNs = start
 	emit(rec)
@@ -193,7 +195,7 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
-		if !attribution.MatchesCollectiveToken(ev.Name()) {
+		if !c.tokens.matches(ev.Name()) {
 			continue
 		}
 		ts := int64(ev.Timestamp())
@@ -206,20 +208,13 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 	}
 }
 
-// recordBase resets c.rec to a Record of kind k carrying the resolved
-// identity c.id, and returns it.
-func (c *Converter) recordBase(k Kind) *Record {
-	c.rec = Record{Kind: k, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host}
-	return &c.rec
-}
-
 // phaseRecord builds the phase span of sp. Sequence is the start time, so
 // that the reference's "most recent" (max sequence) is the latest-started
 // span; ScopeID is the span id in hex. TimestampNs is the end: a phase is
 // relevant while any part of it is inside the window.
 func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) *Record {
-	rec := c.recordBase(KindPhaseSpan)
-	rec.TimestampNs = end
+	c.rec = Record{Kind: KindPhaseSpan, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host, TimestampNs: end}
+	rec := &c.rec
 	var threadID int64
 	var threadName string
 	attrs := sp.Attributes()
