@@ -101,8 +101,10 @@ vet:
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+# ST1005 (capitalised error strings) is off: the engine returns the reference's error
+# messages word for word ("Unknown collective attribution preset: ...").
 staticcheck: $(STATICCHECK)
-	$(STATICCHECK) ./...
+	$(STATICCHECK) -checks 'inherit,-ST1005' ./...
 
 ## ci: what .ci/run runs on a fresh clone
 ci: fmt-check vet test $(DEPLOY_CI_TARGETS)
