@@ -121,6 +121,7 @@ func TestViewerMultiNode(t *testing.T) {
 			}
 			hosts[r.resource["host.name"]] = true
 		}
+		t.Logf("job %s: %d result spans, at most %.0f synchronized ranks, ranks on hosts %v", job, len(results), maxSync, hosts)
 		assert.Greater(t, maxSync, 8.0, "job %s: synchrony seen across both 8-GPU hosts", job)
 		assert.Len(t, hosts, 2, "job %s: results for ranks of both hosts", job)
 	}
