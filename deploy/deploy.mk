@@ -54,7 +54,12 @@ test-viewers: $(OTELCOL) $(AGENT) $(JAEGER) cli install-prometheus
 manifests:
 	cd deploy/test && $(GO) test -count=1 -run 'TestPlainManifests' ./... -update
 
+# test-deploy runs in `make ci`. test-viewers needs a Jaeger build (~17 CPU-minutes) and an
+# apt install on top: CI runs it only with DEPLOY_CI_VIEWERS=1 (see docs/deployment.md).
 DEPLOY_CI_TARGETS += test-deploy
+ifeq ($(DEPLOY_CI_VIEWERS),1)
+DEPLOY_CI_TARGETS += test-viewers
+endif
 
 ## sizing: the CPU and memory figures of docs/deployment.md, measured on the built collector
 sizing: $(OTELCOL) cli
