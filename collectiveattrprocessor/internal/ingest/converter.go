@@ -71,6 +71,8 @@ type Converter struct {
 	rec Record
 	// markerRec is the Record of markers; its Event and PhaseSpan stay zero.
 	markerRec Record
+	// sampleRec is the Record of samples (see newSampleRecord).
+	sampleRec Record
 
 	stats Stats
 }
@@ -111,6 +113,8 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		dev:     newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
 		series:  map[seriesKey]*series{},
 		spanIdx: map[spanKey]spanInfo{},
+
+		sampleRec: newSampleRecord(),
 	}
 	addRoles := func(r role, names []string) {
 		for _, n := range names {

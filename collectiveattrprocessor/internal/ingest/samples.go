@@ -193,17 +193,30 @@ func (c *Converter) formSamples(s *series, emit func(*Record), skip func(Skip)) 
 			kept = append(kept, u)
 			continue
 		}
-		if detail := c.sample(&c.rec, s, u, reserved); detail != "" {
+		if detail := c.sample(&c.sampleRec, s, u, reserved); detail != "" {
 			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 			continue
 		}
-		emit(&c.rec)
+		emit(&c.sampleRec)
 	}
 	clear(used[len(kept):])
 	s.pts[roleDeviceUsed] = kept
 }
 
-// sample writes into rec the sample Record of one joined device-used point.
+// newSampleRecord is a sample Record with the fields every sample shares
+// (schema 2, collector, pid -1, allocator change 0); sample fills the rest.
+func newSampleRecord() Record {
+	return Record{Kind: KindSample, Event: telemetry.Event{
+		SchemaVersion:        2,
+		EventType:            "sample",
+		Collector:            SampleCollector,
+		PID:                  -1,
+		AllocatorChangeBytes: telemetry.Int(0),
+	}}
+}
+
+// sample writes into rec (made by newSampleRecord) the sample Record of one
+// joined device-used point.
 func (c *Converter) sample(rec *Record, s *series, u point, reserved int64) (detail string) {
 	tol := c.tolNs
 	free, hasFree := s.nearest(roleDeviceFree, u.tsNs, tol)
@@ -232,35 +245,18 @@ func (c *Converter) sample(rec *Record, s *series, u point, reserved int64) (det
 	if s.hasLocal {
 		localRank = s.localRank
 	}
-	*rec = Record{
-		Kind:        KindSample,
-		JobID:       s.key.job,
-		Rank:        s.key.rank,
-		WorldSize:   s.worldSize,
-		Host:        s.host,
-		TimestampNs: u.tsNs,
-		Event: telemetry.Event{
-			SchemaVersion:           2,
-			TimestampNs:             u.tsNs,
-			EventType:               "sample",
-			Collector:               SampleCollector,
-			PID:                     -1,
-			Host:                    host,
-			JobID:                   s.key.job,
-			Rank:                    s.key.rank,
-			LocalRank:               localRank,
-			WorldSize:               s.worldSize,
-			DeviceID:                s.deviceID,
-			AllocatorAllocatedBytes: telemetry.Int(allocated),
-			AllocatorReservedBytes:  telemetry.Int(reserved),
-			AllocatorActiveBytes:    opt(active, hasActive),
-			AllocatorInactiveBytes:  opt(inactive, hasInactive),
-			AllocatorChangeBytes:    telemetry.Int(0),
-			DeviceUsedBytes:         telemetry.Int(u.bytes),
-			DeviceFreeBytes:         opt(free, hasFree),
-			DeviceTotalBytes:        opt(total, hasTotal),
-		},
-	}
+	// Only these fields vary: the constant ones were set once by
+	// newSampleRecord and the others stay zero.
+	rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = s.key.job, s.key.rank, s.worldSize, s.host, u.tsNs
+	e := &rec.Event
+	e.TimestampNs, e.Host, e.JobID, e.Rank, e.LocalRank, e.WorldSize, e.DeviceID = u.tsNs, host, s.key.job, s.key.rank, localRank, s.worldSize, s.deviceID
+	e.AllocatorAllocatedBytes = telemetry.Int(allocated)
+	e.AllocatorReservedBytes = telemetry.Int(reserved)
+	e.AllocatorActiveBytes = opt(active, hasActive)
+	e.AllocatorInactiveBytes = opt(inactive, hasInactive)
+	e.DeviceUsedBytes = telemetry.Int(u.bytes)
+	e.DeviceFreeBytes = opt(free, hasFree)
+	e.DeviceTotalBytes = opt(total, hasTotal)
 	return ""
 }
 
