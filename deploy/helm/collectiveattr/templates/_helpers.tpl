@@ -79,7 +79,7 @@ readinessProbe:
 {{- end -}}
 
 {{- define "collectiveattr.promAnnotations" -}}
-{{- if .Values.prometheusExporter.podAnnotations }}
+{{- if .Values.prometheusExporter.podAnnotations -}}
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ .Values.prometheusExporter.port | quote }}
 prometheus.io/path: /metrics
