@@ -111,27 +111,25 @@ func (s *series) add(r role, p point, maxPending int) (droppedUsed int) {
 }
 
 // nearest returns the value of the point of r closest in time to ts within
-// tol (ties: the earlier point).
+// tol (ties: the earlier point; among points of one time, the first
+// buffered). The buffer is sorted, so the nearest is the last point before
+// ts or the first at or after it.
 func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
 	buf := s.pts[r]
 	if len(buf) == 0 {
 		return 0, false
 	}
-	lo := s.lowerBound(r, ts-tol)
-	best, bestD, found := int64(0), int64(0), false
-	for _, p := range buf[lo:] {
-		if p.tsNs > ts+tol {
-			break
+	i := s.lowerBound(r, ts)
+	if j := i - 1; j >= 0 && ts-buf[j].tsNs <= tol && (i == len(buf) || buf[i].tsNs-ts >= ts-buf[j].tsNs) {
+		for j > 0 && buf[j-1].tsNs == buf[j].tsNs {
+			j--
 		}
-		d := p.tsNs - ts
-		if d < 0 {
-			d = -d
-		}
-		if !found || d < bestD {
-			best, bestD, found = p.bytes, d, true
-		}
+		return buf[j].bytes, true
 	}
-	return best, found
+	if i < len(buf) && buf[i].tsNs-ts <= tol {
+		return buf[i].bytes, true
+	}
+	return 0, false
 }
 
 // cursorSteps is how far lowerBound walks from its previous answer before

@@ -41,3 +41,34 @@ func TestLowerBoundWhateverTheCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestIsTheClosestWithinTolerance checks nearest against its
+// definition, a scan of the whole buffer: the closest point within tol,
+// the earlier on a tie, the first buffered among points of one time.
+func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const r = roleDeviceFree
+	for trial := range 200 {
+		s := &series{}
+		ts := int64(0)
+		for i := range 40 {
+			ts += int64(rng.IntN(4)) // duplicates and gaps
+			s.add(r, point{tsNs: ts, bytes: int64(trial*1000 + i)}, 64)
+		}
+		tol := int64(rng.IntN(4))
+		for range 60 {
+			q := int64(rng.IntN(int(ts) + 6))
+			want, wantOK, bestD := int64(0), false, int64(0)
+			for _, p := range s.pts[r] {
+				d := max(p.tsNs-q, q-p.tsNs)
+				if d <= tol && (!wantOK || d < bestD) {
+					want, wantOK, bestD = p.bytes, true, d
+				}
+			}
+			got, ok := s.nearest(r, q, tol)
+			if got != want || ok != wantOK {
+				t.Fatalf("trial %d: nearest(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
+			}
+		}
+	}
+}
