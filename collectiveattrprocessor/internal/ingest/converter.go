@@ -22,8 +22,13 @@ type Converter struct {
 	cfg   Config
 	now   func() time.Time
 	keys  *keyIndex
-	roles map[string]role
-	phase map[string]struct{}
+	roles map[string]namedRole
+	// roleAt caches, per metric position within a scope, the configured
+	// name last found there: a scope's metrics come in the same order every
+	// batch, and one string compare costs less than hashing the name. The
+	// names are the configuration's strings, so no request memory is pinned.
+	roleAt [16]namedRole
+	phase  map[string]struct{}
 
 	tolNs int64
 	names *interner
@@ -106,7 +111,7 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		cfg:     cfg,
 		now:     now,
 		keys:    newKeyIndex(cfg.Identity),
-		roles:   map[string]role{},
+		roles:   map[string]namedRole{},
 		phase:   map[string]struct{}{},
 		tolNs:   int64(cfg.SampleJoinTolerance),
 		names:   newInterner(4 * cfg.MaxSeries),
@@ -119,7 +124,7 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 	addRoles := func(r role, names []string) {
 		for _, n := range names {
 			if _, dup := c.roles[n]; !dup {
-				c.roles[n] = r
+				c.roles[n] = namedRole{name: n, role: r}
 			}
 		}
 	}
@@ -136,6 +141,26 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		c.phase[n] = struct{}{}
 	}
 	return c
+}
+
+// namedRole is a configured metric name and the role it feeds.
+type namedRole struct {
+	name string
+	role role
+}
+
+// roleOf returns the role of the k-th metric of a scope, named name.
+func (c *Converter) roleOf(k int, name string) (role, bool) {
+	if k < len(c.roleAt) {
+		if h := &c.roleAt[k]; h.name == name && h.name != "" {
+			return h.role, true
+		}
+	}
+	nr, ok := c.roles[name]
+	if ok && k < len(c.roleAt) {
+		c.roleAt[k] = nr
+	}
+	return nr.role, ok
 }
 
 // Expire drops identity mappings unused for IdentityTTL and join-buffer

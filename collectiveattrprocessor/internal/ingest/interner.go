@@ -8,6 +8,9 @@ import "strings"
 type interner struct {
 	m   map[string]string
 	max int
+	// last is the previous result: items of one batch mostly repeat the job
+	// id and host of the item before them.
+	last string
 }
 
 func newInterner(maxEntries int) *interner {
@@ -18,7 +21,11 @@ func (in *interner) intern(s string) string {
 	if s == "" {
 		return ""
 	}
+	if s == in.last {
+		return in.last
+	}
 	if v, ok := in.m[s]; ok {
+		in.last = v
 		return v
 	}
 	if len(in.m) >= in.max {
@@ -28,5 +35,6 @@ func (in *interner) intern(s string) string {
 	}
 	v := strings.Clone(s)
 	in.m[v] = v
+	in.last = v
 	return v
 }

@@ -41,7 +41,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
-				r, ok := c.roles[m.Name()]
+				r, ok := c.roleOf(k, m.Name())
 				if !ok {
 					continue
 				}
