@@ -11,13 +11,24 @@ import (
 )
 
 // markerEntry is one marker time of a rank: from a marker span or span event
-// (Ref set), or from a stormlog record whose text matches a collective token
-// (Ref zero, session kept for the phase index's session end).
+// (ref set), or from a stormlog record whose text matches a collective token
+// (ref zero, session kept for the phase index's session end). The span is
+// held in the rank's spanRefs table rather than inline: a span's start, end
+// and event markers share one table entry, and the entry stays 16 bytes, so
+// a full 5-minute window of markers moves through the cache 2.5× faster
+// than with 40-byte entries holding the 24-byte span id.
 type markerEntry struct {
 	TimestampNs int64
-	Ref         ingest.SpanRef
-	session     uint32
+	// ref is markerHasRef | the sequence number (mod 2^31) of the marker's
+	// span in spanRefs; 0 when the marker has no span.
+	ref     uint32
+	session uint32
 }
+
+const (
+	markerHasRef uint32 = 1 << 31
+	markerSeq    uint32 = markerHasRef - 1
+)
 
 // sampleEntry is a buffered sample: attribution.Sample with its session as
 // an index into the rank's session table. Sample, marker and other entries
@@ -47,7 +58,13 @@ type rankBuffer struct {
 	sessions  []string
 	compactAt int
 	markers   ring[markerEntry]
-	others    ring[otherEntry]
+	// spanRefs are the spans of the buffered markers, in marker order;
+	// refFront is the sequence number of its front entry. Marker sequence
+	// numbers never decrease along the markers ring, so a span leaves the
+	// table once a marker of a later span has left the markers ring.
+	spanRefs ring[ingest.SpanRef]
+	refFront uint32
+	others   ring[otherEntry]
 	// boundaries are stormlog phase_enter / phase_exit records, kept whole
 	// for the phase index.
 	boundaries ring[telemetry.Event]
@@ -114,6 +131,53 @@ func (rb *rankBuffer) compactSessions() {
 	rb.sessions = kept
 }
 
+// pushMarker buffers a marker of span ref (zero: none). A span's markers
+// arrive together, so only the latest span is matched for sharing an entry.
+func (rb *rankBuffer) pushMarker(ts int64, ref ingest.SpanRef, session uint32, maxCap int) {
+	m := markerEntry{TimestampNs: ts, session: session}
+	if ref != (ingest.SpanRef{}) {
+		n := rb.spanRefs.len()
+		if n == 0 || *rb.spanRefs.at(n - 1) != ref {
+			// One more than the markers' bound: the table may still hold the
+			// span of the last marker to leave.
+			rb.spanRefs.push(ref, maxCap+1)
+			n++
+		}
+		m.ref = markerHasRef | (rb.refFront+uint32(n)-1)&markerSeq
+	}
+	rb.markers.push(m, maxCap)
+}
+
+// popMarker drops the oldest marker and the spans no marker refers to.
+func (rb *rankBuffer) popMarker() {
+	m := *rb.markers.front()
+	rb.markers.popFront()
+	if rb.markers.len() == 0 {
+		for rb.spanRefs.len() > 0 {
+			rb.spanRefs.popFront()
+		}
+		rb.refFront = 0
+		return
+	}
+	if m.ref == 0 {
+		return
+	}
+	// Spans before m's are no longer referred to; m's own may still be (by
+	// its span's later markers).
+	for d := (m.ref - rb.refFront) & markerSeq; d > 0; d-- {
+		rb.spanRefs.popFront()
+		rb.refFront++
+	}
+}
+
+// markerRef returns the span of marker m (false: none).
+func (rb *rankBuffer) markerRef(m *markerEntry) (ingest.SpanRef, bool) {
+	if m.ref == 0 {
+		return ingest.SpanRef{}, false
+	}
+	return *rb.spanRefs.at(int((m.ref - rb.refFront) & markerSeq)), true
+}
+
 func (rb *rankBuffer) pushSample(s attribution.Sample, maxCap int) {
 	rb.samples.push(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, maxCap)
 }
@@ -160,7 +224,7 @@ func (rb *rankBuffer) pop(id ringID) {
 	case ringSamples:
 		rb.samples.popFront()
 	case ringMarkers:
-		rb.markers.popFront()
+		rb.popMarker()
 	case ringOthers:
 		rb.others.popFront()
 	case ringBoundaries:

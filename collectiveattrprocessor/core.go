@@ -305,7 +305,7 @@ func (c *core) addRecord(rec *ingest.Record) {
 		added += c.pushSample(job, rb, s)
 		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
 	case ingest.KindMarker:
-		added += c.pushMarker(job, rb, markerEntry{TimestampNs: rec.TimestampNs, Ref: rec.Marker, session: rb.sessionIndex("")})
+		added += c.pushMarker(job, rb, rec.TimestampNs, rec.Marker, rb.sessionIndex(""))
 	case ingest.KindPhaseSpan:
 		added += c.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
@@ -398,9 +398,9 @@ func (c *core) pushSample(job *jobState, rb *rankBuffer, s attribution.Sample) i
 	return 1
 }
 
-func (c *core) pushMarker(job *jobState, rb *rankBuffer, m markerEntry) int {
+func (c *core) pushMarker(job *jobState, rb *rankBuffer, ts int64, ref ingest.SpanRef, session uint32) int {
 	c.makeRoom(job, rb)
-	rb.markers.push(m, c.cfg.Limits.MaxEventsPerRank)
+	rb.pushMarker(ts, ref, session, c.cfg.Limits.MaxEventsPerRank)
 	return 1
 }
 
@@ -423,7 +423,7 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 	}
 	if attribution.IsMarker(e) {
 		c.makeRoom(job, rb)
-		rb.markers.push(markerEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, c.cfg.Limits.MaxEventsPerRank)
+		rb.pushMarker(e.TimestampNs, ingest.SpanRef{}, rb.sessionIndex(e.SessionID), c.cfg.Limits.MaxEventsPerRank)
 		n++
 	}
 	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {

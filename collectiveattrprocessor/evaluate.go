@@ -342,14 +342,15 @@ func markerLinks(rb *rankBuffer, times []int64) []ingest.SpanRef {
 	var links []ingest.SpanRef
 	for i := range rb.markers.len() {
 		m := rb.markers.at(i)
-		if m.Ref == (ingest.SpanRef{}) {
+		ref, ok := rb.markerRef(m)
+		if !ok {
 			continue
 		}
 		if _, ok := slices.BinarySearch(times, m.TimestampNs); !ok {
 			continue
 		}
-		if !slices.Contains(links, m.Ref) {
-			links = append(links, m.Ref)
+		if !slices.Contains(links, ref) {
+			links = append(links, ref)
 		}
 	}
 	return links
