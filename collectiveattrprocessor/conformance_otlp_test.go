@@ -152,11 +152,7 @@ func assertResultSpan(t *testing.T, want map[string]any, sp ptrace.Span) {
 	}
 	assert.Equal(t, want["classification"], get("collective_attribution.classification").Str())
 	jsonEqual(t, "confidence", want["confidence"], json.Number(fmt.Sprint(get("collective_attribution.confidence").Double())))
-	var reasons []any
-	for _, r := range get("collective_attribution.reason_codes").Slice().AsRaw() {
-		reasons = append(reasons, r)
-	}
-	assert.Equal(t, want["reason_codes"], reasons)
+	assert.Equal(t, want["reason_codes"], get("collective_attribution.reason_codes").Slice().AsRaw())
 	ev := want["evidence"].(map[string]any)
 	for _, k := range []string{"marker_hits", "synchronized_ranks", "expected_world_size", "peak_gap_bytes"} {
 		assert.Equal(t, string(num(ev[k])), fmt.Sprint(get("collective_attribution.evidence."+k).Int()), k)

@@ -148,7 +148,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	out := attribution.AppendResultsJSON(nil, results, opts.phases)
 	out = append(out, '\n')
-	if _, err := w.Write(out); err == nil {
+	_, err = w.Write(out)
+	if err == nil {
 		err = w.Flush()
 	}
 	if err != nil {

@@ -49,7 +49,7 @@ func garbageMetrics() []pmetric.Metrics {
 		ms.AppendEmpty().SetName(name) // no data at all
 		g := m.SetEmptyGauge().DataPoints()
 		g.AppendEmpty() // no value, no timestamp
-		for _, v := range []float64{math.NaN(), math.Inf(-1), -0.0, 1e300, math.MaxInt64, 0.5} {
+		for _, v := range []float64{math.NaN(), math.Inf(-1), math.Copysign(0, -1), 1e300, math.MaxInt64, 0.5} {
 			dp := g.AppendEmpty()
 			dp.SetTimestamp(pcommon.Timestamp(math.MaxUint64))
 			dp.SetDoubleValue(v)
