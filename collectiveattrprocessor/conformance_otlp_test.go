@@ -1,9 +1,11 @@
 package collectiveattrprocessor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -84,11 +86,11 @@ func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, t
 func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 	ran := 0
 	for _, c := range loadConformanceCases(t) {
-		if c.set != "attribution" || c.ExpectedError != nil {
+		if c.Set != "attribution" || c.ExpectedError != nil {
 			continue
 		}
 		var events []telemetry.Event
-		for _, l := range readEventLines(t, c.dir) {
+		for _, l := range readEventLines(t, c.Dir) {
 			e, err := telemetry.DecodeRecord([]byte(l))
 			require.NoError(t, err)
 			events = append(events, e)
@@ -99,11 +101,18 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 			continue
 		}
 		ran++
-		t.Run(filepath.Base(c.dir), func(t *testing.T) {
+		t.Run(filepath.Base(c.Dir), func(t *testing.T) {
 			tel := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 			cfg := createDefaultConfig().(*Config)
-			cfg.Preset, cfg.Overrides, cfg.Emit, cfg.Phases = c.Preset, c.Overrides, EmitOnJobEnd, false
+			cfg.Preset, cfg.Overrides, cfg.Emit, cfg.Phases = "", c.Overrides, EmitOnJobEnd, false
+			if c.Preset != nil {
+				cfg.Preset = *c.Preset
+			}
+			var expected []any
+			dec := json.NewDecoder(bytes.NewReader(c.Expected))
+			dec.UseNumber()
+			require.NoError(t, dec.Decode(&expected))
 			p := newPipelines(t, cfg, tel)
 			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
 			require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), md))
@@ -125,8 +134,8 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 					}
 				}
 			}
-			require.Len(t, got, len(c.Expected))
-			for _, w := range c.Expected {
+			require.Len(t, got, len(expected))
+			for _, w := range expected {
 				want := w.(map[string]any)
 				key := fmt.Sprintf("%s/%s", want["rank"], want["interval_start_ns"])
 				sp, ok := got[key]
@@ -151,22 +160,35 @@ func assertResultSpan(t *testing.T, want map[string]any, sp ptrace.Span) {
 		return v
 	}
 	assert.Equal(t, want["classification"], get("collective_attribution.classification").Str())
-	jsonEqual(t, "confidence", want["confidence"], json.Number(fmt.Sprint(get("collective_attribution.confidence").Double())))
+	assertNumberNear(t, "confidence", want["confidence"], get("collective_attribution.confidence").Double())
 	assert.Equal(t, want["reason_codes"], get("collective_attribution.reason_codes").Slice().AsRaw())
 	ev := want["evidence"].(map[string]any)
 	for _, k := range []string{"marker_hits", "synchronized_ranks", "expected_world_size", "peak_gap_bytes"} {
 		assert.Equal(t, string(num(ev[k])), fmt.Sprint(get("collective_attribution.evidence."+k).Int()), k)
 	}
 	for _, k := range []string{"synchrony_ratio", "robust_zscore"} {
-		jsonEqual(t, k, ev[k], json.Number(fmt.Sprint(get("collective_attribution.evidence."+k).Double())))
+		assertNumberNear(t, k, ev[k], get("collective_attribution.evidence."+k).Double())
 	}
 	if ev["peak_gap_ratio"] == nil {
 		_, present := attrs.Get("collective_attribution.evidence.peak_gap_ratio")
 		assert.False(t, present, "peak_gap_ratio absent when null")
 	} else {
-		jsonEqual(t, "peak_gap_ratio", ev["peak_gap_ratio"], json.Number(fmt.Sprint(get("collective_attribution.evidence.peak_gap_ratio").Double())))
+		assertNumberNear(t, "peak_gap_ratio", ev["peak_gap_ratio"], get("collective_attribution.evidence.peak_gap_ratio").Double())
 	}
 	assert.Positive(t, sp.Links().Len()+boolToInt(num(ev["marker_hits"]) == "0"), "a result with markers links its marker spans")
+}
+
+// assertNumberNear checks a double attribute against an expected JSON number
+// within 1e-9 (an attribute has no integer/float lexeme to compare).
+func assertNumberNear(t *testing.T, name string, want any, got float64) {
+	t.Helper()
+	w, ok := want.(json.Number)
+	if !assert.True(t, ok, "%s: want %T %v, got number %v", name, want, want, got) {
+		return
+	}
+	wf, err := w.Float64()
+	require.NoError(t, err, name)
+	assert.LessOrEqual(t, math.Abs(wf-got), 1e-9, "%s: got %v, want %v", name, got, w)
 }
 
 func boolToInt(b bool) int {

@@ -5,10 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
+	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"testing"
 
@@ -20,40 +19,21 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
+	"github.com/collectiveattr/collectiveattr/internal/conformance"
 )
 
-// conformanceRoot is ../shared/conformance relative to the repository root.
-var conformanceRoot = filepath.Join("..", "..", "shared", "conformance")
-
-type conformanceCase struct {
-	dir           string
-	set           string
-	Name          string         `json:"name"`
-	Preset        string         `json:"preset"`
-	Overrides     map[string]any `json:"overrides"`
-	Expected      []any          `json:"expected"`
-	ExpectedError *string        `json:"expected_error"`
-}
-
-func loadConformanceCases(t *testing.T) []conformanceCase {
+// loadConformanceCases loads both golden sets, skipping when ../shared is
+// absent.
+func loadConformanceCases(t *testing.T) []conformance.Case {
 	t.Helper()
-	if _, err := os.Stat(conformanceRoot); err != nil {
-		t.Skipf("conformance cases not found at %s: %v", conformanceRoot, err)
-	}
-	var cases []conformanceCase
+	var cases []conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
-		dirs, err := filepath.Glob(filepath.Join(conformanceRoot, set, "*", "case.json"))
-		require.NoError(t, err)
-		for _, f := range dirs {
-			raw, err := os.ReadFile(f)
-			require.NoError(t, err)
-			var c conformanceCase
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.UseNumber()
-			require.NoError(t, dec.Decode(&c), f)
-			c.dir, c.set = filepath.Dir(f), set
-			cases = append(cases, c)
+		cs, err := conformance.Load(set)
+		if errors.Is(err, conformance.ErrSharedAbsent) {
+			t.Skip(err)
 		}
+		require.NoError(t, err)
+		cases = append(cases, cs...)
 	}
 	require.NotEmpty(t, cases)
 	return cases
@@ -88,12 +68,15 @@ func readEventLines(t *testing.T, dir string) []string {
 // to one job without changing what the attribution sees.
 func TestConformanceThroughLogs(t *testing.T) {
 	for _, c := range loadConformanceCases(t) {
-		t.Run(c.set+"/"+filepath.Base(c.dir), func(t *testing.T) {
+		t.Run(c.Set+"/"+filepath.Base(c.Dir), func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
-			cfg.Preset = c.Preset
+			cfg.Preset = ""
+			if c.Preset != nil {
+				cfg.Preset = *c.Preset
+			}
 			cfg.Overrides = c.Overrides
 			cfg.Emit = EmitOnJobEnd
-			cfg.Phases = c.set == "phases"
+			cfg.Phases = c.Set == "phases"
 			if c.ExpectedError != nil {
 				err := cfg.Validate()
 				require.Error(t, err)
@@ -107,7 +90,7 @@ func TestConformanceThroughLogs(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, p.Start(context.Background(), nil))
 
-			lines := withJobID(t, readEventLines(t, c.dir), "conformance-"+c.Name)
+			lines := withJobID(t, readEventLines(t, c.Dir), "conformance-"+c.Name)
 			ld := stormlogLogs(lines)
 			require.NoError(t, p.ConsumeLogs(context.Background(), ld))
 			require.NoError(t, p.Shutdown(context.Background()))
@@ -116,11 +99,15 @@ func TestConformanceThroughLogs(t *testing.T) {
 			all := sink.AllLogs()
 			require.NotEmpty(t, all)
 			assert.Equal(t, len(lines), all[0].LogRecordCount())
-			var got []any
+			got := []any{}
 			for _, ld := range all[1:] {
 				got = append(got, resultBodies(t, ld)...)
 			}
-			assertResultsEqual(t, c.Expected, got)
+			gotJSON, err := json.Marshal(got) // json.Number keeps each lexeme
+			require.NoError(t, err)
+			if d := conformance.CompareJSON(c.Expected, gotJSON); d != "" {
+				t.Errorf("results differ: %s\ngot:  %s\nwant: %s", d, gotJSON, c.Expected)
+			}
 		})
 	}
 }
@@ -177,66 +164,4 @@ func resultBodies(t *testing.T, ld plog.Logs) []any {
 		}
 	}
 	return out
-}
-
-// assertResultsEqual compares decoded JSON values: integers exactly, other
-// numbers within 1e-9, everything else structurally (key sets included).
-func assertResultsEqual(t *testing.T, want, got []any) {
-	t.Helper()
-	require.Len(t, got, len(want), "got %v", got)
-	for i := range want {
-		jsonEqual(t, strconv.Itoa(i), want[i], got[i])
-	}
-}
-
-func jsonEqual(t *testing.T, path string, want, got any) {
-	t.Helper()
-	switch w := want.(type) {
-	case json.Number:
-		g, ok := got.(json.Number)
-		if !assert.True(t, ok, "%s: got %T %v, want number %v", path, got, got, w) {
-			return
-		}
-		if wi, err := strconv.ParseInt(string(w), 10, 64); err == nil {
-			if gi, err := strconv.ParseInt(string(g), 10, 64); err == nil {
-				assert.Equal(t, wi, gi, path)
-				return
-			}
-		}
-		wf, err1 := w.Float64()
-		gf, err2 := g.Float64()
-		require.NoError(t, err1)
-		require.NoError(t, err2)
-		assert.LessOrEqual(t, math.Abs(wf-gf), 1e-9, "%s: got %v, want %v", path, g, w)
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !assert.True(t, ok, "%s: got %T, want object", path, got) {
-			return
-		}
-		assert.Equal(t, sortedKeys(w), sortedKeys(g), "%s: keys", path)
-		for k, wv := range w {
-			if gv, ok := g[k]; ok {
-				jsonEqual(t, path+"."+k, wv, gv)
-			}
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !assert.True(t, ok, "%s: got %T, want array", path, got) || !assert.Len(t, g, len(w), path) {
-			return
-		}
-		for i := range w {
-			jsonEqual(t, path+"["+strconv.Itoa(i)+"]", w[i], g[i])
-		}
-	default:
-		assert.Equal(t, want, got, path)
-	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,38 +14,33 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/collectiveattr/collectiveattr/internal/conformance"
 )
 
 // conformanceCase is one public golden case: ../shared/conformance/<suite>/<name>/.
 type conformanceCase struct {
-	suite, name string
-	dir         string
-	Preset      string            `json:"preset"`
-	Overrides   map[string]any    `json:"overrides"`
-	Expected    []json.RawMessage `json:"expected"`
-	ExpectedErr *string           `json:"expected_error"`
+	conformance.Case
 }
+
+func (c conformanceCase) suite() string { return c.Set }
+func (c conformanceCase) name() string  { return filepath.Base(c.Dir) }
 
 // jobID is the job the case's events are put in: one job per case, so the processor's
 // per-job analysis sees exactly the events the reference analysed as one run.
-func (c conformanceCase) jobID() string { return c.suite + "/" + c.name }
+func (c conformanceCase) jobID() string { return c.suite() + "/" + c.name() }
 
 func loadConformanceCases(t *testing.T) []conformanceCase {
 	t.Helper()
-	root := filepath.Join(repoRoot(t), "..", "shared", "conformance")
-	if _, err := os.Stat(root); err != nil {
-		t.Skipf("conformance cases not found at %s: %v", root, err)
-	}
 	var cases []conformanceCase
 	for _, suite := range []string{"attribution", "phases"} {
-		dirs, err := filepath.Glob(filepath.Join(root, suite, "*", "case.json"))
+		cs, err := conformance.Load(suite)
+		if errors.Is(err, conformance.ErrSharedAbsent) {
+			t.Skip(err)
+		}
 		require.NoError(t, err)
-		for _, caseFile := range dirs {
-			b, err := os.ReadFile(caseFile)
-			require.NoError(t, err)
-			c := conformanceCase{suite: suite, dir: filepath.Dir(caseFile), name: filepath.Base(filepath.Dir(caseFile))}
-			require.NoError(t, json.Unmarshal(b, &c), caseFile)
-			cases = append(cases, c)
+		for _, c := range cs {
+			cases = append(cases, conformanceCase{c})
 		}
 	}
 	require.NotEmpty(t, cases)
@@ -65,7 +59,11 @@ func (c conformanceCase) settings() processorSettings {
 	if c.Overrides == nil {
 		ov = []byte("{}")
 	}
-	return processorSettings{phases: c.suite == "phases", preset: c.Preset, overrides: string(ov)}
+	preset := ""
+	if c.Preset != nil {
+		preset = *c.Preset
+	}
+	return processorSettings{phases: c.suite() == "phases", preset: preset, overrides: string(ov)}
 }
 
 // yamlString quotes s for YAML (JSON strings are YAML strings).
@@ -129,7 +127,7 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 	totalRecords := 0
 	var valid []conformanceCase
 	for _, c := range cases {
-		if c.ExpectedErr != nil {
+		if c.ExpectedError != nil {
 			continue
 		}
 		s := c.settings()
@@ -140,12 +138,12 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 			order = append(order, s)
 			require.NoError(t, os.MkdirAll(filepath.Join(work, "in", itoa(g)), 0o755))
 		}
-		events, err := os.ReadFile(filepath.Join(c.dir, "events.jsonl"))
+		events, err := os.ReadFile(c.EventsPath())
 		require.NoError(t, err)
 		rewritten, n, err := rewriteJobID(events, c.jobID())
 		require.NoError(t, err, c.jobID())
 		totalRecords += n
-		require.NoError(t, os.WriteFile(filepath.Join(work, "in", itoa(g), c.suite+"-"+c.name+".jsonl"), rewritten, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(work, "in", itoa(g), c.suite()+"-"+c.name()+".jsonl"), rewritten, 0o644))
 		valid = append(valid, c)
 	}
 
@@ -205,20 +203,16 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 	t.Logf("%d cases, %d processors, %d records through filelog, %d results for %d jobs", len(valid), len(order), totalRecords, nResults, len(got))
 	for _, cs := range valid {
 		t.Run(cs.jobID(), func(t *testing.T) {
-			want := make([]map[string]any, 0, len(cs.Expected))
-			for _, raw := range cs.Expected {
-				var m map[string]any
-				dec := json.NewDecoder(bytes.NewReader(raw))
-				dec.UseNumber()
-				require.NoError(t, dec.Decode(&m))
-				want = append(want, m)
-			}
+			var want []map[string]any
+			dec := json.NewDecoder(bytes.NewReader(cs.Expected))
+			dec.UseNumber()
+			require.NoError(t, dec.Decode(&want))
 			have := got[cs.jobID()]
 			sortResults(have)
 			require.Len(t, have, len(want), "results of %s", cs.jobID())
 			for i := range want {
-				if err := sameJSON(want[i], have[i], ""); err != nil {
-					t.Errorf("result %d: %v\nwant %s\nhave %s", i, err, compact(want[i]), compact(have[i]))
+				if d := conformance.CompareValues(want[i], have[i]); d != "" {
+					t.Errorf("result %d: %s\nwant %s\nhave %s", i, d, compact(want[i]), compact(have[i]))
 				}
 			}
 		})
@@ -237,7 +231,7 @@ func TestConformanceConfigErrors(t *testing.T) {
 	cases := loadConformanceCases(t)
 	dir := t.TempDir()
 	for _, cs := range cases {
-		if cs.ExpectedErr == nil {
+		if cs.ExpectedError == nil {
 			continue
 		}
 		t.Run(cs.jobID(), func(t *testing.T) {
@@ -250,7 +244,7 @@ func TestConformanceConfigErrors(t *testing.T) {
 			out, err := runCommand(t, nil, "validate", "--config", path)
 			var exit interface{ ExitCode() int }
 			require.True(t, errors.As(err, &exit), "validate must fail: %v\n%s", err, out)
-			assert.Contains(t, out, *cs.ExpectedErr)
+			assert.Contains(t, out, *cs.ExpectedError)
 		})
 	}
 }
@@ -282,66 +276,6 @@ func sortResults(rs []map[string]any) {
 		}
 		return num(rs[i], "interval_start_ns") < num(rs[j], "interval_start_ns")
 	})
-}
-
-// sameJSON compares decoded JSON: numbers within 1e-9 (integers exactly), a missing key
-// equal to null (phase_attribution is null when phases are off or unknown).
-func sameJSON(want, have any, path string) error {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: want an object, have %v", path, have)
-		}
-		keys := map[string]bool{}
-		for k := range w {
-			keys[k] = true
-		}
-		for k := range h {
-			keys[k] = true
-		}
-		for k := range keys {
-			if err := sameJSON(w[k], h[k], path+"."+k); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return fmt.Errorf("%s: want %v, have %v", path, w, have)
-		}
-		for i := range w {
-			if err := sameJSON(w[i], h[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case json.Number:
-		h, ok := have.(json.Number)
-		if !ok {
-			return fmt.Errorf("%s: want %s, have %v", path, w, have)
-		}
-		if wi, err := w.Int64(); err == nil {
-			if hi, err := h.Int64(); err == nil {
-				if wi != hi {
-					return fmt.Errorf("%s: want %d, have %d", path, wi, hi)
-				}
-				return nil
-			}
-		}
-		wf, _ := w.Float64()
-		hf, _ := h.Float64()
-		if math.Abs(wf-hf) > 1e-9 {
-			return fmt.Errorf("%s: want %s, have %s", path, w, h)
-		}
-		return nil
-	default:
-		if want != have {
-			return fmt.Errorf("%s: want %v, have %v", path, want, have)
-		}
-		return nil
-	}
 }
 
 func compact(v any) string {

@@ -2,17 +2,16 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/collectiveattr/collectiveattr/internal/conformance"
 )
 
 var (
@@ -74,54 +73,32 @@ func runCLI(t *testing.T, bin string, stdin []byte, args ...string) cliResult {
 	return cliResult{code, out.String(), errb.String()}
 }
 
-func conformanceDir(t *testing.T) string {
-	t.Helper()
-	root := filepath.Join("..", "..", "..", "shared")
-	if _, err := os.Stat(root); err != nil {
-		t.Skipf("conformance cases not available: %v", err)
-	}
-	return filepath.Join(root, "conformance")
-}
-
-type goldenCase struct {
-	Preset        *string         `json:"preset"`
-	Overrides     json.RawMessage `json:"overrides"`
-	Expected      json.RawMessage `json:"expected"`
-	ExpectedError *string         `json:"expected_error"`
-}
-
 // TestCLIConformance runs every golden case through the built binary, the
 // way an operator would (contract §7).
 func TestCLIConformance(t *testing.T) {
-	dir := conformanceDir(t)
-	bin := buildCLI(t)
+	var sets [][]conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
-		entries, err := os.ReadDir(filepath.Join(dir, set))
-		if err != nil && !os.IsNotExist(err) {
+		cases, err := conformance.Load(set)
+		if errors.Is(err, conformance.ErrSharedAbsent) {
+			t.Skip(err)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			caseDir := filepath.Join(dir, set, e.Name())
-			t.Run(set+"/"+e.Name(), func(t *testing.T) {
-				raw, err := os.ReadFile(filepath.Join(caseDir, "case.json"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var c goldenCase
-				if err := json.Unmarshal(raw, &c); err != nil {
-					t.Fatal(err)
-				}
-				args := []string{"attribute", filepath.Join(caseDir, "events.jsonl")}
+		sets = append(sets, cases)
+	}
+	bin := buildCLI(t)
+	for _, cases := range sets {
+		for _, c := range cases {
+			t.Run(c.Set+"/"+filepath.Base(c.Dir), func(t *testing.T) {
+				args := []string{"attribute", c.EventsPath()}
 				if c.Preset != nil {
 					args = append(args, "--preset", *c.Preset)
 				}
-				if len(c.Overrides) > 0 {
-					args = append(args, "--overrides", string(c.Overrides))
+				if len(c.OverridesJSON) > 0 {
+					args = append(args, "--overrides", string(c.OverridesJSON))
 				}
-				if set == "phases" {
+				if c.Set == "phases" {
 					args = append(args, "--phases")
 				}
 				res := runCLI(t, bin, nil, args...)
@@ -134,7 +111,7 @@ func TestCLIConformance(t *testing.T) {
 				if res.code != 0 || res.stderr != "" {
 					t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 				}
-				if d := compareJSON(c.Expected, []byte(res.stdout)); d != "" {
+				if d := conformance.CompareJSON(c.Expected, []byte(res.stdout)); d != "" {
 					t.Fatalf("%s\ngot: %s", d, res.stdout)
 				}
 			})
@@ -222,82 +199,4 @@ func TestCLIHelpExplainsEveryFlag(t *testing.T) {
 			}
 		}
 	}
-}
-
-// compareJSON compares structurally: same keys, exact integers and strings,
-// floats within 1e-9 (and never an integer for a float or vice versa).
-func compareJSON(want, got []byte) string {
-	decode := func(b []byte) (any, error) {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var v any
-		err := dec.Decode(&v)
-		return v, err
-	}
-	w, err := decode(want)
-	if err != nil {
-		return "expected: " + err.Error()
-	}
-	g, err := decode(got)
-	if err != nil {
-		return "output is not JSON: " + err.Error()
-	}
-	return diff("$", w, g)
-}
-
-func diff(path string, w, g any) string {
-	switch wv := w.(type) {
-	case map[string]any:
-		gv, ok := g.(map[string]any)
-		if !ok {
-			return path + ": want object"
-		}
-		var keys []string
-		for k := range wv {
-			keys = append(keys, k)
-		}
-		for k := range gv {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range slices.Compact(keys) {
-			a, inW := wv[k]
-			b, inG := gv[k]
-			if inW != inG {
-				return fmt.Sprintf("%s.%s: present in want=%v got=%v", path, k, inW, inG)
-			}
-			if d := diff(path+"."+k, a, b); d != "" {
-				return d
-			}
-		}
-	case []any:
-		gv, ok := g.([]any)
-		if !ok || len(gv) != len(wv) {
-			return fmt.Sprintf("%s: want %d elements, got %v", path, len(wv), g)
-		}
-		for i := range wv {
-			if d := diff(fmt.Sprintf("%s[%d]", path, i), wv[i], gv[i]); d != "" {
-				return d
-			}
-		}
-	case json.Number:
-		gv, ok := g.(json.Number)
-		if !ok {
-			return fmt.Sprintf("%s: want %s, got %v", path, wv, g)
-		}
-		isInt := func(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
-		if isInt(wv) != isInt(gv) || (isInt(wv) && wv != gv) {
-			return fmt.Sprintf("%s: want %s, got %s", path, wv, gv)
-		}
-		a, _ := wv.Float64()
-		b, _ := gv.Float64()
-		if math.Abs(a-b) > 1e-9 {
-			return fmt.Sprintf("%s: want %s, got %s", path, wv, gv)
-		}
-	default:
-		if w != g {
-			return fmt.Sprintf("%s: want %v, got %v", path, w, g)
-		}
-	}
-	return ""
 }
