@@ -230,114 +230,107 @@ func benchTraces(startNs int64) (ptrace.Traces, int) {
 	return td, n
 }
 
-// BenchmarkConsumeMetrics reports ns per data point for the processor and
-// for the pass-through baseline on the same batches; compare the two
-// sub-benchmarks of one run.
-func BenchmarkConsumeMetrics(b *testing.B) {
+// consumeBench is one signal's side of the hot-path benchmarks: how to build
+// and shift its batches, the pass-through baseline, and the processor.
+type consumeBench[T any] struct {
+	unit     string // per-item metric name: "ns/point", "ns/span"
+	batch    func(startNs int64) (T, int)
+	shift    func(T, int64)
+	baseline func(w *walkingProcessor, batch T) error
+	create   func(b *testing.B) (consume func(T) error, shutdown func())
+}
+
+// run reports ns per item for the pass-through baseline and for the
+// processor on the same batches; compare the two sub-benchmarks of one run.
+func (cb consumeBench[T]) run(b *testing.B) {
 	start := benchStart()
 	var (
-		batches []pmetric.Metrics
-		points  int
+		batches []T
+		items   int
 	)
 	// Each sub-benchmark starts from the same fresh batches.
 	reset := func() {
-		batches = make([]pmetric.Metrics, benchBatchSeconds)
+		batches = make([]T, benchBatchSeconds)
 		for i := range batches {
-			batches[i], points = benchMetrics(start + int64(i)*int64(time.Second))
+			batches[i], items = cb.batch(start + int64(i)*int64(time.Second))
 		}
 	}
+	const period = benchBatchSeconds * int64(time.Second)
 	b.Run("passthrough", func(b *testing.B) {
 		reset()
-		w := &walkingProcessor{metrics: consumertest.NewNop()}
+		w := &walkingProcessor{metrics: consumertest.NewNop(), traces: consumertest.NewNop()}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			_ = w.ConsumeMetrics(context.Background(), batches[i%len(batches)])
+			_ = cb.baseline(w, batches[i%len(batches)])
 			b.StopTimer()
-			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			cb.shift(batches[i%len(batches)], period)
 			b.StartTimer()
 			i++
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), cb.unit)
 	})
 	b.Run("collectiveattr", func(b *testing.B) {
 		reset()
-		cfg := benchConfig()
-		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = p.Shutdown(context.Background()) }()
+		consume, shutdown := cb.create(b)
+		defer shutdown()
 		// Steady state: the buffers hold a full window (5 min at 10 Hz).
 		for i := range 310 {
-			_ = p.ConsumeMetrics(context.Background(), batches[i%len(batches)])
-			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			_ = consume(batches[i%len(batches)])
+			cb.shift(batches[i%len(batches)], period)
 		}
 		b.ReportAllocs()
 		i := 310
 		for b.Loop() {
-			_ = p.ConsumeMetrics(context.Background(), batches[i%len(batches)])
+			_ = consume(batches[i%len(batches)])
 			b.StopTimer()
 			benchLimit(b, start, i)
-			shiftMetrics(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
+			cb.shift(batches[i%len(batches)], period)
 			b.StartTimer()
 			i++
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), cb.unit)
 	})
+}
+
+// BenchmarkConsumeMetrics reports ns per data point, processor against baseline.
+func BenchmarkConsumeMetrics(b *testing.B) {
+	consumeBench[pmetric.Metrics]{
+		unit:  "ns/point",
+		batch: benchMetrics,
+		shift: shiftMetrics,
+		baseline: func(w *walkingProcessor, md pmetric.Metrics) error {
+			return w.ConsumeMetrics(context.Background(), md)
+		},
+		create: func(b *testing.B) (func(pmetric.Metrics) error, func()) {
+			p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(md pmetric.Metrics) error { return p.ConsumeMetrics(context.Background(), md) },
+				func() { _ = p.Shutdown(context.Background()) }
+		},
+	}.run(b)
 }
 
 // BenchmarkConsumeTraces reports ns per span, processor against baseline.
 func BenchmarkConsumeTraces(b *testing.B) {
-	start := benchStart()
-	var (
-		batches []ptrace.Traces
-		spans   int
-	)
-	reset := func() {
-		batches = make([]ptrace.Traces, benchBatchSeconds)
-		for i := range batches {
-			batches[i], spans = benchTraces(start + int64(i)*int64(time.Second))
-		}
-	}
-	b.Run("passthrough", func(b *testing.B) {
-		reset()
-		w := &walkingProcessor{traces: consumertest.NewNop()}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			_ = w.ConsumeTraces(context.Background(), batches[i%len(batches)])
-			b.StopTimer()
-			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
-			b.StartTimer()
-			i++
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
-	})
-	b.Run("collectiveattr", func(b *testing.B) {
-		reset()
-		cfg := benchConfig()
-		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = p.Shutdown(context.Background()) }()
-		for i := range 310 {
-			_ = p.ConsumeTraces(context.Background(), batches[i%len(batches)])
-			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
-		}
-		b.ReportAllocs()
-		i := 310
-		for b.Loop() {
-			_ = p.ConsumeTraces(context.Background(), batches[i%len(batches)])
-			b.StopTimer()
-			benchLimit(b, start, i)
-			shiftTraces(batches[i%len(batches)], benchBatchSeconds*int64(time.Second))
-			b.StartTimer()
-			i++
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
-	})
+	consumeBench[ptrace.Traces]{
+		unit:  "ns/span",
+		batch: benchTraces,
+		shift: shiftTraces,
+		baseline: func(w *walkingProcessor, td ptrace.Traces) error {
+			return w.ConsumeTraces(context.Background(), td)
+		},
+		create: func(b *testing.B) (func(ptrace.Traces) error, func()) {
+			p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(td ptrace.Traces) error { return p.ConsumeTraces(context.Background(), td) },
+				func() { _ = p.Shutdown(context.Background()) }
+		},
+	}.run(b)
 }
 
 // BenchmarkEvaluationTick measures one evaluation round of a job of 1 024
