@@ -76,6 +76,10 @@ func init() {
 	}
 }
 
+// MinCollectiveTokenLen is the length of the shortest collective token
+// ("nccl"): a shorter text never matches.
+const MinCollectiveTokenLen = 4
+
 // MatchesCollectiveToken is the reference's token match (§2.3 S2a) on one
 // text fragment: lower-case, drop '-' and '_', then plain substring search
 // for nccl, collective, communication, allreduce, allgather, reducescatter,
@@ -87,6 +91,9 @@ func init() {
 // carries a combining dot that breaks any token. Non-ASCII bytes therefore
 // act as separators, which keeps this exact without Unicode case mapping.
 func MatchesCollectiveToken(s string) bool {
+	if len(s) < MinCollectiveTokenLen {
+		return false // a token needs that many letters
+	}
 	st := uint8(0)
 	for i := 0; i < len(s); i++ {
 		sym := symbolOf[s[i]]

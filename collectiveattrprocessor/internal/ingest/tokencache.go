@@ -24,7 +24,10 @@ type tokenEntry struct {
 }
 
 func (tc *tokenCache) matches(s string) bool {
-	if len(s) == 0 || len(s) > maxCachedText {
+	if len(s) < attribution.MinCollectiveTokenLen {
+		return false // shorter than any token: stream ids, small numbers
+	}
+	if len(s) > maxCachedText {
 		return attribution.MatchesCollectiveToken(s)
 	}
 	h := (uint(len(s))*157 + uint(s[0])*31 + uint(s[len(s)/2])*7 + uint(s[len(s)-1])) & uint(len(tc.e)-1)
