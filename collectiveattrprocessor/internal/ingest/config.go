@@ -80,11 +80,11 @@ type Config struct {
 	// partners before it is dropped (default 30s). A device-used point
 	// dropped without forming a sample is counted as unjoinable.
 	PendingTTL time.Duration
-	// MaxPendingPerRole bounds the points buffered per (job, rank) and metric
-	// role (default 256: 25.6 s of 10 Hz data, so that device metrics that
-	// reach the processor seconds after the allocator's still find their
-	// partners).
-	MaxPendingPerRole int
+	// MaxPendingRows bounds the distinct timestamps whose points are
+	// buffered per (job, rank) (default 256: 25.6 s of 10 Hz data, so that
+	// device metrics that reach the processor seconds after the allocator's
+	// still find their partners).
+	MaxPendingRows int
 	// MaxSeries bounds the number of (job, rank) join buffers (default 65536).
 	// Points of a new (job, rank) beyond it are skipped as over_limit.
 	MaxSeries int
@@ -100,7 +100,7 @@ const (
 	defaultSampleJoinTolerance = 250 * time.Millisecond
 	defaultIdentityTTL         = 10 * time.Minute
 	defaultPendingTTL          = 30 * time.Second
-	defaultMaxPendingPerRole   = 256
+	defaultMaxPendingRows      = 256
 	defaultMaxSeries           = 1 << 16
 	defaultMaxIdentityMappings = 1 << 16
 	defaultMaxFutureSkew       = time.Hour
@@ -116,8 +116,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.PendingTTL <= 0 {
 		cfg.PendingTTL = defaultPendingTTL
 	}
-	if cfg.MaxPendingPerRole <= 0 {
-		cfg.MaxPendingPerRole = defaultMaxPendingPerRole
+	if cfg.MaxPendingRows <= 0 {
+		cfg.MaxPendingRows = defaultMaxPendingRows
 	}
 	if cfg.MaxSeries <= 0 {
 		cfg.MaxSeries = defaultMaxSeries

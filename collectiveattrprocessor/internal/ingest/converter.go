@@ -189,9 +189,7 @@ func (c *Converter) Stats() Stats {
 	st := c.stats
 	st.Series = len(c.series)
 	for _, s := range c.series {
-		for r := range s.pts {
-			st.PendingPoints += len(s.pts[r])
-		}
+		st.PendingPoints += s.pendingPoints()
 	}
 	st.IdentityMappings = len(c.dev.m)
 	st.IdentityMapFull = c.dev.full
@@ -216,6 +214,21 @@ func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, st
 			return c.identify(nowNs)
 		}
 	}
+	return c.identifyByResource(nowNs)
+}
+
+// identifyScanned is identifyItem for an item whose attributes were already
+// scanned into c.itemID.
+func (c *Converter) identifyScanned(nowNs int64) (SkipReason, string) {
+	if c.itemID.any() {
+		return c.identify(nowNs)
+	}
+	return c.identifyByResource(nowNs)
+}
+
+// identifyByResource identifies an item without identity attributes of its
+// own by its resource, resolving the resource once.
+func (c *Converter) identifyByResource(nowNs int64) (SkipReason, string) {
 	switch {
 	case !c.resCached:
 		c.itemID.reset()

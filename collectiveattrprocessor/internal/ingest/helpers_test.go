@@ -39,8 +39,20 @@ type collected struct {
 	skips   []Skip
 }
 
-func (c *collected) emit(r *Record) { c.records = append(c.records, *r) }
-func (c *collected) skip(s Skip)    { c.skips = append(c.skips, s) }
+// emit keeps a copy of r; a marker record becomes one record per marker
+// time, so that the tests list marker times one by one.
+func (c *collected) emit(r *Record) {
+	if r.Kind != KindMarker {
+		c.records = append(c.records, *r)
+		return
+	}
+	for _, ts := range r.MarkerTimesNs {
+		m := *r
+		m.TimestampNs, m.MarkerTimesNs = ts, nil
+		c.records = append(c.records, m)
+	}
+}
+func (c *collected) skip(s Skip) { c.skips = append(c.skips, s) }
 
 func (c *collected) reasons() []SkipReason {
 	var out []SkipReason

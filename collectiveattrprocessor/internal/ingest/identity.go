@@ -75,26 +75,26 @@ func (idx *keyIndex) lookup(k string) []keySlot {
 // attribute map. Device keeps two candidates: the best index-valued one and
 // the best opaque (string) one.
 type rawIdentity struct {
-	found [numFields]bool
-	prio  [numFields]uint16
-	val   [numFields]pcommon.Value
+	// anyFound says some field or the opaque device was found.
+	anyFound bool
+	found    [numFields]bool
+	prio     [numFields]uint16
+	val      [numFields]pcommon.Value
 	// opaque device candidate (e.g. a GPU UUID).
 	opaqueFound bool
 	opaquePrio  uint16
 	opaque      string
 }
 
-func (r *rawIdentity) reset() { *r = rawIdentity{} }
+// reset forgets every field; the values and priorities are read only where
+// found, so they are left as they are.
+func (r *rawIdentity) reset() {
+	r.found = [numFields]bool{}
+	r.opaqueFound, r.anyFound = false, false
+}
 
 // any reports whether any identity key was found.
-func (r *rawIdentity) any() bool {
-	for _, f := range r.found {
-		if f {
-			return true
-		}
-	}
-	return r.opaqueFound
-}
+func (r *rawIdentity) any() bool { return r.anyFound }
 
 // scan records the identity keys of m. Empty strings count as absent.
 func (r *rawIdentity) scan(idx *keyIndex, m pcommon.Map) {
@@ -118,13 +118,13 @@ func (r *rawIdentity) offer(s keySlot, v pcommon.Value) {
 				return
 			}
 			if !r.opaqueFound || s.prio < r.opaquePrio {
-				r.opaqueFound, r.opaquePrio, r.opaque = true, s.prio, v.Str()
+				r.opaqueFound, r.opaquePrio, r.opaque, r.anyFound = true, s.prio, v.Str(), true
 			}
 			return
 		}
 	}
 	if !r.found[s.field] || s.prio < r.prio[s.field] {
-		r.found[s.field], r.prio[s.field], r.val[s.field] = true, s.prio, v
+		r.found[s.field], r.prio[s.field], r.val[s.field], r.anyFound = true, s.prio, v, true
 	}
 }
 

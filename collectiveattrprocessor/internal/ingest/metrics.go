@@ -131,7 +131,12 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		s.updateIdentity(id)
 		c.lastSeriesGen = c.idGen
 	}
-	if n := s.add(r, point{tsNs: ts, bytes: bytes, arrivalNs: nowNs}, c.cfg.MaxPendingPerRole); n > 0 {
+	if r == roleDeviceUsed && s.pruned && ts < s.horizonNs {
+		c.stats.UnjoinedPoints++
+		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
+		return
+	}
+	if n := s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows); n > 0 {
 		c.stats.UnjoinedPoints += uint64(n)
 		for range n {
 			skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})

@@ -215,6 +215,36 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 			emitted: []int{2}, wantTs: []int64{t0, t0 + 100}, wantResv: []int64{50, 50},
 		},
 		{
+			name:    "a resent batch forms no second sample",
+			batches: [][]gaugePoint{{used(t0, 1), reserved(t0, 50)}, {used(t0, 1), reserved(t0, 50)}},
+			emitted: []int{1, 0}, wantTs: []int64{t0}, wantResv: []int64{50},
+		},
+		{
+			name: "a resent batch older than the tolerance forms no second sample",
+			batches: [][]gaugePoint{
+				{used(t0, 1), reserved(t0, 50), used(t0+4*tol, 2), reserved(t0+4*tol, 51)},
+				{used(t0, 1), reserved(t0, 50), used(t0+4*tol, 2), reserved(t0+4*tol, 51)},
+			},
+			emitted: []int{2, 0}, wantTs: []int64{t0, t0 + 4*tol}, wantResv: []int64{50, 51},
+			// the resent point at t0 is counted; the one at t0+4*tol is a
+			// duplicate of a point still buffered and is ignored
+			skips: []SkipReason{SkipUnjoinable},
+		},
+		{
+			name:    "the first point of a time wins",
+			batches: [][]gaugePoint{{reserved(t0, 50), reserved(t0, 70)}, {used(t0, 1)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{50},
+		},
+		{
+			name: "a device-used point older than the newest by more than the tolerance is refused",
+			batches: [][]gaugePoint{
+				{reserved(t0, 40), used(t0, 1), reserved(t0+4*tol, 50), used(t0+4*tol, 2)},
+				{used(t0+1, 3)},
+			},
+			emitted: []int{2, 0}, wantTs: []int64{t0, t0 + 4*tol}, wantResv: []int64{40, 50},
+			skips: []SkipReason{SkipUnjoinable},
+		},
+		{
 			name:    "a used point forms one sample only",
 			batches: [][]gaugePoint{{used(t0, 1), reserved(t0, 50)}, {reserved(t0+1, 51)}},
 			emitted: []int{1, 0}, wantTs: []int64{t0}, wantResv: []int64{50},
@@ -260,7 +290,7 @@ func TestConvertMetricsPendingExpiry(t *testing.T) {
 
 func TestConvertMetricsPendingBound(t *testing.T) {
 	const t0 = int64(1767225600000000000)
-	c, _ := newTestConverter(Config{MaxPendingPerRole: 4})
+	c, _ := newTestConverter(Config{MaxPendingRows: 4})
 	var pts []gaugePoint
 	for i := range 6 {
 		pts = append(pts, used(t0+int64(i), int64(i)))
@@ -268,8 +298,10 @@ func TestConvertMetricsPendingBound(t *testing.T) {
 	got := convertMetrics(t, c, gaugeBatch(rank0, pts...))
 	assert.Equal(t, []SkipReason{SkipUnjoinable, SkipUnjoinable}, got.reasons())
 	assert.Equal(t, 4, c.Stats().PendingPoints)
-	// The four newest are still there and join.
-	got = convertMetrics(t, c, gaugeBatch(rank0, reserved(t0, 9)))
+	// The four newest are still there and join a reserved point of the
+	// newest one's time (a reserved point older than them all would need a
+	// fifth row and push the oldest out).
+	got = convertMetrics(t, c, gaugeBatch(rank0, reserved(t0+5, 9)))
 	require.Len(t, got.records, 4)
 	assert.Equal(t, int64(2), got.records[0].Event.DeviceUsedBytes.Value)
 }

@@ -22,22 +22,33 @@ const (
 // SampleCollector is the collector string of samples formed from metrics.
 const SampleCollector = "collectiveattr.metrics"
 
-// point is one metric value waiting in a join buffer.
-type point struct {
-	tsNs      int64
-	bytes     int64
-	arrivalNs int64 // wall clock when it was converted
-}
-
 type seriesKey struct {
 	job  string
 	rank int64
 }
 
-// series is the as-of join state of one (job, rank): a small buffer of recent
-// points per role. Device-used points leave the buffer when they form a
-// sample; other points stay (they may serve several samples) until the
-// buffer bound or the pending TTL pushes them out.
+// joinRow is what a series holds for one timestamp: at most one point per
+// role. Points of one SDK collection share a timestamp, so a row usually
+// holds them all and a sample is formed from one row without a search.
+type joinRow struct {
+	tsNs int64
+	// arrivalNs is the wall clock of the row's newest point: the pending
+	// TTL counts from it.
+	arrivalNs int64
+	vals      [numRoles]int64
+	// has has bit r set when a point of role r is buffered. A device-used
+	// point leaves it when it forms a sample (or is given up).
+	has uint16
+	// formed says the row's device-used point already formed a sample or was
+	// given up: a device-used point of the same time arriving later (a
+	// resent point) is a duplicate.
+	formed bool
+}
+
+// series is the as-of join state of one (job, rank): its recent points as
+// rows sorted by time, one row per distinct timestamp. Device-used points
+// leave when they form a sample; other points stay (they may serve several
+// samples) until the row bound or the pending TTL pushes their row out.
 type series struct {
 	key       seriesKey
 	host      string
@@ -46,27 +57,51 @@ type series struct {
 	hasLocal  bool
 	deviceID  int64
 
-	pts [numRoles][]point
-	// cursor is lowerBound's previous answer per role, where its next
-	// search starts.
-	cursor [numRoles]int
+	// rows is a window of store: shedding the oldest rows only moves its
+	// start, and rows move back to the front of store only when they reach
+	// its end.
+	rows  []joinRow
+	store []joinRow
+	// roleCount is the number of rows holding a point of each role, so that
+	// a role no row holds (allocator active/inactive are often absent) costs
+	// no search.
+	roleCount [numRoles]int32
+	// cursor is the index of the row the previous point went to: the next
+	// point usually goes to the row after it (one metric's points in time
+	// order) or to a new last row.
+	cursor int
+	// firstPending is a lower bound of the index of the first row with a
+	// pending device-used point.
+	firstPending int
 	// maxReservedTs is the newest allocator-reserved time seen: reserved points
 	// of one source arrive in time order, so a device-used point older than it
 	// by more than the tolerance, with no partner, will never get one.
 	maxReservedTs int64
 	hasReserved   bool
+	// maxUsedTs is the newest device-used time seen. Device-used points of
+	// one (job, rank) arrive in time order too (within a batch any order is
+	// fine): after a batch, one older than maxUsedTs - tolerance (horizonNs;
+	// resent, or from a second, lagging source) is refused as unjoinable, so
+	// rows that old can serve no future sample and are dropped (prune). In
+	// the common case a series holds a few rows, not a window.
+	maxUsedTs int64
+	hasUsed   bool
+	horizonNs int64
+	pruned    bool
 	// touchedGen is the Converter generation that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
 }
 
-func (s *series) empty() bool {
-	for r := range s.pts {
-		if len(s.pts[r]) > 0 {
-			return false
-		}
+func (s *series) empty() bool { return len(s.rows) == 0 }
+
+// pendingPoints is the number of buffered points.
+func (s *series) pendingPoints() int {
+	n := 0
+	for _, c := range s.roleCount {
+		n += int(c)
 	}
-	return true
+	return n
 }
 
 func (s *series) updateIdentity(id *identity) {
@@ -84,89 +119,147 @@ func (s *series) updateIdentity(id *identity) {
 	}
 }
 
-// add buffers p under r, keeping the buffer sorted by time (ties in arrival
-// order; in-order data appends). When the buffer is full its oldest quarter
-// is dropped at once, so the shift is paid once per maxPending/4 points; it
-// returns how many device-used points were dropped without a sample.
-func (s *series) add(r role, p point, maxPending int) (droppedUsed int) {
-	buf := s.pts[r]
-	if len(buf) >= maxPending {
-		n := max(1, len(buf)/4)
-		copy(buf, buf[n:])
-		clear(buf[len(buf)-n:])
-		buf = buf[:len(buf)-n]
-		if r == roleDeviceUsed {
-			droppedUsed = n
-		}
+// find returns the index of the row of time ts, or where it would be
+// inserted. It tries the row after the previous point's first: the answer
+// is exact whatever the cursor, which only chooses where to look first.
+func (s *series) find(ts int64) (int, bool) {
+	rows := s.rows
+	n := len(rows)
+	if n == 0 || ts > rows[n-1].tsNs {
+		return n, false
 	}
-	buf = append(buf, p)
-	for i := len(buf) - 1; i > 0 && buf[i-1].tsNs > p.tsNs; i-- {
-		buf[i-1], buf[i] = buf[i], buf[i-1]
+	if i := s.cursor + 1; i >= 0 && i < n && rows[i].tsNs == ts {
+		return i, true
 	}
-	s.pts[r] = buf
-	if r == roleAllocatorReserved && (!s.hasReserved || p.tsNs > s.maxReservedTs) {
-		s.maxReservedTs, s.hasReserved = p.tsNs, true
-	}
-	return droppedUsed
-}
-
-// nearest returns the value of the point of r closest in time to ts within
-// tol (ties: the earlier point; among points of one time, the first
-// buffered). The buffer is sorted, so the nearest is the last point before
-// ts or the first at or after it.
-func (s *series) nearest(r role, ts, tol int64) (int64, bool) {
-	buf := s.pts[r]
-	if len(buf) == 0 {
-		return 0, false
-	}
-	i := s.lowerBound(r, ts)
-	if j := i - 1; j >= 0 && ts-buf[j].tsNs <= tol && (i == len(buf) || buf[i].tsNs-ts >= ts-buf[j].tsNs) {
-		for j > 0 && buf[j-1].tsNs == buf[j].tsNs {
-			j--
-		}
-		return buf[j].bytes, true
-	}
-	if i < len(buf) && buf[i].tsNs-ts <= tol {
-		return buf[i].bytes, true
-	}
-	return 0, false
-}
-
-// cursorSteps is how far lowerBound walks from its previous answer before
-// it falls back to a binary search.
-const cursorSteps = 4
-
-// lowerBound returns the index of the first point of r at or after ts. It
-// starts from its previous answer for r: samples are formed in time order
-// and points arrive in time order, so the answer moves forward by a step or
-// two. The answer is exact whatever the buffer did since (appends, shed
-// quarters, expiry): the cursor only chooses where the search starts.
-func (s *series) lowerBound(r role, ts int64) int {
-	buf := s.pts[r]
-	i := min(s.cursor[r], len(buf))
-	lo, hi := i, len(buf)
-	if i > 0 && buf[i-1].tsNs >= ts {
-		lo, hi = 0, i-1 // the answer is before the cursor
-	} else {
-		for range cursorSteps {
-			if i == len(buf) || buf[i].tsNs >= ts {
-				s.cursor[r] = i
-				return i
-			}
-			i++
-		}
-		lo = i
-	}
+	lo, hi := 0, n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if buf[m].tsNs < ts {
+		if rows[m].tsNs < ts {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	s.cursor[r] = lo
-	return lo
+	return lo, lo < n && rows[lo].tsNs == ts
+}
+
+// add buffers a point of role r. The first point of a (time, role) wins: a
+// later one, a resent point, is ignored. When the series holds maxRows rows
+// its oldest quarter is dropped at once; add returns how many device-used
+// points were dropped that way without a sample.
+func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUsed int) {
+	switch {
+	case r == roleAllocatorReserved && (!s.hasReserved || ts > s.maxReservedTs):
+		s.maxReservedTs, s.hasReserved = ts, true
+	case r == roleDeviceUsed && (!s.hasUsed || ts > s.maxUsedTs):
+		s.maxUsedTs, s.hasUsed = ts, true
+	}
+	bit := uint16(1) << r
+	i, found := s.find(ts)
+	if !found {
+		if len(s.rows) >= maxRows {
+			n := max(1, len(s.rows)/4)
+			droppedUsed = s.shed(n)
+			i = max(0, i-n)
+		}
+		s.insertRow(i, joinRow{tsNs: ts})
+	}
+	row := &s.rows[i]
+	s.cursor = i
+	if row.has&bit != 0 || (r == roleDeviceUsed && row.formed) {
+		return droppedUsed
+	}
+	row.has |= bit
+	row.vals[r] = bytes
+	row.arrivalNs = max(row.arrivalNs, arrivalNs)
+	s.roleCount[r]++
+	if r == roleDeviceUsed {
+		s.firstPending = min(s.firstPending, i)
+	}
+	return droppedUsed
+}
+
+// insertRow inserts row at index i, keeping the rows in time order.
+func (s *series) insertRow(i int, row joinRow) {
+	n := len(s.rows)
+	if n == cap(s.rows) {
+		if len(s.store) > 0 && 2*n <= len(s.store) {
+			// Room at the front of store: move the rows back there.
+			copy(s.store, s.rows)
+		} else {
+			store := make([]joinRow, max(8, 2*len(s.store)))
+			copy(store, s.rows)
+			s.store = store
+		}
+		s.rows = s.store[:n]
+	}
+	s.rows = s.rows[:n+1]
+	copy(s.rows[i+1:], s.rows[i:n])
+	s.rows[i] = row
+	// Rows before i are unchanged, so i is still a lower bound when it is
+	// below the old one.
+	s.firstPending = min(s.firstPending, i)
+}
+
+// shed drops the n oldest rows and returns how many pending device-used
+// points they held.
+func (s *series) shed(n int) (droppedUsed int) {
+	for i := range s.rows[:n] {
+		droppedUsed += s.forget(&s.rows[i])
+	}
+	s.rows = s.rows[n:]
+	s.cursor -= n
+	s.firstPending = max(0, s.firstPending-n)
+	return droppedUsed
+}
+
+// forget removes row's points from the role counts; it returns 1 when the
+// row held a pending device-used point.
+func (s *series) forget(row *joinRow) (pendingUsed int) {
+	for r := range numRoles {
+		if row.has&(1<<r) != 0 {
+			s.roleCount[r]--
+		}
+	}
+	if row.has&(1<<roleDeviceUsed) != 0 {
+		return 1
+	}
+	return 0
+}
+
+// nearest returns the value of the point of r closest in time to row i's
+// time within tol (ties: the earlier point). Rows are sorted and hold one
+// point per role, so the nearest is in row i itself, the last row before it
+// holding r, or the first after it.
+func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
+	rows := s.rows
+	bit := uint16(1) << r
+	if rows[i].has&bit != 0 {
+		return rows[i].vals[r], true
+	}
+	if s.roleCount[r] == 0 {
+		return 0, false
+	}
+	ts := rows[i].tsNs
+	before := -1
+	for j := i - 1; j >= 0 && ts-rows[j].tsNs <= tol; j-- {
+		if rows[j].has&bit != 0 {
+			before = j
+			break
+		}
+	}
+	for k := i + 1; k < len(rows) && rows[k].tsNs-ts <= tol; k++ {
+		if rows[k].has&bit != 0 {
+			if before < 0 || rows[k].tsNs-ts < ts-rows[before].tsNs {
+				return rows[k].vals[r], true
+			}
+			break
+		}
+	}
+	if before < 0 {
+		return 0, false
+	}
+	return rows[before].vals[r], true
 }
 
 func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, Valid: ok} }
@@ -174,31 +267,64 @@ func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, 
 // formSamples turns every buffered device-used point that has an
 // allocator-reserved partner within tol into a sample Record, in time order.
 // Points that can no longer be joined are dropped and reported as
-// unjoinable; the rest stay pending. Used points are sorted by time, so the
-// samples come out in time order.
+// unjoinable; the rest stay pending.
 func (c *Converter) formSamples(s *series, emit func(*Record), skip func(Skip)) {
 	tol := c.tolNs
-	used := s.pts[roleDeviceUsed]
-	kept := used[:0]
-	for _, u := range used {
-		reserved, ok := s.nearest(roleAllocatorReserved, u.tsNs, tol)
-		if !ok {
-			if s.hasReserved && s.maxReservedTs > u.tsNs+tol {
-				c.stats.UnjoinedPoints++
-				skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point has no allocator-reserved point within sample_join_tolerance"})
-				continue
-			}
-			kept = append(kept, u)
+	const usedBit = uint16(1) << roleDeviceUsed
+	firstPending := len(s.rows)
+	for i := s.firstPending; i < len(s.rows); i++ {
+		row := &s.rows[i]
+		if row.has&usedBit == 0 {
 			continue
 		}
-		if detail := c.sample(&c.sampleRec, s, u, reserved); detail != "" {
+		reserved, ok := s.nearest(i, roleAllocatorReserved, tol)
+		if !ok {
+			if s.hasReserved && s.maxReservedTs > row.tsNs+tol {
+				c.stats.UnjoinedPoints++
+				skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point has no allocator-reserved point within sample_join_tolerance"})
+				s.consumeUsed(row)
+				continue
+			}
+			firstPending = min(firstPending, i)
+			continue
+		}
+		detail := c.sample(&c.sampleRec, s, i, reserved)
+		s.consumeUsed(row)
+		if detail != "" {
 			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 			continue
 		}
 		emit(&c.sampleRec)
 	}
-	clear(used[len(kept):])
-	s.pts[roleDeviceUsed] = kept
+	s.firstPending = firstPending
+	s.prune(tol)
+}
+
+// prune moves the horizon to the newest device-used time minus tol and
+// drops the leading rows before it that hold no pending device-used point.
+func (s *series) prune(tol int64) {
+	if !s.hasUsed {
+		return
+	}
+	s.horizonNs, s.pruned = s.maxUsedTs-tol, true
+	k := 0
+	for k < len(s.rows) && k < s.firstPending && s.rows[k].tsNs < s.horizonNs {
+		s.forget(&s.rows[k])
+		k++
+	}
+	if k > 0 {
+		s.rows = s.rows[k:]
+		s.cursor -= k
+		s.firstPending -= k
+	}
+}
+
+// consumeUsed takes row's device-used point out of the buffer once it formed
+// a sample or was given up.
+func (s *series) consumeUsed(row *joinRow) {
+	row.has &^= 1 << roleDeviceUsed
+	row.formed = true
+	s.roleCount[roleDeviceUsed]--
 }
 
 // newSampleRecord is a sample Record with the fields every sample shares
@@ -213,28 +339,30 @@ func newSampleRecord() Record {
 	}}
 }
 
-// sample writes into rec (made by newSampleRecord) the sample Record of one
-// joined device-used point.
-func (c *Converter) sample(rec *Record, s *series, u point, reserved int64) (detail string) {
+// sample writes into rec (made by newSampleRecord) the sample Record of the
+// device-used point of row i.
+func (c *Converter) sample(rec *Record, s *series, i int, reserved int64) (detail string) {
 	tol := c.tolNs
-	free, hasFree := s.nearest(roleDeviceFree, u.tsNs, tol)
-	total, hasTotal := s.nearest(roleDeviceTotal, u.tsNs, tol)
+	row := &s.rows[i]
+	u := row.vals[roleDeviceUsed]
+	free, hasFree := s.nearest(i, roleDeviceFree, tol)
+	total, hasTotal := s.nearest(i, roleDeviceTotal, tol)
 	if !hasTotal && hasFree {
 		// DCGM reports used, free and the driver-reserved framebuffer but no
 		// total by default: their sum is the framebuffer size.
-		if devReserved, ok := s.nearest(roleDeviceReserved, u.tsNs, tol); ok {
-			total, hasTotal = u.bytes+free+devReserved, true
+		if devReserved, ok := s.nearest(i, roleDeviceReserved, tol); ok {
+			total, hasTotal = u+free+devReserved, true
 		}
 	}
-	if hasTotal && (u.bytes > total || (hasFree && free > total)) {
+	if hasTotal && (u > total || (hasFree && free > total)) {
 		return "device used or free memory exceeds device total"
 	}
-	allocated, hasAllocated := s.nearest(roleAllocatorAllocated, u.tsNs, tol)
+	allocated, hasAllocated := s.nearest(i, roleAllocatorAllocated, tol)
 	if !hasAllocated {
 		allocated = reserved // the reference's legacy loader does the same
 	}
-	active, hasActive := s.nearest(roleAllocatorActive, u.tsNs, tol)
-	inactive, hasInactive := s.nearest(roleAllocatorInactive, u.tsNs, tol)
+	active, hasActive := s.nearest(i, roleAllocatorActive, tol)
+	inactive, hasInactive := s.nearest(i, roleAllocatorInactive, tol)
 	host := s.host
 	if host == "" {
 		host = "unknown"
@@ -245,34 +373,32 @@ func (c *Converter) sample(rec *Record, s *series, u point, reserved int64) (det
 	}
 	// Only these fields vary: the constant ones were set once by
 	// newSampleRecord and the others stay zero.
-	rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = s.key.job, s.key.rank, s.worldSize, s.host, u.tsNs
+	ts := row.tsNs
+	rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = s.key.job, s.key.rank, s.worldSize, s.host, ts
 	e := &rec.Event
-	e.TimestampNs, e.Host, e.JobID, e.Rank, e.LocalRank, e.WorldSize, e.DeviceID = u.tsNs, host, s.key.job, s.key.rank, localRank, s.worldSize, s.deviceID
+	e.TimestampNs, e.Host, e.JobID, e.Rank, e.LocalRank, e.WorldSize, e.DeviceID = ts, host, s.key.job, s.key.rank, localRank, s.worldSize, s.deviceID
 	e.AllocatorAllocatedBytes = telemetry.Int(allocated)
 	e.AllocatorReservedBytes = telemetry.Int(reserved)
 	e.AllocatorActiveBytes = opt(active, hasActive)
 	e.AllocatorInactiveBytes = opt(inactive, hasInactive)
-	e.DeviceUsedBytes = telemetry.Int(u.bytes)
+	e.DeviceUsedBytes = telemetry.Int(u)
 	e.DeviceFreeBytes = opt(free, hasFree)
 	e.DeviceTotalBytes = opt(total, hasTotal)
 	return ""
 }
 
-// expire drops points that waited longer than the pending TTL; it returns
-// how many device-used points left without forming a sample.
+// expire drops rows whose newest point waited longer than the pending TTL;
+// it returns how many device-used points left without forming a sample.
 func (s *series) expire(cutoffNs int64) (unjoined int) {
-	for r := range s.pts {
-		buf := s.pts[r]
-		kept := buf[:0]
-		for _, p := range buf {
-			if p.arrivalNs >= cutoffNs {
-				kept = append(kept, p)
-			} else if role(r) == roleDeviceUsed {
-				unjoined++
-			}
+	kept := s.rows[:0]
+	for i := range s.rows {
+		if s.rows[i].arrivalNs >= cutoffNs {
+			kept = append(kept, s.rows[i])
+		} else {
+			unjoined += s.forget(&s.rows[i])
 		}
-		clear(buf[len(kept):])
-		s.pts[r] = kept
 	}
+	s.rows = kept
+	s.cursor, s.firstPending = 0, 0
 	return unjoined
 }

@@ -2,70 +2,95 @@ package ingest
 
 import (
 	"math/rand/v2"
-	"sort"
 	"testing"
 )
 
-// TestLowerBoundWhateverTheCursor checks the cursor-started search against
-// a plain binary search while the buffer grows, sheds its oldest quarter
-// and is expired, and the queries go forward, backward and repeat: the
-// cursor may be stale in every way but the answer must stay exact.
-func TestLowerBoundWhateverTheCursor(t *testing.T) {
+// refPoint is a point of the naive model the join buffer is checked against.
+type refPoint struct{ ts, v int64 }
+
+// TestRowsStayExactWhateverTheCursor adds points in order, late, resent and
+// for several roles while the series sheds its oldest quarter and expires
+// rows, and checks after each step that the rows are sorted, one per time,
+// that find agrees with a scan whatever the cursor, and that the role
+// counts match the rows.
+func TestRowsStayExactWhateverTheCursor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := &series{}
-	const r = roleAllocatorReserved
 	ts := int64(0)
 	for step := range 20000 {
+		r := role(rng.IntN(int(numRoles)))
 		switch op := rng.IntN(10); {
 		case op < 5: // in-order arrival, sometimes a duplicate time
 			ts += int64(rng.IntN(3))
-			s.add(r, point{tsNs: ts, arrivalNs: int64(step)}, 64)
+			s.add(r, ts, 1, int64(step), 64)
 		case op < 6: // late arrival
-			s.add(r, point{tsNs: ts - int64(rng.IntN(20)), arrivalNs: int64(step)}, 64)
+			s.add(r, ts-int64(rng.IntN(20)), 1, int64(step), 64)
 		case op < 7 && step%50 == 0:
 			s.expire(int64(step - rng.IntN(100)))
 		}
-		buf := s.pts[r]
-		var q int64
-		switch rng.IntN(3) {
-		case 0:
-			q = ts - int64(rng.IntN(5)) // just behind the newest: the usual case
-		case 1:
-			q = ts - int64(rng.IntN(200)) // far back
-		default:
-			q = ts + int64(rng.IntN(3)) - 1
+		var counts [numRoles]int32
+		for i, row := range s.rows {
+			if i > 0 && s.rows[i-1].tsNs >= row.tsNs {
+				t.Fatalf("step %d: rows %d and %d out of order", step, i-1, i)
+			}
+			for r := range numRoles {
+				if row.has&(1<<r) != 0 {
+					counts[r]++
+				}
+			}
 		}
-		want := sort.Search(len(buf), func(i int) bool { return buf[i].tsNs >= q })
-		if got := s.lowerBound(r, q); got != want {
-			t.Fatalf("step %d: lowerBound(%d) = %d, want %d (len %d)", step, q, got, want, len(buf))
+		if counts != s.roleCount {
+			t.Fatalf("step %d: role counts %v, rows hold %v", step, s.roleCount, counts)
+		}
+		if len(s.rows) > 64 {
+			t.Fatalf("step %d: %d rows, bound 64", step, len(s.rows))
+		}
+		q := ts - int64(rng.IntN(40)) + 1
+		want, wantFound := len(s.rows), false
+		for i, row := range s.rows {
+			if row.tsNs >= q {
+				want, wantFound = i, row.tsNs == q
+				break
+			}
+		}
+		s.cursor = rng.IntN(len(s.rows)+3) - 2
+		if got, found := s.find(q); got != want || found != wantFound {
+			t.Fatalf("step %d: find(%d) = %d, %v; want %d, %v", step, q, got, found, want, wantFound)
 		}
 	}
 }
 
 // TestNearestIsTheClosestWithinTolerance checks nearest against its
-// definition, a scan of the whole buffer: the closest point within tol,
+// definition, a scan of every point buffered: the closest point within tol,
 // the earlier on a tie, the first buffered among points of one time.
 func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const r = roleDeviceFree
 	for trial := range 200 {
 		s := &series{}
+		var ref []refPoint
 		ts := int64(0)
 		for i := range 40 {
 			ts += int64(rng.IntN(4)) // duplicates and gaps
-			s.add(r, point{tsNs: ts, bytes: int64(trial*1000 + i)}, 64)
+			v := int64(trial*1000 + i)
+			s.add(r, ts, v, 0, 64)
+			ref = append(ref, refPoint{ts, v})
 		}
 		tol := int64(rng.IntN(4))
 		for range 60 {
 			q := int64(rng.IntN(int(ts) + 6))
 			want, wantOK, bestD := int64(0), false, int64(0)
-			for _, p := range s.pts[r] {
-				d := max(p.tsNs-q, q-p.tsNs)
+			for _, p := range ref {
+				d := max(p.ts-q, q-p.ts)
+				// ref is in time order, duplicates in arrival order: the
+				// first point at the least distance is the answer.
 				if d <= tol && (!wantOK || d < bestD) {
-					want, wantOK, bestD = p.bytes, true, d
+					want, wantOK, bestD = p.v, true, d
 				}
 			}
-			got, ok := s.nearest(r, q, tol)
+			s.add(roleDeviceUsed, q, 1, 0, 64) // samples are formed at a device-used row
+			i, _ := s.find(q)
+			got, ok := s.nearest(i, r, tol)
 			if got != want || ok != wantOK {
 				t.Fatalf("trial %d: nearest(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
 			}

@@ -42,8 +42,9 @@ type spanInfo struct {
 	path    pcommon.Value // phase.path when hasPath
 }
 
-// ConvertTraces turns marker spans into KindMarker Records (one at the span's
-// start, one at its end unless they coincide, one per matching span event)
+// ConvertTraces turns marker spans into KindMarker Records (one per span,
+// with a marker time at the span's start, one at its end unless they
+// coincide, one per matching span event)
 // and phase spans into KindPhaseSpan Records (contract §3.2). A span can be
 // both. Spans that are neither are ignored without a Skip.
 //
@@ -64,8 +65,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
-				marker := c.isMarkerSpan(sp)
-				pathAttr, hasPath := sp.Attributes().Get(PhasePathAttribute)
+				marker, pathAttr, hasPath := c.scanSpan(sp)
 				isPhase := hasPath
 				if !isPhase && len(c.phase) > 0 {
 					_, isPhase = c.phase[sp.Name()]
@@ -82,7 +82,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 					c.beginResource(rs.Resource().Attributes())
 					resScanned = true
 				}
-				if reason, detail := c.identifyItem(sp.Attributes(), nowNs); reason != "" {
+				if reason, detail := c.identifyScanned(nowNs); reason != "" {
 					skip(Skip{Reason: reason, Detail: detail})
 					continue
 				}
@@ -115,30 +115,56 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 	}
 }
 
-// isMarkerSpan applies the collective token match (reference §2.3 S2a) to the
-// span name and to every string attribute value of the span and its events,
-// nested values included. Identity attributes are not scanned: a job called
-// "nccl-tests" must not turn every span of the job into a marker.
-func (c *Converter) isMarkerSpan(sp ptrace.Span) bool {
+// scanSpan reads a span's attributes in one pass: its identity keys (into
+// c.itemID, for identifyScanned), its phase.path, and whether it is a marker
+// span. A marker span is one whose name, string attribute values (nested
+// values included), event names or event attribute values match a
+// collective token (reference §2.3 S2a). Identity attributes are not
+// matched: a job called "nccl-tests" must not turn every span of the job
+// into a marker. The processor's own result spans are never markers.
+func (c *Converter) scanSpan(sp ptrace.Span) (marker bool, path pcommon.Value, hasPath bool) {
 	name := sp.Name()
-	if name == resultSpanName {
-		if _, ok := sp.Attributes().Get(resultClassAttribute); ok {
-			return false
+	marker = c.tokens.matches(name)
+	isResult := false
+	c.itemID.reset()
+	attrs := sp.Attributes()
+	if attrs.Len() > 0 {
+		for k, v := range attrs.All() {
+			if slots := c.keys.lookup(k); slots != nil {
+				for _, s := range slots {
+					c.itemID.offer(s, v)
+				}
+				continue
+			}
+			switch k {
+			case PhasePathAttribute:
+				path, hasPath = v, true
+			case resultClassAttribute:
+				isResult = true
+			}
+			if !marker && c.valueMatches(v, 0) {
+				marker = true
+			}
 		}
 	}
-	if c.tokens.matches(name) || c.mapMatches(sp.Attributes()) {
-		return true
+	if isResult && name == resultSpanName {
+		return false, path, hasPath
+	}
+	if marker {
+		return true, path, hasPath
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
 		if c.tokens.matches(ev.Name()) || c.mapMatches(ev.Attributes()) {
-			return true
+			return true, path, hasPath
 		}
 	}
-	return false
+	return false, path, hasPath
 }
 
+// mapMatches reports whether a string value of m (nested values included)
+// other than an identity attribute matches a collective token.
 func (c *Converter) mapMatches(m pcommon.Map) bool {
 	for k, v := range m.All() {
 		switch v.Type() {
@@ -146,10 +172,7 @@ func (c *Converter) mapMatches(m pcommon.Map) bool {
 		default:
 			continue
 		}
-		if c.keys.lookup(k) != nil {
-			continue
-		}
-		if c.valueMatches(v, 0) {
+		if c.valueMatches(v, 0) && c.keys.lookup(k) == nil {
 			return true
 		}
 	}
@@ -187,10 +210,9 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host = KindMarker, c.id.job, c.id.rank, c.id.worldSize, c.id.host
 	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
 	rec.TimestampNs = start
-	emit(rec)
+	times := append(rec.MarkerTimesNs[:0], start)
 	if end != start {
-		rec.TimestampNs = end
-		emit(rec)
+		times = append(times, end)
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
@@ -203,9 +225,10 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 			skip(Skip{Reason: SkipInvalidValue, Detail: "span event timestamp is missing or too far in the future"})
 			continue
 		}
-		rec.TimestampNs = ts
-		emit(rec)
+		times = append(times, ts)
 	}
+	rec.MarkerTimesNs = times
+	emit(rec)
 }
 
 // phaseRecord builds the phase span of sp. Sequence is the start time, so

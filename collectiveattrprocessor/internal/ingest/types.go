@@ -14,7 +14,8 @@ type Kind uint8
 const (
 	// KindSample is a sample formed from metrics (Event is set, event_type "sample").
 	KindSample Kind = iota + 1
-	// KindMarker is one marker timestamp from a marker span or span event.
+	// KindMarker is the marker timestamps of one marker span: its start, its
+	// end unless equal, and each matching span event (MarkerTimesNs).
 	KindMarker
 	// KindPhaseSpan is a phase span from traces (PhaseSpan is set).
 	KindPhaseSpan
@@ -45,6 +46,10 @@ type Record struct {
 	Event telemetry.Event
 	// Marker is set for KindMarker.
 	Marker SpanRef
+	// MarkerTimesNs are the marker times of a KindMarker record, in the
+	// order above (TimestampNs is the first). The slice is reused by the
+	// next call: copy it to keep it.
+	MarkerTimesNs []int64
 	// PhaseSpan is set for KindPhaseSpan (SessionID = JobID).
 	PhaseSpan phase.Span
 }
