@@ -355,7 +355,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 			gap := baselineGap(i)
 			if i%100 == 50 {
 				gap = spikeGap
-				c.addRecord(&ingest.Record{Kind: ingest.KindMarker, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Marker: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}})
+				c.addRecord(&ingest.Record{Kind: ingest.KindMarker, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, MarkerTimesNs: []int64{ts}, Marker: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}})
 			}
 			c.addRecord(&ingest.Record{Kind: ingest.KindSample, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Event: telemetry.Event{
 				TimestampNs: ts, EventType: "sample", Rank: r, WorldSize: ranks,

@@ -9,10 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 )
 
@@ -138,5 +141,79 @@ func TestWindowEvictsOldEvents(t *testing.T) {
 	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
 		Attributes: attribute.NewSet(attribute.String("bound", "window")),
 		Value:      53,
+	}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestFullRankEvictsPastTheWindowFirst: the trim on push is lazy, so a full
+// rank can still hold entries behind the window; making room drops those
+// first and counts them under "window", not "max_events_per_rank".
+func TestFullRankEvictsPastTheWindowFirst(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Window = time.Minute // trim slack: 1.875 s
+	cfg.Limits.MaxEventsPerRank = 10
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+
+	base := time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
+	var lines []string
+	for i := range int64(10) { // 0 .. 0.9 s: the rank is full
+		lines = append(lines, stormlogLine("w", 0, 1, base+i*100*int64(time.Millisecond), "sample", baselineGap(i)))
+	}
+	// 60.5 s: the first five (0 .. 0.4 s) leave the window, by less than
+	// the slack, so only making room removes them.
+	lines = append(lines, stormlogLine("w", 0, 1, base+60500*int64(time.Millisecond), "sample", baselineGap(10)))
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+
+	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	assert.Equal(t, 6, maxRankLen)
+	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("bound", "window")),
+		Value:      5,
+	}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestMarkerSpanAcrossTheWindowEdge: a marker span whose start is older than
+// the window but whose end is not keeps its end marker (linked to the span)
+// and counts the start as stale.
+func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Window = time.Minute
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+
+	base := time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
+	// The job's newest event is at base + 70 s: the window starts at 10 s.
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{
+		stormlogLine("edge", 0, 1, base+70*int64(time.Second), "sample", baselineGap(0)),
+	})))
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("training.job.id", "edge")
+	rs.Resource().Attributes().PutInt("training.rank", 0)
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	sp.SetStartTimestamp(pcommon.Timestamp(base + 5*int64(time.Second)))
+	sp.SetEndTimestamp(pcommon.Timestamp(base + 15*int64(time.Second)))
+	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+
+	c := p.logs.core
+	c.mu.Lock()
+	rb := c.jobs["edge"].ranks[0]
+	require.Equal(t, 1, rb.markers.len())
+	m := rb.markers.at(0)
+	assert.Equal(t, base+15*int64(time.Second), m.TimestampNs)
+	ref, ok := rb.markerRef(m)
+	c.mu.Unlock()
+	require.True(t, ok)
+	assert.Equal(t, ingest.SpanRef{TraceID: [16]byte{1}, SpanID: [8]byte{2}}, ref)
+	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("reason", "stale"), attribute.String("signal", "traces")),
+		Value:      1,
 	}}, metricdatatest.IgnoreTimestamp())
 }

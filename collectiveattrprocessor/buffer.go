@@ -131,21 +131,26 @@ func (rb *rankBuffer) compactSessions() {
 	rb.sessions = kept
 }
 
-// pushMarker buffers a marker of span ref (zero: none). A span's markers
-// arrive together, so only the latest span is matched for sharing an entry.
+// pushMarker buffers a marker of span ref (zero: none).
 func (rb *rankBuffer) pushMarker(ts int64, ref ingest.SpanRef, session uint32, maxCap int) {
-	m := markerEntry{TimestampNs: ts, session: session}
-	if ref != (ingest.SpanRef{}) {
-		n := rb.spanRefs.len()
-		if n == 0 || *rb.spanRefs.at(n - 1) != ref {
-			// One more than the markers' bound: the table may still hold the
-			// span of the last marker to leave.
-			rb.spanRefs.push(ref, maxCap+1)
-			n++
-		}
-		m.ref = markerHasRef | (rb.refFront+uint32(n)-1)&markerSeq
+	rb.markers.push(markerEntry{TimestampNs: ts, ref: rb.spanRefCode(ref, maxCap), session: session}, maxCap)
+}
+
+// spanRefCode returns the ref of a marker of span ref (0 for none), adding
+// the span to spanRefs unless it is the latest there: a span's markers
+// arrive together, so only the latest span is matched for sharing an entry.
+func (rb *rankBuffer) spanRefCode(ref ingest.SpanRef, maxCap int) uint32 {
+	if ref == (ingest.SpanRef{}) {
+		return 0
 	}
-	rb.markers.push(m, maxCap)
+	n := rb.spanRefs.len()
+	if n == 0 || *rb.spanRefs.at(n - 1) != ref {
+		// One more than the markers' bound: the table may still hold the
+		// span of the last marker to leave.
+		rb.spanRefs.push(ref, maxCap+1)
+		n++
+	}
+	return markerHasRef | (rb.refFront+uint32(n)-1)&markerSeq
 }
 
 // popMarker drops the oldest marker and the spans no marker refers to.
@@ -244,21 +249,75 @@ func (rb *rankBuffer) evictOldest() {
 // trim drops front entries older than cutoffNs (phase spans by their end)
 // and returns how many it dropped. Rings are in arrival order, so an old
 // entry behind a newer front one stays until it reaches the front; the
-// evaluation ignores such entries.
+// evaluation ignores such entries. Each ring is trimmed on its own: dropping
+// the globally oldest front entry until every front is at or after the
+// cutoff leaves the same rings, one pass per ring is cheaper.
 func (rb *rankBuffer) trim(cutoffNs int64) int {
 	if rb.frontNs >= cutoffNs {
 		return 0
 	}
 	dropped := 0
-	for {
-		id, ts := rb.oldest()
-		if id == ringNone || ts >= cutoffNs {
-			rb.frontNs = ts
-			return dropped
-		}
-		rb.pop(id)
-		dropped++
+	k := 0
+	for k < rb.samples.len() && rb.samples.at(k).TimestampNs < cutoffNs {
+		k++
 	}
+	rb.samples.dropFront(k)
+	dropped += k
+	dropped += rb.trimMarkers(cutoffNs)
+	k = 0
+	for k < rb.others.len() && rb.others.at(k).TimestampNs < cutoffNs {
+		k++
+	}
+	rb.others.dropFront(k)
+	dropped += k
+	k = 0
+	for k < rb.boundaries.len() && rb.boundaries.at(k).TimestampNs < cutoffNs {
+		k++
+	}
+	rb.boundaries.dropFront(k)
+	dropped += k
+	k = 0
+	for k < rb.phaseSpans.len() && rb.phaseSpans.at(k).EndNs < cutoffNs {
+		k++
+	}
+	rb.phaseSpans.dropFront(k)
+	dropped += k
+	_, rb.frontNs = rb.oldest()
+	return dropped
+}
+
+// trimMarkers drops the front markers older than cutoffNs and the spans no
+// remaining marker refers to.
+func (rb *rankBuffer) trimMarkers(cutoffNs int64) int {
+	k := 0
+	var lastRef uint32
+	for k < rb.markers.len() {
+		m := rb.markers.at(k)
+		if m.TimestampNs >= cutoffNs {
+			break
+		}
+		if m.ref != 0 {
+			lastRef = m.ref
+		}
+		k++
+	}
+	if k == 0 {
+		return 0
+	}
+	rb.markers.dropFront(k)
+	if rb.markers.len() == 0 {
+		rb.spanRefs.dropFront(rb.spanRefs.len())
+		rb.refFront = 0
+		return k
+	}
+	// Spans before the last dropped span are no longer referred to; that
+	// span itself may still be (by its later markers).
+	if lastRef != 0 {
+		d := int((lastRef - rb.refFront) & markerSeq)
+		rb.spanRefs.dropFront(d)
+		rb.refFront += uint32(d)
+	}
+	return k
 }
 
 // jobState is the buffered state of one job.
@@ -274,6 +333,21 @@ type jobState struct {
 	dirty bool
 	// events is the number of buffered entries over all ranks.
 	events int
+}
+
+// trimSlackDivisor sets how far (window / trimSlackDivisor) a rank's oldest
+// entry may fall behind the window before a record pushed to it trims it:
+// at most ~3% more entries than the window holds, for trims that drop a
+// run of entries at once.
+const trimSlackDivisor = 32
+
+// lazyCutoffNs is the window's cutoff minus the trim slack.
+func (j *jobState) lazyCutoffNs(window time.Duration) int64 {
+	slack := window + window/trimSlackDivisor
+	if j.newestNs < math.MinInt64+int64(slack) {
+		return math.MinInt64
+	}
+	return j.newestNs - int64(slack)
 }
 
 // cutoffNs is the oldest event time the window keeps.

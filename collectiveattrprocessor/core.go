@@ -280,9 +280,18 @@ func (c *core) skip(s ingest.Skip) {
 // the job, rank, window and per-rank bounds. Called with mu held.
 func (c *core) addRecord(rec *ingest.Record) {
 	ts := rec.TimestampNs
-	if rec.Kind == ingest.KindPhaseSpan {
+	switch rec.Kind {
+	case ingest.KindPhaseSpan:
 		ts = rec.PhaseSpan.EndNs
+	case ingest.KindMarker:
+		// A span is stale only when all its markers are; pushMarkers skips
+		// the stale ones of a span that is not.
+		if len(rec.MarkerTimesNs) == 0 {
+			return
+		}
+		ts = slices.Max(rec.MarkerTimesNs)
 	}
+	// Records nearly always belong to the rank of the previous one (c.last).
 	job, rb := c.last.job, c.last.rb
 	if job == nil || job.id != rec.JobID || c.last.rank != rec.Rank {
 		if job, rb = c.lookup(rec, ts); rb == nil {
@@ -294,6 +303,9 @@ func (c *core) addRecord(rec *ingest.Record) {
 		return
 	}
 
+	// The window moves before the push, so that making room on a full rank
+	// drops what the record pushes out of the window first.
+	job.newestNs = max(job.newestNs, ts)
 	added := 0
 	switch rec.Kind {
 	case ingest.KindSample:
@@ -305,7 +317,7 @@ func (c *core) addRecord(rec *ingest.Record) {
 		added += c.pushSample(job, rb, s)
 		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
 	case ingest.KindMarker:
-		added += c.pushMarker(job, rb, rec.TimestampNs, rec.Marker, rb.sessionIndex(""))
+		added += c.pushMarkers(job, rb, rec)
 	case ingest.KindPhaseSpan:
 		added += c.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
@@ -327,10 +339,12 @@ func (c *core) addRecord(rec *ingest.Record) {
 		rb.host = rec.Host
 	}
 	rb.frontNs = min(rb.frontNs, ts)
-	job.newestNs = max(job.newestNs, ts)
-	// The rank written to is trimmed to the window at once; the others are
-	// trimmed on their next record or at the next tick.
-	c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
+	// The rank written to is trimmed once its oldest entry is trimSlack
+	// behind the window, so that a trim drops a run of entries rather than
+	// one per record; the evaluation trims every rank exactly.
+	if rb.frontNs < job.lazyCutoffNs(c.cfg.Window) {
+		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
+	}
 	job.lastSeen = c.batchNow
 	job.dirty = true
 }
@@ -385,7 +399,13 @@ func (c *core) evict(job *jobState, b bound, n int) {
 }
 
 // makeRoom evicts the rank's oldest entry when it is at max_events_per_rank.
+// Entries past the window go first, as what they are: the trim on push is
+// lazy, so a full rank may still hold some.
 func (c *core) makeRoom(job *jobState, rb *rankBuffer) {
+	if rb.len() < c.cfg.Limits.MaxEventsPerRank {
+		return
+	}
+	c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
 	if rb.len() >= c.cfg.Limits.MaxEventsPerRank {
 		rb.evictOldest()
 		c.evict(job, boundMaxEventsPerRank, 1)
@@ -398,10 +418,39 @@ func (c *core) pushSample(job *jobState, rb *rankBuffer, s attribution.Sample) i
 	return 1
 }
 
-func (c *core) pushMarker(job *jobState, rb *rankBuffer, ts int64, ref ingest.SpanRef, session uint32) int {
-	c.makeRoom(job, rb)
-	rb.pushMarker(ts, ref, session, c.cfg.Limits.MaxEventsPerRank)
-	return 1
+// pushMarkers buffers the marker times of one marker span; a time before
+// the window is skipped as stale, as a record would be. When the rank has
+// room for them all and none is stale, the span is stored once and its
+// markers are written straight into the ring.
+func (c *core) pushMarkers(job *jobState, rb *rankBuffer, rec *ingest.Record) int {
+	times := rec.MarkerTimesNs
+	maxCap := c.cfg.Limits.MaxEventsPerRank
+	cutoff := job.cutoffNs(c.cfg.Window)
+	oldest := slices.Min(times)
+	m := markerEntry{session: rb.sessionIndex("")}
+	if rb.len()+len(times) <= maxCap && oldest >= cutoff {
+		m.ref = rb.spanRefCode(rec.Marker, maxCap)
+		for _, ts := range times {
+			m.TimestampNs = ts
+			rb.markers.push(m, maxCap)
+		}
+		rb.frontNs = min(rb.frontNs, oldest)
+		return len(times)
+	}
+	n := 0
+	for _, ts := range times {
+		if ts < cutoff {
+			c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+			continue
+		}
+		// Making room may evict the span's own earlier markers and with
+		// them its table entry, so the entry is looked up per marker.
+		c.makeRoom(job, rb)
+		rb.pushMarker(ts, rec.Marker, m.session, maxCap)
+		rb.frontNs = min(rb.frontNs, ts)
+		n++
+	}
+	return n
 }
 
 func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec *ingest.Record) int {

@@ -64,3 +64,22 @@ func (r *ring[T]) popFront() {
 	}
 	r.n--
 }
+
+// dropFront drops the k oldest elements, clearing them so that the ring
+// pins nothing they pointed to.
+func (r *ring[T]) dropFront(k int) {
+	if k <= 0 {
+		return
+	}
+	if end := r.head + k; end <= len(r.buf) {
+		clear(r.buf[r.head:end])
+	} else {
+		clear(r.buf[r.head:])
+		clear(r.buf[:end-len(r.buf)])
+	}
+	r.head += k
+	if r.head >= len(r.buf) {
+		r.head -= len(r.buf)
+	}
+	r.n -= k
+}
