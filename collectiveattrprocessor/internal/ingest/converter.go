@@ -52,6 +52,13 @@ type Converter struct {
 	// resCache. Items of one resource without identity attributes of their
 	// own then reuse c.id as is, and the join buffer of the previous point
 	// (lastSeries, updated with identity lastSeriesGen) needs no lookup.
+	// idMemo remembers, per rank slot, the last identity resolved with a
+	// rank. Resources repeat batch after batch (in-process exporters send
+	// one per rank and collection): when an item resolves to the memo's
+	// identity, interning its strings and learning its device mapping again
+	// would change nothing but the mapping's last use, which is refreshed
+	// once learnRefresh has passed.
+	idMemo        [256]idMemoEntry
 	idGen         uint64
 	idIsRes       bool
 	lastSeriesGen uint64
@@ -254,9 +261,16 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 		return SkipInvalidValue, detail
 	}
 	if id.hasRank {
+		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
+		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {
+			*id = m.id // the same identity, its strings interned
+			return "", ""
+		}
 		id.job = c.names.intern(id.job)
 		id.host = c.names.intern(id.host)
+		id.devOpaque = c.names.intern(id.devOpaque)
 		c.dev.learn(c.names, id, nowNs)
+		*m = idMemoEntry{id: *id, learnedNs: nowNs, valid: true}
 		return "", ""
 	}
 	if !id.hasDevice() || id.host == "" {
@@ -267,6 +281,17 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	}
 	id.host = c.names.intern(id.host)
 	return "", ""
+}
+
+// learnRefresh is how often a repeated identity refreshes its device
+// mapping's last use; far below any sensible identity_ttl.
+const learnRefresh = time.Second
+
+// idMemoEntry is a resolved identity with interned strings.
+type idMemoEntry struct {
+	id        identity
+	learnedNs int64
+	valid     bool
 }
 
 // futureLimit is the newest acceptable item timestamp.

@@ -69,6 +69,33 @@ func TestConvertMetricsIdentityMappingKeptWhileUsed(t *testing.T) {
 	assert.Equal(t, 1, c.Stats().IdentityMappings, "used 50 s ago: still alive")
 }
 
+// TestConvertMetricsRepeatedIdentityKeepsItsMapping: a rank that keeps
+// reporting the same identity is not learned again on every resource (the
+// identity memo), yet its mapping's last use is refreshed, so it never
+// expires while the rank reports; a changed identity is learned at once.
+func TestConvertMetricsRepeatedIdentityKeepsItsMapping(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, clk := newTestConverter(Config{IdentityTTL: 3 * time.Second})
+	res := map[string]any{"training.job.id": "j", "training.rank": int64(1), "host.name": "node-a", "gpu.index": int64(1)}
+	for i := range int64(20) { // every 0.5 s for 10 s
+		convertMetrics(t, c, gaugeBatch(res, reserved(t0+i*int64(500*time.Millisecond), 50)))
+		clk.advance(500 * time.Millisecond)
+		c.Expire()
+		require.Equal(t, 1, c.Stats().IdentityMappings, "step %d", i)
+	}
+	got := convertMetrics(t, c, dcgmUsed("node-a", "1", t0+19*int64(500*time.Millisecond), 100))
+	require.Len(t, got.records, 1)
+	assert.Equal(t, "j", got.records[0].JobID)
+	assert.Equal(t, int64(1), got.records[0].Rank)
+
+	// The same rank moves to another GPU: the new device joins at once.
+	res["gpu.index"] = int64(2)
+	convertMetrics(t, c, gaugeBatch(res, reserved(t0+20*int64(500*time.Millisecond), 50)))
+	got = convertMetrics(t, c, dcgmUsed("node-a", "2", t0+20*int64(500*time.Millisecond), 100))
+	require.Len(t, got.records, 1)
+	assert.Equal(t, int64(2), got.records[0].Event.DeviceID)
+}
+
 func TestConvertMetricsSemconv(t *testing.T) {
 	c, _ := newTestConverter(Config{})
 	got := convertMetrics(t, c, readMetrics(t, "semconv.yaml"))
