@@ -196,9 +196,8 @@ func (s *series) insertRow(i int, row joinRow) {
 	s.rows = s.rows[:n+1]
 	copy(s.rows[i+1:], s.rows[i:n])
 	s.rows[i] = row
-	// Rows before i are unchanged, so i is still a lower bound when it is
-	// below the old one.
-	s.firstPending = min(s.firstPending, i)
+	// firstPending stays a lower bound: the new row holds no device-used
+	// point yet (add lowers the bound when it gets one).
 }
 
 // shed drops the n oldest rows and returns how many pending device-used

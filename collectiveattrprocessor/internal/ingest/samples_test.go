@@ -3,6 +3,9 @@ package ingest
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // refPoint is a point of the naive model the join buffer is checked against.
@@ -96,4 +99,83 @@ func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestJoinAccountsForEveryDeviceUsedPoint runs random batches through the
+// join (mostly in order, some late points, every role sometimes missing,
+// reserved points sometimes batches late or absent for several batches, a
+// small row bound, pending expiry) and checks after every batch that the
+// series' bookkeeping matches its rows and that every device-used point
+// sent is accounted for: a sample, an unjoinable skip, or still pending.
+func TestJoinAccountsForEveryDeviceUsedPoint(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	const step = int64(40 * time.Millisecond)
+	rng := rand.New(rand.NewPCG(5, 6))
+	c, clk := newTestConverter(Config{MaxPendingRows: 12, PendingTTL: 2 * time.Second})
+	sent, samples, unjoinable, expired := 0, 0, 0, 0
+	next := int64(0)
+	usedTs := map[int64]bool{}
+	delayed := map[int][]gaugePoint{} // reserved points sent a few batches late
+	for batch := range 400 {
+		pts := delayed[batch]
+		delete(delayed, batch)
+		for range rng.IntN(8) {
+			ts := t0 + next*step
+			next++
+			if rng.IntN(6) == 0 { // late: up to 40 steps back
+				ts -= int64(rng.IntN(40)) * step
+			}
+			if rng.IntN(4) != 0 && !usedTs[ts] {
+				usedTs[ts] = true
+				pts = append(pts, used(ts, 1000))
+				sent++
+			}
+			outage := batch%50 >= 45 // the allocator exporter sends nothing
+			switch rng.IntN(4) {
+			case 0: // none
+			case 1:
+				later := batch + 1 + rng.IntN(3)
+				delayed[later] = append(delayed[later], reserved(ts, 500))
+			default:
+				if !outage {
+					pts = append(pts, reserved(ts+int64(rng.IntN(3)-1)*step, 500))
+				}
+			}
+			if rng.IntN(2) == 0 {
+				pts = append(pts, gaugePoint{name: "gpu.memory.device.free", ts: ts, value: 10})
+			}
+		}
+		rng.Shuffle(len(pts), func(i, j int) { pts[i], pts[j] = pts[j], pts[i] })
+		got := convertMetrics(t, c, gaugeBatch(rank0, pts...))
+		samples += len(got.records)
+		for _, s := range got.skips {
+			require.Equal(t, SkipUnjoinable, s.Reason, "batch %d: %s", batch, s.Detail)
+			unjoinable++
+		}
+		if batch%25 == 24 {
+			clk.advance(3 * time.Second)
+			expired += c.Expire()
+		}
+		for _, s := range c.series {
+			var counts [numRoles]int32
+			pendingUsed := 0
+			for i, row := range s.rows {
+				require.False(t, i > 0 && s.rows[i-1].tsNs >= row.tsNs, "batch %d: rows out of order", batch)
+				for r := range numRoles {
+					if row.has&(1<<r) != 0 {
+						counts[r]++
+					}
+				}
+				if row.has&(1<<roleDeviceUsed) != 0 {
+					pendingUsed++
+					require.GreaterOrEqual(t, i, s.firstPending, "batch %d: a pending row before firstPending", batch)
+				}
+			}
+			require.Equal(t, counts, s.roleCount, "batch %d", batch)
+			require.LessOrEqual(t, len(s.rows), 12, "batch %d", batch)
+			require.Equal(t, sent, samples+unjoinable+expired+pendingUsed, "batch %d: device-used points lost", batch)
+		}
+	}
+	require.Positive(t, samples)
+	require.Positive(t, unjoinable)
 }
