@@ -192,20 +192,8 @@ func TestBadInput(t *testing.T) {
 			signal: "logs", reason: "stale", skipped: 1, wantJobs: 2,
 		},
 		{
-			name: "reversed marker span",
-			traces: func() ptrace.Traces {
-				td := ptrace.NewTraces()
-				rs := td.ResourceSpans().AppendEmpty()
-				rs.Resource().Attributes().PutStr("training.job.id", "bad")
-				rs.Resource().Attributes().PutInt("training.rank", 0)
-				sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-				sp.SetName("nccl:all_reduce")
-				sp.SetTraceID(pcommon.TraceID{1})
-				sp.SetSpanID(pcommon.SpanID{1})
-				sp.SetStartTimestamp(pcommon.Timestamp(now))
-				sp.SetEndTimestamp(pcommon.Timestamp(now - s))
-				return td
-			},
+			name:   "reversed marker span",
+			traces: func() ptrace.Traces { return markerSpanTraces("bad", 0, 1, now, now-s) },
 			signal: "traces", reason: "invalid_value", skipped: 1, wantJobs: 1,
 		},
 		{

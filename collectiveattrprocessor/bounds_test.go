@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -34,17 +32,38 @@ func bufferSizes(c *core) (jobs, maxRanks, maxRankLen, events int) {
 	return len(c.jobs), maxRanks, maxRankLen, events
 }
 
+// startBounded starts the three pipelines of one component with the
+// default config changed by set; they are shut down, and their telemetry
+// after them, when the test ends.
+func startBounded(t *testing.T, set func(*Config)) (*pipelines, *componenttest.Telemetry) {
+	t.Helper()
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	set(cfg)
+	p := newPipelines(t, cfg, tel)
+	t.Cleanup(func() { p.shutdown(t) })
+	return p, tel
+}
+
+// assertEvicted checks the events_evicted counter: n under bound, and no
+// other bound.
+func assertEvicted(t *testing.T, tel *componenttest.Telemetry, bound string, n int64) {
+	t.Helper()
+	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
+		Attributes: attribute.NewSet(attribute.String("bound", bound)),
+		Value:      n,
+	}}, metricdatatest.IgnoreTimestamp())
+}
+
 // TestFloodStaysWithinLimits floods the processor with more jobs, ranks and
 // events than the limits allow: what is tracked stays at the limits, new jobs
 // and ranks are rejected and counted, full ranks evict their oldest events
 // and count them.
 func TestFloodStaysWithinLimits(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
-	cfg.Limits = LimitsConfig{MaxJobs: 5, MaxRanksPerJob: 4, MaxEventsPerRank: 50}
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Limits = LimitsConfig{MaxJobs: 5, MaxRanksPerJob: 4, MaxEventsPerRank: 50}
+	})
 
 	const jobs, ranks, perRank = 20, 10, 100
 	now := time.Now().UnixNano()
@@ -73,10 +92,7 @@ func TestFloodStaysWithinLimits(t *testing.T) {
 		Attributes: attribute.NewSet(attribute.String("signal", "logs")),
 		Value:      accepted,
 	}}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
-		Attributes: attribute.NewSet(attribute.String("bound", "max_events_per_rank")),
-		Value:      accepted - 5*4*50,
-	}}, metricdatatest.IgnoreTimestamp())
+	assertEvicted(t, tel, "max_events_per_rank", accepted-5*4*50)
 	metadatatest.AssertEqualProcessorCollectiveattrJobsTracked(t, tel, []metricdata.DataPoint[int64]{{Value: 5}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorCollectiveattrRanksTracked(t, tel, []metricdata.DataPoint[int64]{{Value: 20}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorCollectiveattrEventsBuffered(t, tel, []metricdata.DataPoint[int64]{{Value: 1000}}, metricdatatest.IgnoreTimestamp())
@@ -88,12 +104,9 @@ func TestFloodStaysWithinLimits(t *testing.T) {
 // TestFloodOfOneRankKeepsItsBufferAtCap: one rank sending far more than
 // max_events_per_rank keeps exactly the newest max_events_per_rank.
 func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
-	cfg.Limits.MaxEventsPerRank = 64
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Limits.MaxEventsPerRank = 64
+	})
 
 	now := time.Now().UnixNano()
 	const n = 5000
@@ -113,21 +126,15 @@ func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
 	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.samples.front().TimestampNs, "the newest are kept")
 	assert.LessOrEqual(t, len(rb.samples.buf), 64, "storage never grows past the cap")
 	c.mu.Unlock()
-	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
-		Attributes: attribute.NewSet(attribute.String("bound", "max_events_per_rank")),
-		Value:      n - 64,
-	}}, metricdatatest.IgnoreTimestamp())
+	assertEvicted(t, tel, "max_events_per_rank", n-64)
 }
 
 // TestWindowEvictsOldEvents: events older than the job's newest event minus
 // window are pushed out and counted under bound "window".
 func TestWindowEvictsOldEvents(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
-	cfg.Window = time.Minute
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Window = time.Minute
+	})
 
 	now := time.Now().UnixNano()
 	var lines []string
@@ -138,23 +145,17 @@ func TestWindowEvictsOldEvents(t *testing.T) {
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
 	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
 	assert.Equal(t, 7, maxRankLen, "the newest sample and the six within the minute before it")
-	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
-		Attributes: attribute.NewSet(attribute.String("bound", "window")),
-		Value:      53,
-	}}, metricdatatest.IgnoreTimestamp())
+	assertEvicted(t, tel, "window", 53)
 }
 
 // TestFullRankEvictsPastTheWindowFirst: the trim on push is lazy, so a full
 // rank can still hold entries behind the window; making room drops those
 // first and counts them under "window", not "max_events_per_rank".
 func TestFullRankEvictsPastTheWindowFirst(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
-	cfg.Window = time.Minute // trim slack: 1.875 s
-	cfg.Limits.MaxEventsPerRank = 10
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Window = time.Minute // trim slack: 1.875 s
+		cfg.Limits.MaxEventsPerRank = 10
+	})
 
 	base := time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
 	var lines []string
@@ -168,38 +169,23 @@ func TestFullRankEvictsPastTheWindowFirst(t *testing.T) {
 
 	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
 	assert.Equal(t, 6, maxRankLen)
-	metadatatest.AssertEqualProcessorCollectiveattrEventsEvicted(t, tel, []metricdata.DataPoint[int64]{{
-		Attributes: attribute.NewSet(attribute.String("bound", "window")),
-		Value:      5,
-	}}, metricdatatest.IgnoreTimestamp())
+	assertEvicted(t, tel, "window", 5)
 }
 
 // TestMarkerSpanAcrossTheWindowEdge: a marker span whose start is older than
 // the window but whose end is not keeps its end marker (linked to the span)
 // and counts the start as stale.
 func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
-	cfg.Window = time.Minute
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Window = time.Minute
+	})
 
 	base := time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
 	// The job's newest event is at base + 70 s: the window starts at 10 s.
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{
 		stormlogLine("edge", 0, 1, base+70*int64(time.Second), "sample", baselineGap(0)),
 	})))
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("training.job.id", "edge")
-	rs.Resource().Attributes().PutInt("training.rank", 0)
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
-	sp.SetTraceID(pcommon.TraceID{1})
-	sp.SetSpanID(pcommon.SpanID{2})
-	sp.SetStartTimestamp(pcommon.Timestamp(base + 5*int64(time.Second)))
-	sp.SetEndTimestamp(pcommon.Timestamp(base + 15*int64(time.Second)))
+	td := markerSpanTraces("edge", 0, 2, base+5*int64(time.Second), base+15*int64(time.Second))
 	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
 
 	c := p.logs.core

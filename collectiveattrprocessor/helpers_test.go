@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 
@@ -124,4 +126,20 @@ func jobsTracked(c *core) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.jobs)
+}
+
+// markerSpanTraces is one NCCL kernel span of (job, rank) with trace id
+// {1} and span id {span}, from start to end.
+func markerSpanTraces(job string, rank int64, span byte, start, end int64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("training.job.id", job)
+	rs.Resource().Attributes().PutInt("training.rank", rank)
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{span})
+	sp.SetStartTimestamp(pcommon.Timestamp(start))
+	sp.SetEndTimestamp(pcommon.Timestamp(end))
+	return td
 }
