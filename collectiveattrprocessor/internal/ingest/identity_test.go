@@ -176,3 +176,32 @@ func TestDeviceMapJoinCacheSeesNewMappings(t *testing.T) {
 	require.True(t, d.join(&q, 5))
 	assert.Equal(t, int64(2), q.rank, "the index mapping learned in the same call wins")
 }
+
+// TestKeyIndexMatchesAMap checks the key table against a plain map of the
+// same keys: every configured key (colliding ones included: same length and
+// same first, middle and last bytes) finds exactly its slots, and other
+// keys, near misses included, find none.
+func TestKeyIndexMatchesAMap(t *testing.T) {
+	keys := DefaultIdentityKeys()
+	keys.Rank = append(keys.Rank, "rXnk", "rYnk", "rank")      // collide with each other; "rank" twice
+	keys.Host = append(keys.Host, "a.b.c", "a.x.c", "a.b.c.d") // a shared prefix too
+	want := map[string][]keySlot{}
+	addWant := func(f idField, list []string) {
+		for i, k := range list {
+			want[k] = append(want[k], keySlot{field: f, prio: uint16(i)})
+		}
+	}
+	addWant(fieldJob, keys.JobID)
+	addWant(fieldRank, keys.Rank)
+	addWant(fieldLocalRank, keys.LocalRank)
+	addWant(fieldWorldSize, keys.WorldSize)
+	addWant(fieldHost, keys.Host)
+	addWant(fieldDevice, keys.Device)
+	idx := newKeyIndex(keys)
+	for k, slots := range want {
+		assert.Equal(t, slots, idx.lookup(k), k)
+	}
+	for _, k := range []string{"", "r", "rZnk", "ranK", "a.b.d", "a.b.c.", "training.rank2", "training.ranks", "host.nam", "gpu.indeX", "service.name"} {
+		assert.Nil(t, idx.lookup(k), k)
+	}
+}

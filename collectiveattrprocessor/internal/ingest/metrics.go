@@ -32,10 +32,17 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]
+	limit := c.futureLimit(nowNs)
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resScanned := false
+		// resSeries is the join buffer of the resource's own identity, once
+		// a point without attributes of its own has reached it: the
+		// resource's next such points, valid and not late, go straight to
+		// it (the common in-process case). Anything else takes the general
+		// path, convertPoint, which also reports every skip.
+		var resSeries *series
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -74,7 +81,19 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 					scale = mib
 				}
 				for l := 0; l < dps.Len(); l++ {
-					c.convertPoint(dps.At(l), r, scale, nowNs, skip)
+					dp := dps.At(l)
+					if s := resSeries; s != nil && dp.Attributes().Len() == 0 && dp.Flags() == 0 {
+						ts := int64(dp.Timestamp())
+						bytes, detail := pointBytes(dp, scale)
+						if detail == "" && ts > 0 && ts <= limit && !s.late(r, ts) {
+							c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
+							continue
+						}
+					}
+					c.convertPoint(dp, r, scale, nowNs, skip)
+					if resSeries == nil && dp.Attributes().Len() == 0 && c.idIsRes && c.lastSeriesGen == c.idGen {
+						resSeries = c.lastSeries
+					}
 				}
 			}
 		}
@@ -131,20 +150,26 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		s.updateIdentity(id)
 		c.lastSeriesGen = c.idGen
 	}
-	if r == roleDeviceUsed && s.pruned && ts < s.horizonNs {
+	if s.late(r, ts) {
 		c.stats.UnjoinedPoints++
 		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
 		return
 	}
-	if n := s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows); n > 0 {
-		c.stats.UnjoinedPoints += uint64(n)
-		for range n {
-			skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})
-		}
-	}
+	c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
 	if s.touchedGen != c.gen {
 		s.touchedGen = c.gen
 		c.touched = append(c.touched, s)
+	}
+}
+
+// shed reports the n device-used points a join buffer shed unjoined.
+func (c *Converter) shed(n int, skip func(Skip)) {
+	if n == 0 {
+		return
+	}
+	c.stats.UnjoinedPoints += uint64(n)
+	for range n {
+		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point pushed out of the join buffer before an allocator-reserved point arrived"})
 	}
 }
 

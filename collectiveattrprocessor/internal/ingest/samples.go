@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"math/bits"
+
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -119,6 +121,12 @@ func (s *series) updateIdentity(id *identity) {
 	}
 }
 
+// late reports whether a point of role r at ts is a device-used point
+// before the horizon.
+func (s *series) late(r role, ts int64) bool {
+	return r == roleDeviceUsed && s.pruned && ts < s.horizonNs
+}
+
 // find returns the index of the row of time ts, or where it would be
 // inserted. It tries the row after the previous point's first: the answer
 // is exact whatever the cursor, which only chooses where to look first.
@@ -215,10 +223,8 @@ func (s *series) shed(n int) (droppedUsed int) {
 // forget removes row's points from the role counts; it returns 1 when the
 // row held a pending device-used point.
 func (s *series) forget(row *joinRow) (pendingUsed int) {
-	for r := range numRoles {
-		if row.has&(1<<r) != 0 {
-			s.roleCount[r]--
-		}
+	for has := row.has; has != 0; has &= has - 1 {
+		s.roleCount[bits.TrailingZeros16(has)]--
 	}
 	if row.has&(1<<roleDeviceUsed) != 0 {
 		return 1
