@@ -208,7 +208,8 @@ func (c *Converter) Stats() Stats {
 func (c *Converter) beginResource(attrs pcommon.Map) {
 	c.resID.reset()
 	c.resID.scan(c.keys, attrs)
-	c.resCached = false
+	// c.id is no longer this resource's identity until it is resolved.
+	c.resCached, c.idIsRes = false, false
 }
 
 // identifyItem resolves the identity of an item with attributes attrs of the

@@ -391,3 +391,34 @@ func TestConvertMetricsJobsAreSeparate(t *testing.T) {
 	got = convertMetrics(t, c, gaugeBatch(map[string]any{"rank": 0}, reserved(t0, 5)))
 	assert.Empty(t, got.records, "no job id is the job \"\", not a wildcard")
 }
+
+// TestConvertMetricsEachResourceKeepsItsRank: when a resource's first point
+// is rejected before its identity is resolved (a staleness marker, a
+// negative value), the resource's next points still go to its own rank, not
+// to the previous resource's.
+func TestConvertMetricsEachResourceKeepsItsRank(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	for _, first := range []struct {
+		name string
+		set  func(pmetric.NumberDataPoint)
+	}{
+		{"staleness marker", func(dp pmetric.NumberDataPoint) {
+			dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+		}},
+		{"negative value", func(dp pmetric.NumberDataPoint) { dp.SetIntValue(-1) }},
+	} {
+		t.Run(first.name, func(t *testing.T) {
+			c, _ := newTestConverter(Config{})
+			md := gaugeBatch(rank0, used(t0, 10), reserved(t0, 5))
+			rank1 := gaugeBatch(map[string]any{"training.job.id": "j", "training.rank": int64(1)},
+				used(t0, 0), used(t0+1, 20), reserved(t0+1, 6))
+			first.set(rank1.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0))
+			rank1.ResourceMetrics().At(0).CopyTo(md.ResourceMetrics().AppendEmpty())
+			got := convertMetrics(t, c, md)
+			require.Len(t, got.records, 2)
+			assert.Equal(t, int64(0), got.records[0].Rank)
+			assert.Equal(t, int64(1), got.records[1].Rank)
+			assert.Equal(t, int64(20), got.records[1].Event.DeviceUsedBytes.Value)
+		})
+	}
+}
