@@ -41,6 +41,13 @@ type Converter struct {
 	touched       []*series
 	resID, itemID rawIdentity
 	id            identity
+	// idMemo remembers, per rank slot, the last identity resolved with a
+	// rank. Resources repeat batch after batch (in-process exporters send
+	// one per rank and collection): when an item resolves to the memo's
+	// identity, interning its strings and learning its device mapping again
+	// would change nothing but the mapping's last use, which is refreshed
+	// once learnRefresh has passed.
+	idMemo [256]idMemoEntry
 	// resCache is the identity of the current resource alone, resolved (and
 	// learned or joined) once per resource for the items that carry no
 	// identity attributes of their own: the common in-process exporter case.
@@ -52,13 +59,6 @@ type Converter struct {
 	// resCache. Items of one resource without identity attributes of their
 	// own then reuse c.id as is, and the join buffer of the previous point
 	// (lastSeries, updated with identity lastSeriesGen) needs no lookup.
-	// idMemo remembers, per rank slot, the last identity resolved with a
-	// rank. Resources repeat batch after batch (in-process exporters send
-	// one per rank and collection): when an item resolves to the memo's
-	// identity, interning its strings and learning its device mapping again
-	// would change nothing but the mapping's last use, which is refreshed
-	// once learnRefresh has passed.
-	idMemo        [256]idMemoEntry
 	idGen         uint64
 	idIsRes       bool
 	lastSeriesGen uint64

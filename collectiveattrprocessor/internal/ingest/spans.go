@@ -138,7 +138,9 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker bool, path pcommon.Value, h
 			}
 			switch k {
 			case PhasePathAttribute:
-				path, hasPath = v, true
+				if !hasPath { // the first, as Map.Get would find
+					path, hasPath = v, true
+				}
 			case resultClassAttribute:
 				isResult = true
 			}
