@@ -87,6 +87,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 						bytes, detail := pointBytes(dp, scale)
 						if detail == "" && ts > 0 && ts <= limit && !s.late(r, ts) {
 							c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
+							c.touch(s) // its first point may have been refused as late
 							continue
 						}
 					}
@@ -156,6 +157,12 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		return
 	}
 	c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
+	c.touch(s)
+}
+
+// touch marks s as having new points in this call, so that it forms
+// samples at the end of the call.
+func (c *Converter) touch(s *series) {
 	if s.touchedGen != c.gen {
 		s.touchedGen = c.gen
 		c.touched = append(c.touched, s)

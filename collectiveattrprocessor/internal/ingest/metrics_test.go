@@ -422,3 +422,18 @@ func TestConvertMetricsEachResourceKeepsItsRank(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertMetricsSamplesAfterALatePoint: a resource whose first
+// device-used point is refused as late still forms the samples of its next
+// points in the same call.
+func TestConvertMetricsSamplesAfterALatePoint(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	tol := int64(250 * time.Millisecond)
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, gaugeBatch(rank0, used(t0+4*tol, 1), reserved(t0+4*tol, 5)))
+	require.Len(t, got.records, 1)
+	got = convertMetrics(t, c, gaugeBatch(rank0, used(t0, 2), used(t0+5*tol, 3), reserved(t0+5*tol, 6)))
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons(), "the late point")
+	require.Len(t, got.records, 1)
+	assert.Equal(t, int64(3), got.records[0].Event.DeviceUsedBytes.Value)
+}
