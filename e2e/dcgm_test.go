@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,15 +37,45 @@ func TestDCGMJoinedToRanks(t *testing.T) {
 		"E2E_TELEMETRY_PORT": itoa(telemetryPort), "E2E_DCGM_PORT": itoa(dcgmPort), "E2E_OUT_DIR": out,
 	}, healthPort)
 
-	// The job starts now; scrapes before the page is up fail and are retried.
-	epoch := time.Now()
+	// The prometheus receiver's first scrape comes seconds after start (its
+	// discovery hands targets over every 5 s), which would leave only the
+	// job's last few seconds with DCGM samples. So the page answers empty
+	// until it has been scraped once, and the job starts then.
+	var (
+		epoch   time.Time
+		epochMu sync.Mutex
+		scraped = make(chan struct{})
+		once    sync.Once
+	)
+	dcgm := s.DCGMHandler(func() time.Duration {
+		epochMu.Lock()
+		defer epochMu.Unlock()
+		return time.Since(epoch)
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:"+itoa(dcgmPort))
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", s.DCGMHandler(func() time.Duration { return time.Since(epoch) }))
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		epochMu.Lock()
+		started := !epoch.IsZero()
+		epochMu.Unlock()
+		if !started {
+			once.Do(func() { close(scraped) })
+			return
+		}
+		dcgm.ServeHTTP(w, r)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
+	select {
+	case <-scraped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prometheus receiver never scraped the DCGM page")
+	}
+	epochMu.Lock()
+	epoch = time.Now()
+	epochMu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
