@@ -45,9 +45,10 @@ type keyEntry struct {
 	slots []keySlot
 }
 
-func newKeyIndex(keys IdentityKeys) *keyIndex {
-	slots := map[string][]keySlot{}
-	var order []string
+// keySlots returns the slots of every configured key and the keys in the
+// order they were first configured.
+func keySlots(keys IdentityKeys) (slots map[string][]keySlot, order []string) {
+	slots = map[string][]keySlot{}
 	add := func(f idField, list []string) {
 		for i, k := range list {
 			if i > math.MaxUint16 || k == "" {
@@ -65,6 +66,11 @@ func newKeyIndex(keys IdentityKeys) *keyIndex {
 	add(fieldWorldSize, keys.WorldSize)
 	add(fieldHost, keys.Host)
 	add(fieldDevice, keys.Device)
+	return slots, order
+}
+
+func newKeyIndex(keys IdentityKeys) *keyIndex {
+	slots, order := keySlots(keys)
 	n := 8
 	for n < 4*len(order) {
 		n *= 2
