@@ -208,21 +208,18 @@ func (c *Converter) Stats() Stats {
 func (c *Converter) beginResource(attrs pcommon.Map) {
 	c.resID.reset()
 	c.resID.scan(c.keys, attrs)
-	// c.id is no longer this resource's identity until it is resolved.
-	c.resCached, c.idIsRes = false, false
+	c.resCached = false
 }
 
 // identifyItem resolves the identity of an item with attributes attrs of the
 // current resource into c.id (see identify).
 func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, string) {
-	if attrs.Len() > 0 {
-		c.itemID.reset()
-		c.itemID.scan(c.keys, attrs)
-		if c.itemID.any() {
-			return c.identify(nowNs)
-		}
+	if attrs.Len() == 0 {
+		return c.identifyByResource(nowNs)
 	}
-	return c.identifyByResource(nowNs)
+	c.itemID.reset()
+	c.itemID.scan(c.keys, attrs)
+	return c.identifyScanned(nowNs)
 }
 
 // identifyScanned is identifyItem for an item whose attributes were already

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -37,12 +38,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resScanned := false
-		// resSeries is the join buffer of the resource's own identity, once
-		// a point without attributes of its own has reached it: the
-		// resource's next such points, valid and not late, go straight to
-		// it (the common in-process case). Anything else takes the general
-		// path, convertPoint, which also reports every skip.
-		var resSeries *series
+		var resSeries *series // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -80,22 +76,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 				if isMiB(m) {
 					scale = mib
 				}
-				for l := 0; l < dps.Len(); l++ {
-					dp := dps.At(l)
-					if s := resSeries; s != nil && dp.Attributes().Len() == 0 && dp.Flags() == 0 {
-						ts := int64(dp.Timestamp())
-						bytes, detail := pointBytes(dp, scale)
-						if detail == "" && ts > 0 && ts <= limit && !s.late(r, ts) {
-							c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
-							c.touch(s) // its first point may have been refused as late
-							continue
-						}
-					}
-					c.convertPoint(dp, r, scale, nowNs, skip)
-					if resSeries == nil && dp.Attributes().Len() == 0 && c.idIsRes && c.lastSeriesGen == c.idGen {
-						resSeries = c.lastSeries
-					}
-				}
+				resSeries = c.convertPoints(dps, r, scale, nowNs, limit, resSeries, skip)
 			}
 		}
 	}
@@ -119,23 +100,53 @@ func dataPointCount(m pmetric.Metric) int {
 	}
 }
 
-func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowNs int64, skip func(Skip)) {
-	if dp.Flags().NoRecordedValue() {
-		return // a staleness marker carries no value
+// convertPoints buffers the valid points of one metric of role r. resSeries
+// is the join buffer of the resource's own identity when a point without
+// attributes of its own has found it (nil before); the resource's next such
+// points go to it without resolving the identity again. It returns
+// resSeries, found or not.
+func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, scale, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
+	for l := 0; l < dps.Len(); l++ {
+		dp := dps.At(l)
+		if dp.Flags().NoRecordedValue() {
+			continue // a staleness marker carries no value
+		}
+		bytes, detail := pointBytes(dp, scale)
+		if detail != "" {
+			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+			continue
+		}
+		ts := int64(dp.Timestamp())
+		if ts <= 0 || ts > limit {
+			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing or too far in the future"})
+			continue
+		}
+		s := resSeries
+		if attrs := dp.Attributes(); s == nil || attrs.Len() > 0 {
+			if s = c.itemSeries(attrs, nowNs, skip); s == nil {
+				continue
+			}
+			if attrs.Len() == 0 {
+				resSeries = s
+			}
+		}
+		if s.late(r, ts) {
+			c.refuseLate(skip)
+			continue
+		}
+		c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
+		c.touch(s)
 	}
-	bytes, detail := pointBytes(dp, scale)
-	if detail != "" {
-		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
-		return
-	}
-	ts := int64(dp.Timestamp())
-	if ts <= 0 || ts > c.futureLimit(nowNs) {
-		skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing or too far in the future"})
-		return
-	}
-	if reason, detail := c.identifyItem(dp.Attributes(), nowNs); reason != "" {
+	return resSeries
+}
+
+// itemSeries resolves the identity of a point with attributes attrs of the
+// current resource and returns its (job, rank) join buffer; nil when the
+// point is skipped.
+func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) *series {
+	if reason, detail := c.identifyItem(attrs, nowNs); reason != "" {
 		skip(Skip{Reason: reason, Detail: detail})
-		return
+		return nil
 	}
 	s := c.lastSeries
 	if s == nil || c.lastSeriesGen != c.idGen {
@@ -144,20 +155,20 @@ func (c *Converter) convertPoint(dp pmetric.NumberDataPoint, r role, scale, nowN
 		if s == nil || s.key != key {
 			s = c.seriesFor(key, skip)
 			if s == nil {
-				return
+				return nil
 			}
 			c.lastSeries = s
 		}
 		s.updateIdentity(id)
 		c.lastSeriesGen = c.idGen
 	}
-	if s.late(r, ts) {
-		c.stats.UnjoinedPoints++
-		skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
-		return
-	}
-	c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
-	c.touch(s)
+	return s
+}
+
+// refuseLate reports a device-used point before its series' horizon.
+func (c *Converter) refuseLate(skip func(Skip)) {
+	c.stats.UnjoinedPoints++
+	skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
 }
 
 // touch marks s as having new points in this call, so that it forms
