@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/pdatashift"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -26,43 +27,6 @@ const (
 	benchHz           = 10
 	benchBatchSeconds = 4 // distinct batches cycled through
 )
-
-// shiftMetrics moves every point of md by d, so that a reused batch is the
-// next seconds of the job rather than a replay.
-func shiftMetrics(md pmetric.Metrics, d int64) {
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				dps := ms.At(k).Gauge().DataPoints()
-				for l := range dps.Len() {
-					dps.At(l).SetTimestamp(dps.At(l).Timestamp() + pcommon.Timestamp(d))
-				}
-			}
-		}
-	}
-}
-
-// shiftTraces moves every span and span event of td by d.
-func shiftTraces(td ptrace.Traces, d int64) {
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			spans := sss.At(j).Spans()
-			for k := range spans.Len() {
-				sp := spans.At(k)
-				sp.SetStartTimestamp(sp.StartTimestamp() + pcommon.Timestamp(d))
-				sp.SetEndTimestamp(sp.EndTimestamp() + pcommon.Timestamp(d))
-				for e := range sp.Events().Len() {
-					sp.Events().At(e).SetTimestamp(sp.Events().At(e).Timestamp() + pcommon.Timestamp(d))
-				}
-			}
-		}
-	}
-}
 
 // benchStart is the time of the first benchmark batch. Each iteration is
 // the next second of the job, and b.Loop runs a sub-benchmark's iterations
@@ -238,7 +202,7 @@ func benchTraces(startNs int64) (ptrace.Traces, int) {
 type consumeBench[T any] struct {
 	unit      string // per-item metric name: "ns/point", "ns/span"
 	batch     func(startNs int64) (T, int)
-	shift     func(T, int64)
+	shift     func(T, time.Duration)
 	marshal   func(T) ([]byte, error)
 	unmarshal func([]byte) (T, error)
 	baseline  func(w *walkingProcessor, batch T) error
@@ -260,7 +224,7 @@ type consumeBench[T any] struct {
 // mode the collector is off while timed, and runs outside the timer.
 func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 	start := benchStart()
-	const period = benchBatchSeconds * int64(time.Second)
+	const period = benchBatchSeconds * time.Second
 	measure := func(name string, warmup int, setup func(b *testing.B) (func(T) error, func())) {
 		b.Run(name, func(b *testing.B) {
 			// Each sub-benchmark starts from the same fresh batches.
@@ -322,7 +286,7 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 var metricsBench = consumeBench[pmetric.Metrics]{
 	unit:      "ns/point",
 	batch:     benchMetrics,
-	shift:     shiftMetrics,
+	shift:     pdatashift.Metrics,
 	marshal:   (&pmetric.ProtoMarshaler{}).MarshalMetrics,
 	unmarshal: (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics,
 	baseline: func(w *walkingProcessor, md pmetric.Metrics) error {
@@ -341,7 +305,7 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 var tracesBench = consumeBench[ptrace.Traces]{
 	unit:      "ns/span",
 	batch:     benchTraces,
-	shift:     shiftTraces,
+	shift:     pdatashift.Traces,
 	marshal:   (&ptrace.ProtoMarshaler{}).MarshalTraces,
 	unmarshal: (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces,
 	baseline: func(w *walkingProcessor, td ptrace.Traces) error {

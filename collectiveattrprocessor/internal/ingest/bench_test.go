@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/pdatashift"
 )
 
 // The benchmark cluster: 64 ranks on 8 hosts of 8 GPUs, sampled at 10 Hz;
@@ -31,43 +33,6 @@ func benchConverter() (*Converter, *benchClock) {
 	clk := &benchClock{t: benchT0.Add(benchBatches * time.Second)}
 	cfg := Config{Identity: DefaultIdentityKeys(), Metrics: DefaultMetricNames(), PhaseSpanNames: []string{"train_step", "forward", "backward", "optimizer"}}
 	return NewConverter(cfg, clk.now), clk
-}
-
-// shiftMetrics moves every point of md forward by d, so that cycled batches
-// keep time moving forward as real data does.
-func shiftMetrics(md pmetric.Metrics, d time.Duration) {
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				dps := ms.At(k).Gauge().DataPoints()
-				for l := 0; l < dps.Len(); l++ {
-					dps.At(l).SetTimestamp(dps.At(l).Timestamp() + pcommon.Timestamp(d))
-				}
-			}
-		}
-	}
-}
-
-func shiftTraces(td ptrace.Traces, d time.Duration) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
-				sp.SetStartTimestamp(sp.StartTimestamp() + pcommon.Timestamp(d))
-				sp.SetEndTimestamp(sp.EndTimestamp() + pcommon.Timestamp(d))
-				evs := sp.Events()
-				for e := 0; e < evs.Len(); e++ {
-					evs.At(e).SetTimestamp(evs.At(e).Timestamp() + pcommon.Timestamp(d))
-				}
-			}
-		}
-	}
 }
 
 func putRankResource(m pcommon.Map, rank int) {
@@ -233,7 +198,7 @@ func BenchmarkConvertMetrics(b *testing.B) {
 				c.ConvertMetrics(batch, emit, skip)
 				i++
 				b.StopTimer()
-				shiftMetrics(batch, benchBatches*time.Second)
+				pdatashift.Metrics(batch, benchBatches*time.Second)
 				clk.t = clk.t.Add(time.Second)
 				b.StartTimer()
 			}
@@ -261,7 +226,7 @@ func BenchmarkConvertTraces(b *testing.B) {
 		c.ConvertTraces(batch, emit, skip)
 		i++
 		b.StopTimer()
-		shiftTraces(batch, benchBatches*time.Second)
+		pdatashift.Traces(batch, benchBatches*time.Second)
 		clk.t = clk.t.Add(time.Second)
 		b.StartTimer()
 	}
