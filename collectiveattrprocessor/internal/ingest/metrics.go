@@ -72,11 +72,11 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 					c.beginResource(rm.Resource().Attributes())
 					resScanned = true
 				}
-				scale := int64(1)
+				unit := unitBytes
 				if isMiB(m) {
-					scale = mib
+					unit = unitMiB
 				}
-				resSeries = c.convertPoints(dps, r, scale, nowNs, limit, resSeries, skip)
+				resSeries = c.convertPoints(dps, r, unit, nowNs, limit, resSeries, skip)
 			}
 		}
 	}
@@ -105,16 +105,22 @@ func dataPointCount(m pmetric.Metric) int {
 // attributes of its own has found it (nil before); the resource's next such
 // points go to it without resolving the identity again. It returns
 // resSeries, found or not.
-func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, scale, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
+func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit valueUnit, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
 	for l := 0; l < dps.Len(); l++ {
 		dp := dps.At(l)
 		if dp.Flags().NoRecordedValue() {
 			continue // a staleness marker carries no value
 		}
-		bytes, detail := pointBytes(dp, scale)
-		if detail != "" {
-			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
-			continue
+		// Integer byte counts in range, the common case, without a call.
+		bytes := dp.IntValue()
+		if dp.ValueType() != pmetric.NumberDataPointValueTypeInt || uint64(bytes) > uint64(unit.maxInt) {
+			var detail string
+			if bytes, detail = pointBytes(dp, unit); detail != "" {
+				skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+				continue
+			}
+		} else {
+			bytes *= unit.scale
 		}
 		ts := int64(dp.Timestamp())
 		if ts <= 0 || ts > limit {
@@ -206,15 +212,28 @@ func (c *Converter) seriesFor(key seriesKey, skip func(Skip)) *series {
 	return s
 }
 
+// valueUnit is the unit of a memory metric's values: its byte multiplier
+// and the largest integer value that stays within maxBytes, worked out once
+// per metric rather than divided per point.
+type valueUnit struct {
+	scale, maxInt int64
+}
+
+var (
+	unitBytes = valueUnit{scale: 1, maxInt: maxBytes}
+	unitMiB   = valueUnit{scale: mib, maxInt: maxBytes / mib}
+)
+
 // pointBytes reads a data point as a byte count.
-func pointBytes(dp pmetric.NumberDataPoint, scale int64) (int64, string) {
+func pointBytes(dp pmetric.NumberDataPoint, unit valueUnit) (int64, string) {
+	scale := unit.scale
 	switch dp.ValueType() {
 	case pmetric.NumberDataPointValueTypeInt:
 		v := dp.IntValue()
 		if v < 0 {
 			return 0, "negative memory value"
 		}
-		if v > maxBytes/scale {
+		if v > unit.maxInt {
 			return 0, "memory value too large"
 		}
 		return v * scale, ""

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 const mibBytes = 1 << 20
@@ -436,4 +439,44 @@ func TestConvertMetricsSamplesAfterALatePoint(t *testing.T) {
 	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons(), "the late point")
 	require.Len(t, got.records, 1)
 	assert.Equal(t, int64(3), got.records[0].Event.DeviceUsedBytes.Value)
+}
+
+// TestConvertMetricsValueRange checks the byte range at its edges for both
+// units: an integer point goes through a fast path that must agree with
+// pointBytes.
+func TestConvertMetricsValueRange(t *testing.T) {
+	const ts = 1767225600000000000
+	tests := []struct {
+		name   string
+		metric string // device-used metric: bytes or MiB
+		value  int64
+		want   int64 // bytes; -1: skipped as invalid_value
+	}{
+		{name: "zero bytes", metric: "gpu.memory.device.used", value: 0, want: 0},
+		{name: "largest bytes", metric: "gpu.memory.device.used", value: maxBytes, want: maxBytes},
+		{name: "bytes past the range", metric: "gpu.memory.device.used", value: maxBytes + 1, want: -1},
+		{name: "negative bytes", metric: "gpu.memory.device.used", value: -1, want: -1},
+		{name: "most negative bytes", metric: "gpu.memory.device.used", value: math.MinInt64, want: -1},
+		{name: "largest MiB", metric: "DCGM_FI_DEV_FB_USED", value: maxBytes / mib, want: maxBytes},
+		{name: "MiB past the range", metric: "DCGM_FI_DEV_FB_USED", value: maxBytes/mib + 1, want: -1},
+		{name: "negative MiB", metric: "DCGM_FI_DEV_FB_USED", value: -1, want: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Metrics: DefaultMetricNames()}
+			cfg.Metrics.DeviceUsed = append(cfg.Metrics.DeviceUsed, "DCGM_FI_DEV_FB_USED")
+			c, _ := newTestConverter(cfg)
+			got := convertMetrics(t, c, gaugeBatch(rank0,
+				gaugePoint{name: tt.metric, ts: ts, value: tt.value},
+				reserved(ts, 0)))
+			if tt.want < 0 {
+				assert.Empty(t, got.records)
+				assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
+				return
+			}
+			require.Len(t, got.records, 1)
+			assert.Empty(t, got.skips)
+			assert.Equal(t, telemetry.Int(tt.want), got.records[0].Event.DeviceUsedBytes)
+		})
+	}
 }

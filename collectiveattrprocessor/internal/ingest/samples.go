@@ -163,14 +163,19 @@ func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUs
 		s.maxUsedTs, s.hasUsed = ts, true
 	}
 	bit := uint16(1) << r
-	i, found := s.find(ts)
-	if !found {
-		if len(s.rows) >= maxRows {
-			n := max(1, len(s.rows)/4)
-			droppedUsed = s.shed(n)
-			i = max(0, i-n)
+	// The row after the previous point's is the usual answer (one metric's
+	// points in time order); find checks it again, but only after a call.
+	i := s.cursor + 1
+	if uint(i) >= uint(len(s.rows)) || s.rows[i].tsNs != ts {
+		var found bool
+		if i, found = s.find(ts); !found {
+			if len(s.rows) >= maxRows {
+				n := max(1, len(s.rows)/4)
+				droppedUsed = s.shed(n)
+				i = max(0, i-n)
+			}
+			s.insertRow(i, ts)
 		}
-		s.insertRow(i, joinRow{tsNs: ts})
 	}
 	row := &s.rows[i]
 	s.cursor = i
@@ -187,9 +192,16 @@ func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUs
 	return droppedUsed
 }
 
-// insertRow inserts row at index i, keeping the rows in time order.
-func (s *series) insertRow(i int, row joinRow) {
+// insertRow inserts an empty row of time ts at index i, keeping the rows in
+// time order.
+func (s *series) insertRow(i int, ts int64) {
 	n := len(s.rows)
+	if i == n && n < cap(s.rows) {
+		// A new newest row, the common case: no move.
+		s.rows = s.rows[:n+1]
+		s.rows[n] = joinRow{tsNs: ts}
+		return
+	}
 	if n == cap(s.rows) {
 		if len(s.store) > 0 && 2*n <= len(s.store) {
 			// Room at the front of store: move the rows back there.
@@ -203,7 +215,7 @@ func (s *series) insertRow(i int, row joinRow) {
 	}
 	s.rows = s.rows[:n+1]
 	copy(s.rows[i+1:], s.rows[i:n])
-	s.rows[i] = row
+	s.rows[i] = joinRow{tsNs: ts}
 	// firstPending stays a lower bound: the new row holds no device-used
 	// point yet (add lowers the bound when it gets one).
 }
