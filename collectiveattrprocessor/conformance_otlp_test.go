@@ -23,8 +23,9 @@ import (
 // otlpFromEvents is the test's converter from stormlog events to what an
 // instrumented job would send: per sample, gauges of device used, allocator
 // reserved and (when known) device total on the data point's identity
-// attributes; per marker event, a zero-length NCCL span (its start and end
-// coincide, so it gives one marker). ok is false when the case has no OTLP
+// attributes; per marker event, a compute span holding one NCCL launch
+// event at the marker's time (the span itself is no marker span, so it
+// gives exactly that one marker). ok is false when the case has no OTLP
 // form: events that are neither samples nor markers (they count for the
 // reference's trace start), or two samples of one rank at the same
 // nanosecond (one gauge series cannot hold two values at one time).
@@ -68,11 +69,14 @@ func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, t
 		}
 		if marker {
 			sp := spans.AppendEmpty()
-			sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+			sp.SetName("train_step")
 			sp.SetTraceID(pcommon.TraceID{byte(i >> 8), byte(i), 1})
 			sp.SetSpanID(pcommon.SpanID{byte(i >> 8), byte(i), 1})
 			sp.SetStartTimestamp(pcommon.Timestamp(e.TimestampNs))
 			sp.SetEndTimestamp(pcommon.Timestamp(e.TimestampNs))
+			ev := sp.Events().AppendEmpty()
+			ev.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+			ev.SetTimestamp(pcommon.Timestamp(e.TimestampNs))
 			identify(sp.Attributes(), e)
 		}
 	}

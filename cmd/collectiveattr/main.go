@@ -12,10 +12,11 @@
 // and its index in a JSON array); 2 on a usage error or an invalid configuration
 // (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
 //
-// The configuration is checked before the input is read, so a bad preset or
-// override fails fast even on empty input (the reference returns [] for no
-// events without resolving its configuration). JSON Lines are streamed in
-// chunks; a JSON array is read whole.
+// As in the reference, the input is loaded before the configuration is
+// resolved, and an empty input prints [] whatever the preset or overrides
+// (the reference returns [] for no events before resolving its
+// configuration); an invalid record wins over an invalid configuration.
+// JSON Lines are streamed in chunks; a JSON array is read whole.
 package main
 
 import (

@@ -42,11 +42,16 @@ type spanInfo struct {
 	path    pcommon.Value // phase.path when hasPath
 }
 
-// ConvertTraces turns marker spans into KindMarker Records (one per span,
-// with a marker time at the span's start, one at its end unless they
-// coincide, one per matching span event)
-// and phase spans into KindPhaseSpan Records (contract §3.2). A span can be
-// both. Spans that are neither are ignored without a Skip.
+// ConvertTraces turns the markers of a span into one KindMarker Record and
+// phase spans into KindPhaseSpan Records (contract §3.2). A marker span
+// (name or a string attribute value of the span or of its events matches a
+// collective token) gives a marker time at its start and one at its end,
+// equal or not, as the contract lists them: the reference counts every
+// marker time (marker_hits), and a zero-duration span is still a start and
+// an end. Every span event whose name matches gives one more, whether or
+// not its span is a marker span: a compute span with an NCCL launch event
+// marks the event's time, not the span's. A span can be both markers and a
+// phase span. Spans that are neither are ignored without a Skip.
 //
 // A phase span without `phase.path` takes as path the names of its phase
 // ancestors found in the same batch, then its own name. Ancestors in other
@@ -65,12 +70,12 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
-				marker, pathAttr, hasPath := c.scanSpan(sp)
+				marker, markedEvents, pathAttr, hasPath := c.scanSpan(sp)
 				isPhase := hasPath
 				if !isPhase && len(c.phase) > 0 {
 					_, isPhase = c.phase[sp.Name()]
 				}
-				if !marker && !isPhase {
+				if !marker && !markedEvents && !isPhase {
 					continue
 				}
 				start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
@@ -86,8 +91,8 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 					skip(Skip{Reason: reason, Detail: detail})
 					continue
 				}
-				if marker {
-					c.emitMarkers(sp, start, end, nowNs, emit, skip)
+				if marker || markedEvents {
+					c.emitMarkers(sp, marker, start, end, nowNs, emit, skip)
 				}
 				if !isPhase {
 					continue
@@ -117,12 +122,12 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 
 // scanSpan reads a span's attributes in one pass: its identity keys (into
 // c.itemID, for identifyScanned), its phase.path, and whether it is a marker
-// span. A marker span is one whose name, string attribute values (nested
-// values included), event names or event attribute values match a
-// collective token (reference §2.3 S2a). Identity attributes are not
-// matched: a job called "nccl-tests" must not turn every span of the job
-// into a marker. The processor's own result spans are never markers.
-func (c *Converter) scanSpan(sp ptrace.Span) (marker bool, path pcommon.Value, hasPath bool) {
+// span: its name, or a string value of its attributes or of its events'
+// attributes (nested values included), matches a collective token
+// (reference §2.3 S2a). Identity attributes count like any other: the
+// contract says any string attribute value. markedEvents says some span
+// event's name matches. The processor's own result spans give no markers.
+func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pcommon.Value, hasPath bool) {
 	name := sp.Name()
 	marker = c.tokens.matches(name)
 	isResult := false
@@ -130,11 +135,8 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker bool, path pcommon.Value, h
 	attrs := sp.Attributes()
 	if attrs.Len() > 0 {
 		for k, v := range attrs.All() {
-			if slots := c.keys.lookup(k); slots != nil {
-				for _, s := range slots {
-					c.itemID.offer(s, v)
-				}
-				continue
+			for _, s := range c.keys.lookup(k) {
+				c.itemID.offer(s, v)
 			}
 			switch k {
 			case PhasePathAttribute:
@@ -150,31 +152,29 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker bool, path pcommon.Value, h
 		}
 	}
 	if isResult && name == resultSpanName {
-		return false, path, hasPath
-	}
-	if marker {
-		return true, path, hasPath
+		return false, false, path, hasPath
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
-		if c.tokens.matches(ev.Name()) || c.mapMatches(ev.Attributes()) {
-			return true, path, hasPath
+		if !markedEvents && c.tokens.matches(ev.Name()) {
+			markedEvents = true
+		}
+		if !marker && c.mapMatches(ev.Attributes()) {
+			marker = true
+		}
+		if marker && markedEvents {
+			break
 		}
 	}
-	return false, path, hasPath
+	return marker, markedEvents, path, hasPath
 }
 
 // mapMatches reports whether a string value of m (nested values included)
-// other than an identity attribute matches a collective token.
+// matches a collective token.
 func (c *Converter) mapMatches(m pcommon.Map) bool {
-	for k, v := range m.All() {
-		switch v.Type() {
-		case pcommon.ValueTypeStr, pcommon.ValueTypeSlice, pcommon.ValueTypeMap:
-		default:
-			continue
-		}
-		if c.valueMatches(v, 0) && c.keys.lookup(k) == nil {
+	for _, v := range m.All() {
+		if c.valueMatches(v, 0) {
 			return true
 		}
 	}
@@ -205,16 +205,15 @@ func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
 	return false
 }
 
-func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit func(*Record), skip func(Skip)) {
+// emitMarkers emits the marker times of sp: its start and end when it is a
+// marker span, and the time of each span event whose name matches.
+func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*Record), skip func(Skip)) {
 	// Markers carry no Event and no PhaseSpan: markerRec keeps those zero,
 	// so only the fields below are written instead of a whole Record.
 	rec := &c.markerRec
-	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host = KindMarker, c.id.job, c.id.rank, c.id.worldSize, c.id.host
-	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
-	rec.TimestampNs = start
-	times := append(rec.MarkerTimesNs[:0], start)
-	if end != start {
-		times = append(times, end)
+	times := rec.MarkerTimesNs[:0]
+	if markerSpan {
+		times = append(times, start, end)
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
@@ -230,6 +229,12 @@ func (c *Converter) emitMarkers(sp ptrace.Span, start, end, nowNs int64, emit fu
 		times = append(times, ts)
 	}
 	rec.MarkerTimesNs = times
+	if len(times) == 0 {
+		return // only events, every one with a bad timestamp
+	}
+	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host = KindMarker, c.id.job, c.id.rank, c.id.worldSize, c.id.host
+	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
+	rec.TimestampNs = times[0]
 	emit(rec)
 }
 

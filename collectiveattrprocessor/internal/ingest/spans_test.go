@@ -57,9 +57,17 @@ func TestConvertTracesMarkers(t *testing.T) {
 		marker("eee19b7ec3c1b174", 1767225600005000000),
 		marker("eee19b7ec3c1b174", 1767225600001000000),
 		marker("eee19b7ec3c1b175", 1767225600100000000),
+		marker("eee19b7ec3c1b175", 1767225600100000000),
 		marker("eee19b7ec3c1b176", 1767225600200000000),
 		marker("eee19b7ec3c1b176", 1767225600300000000),
+		marker("eee19b7ec3c1b17a", 1767225600450000000),
 	}
+	ownJob := func(ts int64) Record {
+		r := marker("eee19b7ec3c1b17b", ts)
+		r.JobID = "allreduce-bench"
+		return r
+	}
+	want = append(want, ownJob(1767225600500000000), ownJob(1767225600550000000))
 	assert.Equal(t, want, got.records)
 	assert.Equal(t, []SkipReason{SkipInvalidValue, SkipNoIdentity}, got.reasons())
 }
@@ -120,7 +128,7 @@ func TestConvertTracesSpanJoinsDeviceMapping(t *testing.T) {
 	sp.SetStartTimestamp(1767225600000000000)
 	sp.SetEndTimestamp(1767225600000000000)
 	got := convertTraces(t, c, td)
-	require.Len(t, got.records, 1)
+	require.Len(t, got.records, 2, "start and end")
 	assert.Equal(t, "job-a", got.records[0].JobID)
 	assert.Equal(t, int64(3), got.records[0].Rank)
 	assert.Equal(t, int64(16), got.records[0].WorldSize)

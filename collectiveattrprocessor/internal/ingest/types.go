@@ -14,8 +14,9 @@ type Kind uint8
 const (
 	// KindSample is a sample formed from metrics (Event is set, event_type "sample").
 	KindSample Kind = iota + 1
-	// KindMarker is the marker timestamps of one marker span: its start, its
-	// end unless equal, and each matching span event (MarkerTimesNs).
+	// KindMarker is the marker timestamps of one span (MarkerTimesNs): its
+	// start and end when it is a marker span, and each span event whose
+	// name matches.
 	KindMarker
 	// KindPhaseSpan is a phase span from traces (PhaseSpan is set).
 	KindPhaseSpan
