@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -19,9 +18,24 @@ func IsSample(e *telemetry.Event) bool {
 	if !e.DeviceUsedBytes.Valid || !e.AllocatorReservedBytes.Valid {
 		return false
 	}
-	// No non-ASCII character lower-cases (in Python) to an ASCII letter of
-	// "sample", so an ASCII case fold after Python's strip is exact.
-	return e.EventType == "sample" || strings.EqualFold(telemetry.TrimSpace(e.EventType), "sample")
+	return e.EventType == "sample" || isSampleType(telemetry.TrimSpace(e.EventType))
+}
+
+// isSampleType is Python's t.lower() == "sample" for a stripped t. No
+// character outside ASCII lower-cases (in Python) to an ASCII letter of
+// "sample", so the fold is ASCII only: strings.EqualFold would also fold
+// U+017F (long s), which Python's lower() leaves as it is.
+func isSampleType(t string) bool {
+	const want = "sample"
+	if len(t) != len(want) {
+		return false
+	}
+	for i := 0; i < len(want); i++ {
+		if c := t[i]; c != want[i] && c+('a'-'A') != want[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // SampleOf reduces a sample event to what the algorithm reads. Call it only

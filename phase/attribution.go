@@ -11,8 +11,10 @@ type Attribution struct {
 	Path       *string
 	ScopeID    *string
 	ThreadID   *int64
-	ThreadName *string
-	Summary    *Summary
+	// ThreadIDBool says the span's thread_id was a boolean (see Span).
+	ThreadIDBool bool
+	ThreadName   *string
+	Summary      *Summary
 }
 
 // Summary is phase_summary.
@@ -23,9 +25,12 @@ type Summary struct {
 
 // Span is a replayed phase scope (the reference's PhaseSpan).
 type Span struct {
-	SessionID    string
-	Rank         int64
-	ThreadID     int64
+	SessionID string
+	Rank      int64
+	ThreadID  int64
+	// ThreadIDBool says the boundary's thread_id was a boolean: Python
+	// groups it with the int (true == 1) and serialises it as the boolean.
+	ThreadIDBool bool
 	ThreadName   string
 	ScopeID      string
 	Path         []string

@@ -19,11 +19,14 @@ type Boundary struct {
 	ScopeID       string
 	ParentScopeID *string
 	ThreadID      int64
-	ThreadName    string
-	Sequence      int64
-	SessionID     string
-	TimestampNs   int64
-	Attributes    map[string]any // nil when absent or not an object
+	// ThreadIDBool says thread_id was a JSON boolean: Python lets it through
+	// as the int (true is 1) and writes it back as the boolean.
+	ThreadIDBool bool
+	ThreadName   string
+	Sequence     int64
+	SessionID    string
+	TimestampNs  int64
+	Attributes   map[string]any // nil when absent or not an object
 }
 
 // ParseBoundary is parse_phase_boundary (§3.1): it accepts a phase_enter /
@@ -85,6 +88,7 @@ func ParseBoundary(e *telemetry.Event) (Boundary, bool) {
 	b.Depth = len(path)
 	b.ScopeID = scopeID
 	b.ThreadID = threadID
+	_, b.ThreadIDBool = scope["thread_id"].(bool)
 	b.ThreadName = threadName
 	b.Sequence = seq
 	b.SessionID = e.SessionID

@@ -121,15 +121,16 @@ func replay(events []telemetry.Event) []Span {
 			delete(stacks, tk)
 		}
 		spans = append(spans, Span{
-			SessionID:  b.SessionID,
-			Rank:       ba.rank,
-			ThreadID:   b.ThreadID,
-			ThreadName: b.ThreadName,
-			ScopeID:    b.ScopeID,
-			Path:       opened.Path,
-			StartNs:    opened.TimestampNs,
-			EndNs:      b.TimestampNs,
-			Sequence:   opened.Sequence,
+			SessionID:    b.SessionID,
+			Rank:         ba.rank,
+			ThreadID:     b.ThreadID,
+			ThreadIDBool: b.ThreadIDBool,
+			ThreadName:   b.ThreadName,
+			ScopeID:      b.ScopeID,
+			Path:         opened.Path,
+			StartNs:      opened.TimestampNs,
+			EndNs:        b.TimestampNs,
+			Sequence:     opened.Sequence,
 		})
 	}
 
@@ -154,6 +155,7 @@ func replay(events []telemetry.Event) []Span {
 				SessionID:    o.key.session,
 				Rank:         o.key.rank,
 				ThreadID:     s.ThreadID,
+				ThreadIDBool: s.ThreadIDBool,
 				ThreadName:   s.ThreadName,
 				ScopeID:      s.ScopeID,
 				Path:         s.Path,

@@ -170,7 +170,11 @@ func (a *Attribution) AppendJSON(dst []byte) []byte {
 	}
 	if a.ThreadID != nil {
 		dst = append(dst, `,"thread_id":`...)
-		dst = strconv.AppendInt(dst, *a.ThreadID, 10)
+		if a.ThreadIDBool {
+			dst = strconv.AppendBool(dst, *a.ThreadID != 0)
+		} else {
+			dst = strconv.AppendInt(dst, *a.ThreadID, 10)
+		}
 	}
 	if a.ThreadName != nil {
 		dst = append(dst, `,"thread_name":`...)

@@ -196,3 +196,37 @@ func TestMergeAndSummarize(t *testing.T) {
 		t.Errorf("FormatPath %q", got)
 	}
 }
+
+// TestBooleanThreadID: Python lets a boolean thread_id through as the int
+// (true == 1, same stack and same thread group) and writes the boolean back
+// into the payload, taken from the record that closed the span (or opened
+// it, for a scope still open at the session's end).
+func TestBooleanThreadID(t *testing.T) {
+	boolThread := func(e telemetry.Event, v bool) telemetry.Event {
+		scope(&e)["thread_id"] = v
+		return e
+	}
+	events := []telemetry.Event{
+		boundary("enter", 100, 0, 1, 1, "s:1", "train"),
+		boolThread(boundary("enter", 200, 0, 1, 2, "s:2", "train", "step"), true),
+		// The int 1 closes the scope a boolean true opened: one stack.
+		boundary("exit", 300, 0, 1, 3, "s:2", "train", "step"),
+		boolThread(boundary("exit", 400, 0, 1, 4, "s:1", "train"), true),
+		boolThread(boundary("enter", 500, 0, 0, 5, "s:5", "eval"), false),
+		sample(900, 0),
+	}
+	ix := NewIndex(events, nil)
+	check := func(name string, got *Attribution, want string) {
+		t.Helper()
+		b, _ := json.Marshal(got)
+		if string(b) != want {
+			t.Errorf("%s: %s, want %s", name, b, want)
+		}
+	}
+	check("closed by an int", ix.Resolve(250, "sess", 0),
+		`{"phase_resolution":"unique","phase_paths":["train / step"],"phase_source":"heuristic","phase_path":"train / step","scope_id":"s:2","thread_id":1,"thread_name":"thread-1"}`)
+	check("closed by true", ix.Resolve(350, "sess", 0),
+		`{"phase_resolution":"unique","phase_paths":["train"],"phase_source":"heuristic","phase_path":"train","scope_id":"s:1","thread_id":true,"thread_name":"thread-1"}`)
+	check("opened by false, still open", ix.Resolve(600, "sess", 0),
+		`{"phase_resolution":"unique","phase_paths":["eval"],"phase_source":"heuristic","phase_path":"eval","scope_id":"s:5","thread_id":false,"thread_name":"thread-0"}`)
+}

@@ -113,12 +113,13 @@ func unique(s *Span, source string) *Attribution {
 	path := FormatPath(s.Path)
 	scope, thread, name := s.ScopeID, s.ThreadID, s.ThreadName
 	return &Attribution{
-		Resolution: Unique,
-		Paths:      []string{path},
-		Source:     &source,
-		Path:       &path,
-		ScopeID:    &scope,
-		ThreadID:   &thread,
-		ThreadName: &name,
+		Resolution:   Unique,
+		Paths:        []string{path},
+		Source:       &source,
+		Path:         &path,
+		ScopeID:      &scope,
+		ThreadID:     &thread,
+		ThreadIDBool: s.ThreadIDBool,
+		ThreadName:   &name,
 	}
 }

@@ -439,7 +439,10 @@ func (d *Decoder) validate(e *Event) error {
 		d.unknown = append(d.unknown, "session_id")
 	}
 	if len(d.unknown) > 0 {
+		// Python's json keeps one entry per key: a repeated unknown key is
+		// named once.
 		slices.Sort(d.unknown)
+		d.unknown = slices.Compact(d.unknown)
 		return invalid("Unknown telemetry fields: %s", strings.Join(d.unknown, ", "))
 	}
 	e.SchemaVersion = int(version)

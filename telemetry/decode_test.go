@@ -326,3 +326,21 @@ func TestPythonWhitespace(t *testing.T) {
 		t.Fatal("string is not an int")
 	}
 }
+
+// TestDecodeRepeatedKeys: Python's json keeps the last value of a repeated
+// key, so a record holds each key once: a repeated known key takes its last
+// value, and a repeated unknown key is named once.
+func TestDecodeRepeatedKeys(t *testing.T) {
+	head := example[:strings.LastIndex(example, "}")]
+	e, err := DecodeRecord([]byte(head + `, "rank": 2, "host": "node-b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Rank != 2 || e.Host != "node-b" {
+		t.Fatalf("rank %d host %q: the last value wins", e.Rank, e.Host)
+	}
+	_, err = DecodeRecord([]byte(head + `, "extra": 1, "extra": 2, "aa": 0}`))
+	if err == nil || err.Error() != "Unknown telemetry fields: aa, extra" {
+		t.Fatalf("error %v", err)
+	}
+}
