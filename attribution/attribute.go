@@ -324,7 +324,10 @@ func score(sp *spike, ews int64, cfg Config) (float64, uint8, bool) {
 	sync := synchronyRatio(sp.syncCount, ews)
 	zs := min(1.0, sp.zRounded/cfg.RobustZscoreThreshold)
 	bytesS := 1.0
-	if cfg.MinGapBytes > 0 {
+	switch {
+	case cfg.minGapBytesDivisor > 0:
+		bytesS = min(1.0, float64(sp.gap)/cfg.minGapBytesDivisor)
+	case cfg.MinGapBytes > 0:
 		bytesS = min(1.0, pyDiv(sp.gap, cfg.MinGapBytes))
 	}
 	ratioS := 1.0

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,13 +78,21 @@ var OverrideFields = []string{
 // override keys are rejected; the result is validated. Messages are the
 // reference's.
 //
-// Override values may be json.Number (decode with UseNumber) or Go numbers.
-// Unlike the reference, which applies values without any type check (its open
-// question 8), values are type-checked: integer fields (min_samples_per_rank,
-// min_gap_bytes and the *_ns windows) take any number with an integral value
-// (3, 3.0 and 3e0 alike, as Python compares them equal) and reject 3.5 with
-// "<field> must be an integer"; float fields take any number; anything else
-// (string, bool, null, object) is rejected with "<field> must be a number".
+// Override values may be json.Number (decode with UseNumber), Go numbers or
+// bools. As in the reference, values are applied without type checks and
+// then validated in the reference's order on the values as given: a bool is
+// Python's int (true is 1); 2.5 for min_samples_per_rank fails ">= 3", and
+// 3.5 passes and counts the way Python's int-to-float comparisons do. For
+// the integer fields given a fraction that means: min_samples_per_rank and
+// min_gap_bytes act as their ceiling in comparisons, the marker and
+// synchrony windows as their floor, and peak_gap_bytes / min_gap_bytes
+// divides by the value itself. Two departures, reached only by values the
+// reference itself cannot handle cleanly: interval_padding_ns with a
+// fraction is refused ("interval_padding_ns must be an integer"; Python
+// would turn every interval bound into a float, which the integer
+// nanoseconds of a Result cannot hold), and a value that is no number
+// (string, null, object, array) is refused at its field's check with
+// "<field> must be a number", where Python raises a TypeError.
 func ResolveConfig(preset string, overrides map[string]any) (Config, error) {
 	name := preset
 	if name == "" {
@@ -96,28 +103,35 @@ func ResolveConfig(preset string, overrides map[string]any) (Config, error) {
 		return Config{}, fmt.Errorf("Unknown collective attribution preset: %s (known: %s)",
 			pyRepr(preset), strings.Join(PresetNames(), ", "))
 	}
-	if len(overrides) > 0 {
-		var unknown []string
-		for k := range overrides {
-			if !slices.Contains(OverrideFields, k) {
-				unknown = append(unknown, k)
-			}
-		}
-		if unknown != nil {
-			slices.Sort(unknown)
-			return Config{}, errors.New("Unknown collective attribution override fields: " + strings.Join(unknown, ", "))
-		}
-		for _, k := range OverrideFields {
-			v, ok := overrides[k]
-			if !ok {
-				continue
-			}
-			if err := cfg.set(k, v); err != nil {
-				return Config{}, err
-			}
+	if len(overrides) == 0 {
+		return cfg, cfg.Validate()
+	}
+	var unknown []string
+	for k := range overrides {
+		if !slices.Contains(OverrideFields, k) {
+			unknown = append(unknown, k)
 		}
 	}
-	return cfg, cfg.Validate()
+	if unknown != nil {
+		slices.Sort(unknown)
+		return Config{}, errors.New("Unknown collective attribution override fields: " + strings.Join(unknown, ", "))
+	}
+	// The reference validates the fields in OverrideFields order; a field
+	// not overridden holds its preset value, which always passes.
+	for _, k := range OverrideFields {
+		v, ok := overrides[k]
+		if !ok {
+			continue
+		}
+		n, isNumber := pyNumberOf(v)
+		if !isNumber {
+			return Config{}, fmt.Errorf("%s must be a number", k)
+		}
+		if err := cfg.apply(k, n); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
 }
 
 // Validate applies the reference's checks in its order; the first failure is
@@ -147,110 +161,142 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) set(key string, v any) error {
-	switch key {
-	case "min_samples_per_rank":
-		return setInt(&c.MinSamplesPerRank, key, v)
-	case "min_gap_bytes":
-		return setInt(&c.MinGapBytes, key, v)
-	case "marker_window_ns":
-		return setInt(&c.MarkerWindowNs, key, v)
-	case "interval_padding_ns":
-		return setInt(&c.IntervalPaddingNs, key, v)
-	case "synchrony_window_ns":
-		return setInt(&c.SynchronyWindowNs, key, v)
-	case "min_gap_ratio":
-		return setFloat(&c.MinGapRatio, key, v)
-	case "robust_zscore_threshold":
-		return setFloat(&c.RobustZscoreThreshold, key, v)
-	case "min_synchrony_ratio":
-		return setFloat(&c.MinSynchronyRatio, key, v)
-	case "min_confidence":
-		return setFloat(&c.MinConfidence, key, v)
-	}
-	return fmt.Errorf("Unknown collective attribution override fields: %s", key)
+// pyNumber is an override value as Python holds it: an int (bools
+// included) or a float.
+type pyNumber struct {
+	isInt bool
+	i     int64   // when isInt
+	f     float64 // the value as a float (ints included, for range checks)
 }
 
-func setInt(dst *int64, key string, v any) error {
+// pyNumberOf reads an override value; ok is false when it is no number.
+// An integer beyond int64 is kept as its float value: every check and use
+// below gives the same answer for it.
+func pyNumberOf(v any) (n pyNumber, ok bool) {
 	switch x := v.(type) {
 	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			*dst = n
-			return nil
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return pyNumber{isInt: true, i: i, f: float64(i)}, true
 		}
-		// Fraction, exponent or out of range: exact check via big.Float.
-		f, _, err := big.ParseFloat(string(x), 10, 256, big.ToNearestEven)
-		if err != nil {
-			return fmt.Errorf("%s must be a number", key)
-		}
-		n, acc := f.Int64()
-		if acc != big.Exact || !f.IsInt() {
-			return fmt.Errorf("%s must be an integer", key)
-		}
-		*dst = n
-		return nil
-	case float64:
-		return setIntFromFloat(dst, key, x)
-	case float32:
-		return setIntFromFloat(dst, key, float64(x))
-	case int:
-		*dst = int64(x)
-	case int64:
-		*dst = x
-	case int32:
-		*dst = int64(x)
-	case uint64:
-		if x > math.MaxInt64 {
-			return fmt.Errorf("%s must be an integer", key)
-		}
-		*dst = int64(x)
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return fmt.Errorf("%s must be an integer", key)
-		}
-		*dst = int64(x)
-	case uint32:
-		*dst = int64(x)
-	default:
-		return fmt.Errorf("%s must be a number", key)
-	}
-	return nil
-}
-
-func setIntFromFloat(dst *int64, key string, x float64) error {
-	if x != math.Trunc(x) || x < -(1<<63) || x >= 1<<63 {
-		return fmt.Errorf("%s must be an integer", key)
-	}
-	*dst = int64(x)
-	return nil
-}
-
-func setFloat(dst *float64, key string, v any) error {
-	switch x := v.(type) {
-	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return fmt.Errorf("%s must be a number", key)
+			return n, false
 		}
-		*dst = f
-	case float64:
-		*dst = x
-	case float32:
-		*dst = float64(x)
+		return pyNumber{f: f}, true
+	case bool:
+		if x {
+			return pyNumber{isInt: true, i: 1, f: 1}, true
+		}
+		return pyNumber{isInt: true}, true
 	case int:
-		*dst = float64(x)
+		return pyNumber{isInt: true, i: int64(x), f: float64(x)}, true
 	case int64:
-		*dst = float64(x)
+		return pyNumber{isInt: true, i: x, f: float64(x)}, true
 	case int32:
-		*dst = float64(x)
-	case uint64:
-		*dst = float64(x)
-	case uint:
-		*dst = float64(x)
+		return pyNumber{isInt: true, i: int64(x), f: float64(x)}, true
 	case uint32:
-		*dst = float64(x)
+		return pyNumber{isInt: true, i: int64(x), f: float64(x)}, true
+	case uint:
+		if uint64(x) <= math.MaxInt64 {
+			return pyNumber{isInt: true, i: int64(x), f: float64(x)}, true
+		}
+		return pyNumber{f: float64(x)}, true
+	case uint64:
+		if x <= math.MaxInt64 {
+			return pyNumber{isInt: true, i: int64(x), f: float64(x)}, true
+		}
+		return pyNumber{f: float64(x)}, true
+	case float64:
+		return pyNumber{f: x}, true
+	case float32:
+		return pyNumber{f: float64(x)}, true
+	}
+	return n, false
+}
+
+// atLeast reports n >= bound exactly (Python compares ints and floats by
+// value); NaN fails.
+func (n pyNumber) atLeast(bound int64) bool {
+	if n.isInt {
+		return n.i >= bound
+	}
+	return n.f >= float64(bound)
+}
+
+// ceil and floor are the integers an integer compares with as it does with
+// n: k >= n iff k >= n.ceil(), k <= n iff k <= n.floor(). Values beyond
+// int64 saturate, which no count or nanosecond difference reaches.
+func (n pyNumber) ceil() int64  { return n.rounded(math.Ceil) }
+func (n pyNumber) floor() int64 { return n.rounded(math.Floor) }
+
+func (n pyNumber) rounded(round func(float64) float64) int64 {
+	if n.isInt {
+		return n.i
+	}
+	switch r := round(n.f); {
+	case r >= math.MaxInt64:
+		return math.MaxInt64
+	case r <= math.MinInt64:
+		return math.MinInt64
 	default:
-		return fmt.Errorf("%s must be a number", key)
+		return int64(r)
+	}
+}
+
+// apply checks one override in the reference's words and sets it.
+func (c *Config) apply(key string, n pyNumber) error {
+	nonNegative := func(dst *int64, round func() int64) error {
+		if !n.atLeast(0) {
+			return fmt.Errorf("%s must be >= 0", key)
+		}
+		*dst = round()
+		return nil
+	}
+	switch key {
+	case "min_samples_per_rank":
+		if !n.atLeast(3) {
+			return errors.New("min_samples_per_rank must be >= 3")
+		}
+		c.MinSamplesPerRank = n.ceil()
+	case "min_gap_bytes":
+		if err := nonNegative(&c.MinGapBytes, n.ceil); err != nil {
+			return err
+		}
+		c.minGapBytesDivisor = 0
+		if !n.isInt && n.f != math.Trunc(n.f) {
+			c.minGapBytesDivisor = n.f
+		}
+	case "marker_window_ns":
+		return nonNegative(&c.MarkerWindowNs, n.floor)
+	case "synchrony_window_ns":
+		return nonNegative(&c.SynchronyWindowNs, n.floor)
+	case "interval_padding_ns":
+		if err := nonNegative(&c.IntervalPaddingNs, n.floor); err != nil {
+			return err
+		}
+		if !n.isInt && n.f != math.Trunc(n.f) {
+			return errors.New("interval_padding_ns must be an integer")
+		}
+	case "min_gap_ratio":
+		c.MinGapRatio = n.f
+		if !(n.f >= 0) {
+			return errors.New("min_gap_ratio must be >= 0")
+		}
+	case "robust_zscore_threshold":
+		c.RobustZscoreThreshold = n.f
+		if !(n.f > 0) {
+			return errors.New("robust_zscore_threshold must be > 0")
+		}
+	case "min_synchrony_ratio":
+		c.MinSynchronyRatio = n.f
+		if !(n.f >= 0 && n.f <= 1) {
+			return errors.New("min_synchrony_ratio must be in [0, 1]")
+		}
+	case "min_confidence":
+		c.MinConfidence = n.f
+		if !(n.f >= 0 && n.f <= 1) {
+			return errors.New("min_confidence must be in [0, 1]")
+		}
 	}
 	return nil
 }

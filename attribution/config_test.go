@@ -34,6 +34,32 @@ func TestResolveConfig(t *testing.T) {
 	}
 }
 
+// TestResolveConfigPythonNumbers: values are applied as Python holds them,
+// so bools are ints and fractions of the integer fields compare as Python
+// compares an int with a float.
+func TestResolveConfigPythonNumbers(t *testing.T) {
+	c, err := attribution.ResolveConfig("medium", map[string]any{
+		"min_samples_per_rank": json.Number("3.5"),     // n < 3.5 iff n < 4
+		"min_gap_bytes":        json.Number("1000.25"), // gap >= 1000.25 iff gap >= 1001
+		"marker_window_ns":     json.Number("99.9"),    // |dt| <= 99.9 iff |dt| <= 99
+		"synchrony_window_ns":  0.5,                    // |dt| <= 0.5 iff dt == 0
+		"interval_padding_ns":  json.Number("1e3"),     // integral: 1000
+		"min_confidence":       true,                   // Python's True == 1
+		"min_synchrony_ratio":  json.Number("0"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MinSamplesPerRank != 4 || c.MinGapBytes != 1001 || c.MarkerWindowNs != 99 || c.SynchronyWindowNs != 0 ||
+		c.IntervalPaddingNs != 1000 || c.MinConfidence != 1 || c.MinSynchronyRatio != 0 {
+		t.Fatalf("%+v", c)
+	}
+	huge, err := attribution.ResolveConfig("medium", map[string]any{"marker_window_ns": json.Number("1e300"), "min_gap_bytes": json.Number("99999999999999999999")})
+	if err != nil || huge.MarkerWindowNs != math.MaxInt64 || huge.MinGapBytes != math.MaxInt64 {
+		t.Fatalf("beyond int64: %+v %v", huge, err)
+	}
+}
+
 func TestResolveConfigErrors(t *testing.T) {
 	tests := []struct {
 		preset    string
@@ -57,10 +83,23 @@ func TestResolveConfigErrors(t *testing.T) {
 		{"medium", map[string]any{"interval_padding_ns": -1}, "interval_padding_ns must be >= 0"},
 		{"medium", map[string]any{"synchrony_window_ns": -1}, "synchrony_window_ns must be >= 0"},
 		{"medium", map[string]any{"min_samples_per_rank": 2, "min_confidence": 2}, "min_samples_per_rank must be >= 3"},
-		{"medium", map[string]any{"min_samples_per_rank": json.Number("3.5")}, "min_samples_per_rank must be an integer"},
+		// Values are checked as Python compares them, whatever their type.
+		{"medium", map[string]any{"min_samples_per_rank": json.Number("2.5")}, "min_samples_per_rank must be >= 3"},
+		{"medium", map[string]any{"min_samples_per_rank": true}, "min_samples_per_rank must be >= 3"},
+		{"medium", map[string]any{"min_gap_bytes": json.Number("-0.5")}, "min_gap_bytes must be >= 0"},
+		{"medium", map[string]any{"marker_window_ns": -0.5}, "marker_window_ns must be >= 0"},
+		{"medium", map[string]any{"interval_padding_ns": json.Number("-1.5")}, "interval_padding_ns must be >= 0"},
+		{"medium", map[string]any{"synchrony_window_ns": json.Number("-1e-9")}, "synchrony_window_ns must be >= 0"},
+		{"medium", map[string]any{"min_confidence": json.Number("1.0000001")}, "min_confidence must be in [0, 1]"},
+		{"medium", map[string]any{"robust_zscore_threshold": false}, "robust_zscore_threshold must be > 0"},
+		// A fractional padding would make Python's interval bounds floats.
+		{"medium", map[string]any{"interval_padding_ns": json.Number("1.5")}, "interval_padding_ns must be an integer"},
+		// No number: refused at its field's turn in the reference's order.
 		{"medium", map[string]any{"min_gap_bytes": "100"}, "min_gap_bytes must be a number"},
-		{"medium", map[string]any{"min_confidence": true}, "min_confidence must be a number"},
 		{"medium", map[string]any{"min_confidence": nil}, "min_confidence must be a number"},
+		{"medium", map[string]any{"min_confidence": []any{}}, "min_confidence must be a number"},
+		{"medium", map[string]any{"min_samples_per_rank": 2, "min_confidence": "x"}, "min_samples_per_rank must be >= 3"},
+		{"medium", map[string]any{"min_samples_per_rank": 4, "min_confidence": "x"}, "min_confidence must be a number"},
 		{"medium", map[string]any{"min_gap_ratio": math.NaN()}, "min_gap_ratio must be >= 0"},
 	}
 	for _, tc := range tests {

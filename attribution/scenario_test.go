@@ -1,6 +1,7 @@
 package attribution_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -362,4 +363,47 @@ func TestExtraVectors(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 	})
+}
+
+// TestFractionalOverrides: an integer field given a fraction acts as Python
+// compares an int with a float: a rank of 9 samples passes
+// min_samples_per_rank 9 but not 9.5; a marker 10 ms after the spike is
+// within 10_000_000.9 ns but not 9_999_999.9; ranks 2 ms apart are
+// synchronous within 2_000_000.5 ns but not 1_999_999.5.
+func TestFractionalOverrides(t *testing.T) {
+	events := run{worldSize: 2, samples: 9, markers: true, total: sixteen}.events()
+	attribute := func(overrides map[string]any) []attribution.Result {
+		t.Helper()
+		got, err := attribution.AttributeWithPreset(events, "medium", overrides, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if n := len(attribute(map[string]any{"min_samples_per_rank": json.Number("9")})); n != 2 {
+		t.Fatalf("9 samples against 9: %d results, want 2", n)
+	}
+	if n := len(attribute(map[string]any{"min_samples_per_rank": json.Number("9.5")})); n != 0 {
+		t.Fatalf("9 samples against 9.5: %d results, want 0", n)
+	}
+	hits := func(window string) int64 {
+		got := attribute(map[string]any{"marker_window_ns": json.Number(window), "min_confidence": 0})
+		if len(got) == 0 {
+			t.Fatalf("marker window %s: no results", window)
+		}
+		return got[0].Evidence.MarkerHits
+	}
+	if hits("10000000.9") != 1 || hits("9999999.9") != 0 {
+		t.Fatalf("marker hits %d within 10000000.9, %d within 9999999.9", hits("10000000.9"), hits("9999999.9"))
+	}
+	synced := func(window string) int64 {
+		got := attribute(map[string]any{"synchrony_window_ns": json.Number(window), "min_confidence": 0})
+		if len(got) == 0 {
+			t.Fatalf("synchrony window %s: no results", window)
+		}
+		return got[0].Evidence.SynchronizedRanks
+	}
+	if synced("2000000.5") != 2 || synced("1999999.5") != 1 {
+		t.Fatalf("synchronized ranks %d within 2000000.5, %d within 1999999.5", synced("2000000.5"), synced("1999999.5"))
+	}
 }

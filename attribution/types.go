@@ -17,6 +17,12 @@ type Config struct {
 	SynchronyWindowNs     int64
 	MinSynchronyRatio     float64
 	MinConfidence         float64
+
+	// minGapBytesDivisor is an override of min_gap_bytes with a fraction
+	// (0: none). MinGapBytes is then its ceiling, which the integer gaps
+	// compare with as with the value, and the byte strength divides by the
+	// value itself, as Python's int / float does.
+	minGapBytesDivisor float64
 }
 
 // Evidence is CollectiveAttributionEvidence.
