@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/internal/conformance"
 )
 
@@ -29,6 +30,20 @@ func (c conformanceCase) name() string  { return filepath.Base(c.Dir) }
 // jobID is the job the case's events are put in: one job per case, so the processor's
 // per-job analysis sees exactly the events the reference analysed as one run.
 func (c conformanceCase) jobID() string { return c.suite() + "/" + c.name() }
+
+// configErr is the error the case's preset and overrides give, nil when the
+// processor accepts them. A case can expect an error that is no
+// configuration error (an invalid record fails the reference's whole load),
+// and a case without events expects [] even with a bad configuration (the
+// reference returns before resolving it): neither is a collector run.
+func (c conformanceCase) configErr() error {
+	preset := ""
+	if c.Preset != nil {
+		preset = *c.Preset
+	}
+	_, err := attribution.ResolveConfig(preset, c.Overrides)
+	return err
+}
 
 func loadConformanceCases(t *testing.T) []conformanceCase {
 	t.Helper()
@@ -127,7 +142,7 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 	totalRecords := 0
 	var valid []conformanceCase
 	for _, c := range cases {
-		if c.ExpectedError != nil {
+		if c.ExpectedError != nil || c.configErr() != nil {
 			continue
 		}
 		s := c.settings()
@@ -231,8 +246,8 @@ func TestConformanceConfigErrors(t *testing.T) {
 	cases := loadConformanceCases(t)
 	dir := t.TempDir()
 	for _, cs := range cases {
-		if cs.ExpectedError == nil {
-			continue
+		if cs.ExpectedError == nil || cs.configErr() == nil {
+			continue // expects results, or an invalid record (the engine's and CLI's tests)
 		}
 		t.Run(cs.jobID(), func(t *testing.T) {
 			cfg := "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:0\n" +
