@@ -125,8 +125,10 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 // span: its name, or a string value of its attributes or of its events'
 // attributes (nested values included), matches a collective token
 // (reference §2.3 S2a). Identity attributes count like any other: the
-// contract says any string attribute value. markedEvents says some span
-// event's name matches. The processor's own result spans give no markers.
+// contract says any string attribute value. For a span that is no marker
+// span, markedEvents says some span event's name matches (a marker span's
+// events are matched once, by emitMarkers). The processor's own result
+// spans give no markers.
 func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pcommon.Value, hasPath bool) {
 	name := sp.Name()
 	marker = c.tokens.matches(name)
@@ -154,20 +156,20 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 	if isResult && name == resultSpanName {
 		return false, false, path, hasPath
 	}
+	if marker {
+		return true, false, path, hasPath
+	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
+		if c.mapMatches(ev.Attributes()) {
+			return true, false, path, hasPath
+		}
 		if !markedEvents && c.tokens.matches(ev.Name()) {
 			markedEvents = true
 		}
-		if !marker && c.mapMatches(ev.Attributes()) {
-			marker = true
-		}
-		if marker && markedEvents {
-			break
-		}
 	}
-	return marker, markedEvents, path, hasPath
+	return false, markedEvents, path, hasPath
 }
 
 // mapMatches reports whether a string value of m (nested values included)
