@@ -152,13 +152,21 @@ func (c *Converter) stormlogJSON(body pcommon.Value) (data []byte, ours bool, de
 	}
 }
 
-// versionLexeme finds the first "schema_version" member in JSON text and
-// returns its value's number lexeme ("" when there is none). A cheap
-// pre-filter: the decoder does the real parsing.
+// versionLexeme finds the top-level "schema_version" member of the JSON
+// object text s and returns its value's number lexeme ("" when there is
+// none). A cheap pre-filter: the decoder does the real parsing. Stormlog
+// writes the member first, so the common case is one search; a key nested
+// in an object or a string before it, or a repeated key (Python's json
+// keeps the last), takes a scan of the text.
 func versionLexeme(s string) string {
 	i := strings.Index(s, schemaVersionKey)
 	if i < 0 {
 		return ""
+	}
+	if !isObjectStart(s[:i]) || strings.Contains(s[i+len(schemaVersionKey):], schemaVersionKey) {
+		if i = lastTopLevelKey(s, schemaVersionKey); i < 0 {
+			return ""
+		}
 	}
 	s = strings.TrimLeft(s[i+len(schemaVersionKey):], " \t\r\n")
 	if s == "" || s[0] != ':' {
@@ -170,6 +178,41 @@ func versionLexeme(s string) string {
 		n++
 	}
 	return s[:n]
+}
+
+// isObjectStart reports whether prefix is "{" with any white space or
+// nothing else around: the next key is the object's first member.
+func isObjectStart(prefix string) bool {
+	return strings.Trim(prefix, " \t\r\n") == "{"
+}
+
+// lastTopLevelKey returns the index in the object text s of the last
+// member key equal to quotedKey (quotes included) at the object's own
+// level, -1 when there is none. Strings are skipped whole (escapes
+// included), so a key inside a value or a nested object is not one.
+func lastTopLevelKey(s, quotedKey string) int {
+	last, depth := -1, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			start := i
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 1 && s[start:min(i+1, len(s))] == quotedKey {
+				if rest := strings.TrimLeft(s[min(i+1, len(s)):], " \t\r\n"); rest != "" && rest[0] == ':' {
+					last = start
+				}
+			}
+		}
+	}
+	return last
 }
 
 // isStormlogVersion reports whether a number lexeme means 2, 3 or 4 (1.0

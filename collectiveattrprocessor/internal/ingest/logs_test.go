@@ -109,6 +109,16 @@ func TestVersionLexeme(t *testing.T) {
 		`{"schema_version"}`:         "",
 		`{"schema":2}`:               "",
 		`{"schema_version":`:         "",
+		` { "schema_version": 4}`:    "4",
+		// Only the object's own member counts, the last when repeated, as
+		// Python's json reads it.
+		`{"metadata":{"schema_version":1},"schema_version":2}`:             "2",
+		`{"context":"\"schema_version\": 9","schema_version":3}`:           "3",
+		`{"metadata":{"schema_version":2}}`:                                "",
+		`{"a":["schema_version"],"schema_version" :4}`:                     "4",
+		`{"schema_version":1,"x":{"schema_version":5},"schema_version":2}`: "2",
+		`{"schema_version":2,"schema_version":1}`:                          "1",
+		`{"schema_version":2,"m":{"schema_version":1}}`:                    "2",
 	} {
 		assert.Equal(t, want, versionLexeme(in), in)
 	}
