@@ -386,24 +386,19 @@ func TestFractionalOverrides(t *testing.T) {
 	if n := len(attribute(map[string]any{"min_samples_per_rank": json.Number("9.5")})); n != 0 {
 		t.Fatalf("9 samples against 9.5: %d results, want 0", n)
 	}
-	hits := func(window string) int64 {
-		got := attribute(map[string]any{"marker_window_ns": json.Number(window), "min_confidence": 0})
+	// evidence is the first result's evidence with one window overridden.
+	evidence := func(window, value string) attribution.Evidence {
+		t.Helper()
+		got := attribute(map[string]any{window: json.Number(value), "min_confidence": 0})
 		if len(got) == 0 {
-			t.Fatalf("marker window %s: no results", window)
+			t.Fatalf("%s %s: no results", window, value)
 		}
-		return got[0].Evidence.MarkerHits
+		return got[0].Evidence
 	}
-	if hits("10000000.9") != 1 || hits("9999999.9") != 0 {
-		t.Fatalf("marker hits %d within 10000000.9, %d within 9999999.9", hits("10000000.9"), hits("9999999.9"))
+	if in, out := evidence("marker_window_ns", "10000000.9").MarkerHits, evidence("marker_window_ns", "9999999.9").MarkerHits; in != 1 || out != 0 {
+		t.Fatalf("marker hits %d within 10000000.9, %d within 9999999.9", in, out)
 	}
-	synced := func(window string) int64 {
-		got := attribute(map[string]any{"synchrony_window_ns": json.Number(window), "min_confidence": 0})
-		if len(got) == 0 {
-			t.Fatalf("synchrony window %s: no results", window)
-		}
-		return got[0].Evidence.SynchronizedRanks
-	}
-	if synced("2000000.5") != 2 || synced("1999999.5") != 1 {
-		t.Fatalf("synchronized ranks %d within 2000000.5, %d within 1999999.5", synced("2000000.5"), synced("1999999.5"))
+	if in, out := evidence("synchrony_window_ns", "2000000.5").SynchronizedRanks, evidence("synchrony_window_ns", "1999999.5").SynchronizedRanks; in != 2 || out != 1 {
+		t.Fatalf("synchronized ranks %d within 2000000.5, %d within 1999999.5", in, out)
 	}
 }

@@ -109,23 +109,16 @@ func TestReplayAndResolve(t *testing.T) {
 		spans[1].ScopeID != "s:2" || spans[1].EndNs != 300 || spans[1].SyntheticEnd || spans[1].ThreadName != "thread-1" {
 		t.Fatalf("spans %+v", spans)
 	}
-	check := func(name string, got *Attribution, want string) {
-		t.Helper()
-		b, _ := json.Marshal(got)
-		if string(b) != want {
-			t.Errorf("%s: %s, want %s", name, b, want)
-		}
-	}
-	check("deepest span", ix.Resolve(250, "sess", 0),
+	checkPayload(t, "deepest span", ix.Resolve(250, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["train / step"],"phase_source":"heuristic","phase_path":"train / step","scope_id":"s:2","thread_id":1,"thread_name":"thread-1"}`)
-	check("exit time is inclusive", ix.Resolve(300, "sess", 0),
+	checkPayload(t, "exit time is inclusive", ix.Resolve(300, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["train / step"],"phase_source":"heuristic","phase_path":"train / step","scope_id":"s:2","thread_id":1,"thread_name":"thread-1"}`)
-	check("synthetic end", ix.Resolve(1000, "sess", 0),
+	checkPayload(t, "synthetic end", ix.Resolve(1000, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["train"],"phase_source":"heuristic","phase_path":"train","scope_id":"s:1","thread_id":1,"thread_name":"thread-1"}`)
-	check("before any phase", ix.Resolve(50, "sess", 0), `null`)
-	check("no session", ix.Resolve(250, "", 0), `null`)
-	check("other session", ix.Resolve(250, "other", 0), `null`)
-	check("two threads, two paths", ix.Resolve(500, "sess", 1),
+	checkPayload(t, "before any phase", ix.Resolve(50, "sess", 0), `null`)
+	checkPayload(t, "no session", ix.Resolve(250, "", 0), `null`)
+	checkPayload(t, "other session", ix.Resolve(250, "other", 0), `null`)
+	checkPayload(t, "two threads, two paths", ix.Resolve(500, "sess", 1),
 		`{"phase_resolution":"ambiguous","phase_paths":["train / forward","train / loader"],"phase_summary":{"phase_path":"train / loader","source":"heuristic"}}`)
 	if s := Summarize(ix.Resolve(500, "sess", 1)); s == nil || *s != "(likely) train / loader" {
 		t.Errorf("summary %v", s)
@@ -134,10 +127,10 @@ func TestReplayAndResolve(t *testing.T) {
 	// Origin hints (resolve_for_event): exact scope, then thread.
 	probe := sample(500, 1)
 	probe.Metadata = map[string]any{"origin_phase_scope_id": "s:1"}
-	check("exact", ix.ResolveForEvent(&probe),
+	checkPayload(t, "exact", ix.ResolveForEvent(&probe),
 		`{"phase_resolution":"unique","phase_paths":["train / forward"],"phase_source":"exact","phase_path":"train / forward","scope_id":"s:1","thread_id":1,"thread_name":"thread-1"}`)
 	probe.Metadata = map[string]any{"origin_thread_id": json.Number("2")}
-	check("thread local", ix.ResolveForEvent(&probe),
+	checkPayload(t, "thread local", ix.ResolveForEvent(&probe),
 		`{"phase_resolution":"unique","phase_paths":["train / loader"],"phase_source":"thread_local","phase_path":"train / loader","scope_id":"s:2","thread_id":2,"thread_name":"thread-2"}`)
 
 	// Two threads in the same path: ambiguous with one path and no summary.
@@ -145,7 +138,7 @@ func TestReplayAndResolve(t *testing.T) {
 		{SessionID: "j", Rank: 0, ThreadID: 1, ScopeID: "a", Path: []string{"train"}, StartNs: 0, EndNs: 10, Sequence: 1},
 		{SessionID: "j", Rank: 0, ThreadID: 2, ScopeID: "b", Path: []string{"train"}, StartNs: 0, EndNs: 10, Sequence: 2},
 	})
-	check("same path on two threads", same.Resolve(5, "j", 0), `{"phase_resolution":"ambiguous","phase_paths":["train"]}`)
+	checkPayload(t, "same path on two threads", same.Resolve(5, "j", 0), `{"phase_resolution":"ambiguous","phase_paths":["train"]}`)
 	if s := Summarize(same.Resolve(5, "j", 0)); s == nil || *s != "(ambiguous) train" {
 		t.Errorf("summary %v", s)
 	}
@@ -216,17 +209,19 @@ func TestBooleanThreadID(t *testing.T) {
 		sample(900, 0),
 	}
 	ix := NewIndex(events, nil)
-	check := func(name string, got *Attribution, want string) {
-		t.Helper()
-		b, _ := json.Marshal(got)
-		if string(b) != want {
-			t.Errorf("%s: %s, want %s", name, b, want)
-		}
-	}
-	check("closed by an int", ix.Resolve(250, "sess", 0),
+	checkPayload(t, "closed by an int", ix.Resolve(250, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["train / step"],"phase_source":"heuristic","phase_path":"train / step","scope_id":"s:2","thread_id":1,"thread_name":"thread-1"}`)
-	check("closed by true", ix.Resolve(350, "sess", 0),
+	checkPayload(t, "closed by true", ix.Resolve(350, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["train"],"phase_source":"heuristic","phase_path":"train","scope_id":"s:1","thread_id":true,"thread_name":"thread-1"}`)
-	check("opened by false, still open", ix.Resolve(600, "sess", 0),
+	checkPayload(t, "opened by false, still open", ix.Resolve(600, "sess", 0),
 		`{"phase_resolution":"unique","phase_paths":["eval"],"phase_source":"heuristic","phase_path":"eval","scope_id":"s:5","thread_id":false,"thread_name":"thread-0"}`)
+}
+
+// checkPayload compares an attribution's payload JSON with want.
+func checkPayload(t *testing.T, name string, got *Attribution, want string) {
+	t.Helper()
+	b, _ := json.Marshal(got)
+	if string(b) != want {
+		t.Errorf("%s: %s, want %s", name, b, want)
+	}
 }
