@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -65,6 +66,11 @@ type Converter struct {
 	// lastSeries is the join buffer of the previous point: consecutive
 	// points mostly belong to one rank.
 	lastSeries *series
+	// attrMemo is the outcome of the last point resolved from attributes of
+	// its own, and resSeq numbers resources (an outcome holds only within
+	// its resource, whose attributes the point's complete).
+	attrMemo attrMemo
+	resSeq   uint64
 
 	// Traces: the batch's span index for the ancestor walk (built only when
 	// needed, cleared after each call) and the walk's scratch.
@@ -209,6 +215,7 @@ func (c *Converter) beginResource(attrs pcommon.Map) {
 	c.resID.reset()
 	c.resID.scan(c.keys, attrs)
 	c.resCached = false
+	c.resSeq++
 }
 
 // identifyItem resolves the identity of an item with attributes attrs of the
@@ -217,9 +224,21 @@ func (c *Converter) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, st
 	if attrs.Len() == 0 {
 		return c.identifyByResource(nowNs)
 	}
+	m := &c.attrMemo
+	if m.holds(c, attrs, nowNs) {
+		if m.idGen != c.idGen {
+			c.id = m.id
+			c.idGen++
+			c.idIsRes = false
+			m.idGen = c.idGen
+		}
+		return m.reason, m.detail
+	}
 	c.itemID.reset()
 	c.itemID.scan(c.keys, attrs)
-	return c.identifyScanned(nowNs)
+	reason, detail := c.identifyScanned(nowNs)
+	m.remember(c, attrs, nowNs, reason, detail)
+	return reason, detail
 }
 
 // identifyScanned is identifyItem for an item whose attributes were already
@@ -294,3 +313,79 @@ type idMemoEntry struct {
 
 // futureLimit is the newest acceptable item timestamp.
 func (c *Converter) futureLimit(nowNs int64) int64 { return nowNs + int64(c.cfg.MaxFutureSkew) }
+
+// attrMemo remembers the identity outcome of the last point resolved from
+// attributes of its own. Device-level points come in runs of one GPU (DCGM
+// lists each GPU's points of a metric together, with the same labels):
+// comparing a point's attributes with the previous point's costs a fraction
+// of scanning, resolving and joining them again. The outcome is a function
+// of the attributes, the resource, the device mapping and the clock, so it
+// holds while all four are unchanged. Its attribute values point into the
+// call's input: forget drops them at the end of the call.
+type attrMemo struct {
+	valid      bool
+	resSeq     uint64
+	devVersion uint64
+	nowNs      int64
+	attrs      []memoAttr
+	id         identity
+	// idGen is c.idGen when c.id last held id.
+	idGen  uint64
+	reason SkipReason
+	detail string
+}
+
+type memoAttr struct {
+	key string
+	val pcommon.Value
+}
+
+func (m *attrMemo) holds(c *Converter, attrs pcommon.Map, nowNs int64) bool {
+	if !m.valid || m.resSeq != c.resSeq || m.devVersion != c.dev.version || m.nowNs != nowNs || len(m.attrs) != attrs.Len() {
+		return false
+	}
+	i := 0
+	for k, v := range attrs.All() {
+		if a := &m.attrs[i]; a.key != k || !sameScalar(a.val, v) {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+func (m *attrMemo) remember(c *Converter, attrs pcommon.Map, nowNs int64, reason SkipReason, detail string) {
+	m.attrs = m.attrs[:0]
+	for k, v := range attrs.All() {
+		m.attrs = append(m.attrs, memoAttr{key: k, val: v})
+	}
+	m.valid, m.resSeq, m.devVersion, m.nowNs = true, c.resSeq, c.dev.version, nowNs
+	m.id, m.idGen, m.reason, m.detail = c.id, c.idGen, reason, detail
+}
+
+func (m *attrMemo) forget() {
+	clear(m.attrs)
+	m.attrs = m.attrs[:0]
+	m.valid = false
+}
+
+// sameScalar reports whether two attribute values are the same string,
+// int, double (bit for bit) or bool. Other types never compare equal, so
+// their points are resolved each time.
+func sameScalar(a, b pcommon.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Type() {
+	case pcommon.ValueTypeStr:
+		return a.Str() == b.Str()
+	case pcommon.ValueTypeInt:
+		return a.Int() == b.Int()
+	case pcommon.ValueTypeDouble:
+		return math.Float64bits(a.Double()) == math.Float64bits(b.Double())
+	case pcommon.ValueTypeBool:
+		return a.Bool() == b.Bool()
+	default:
+		return false
+	}
+}

@@ -31,6 +31,9 @@ type deviceMap struct {
 	last     deviceRef
 	lastRef  *rankRef
 	lastAtNs int64
+	// version changes whenever a mapping is written or dropped, so that a
+	// remembered join outcome (Converter.attrMemo) knows when it is stale.
+	version uint64
 }
 
 func newDeviceMap(ttlNs int64, maxEntries int) *deviceMap {
@@ -51,6 +54,7 @@ func (d *deviceMap) learn(in *interner, id *identity, nowNs int64) {
 }
 
 func (d *deviceMap) put(in *interner, key deviceRef, id *identity, nowNs int64) {
+	d.version++
 	r, ok := d.m[key]
 	if !ok {
 		if len(d.m) >= d.max {
@@ -115,6 +119,7 @@ func (d *deviceMap) lookup(key deviceRef, nowNs int64) *rankRef {
 // expire drops mappings unused for longer than the TTL.
 func (d *deviceMap) expire(nowNs int64) {
 	d.lastRef = nil
+	d.version++
 	for k, r := range d.m {
 		if nowNs-r.lastUsedNs > d.ttlNs {
 			delete(d.m, k)

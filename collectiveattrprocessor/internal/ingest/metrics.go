@@ -85,6 +85,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip 
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
+	c.attrMemo.forget()
 }
 
 func dataPointCount(m pmetric.Metric) int {

@@ -480,3 +480,77 @@ func TestConvertMetricsValueRange(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertMetricsAttributeMemo checks that remembering the previous
+// point's identity outcome changes nothing: the same batch converted with
+// a distinct extra attribute on every point (so that no point repeats the
+// previous one's attributes) gives the same records and skips. The batch
+// has runs of one GPU, GPUs interleaved, a label of another type, an
+// unjoinable GPU, points that carry their own rank, and a second host whose
+// points have exactly the first host's labels (their host is on the
+// resource), which must not reuse the first host's outcome.
+func TestConvertMetricsAttributeMemo(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	build := func(distinct bool) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		seq := 0
+		gauge := func(rm pmetric.ResourceMetrics, name string, pts ...map[string]any) {
+			m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+			m.SetName(name)
+			dps := m.SetEmptyGauge().DataPoints()
+			for i, attrs := range pts {
+				dp := dps.AppendEmpty()
+				dp.SetTimestamp(pcommon.Timestamp(t0 + int64(i%4)*100e6))
+				dp.SetDoubleValue(1000 + float64(i))
+				_ = dp.Attributes().FromRaw(attrs)
+				if distinct {
+					dp.Attributes().PutInt("seq", int64(seq))
+				}
+				seq++
+			}
+		}
+		for rank := range int64(2) {
+			rm := md.ResourceMetrics().AppendEmpty()
+			_ = rm.Resource().Attributes().FromRaw(map[string]any{
+				"training.job.id": "j", "training.rank": rank, "training.world_size": int64(8),
+				"host.name": "node-a", "gpu.index": rank,
+			})
+			gauge(rm, "gpu.memory.allocator.reserved", nil, nil, nil, nil)
+		}
+		gpu := func(g any) map[string]any { return map[string]any{"gpu": g, "modelName": "H100"} }
+		own := map[string]any{"gpu": "3", "training.rank": "2", "training.job.id": "k", "training.world_size": int64(4)}
+		for _, host := range []string{"node-a", "node-b"} {
+			rm := md.ResourceMetrics().AppendEmpty()
+			rm.Resource().Attributes().PutStr("Hostname", host)
+			gauge(rm, "DCGM_FI_DEV_FB_USED",
+				gpu("0"), gpu("0"), gpu("0"), gpu("0"), gpu("1"), gpu("0"), gpu("1"), gpu("1"),
+				gpu(int64(1)), gpu(int64(1)), gpu("7"), gpu("7"), own, own, gpu("0"), gpu("0"))
+			// A point without labels resolves the resource's identity in
+			// between (no rank: skipped); the next point repeats the labels
+			// of the point before it.
+			gauge(rm, "DCGM_FI_DEV_FB_RESERVED", nil)
+			// ends with the labels node-b's first point has
+			gauge(rm, "DCGM_FI_DEV_FB_FREE", gpu("0"), gpu("1"), gpu("1"), gpu("0"))
+		}
+		return md
+	}
+	run := func(distinct bool) (collected, uint64) {
+		c, _ := newTestConverter(Config{})
+		before := c.idGen
+		got := convertMetrics(t, c, build(distinct))
+		return got, c.idGen - before
+	}
+	memo, memoResolves := run(false)
+	plain, plainResolves := run(true)
+	require.NotEmpty(t, memo.records)
+	assert.Equal(t, plain.records, memo.records)
+	assert.Equal(t, plain.skips, memo.skips)
+	assert.Less(t, memoResolves, plainResolves, "repeated labels are not resolved again")
+	// node-b has no rank mapping: its points are unjoinable although their
+	// labels equal node-a's.
+	for _, r := range memo.records {
+		assert.NotEqual(t, "node-b", r.Host)
+	}
+	assert.Contains(t, memo.reasons(), SkipUnjoinable)
+	assert.Contains(t, memo.reasons(), SkipNoIdentity)
+}
