@@ -2,12 +2,15 @@ package collectiveattrprocessor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,8 +30,9 @@ import (
 // event at the marker's time (the span itself is no marker span, so it
 // gives exactly that one marker). ok is false when the case has no OTLP
 // form: events that are neither samples nor markers (they count for the
-// reference's trace start), or two samples of one rank at the same
-// nanosecond (one gauge series cannot hold two values at one time).
+// reference's trace start), two samples of one rank at the same nanosecond
+// (one gauge series cannot hold two values at one time), or an event at
+// time 0 (an unset timestamp in OTLP).
 func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, td ptrace.Traces, ok bool) {
 	md, td = pmetric.NewMetrics(), ptrace.NewTraces()
 	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
@@ -56,7 +60,7 @@ func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, t
 	for i := range events {
 		e := &events[i]
 		sample, marker := attribution.IsSample(e), attribution.IsMarker(e)
-		if !sample && !marker || sample && sampled[rankTime{e.Rank, e.TimestampNs}] {
+		if !sample && !marker || sample && sampled[rankTime{e.Rank, e.TimestampNs}] || e.TimestampNs <= 0 {
 			return md, td, false
 		}
 		sampled[rankTime{e.Rank, e.TimestampNs}] = sample || sampled[rankTime{e.Rank, e.TimestampNs}]
@@ -113,6 +117,9 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 			if c.Preset != nil {
 				cfg.Preset = *c.Preset
 			}
+			// The buffer holds the whole run, as in TestConformanceThroughLogs.
+			lo, hi := slices.MinFunc(events, byTime).TimestampNs, slices.MaxFunc(events, byTime).TimestampNs
+			cfg.Window = max(cfg.Window, time.Duration(hi-lo)+time.Second)
 			var expected []any
 			dec := json.NewDecoder(bytes.NewReader(c.Expected))
 			dec.UseNumber()
@@ -194,6 +201,8 @@ func assertNumberNear(t *testing.T, name string, want any, got float64) {
 	require.NoError(t, err, name)
 	assert.LessOrEqual(t, math.Abs(wf-got), 1e-9, "%s: got %v, want %v", name, got, w)
 }
+
+func byTime(a, b telemetry.Event) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) }
 
 func boolToInt(b bool) int {
 	if b {
