@@ -2,13 +2,11 @@ package collectiveattrprocessor
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -98,7 +96,8 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 			continue
 		}
 		var events []telemetry.Event
-		for _, l := range readEventLines(t, c.Dir) {
+		lines := readEventLines(t, c.Dir)
+		for _, l := range lines {
 			e, err := telemetry.DecodeRecord([]byte(l))
 			require.NoError(t, err)
 			events = append(events, e)
@@ -118,8 +117,7 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 				cfg.Preset = *c.Preset
 			}
 			// The buffer holds the whole run, as in TestConformanceThroughLogs.
-			lo, hi := slices.MinFunc(events, byTime).TimestampNs, slices.MaxFunc(events, byTime).TimestampNs
-			cfg.Window = max(cfg.Window, time.Duration(hi-lo)+time.Second)
+			cfg.Window = max(cfg.Window, eventSpan(t, lines)+time.Second)
 			var expected []any
 			dec := json.NewDecoder(bytes.NewReader(c.Expected))
 			dec.UseNumber()
@@ -201,8 +199,6 @@ func assertNumberNear(t *testing.T, name string, want any, got float64) {
 	require.NoError(t, err, name)
 	assert.LessOrEqual(t, math.Abs(wf-got), 1e-9, "%s: got %v, want %v", name, got, w)
 }
-
-func byTime(a, b telemetry.Event) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) }
 
 func boolToInt(b bool) int {
 	if b {
