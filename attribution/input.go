@@ -43,7 +43,7 @@ func isSampleType(t string) bool {
 func SampleOf(e *telemetry.Event) Sample {
 	s := Sample{
 		TimestampNs: e.TimestampNs,
-		GapBytes:    hiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value),
+		GapBytes:    HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value),
 		SessionID:   e.SessionID,
 	}
 	if e.DeviceTotalBytes.Valid && e.DeviceTotalBytes.Value > 0 {
@@ -52,9 +52,9 @@ func SampleOf(e *telemetry.Event) Sample {
 	return s
 }
 
-// hiddenGap is max(0, used - reserved), saturating instead of wrapping for
+// HiddenGap is max(0, used - reserved), saturating instead of wrapping for
 // counters the validator would not have let through.
-func hiddenGap(used, reserved int64) int64 {
+func HiddenGap(used, reserved int64) int64 {
 	if used <= reserved {
 		return 0
 	}

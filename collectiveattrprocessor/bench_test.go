@@ -16,7 +16,6 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/pdatashift"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // A realistic job for the benchmarks: 64 ranks on 8 hosts of 8 GPUs, every
@@ -354,6 +353,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 	c.mu.Lock()
 	c.batchNow = time.Now()
 	for r := range int64(ranks) {
+		run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
 		for i := range int64(samples) {
 			ts := start + i*step
 			gap := baselineGap(i)
@@ -361,11 +361,12 @@ func BenchmarkEvaluationTick(b *testing.B) {
 				gap = spikeGap
 				c.addRecord(&ingest.Record{Kind: ingest.KindMarker, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, MarkerTimesNs: []int64{ts}, Marker: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}})
 			}
-			c.addRecord(&ingest.Record{Kind: ingest.KindSample, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Event: telemetry.Event{
-				TimestampNs: ts, EventType: "sample", Rank: r, WorldSize: ranks,
-				AllocatorReservedBytes: telemetry.Int(baseReserved), DeviceUsedBytes: telemetry.Int(baseReserved + gap), DeviceTotalBytes: telemetry.Int(deviceTotal),
-			}})
+			run.Samples = append(run.Samples, ingest.SamplePoint{
+				TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,
+				DeviceUsed: baseReserved + gap, DeviceTotal: deviceTotal, Has: ingest.HasDeviceTotal,
+			})
 		}
+		c.addSampleRun(&run)
 	}
 	c.publishSizes()
 	c.mu.Unlock()

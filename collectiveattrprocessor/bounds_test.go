@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -202,4 +204,67 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 		Attributes: attribute.NewSet(attribute.String("reason", "stale"), attribute.String("signal", "traces")),
 		Value:      1,
 	}}, metricdatatest.IgnoreTimestamp())
+}
+
+// samplesMetrics is one batch of device-used and allocator-reserved gauges
+// of one rank, a point of each at every time.
+func samplesMetrics(job string, rank int64, times ...int64) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	if err := rm.Resource().Attributes().FromRaw(rankAttrs(job, rank, 8)); err != nil {
+		panic(err)
+	}
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	for _, name := range []string{"gpu.memory.device.used", "gpu.memory.allocator.reserved"} {
+		m := ms.AppendEmpty()
+		m.SetName(name)
+		m.SetUnit("By")
+		dps := m.SetEmptyGauge().DataPoints()
+		for i, ts := range times {
+			dp := dps.AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(ts))
+			dp.SetIntValue(baselineGap(int64(i)) + 8*mib)
+		}
+	}
+	return md
+}
+
+// TestSamplesFromMetricsAreBoundedOneByOne: the samples a batch forms for
+// a rank are checked against the window and the limits one by one, as
+// records of their own: the stale ones are skipped and the rest buffered,
+// and each sample of a rank over max_ranks_per_job is skipped.
+func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Window = time.Minute
+		cfg.Limits.MaxRanksPerJob = 1
+	})
+	base := time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
+	sec := int64(time.Second)
+	// The job's newest event is at base + 70 s: the window starts at 10 s.
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{
+		stormlogLine("w", 0, 8, base+70*sec, "sample", baselineGap(0)),
+	})))
+	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 0, base+5*sec, base+8*sec, base+20*sec, base+75*sec)))
+	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 1, base+71*sec, base+72*sec, base+73*sec)))
+
+	c := p.logs.core
+	c.mu.Lock()
+	var times []int64
+	rb := c.jobs["w"].ranks[0]
+	for i := range rb.samples.len() {
+		times = append(times, rb.samples.at(i).TimestampNs)
+	}
+	ranks, newest := len(c.jobs["w"].ranks), c.jobs["w"].newestNs
+	c.mu.Unlock()
+	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, times)
+	assert.Equal(t, 1, ranks)
+	assert.Equal(t, base+75*sec, newest)
+	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{
+		{Attributes: attribute.NewSet(attribute.String("reason", "stale"), attribute.String("signal", "metrics")), Value: 2},
+		{Attributes: attribute.NewSet(attribute.String("reason", "over_limit"), attribute.String("signal", "metrics")), Value: 3},
+	}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
+		{Attributes: attribute.NewSet(attribute.String("signal", "logs")), Value: 1},
+		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 2},
+	}, metricdatatest.IgnoreTimestamp())
 }

@@ -58,6 +58,7 @@ type core struct {
 	batchNow    time.Time // wall clock of the batch being converted
 	skips       skipLog
 	addFn       func(*ingest.Record)
+	addRunFn    func(*ingest.SampleRun)
 	skipFn      func(ingest.Skip)
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
@@ -115,6 +116,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		ids:     output.NewRandomIDSource(),
 	}
 	c.addFn = c.addRecord
+	c.addRunFn = c.addSampleRun
 	c.skipFn = c.skip
 	return c, nil
 }
@@ -238,7 +240,7 @@ func (c *core) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
 	c.mu.Lock()
 	c.batchSig = signalMetrics
 	c.batchNow = c.clock.now()
-	c.conv.ConvertMetrics(md, c.addFn, c.skipFn)
+	c.conv.ConvertMetrics(md, c.addRunFn, c.skipFn)
 	b := c.takeBatch()
 	c.mu.Unlock()
 	c.tel.addBatch(ctx, signalMetrics, &b)
@@ -292,14 +294,8 @@ func (c *core) addRecord(rec *ingest.Record) {
 		ts = slices.Max(rec.MarkerTimesNs)
 	}
 	// Records nearly always belong to the rank of the previous one (c.last).
-	job, rb := c.last.job, c.last.rb
-	if job == nil || job.id != rec.JobID || c.last.rank != rec.Rank {
-		if job, rb = c.lookup(rec, ts); rb == nil {
-			return
-		}
-		c.last = lastRank{job: job, rank: rec.Rank, rb: rb}
-	} else if ts < job.cutoffNs(c.cfg.Window) {
-		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+	job, rb := c.rankOf(rec.JobID, rec.Rank, ts)
+	if rb == nil {
 		return
 	}
 
@@ -308,36 +304,85 @@ func (c *core) addRecord(rec *ingest.Record) {
 	job.newestNs = max(job.newestNs, ts)
 	added := 0
 	switch rec.Kind {
-	case ingest.KindSample:
-		s := attribution.SampleOf(&rec.Event)
-		// Metrics carry no stormlog session: the job id stands in, which is
-		// also the session of phase spans from traces, so that those spans
-		// resolve the phase of metrics-derived spikes.
-		s.SessionID = rec.JobID
-		added += c.pushSample(job, rb, s)
-		c.addHidden(rec.JobID, rec.Rank, &rec.Event)
 	case ingest.KindMarker:
 		added += c.pushMarkers(job, rb, rec)
 	case ingest.KindPhaseSpan:
 		added += c.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
 		added += c.pushStormlog(job, rb, &rec.Event)
-		if attribution.IsSample(&rec.Event) {
-			c.addHidden(rec.JobID, rec.Rank, &rec.Event)
+		if e := &rec.Event; attribution.IsSample(e) {
+			c.addHidden(rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
 		}
 	}
 	if added == 0 {
 		return
 	}
-	c.events += added
-	job.events += added
+	c.added(job, rb, added, ts)
+	c.noteRank(job, rb, rec.WorldSize, rec.Host)
+}
+
+// addSampleRun buffers the samples of one (job, rank) in time order, as
+// addRecord would buffer each as a KindSample Record, with the lookups and
+// the per-rank bookkeeping done once per run.
+func (c *core) addSampleRun(run *ingest.SampleRun) {
+	var job *jobState
+	var rb *rankBuffer
+	var session uint32
+	maxCap := c.cfg.Limits.MaxEventsPerRank
+	for i := range run.Samples {
+		p := &run.Samples[i]
+		ts := p.TimestampNs
+		if rb == nil {
+			// Until the rank is found, each sample is looked up as a
+			// record of its own would be (and skipped as one).
+			if job, rb = c.rankOf(run.JobID, run.Rank, ts); rb == nil {
+				continue
+			}
+			// Metrics carry no stormlog session: the job id stands in,
+			// which is also the session of phase spans from traces, so that
+			// those spans resolve the phase of metrics-derived spikes.
+			session = rb.sessionIndex(run.JobID)
+		} else if ts < job.cutoffNs(c.cfg.Window) {
+			c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+			continue
+		}
+		job.newestNs = max(job.newestNs, ts)
+		c.makeRoom(job, rb)
+		e := sampleEntry{TimestampNs: ts, GapBytes: attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), session: session}
+		if p.Has&ingest.HasDeviceTotal != 0 && p.DeviceTotal > 0 {
+			e.TotalBytes = p.DeviceTotal
+		}
+		rb.samples.push(e, maxCap)
+		c.addHidden(run.JobID, run.Rank, ts, p.DeviceUsed, p.AllocatorReserved)
+		c.added(job, rb, 1, ts)
+	}
+	if rb != nil {
+		c.noteRank(job, rb, run.WorldSize, run.Host)
+	}
+}
+
+// rankOf returns the job and rank buffer of a record at ts, or nil rb when
+// the record is skipped (stale, or over a limit).
+func (c *core) rankOf(jobID string, rank, ts int64) (*jobState, *rankBuffer) {
+	// Records nearly always belong to the rank of the previous one (c.last).
+	job, rb := c.last.job, c.last.rb
+	if job == nil || job.id != jobID || c.last.rank != rank {
+		if job, rb = c.lookup(jobID, rank, ts); rb == nil {
+			return nil, nil
+		}
+		c.last = lastRank{job: job, rank: rank, rb: rb}
+	} else if ts < job.cutoffNs(c.cfg.Window) {
+		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
+		return nil, nil
+	}
+	return job, rb
+}
+
+// added accounts for n entries of one record at ts pushed to rb.
+func (c *core) added(job *jobState, rb *rankBuffer, n int, ts int64) {
+	c.events += n
+	job.events += n
 	c.batch.converted++
-	if rec.WorldSize > rb.worldSize {
-		rb.worldSize = rec.WorldSize
-	}
-	if rec.Host != "" && rec.Host != rb.host {
-		rb.host = rec.Host
-	}
 	rb.frontNs = min(rb.frontNs, ts)
 	// The rank written to is trimmed once its oldest entry is trimSlack
 	// behind the window, so that a trim drops a run of entries rather than
@@ -345,28 +390,39 @@ func (c *core) addRecord(rec *ingest.Record) {
 	if rb.frontNs < job.lazyCutoffNs(c.cfg.Window) {
 		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
 	}
+}
+
+// noteRank records what records pushed to rb said of their rank, and that
+// the job received data.
+func (c *core) noteRank(job *jobState, rb *rankBuffer, worldSize int64, host string) {
+	if worldSize > rb.worldSize {
+		rb.worldSize = worldSize
+	}
+	if host != "" && host != rb.host {
+		rb.host = host
+	}
 	job.lastSeen = c.batchNow
 	job.dirty = true
 }
 
 // lookup finds or creates the job and rank of a record, enforcing the job
 // and rank limits and the window; rb is nil when the record is skipped.
-func (c *core) lookup(rec *ingest.Record, ts int64) (*jobState, *rankBuffer) {
-	job := c.jobs[rec.JobID]
+func (c *core) lookup(jobID string, rank, ts int64) (*jobState, *rankBuffer) {
+	job := c.jobs[jobID]
 	if job == nil {
 		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
 			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"})
 			return nil, nil
 		}
-		job = &jobState{id: rec.JobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
-		c.jobs[rec.JobID] = job
+		job = &jobState{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
+		c.jobs[jobID] = job
 	}
 	if ts < job.cutoffNs(c.cfg.Window) {
 		c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
 		c.forgetIfEmpty(job)
 		return nil, nil
 	}
-	rb := job.ranks[rec.Rank]
+	rb := job.ranks[rank]
 	if rb == nil {
 		if len(job.ranks) >= c.cfg.Limits.MaxRanksPerJob {
 			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_ranks_per_job reached: data of a new rank is not buffered"})
@@ -374,7 +430,7 @@ func (c *core) lookup(rec *ingest.Record, ts int64) (*jobState, *rankBuffer) {
 			return nil, nil
 		}
 		rb = &rankBuffer{}
-		job.ranks[rec.Rank] = rb
+		job.ranks[rank] = rb
 		c.ranks++
 	}
 	return job, rb
@@ -410,12 +466,6 @@ func (c *core) makeRoom(job *jobState, rb *rankBuffer) {
 		rb.evictOldest()
 		c.evict(job, boundMaxEventsPerRank, 1)
 	}
-}
-
-func (c *core) pushSample(job *jobState, rb *rankBuffer, s attribution.Sample) int {
-	c.makeRoom(job, rb)
-	rb.pushSample(s, c.cfg.Limits.MaxEventsPerRank)
-	return 1
 }
 
 // pushMarkers buffers the marker times of one marker span; a time before
@@ -489,15 +539,10 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 }
 
 // addHidden records a gpu.memory.hidden point (device used − allocator
-// reserved, signed) when a metrics pipeline will report it.
-func (c *core) addHidden(job string, rank int64, e *telemetry.Event) {
-	if !c.wantHidden || !e.DeviceUsedBytes.Valid || !e.AllocatorReservedBytes.Valid || len(c.hidden) >= maxHiddenPointsPerTick {
+// reserved, signed) of a sample when a metrics pipeline will report it.
+func (c *core) addHidden(job string, rank, ts, used, reserved int64) {
+	if !c.wantHidden || len(c.hidden) >= maxHiddenPointsPerTick {
 		return
 	}
-	c.hidden = append(c.hidden, output.HiddenPoint{
-		JobID:       job,
-		Rank:        rank,
-		TimestampNs: e.TimestampNs,
-		Bytes:       e.DeviceUsedBytes.Value - e.AllocatorReservedBytes.Value,
-	})
+	c.hidden = append(c.hidden, output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved})
 }

@@ -187,7 +187,7 @@ func BenchmarkConvertMetrics(b *testing.B) {
 			points := batches[0].DataPointCount()
 			c, clk := benchConverter()
 			records := 0
-			emit := func(*Record) { records++ }
+			emit := func(run *SampleRun) { records += len(run.Samples) }
 			skip := func(Skip) {}
 			c.ConvertMetrics(batches[0], emit, skip) // learn the device mapping
 			records = 0

@@ -15,10 +15,11 @@ import (
 // concurrent use: the processor core serialises calls. It never mutates its
 // input and never panics on malformed input.
 //
-// The Convert methods hand each Record to emit by pointer: the Record is
-// the Converter's and is reused for the next item, so emit must copy what it
-// keeps and must not modify it. A Record holds a whole telemetry.Event
-// (about 400 bytes): passing it by value cost more than the conversion.
+// The Convert methods hand each Record (ConvertMetrics: each SampleRun) to
+// emit by pointer: it is the Converter's and is reused for the next item, so
+// emit must copy what it keeps and must not modify it. A Record holds a
+// whole telemetry.Event (about 400 bytes): passing it by value cost more
+// than the conversion.
 type Converter struct {
 	cfg   Config
 	now   func() time.Time
@@ -89,8 +90,8 @@ type Converter struct {
 	rec Record
 	// markerRec is the Record of markers; its Event and PhaseSpan stay zero.
 	markerRec Record
-	// sampleRec is the Record of samples (see newSampleRecord).
-	sampleRec Record
+	// run is the SampleRun handed to ConvertMetrics' emit.
+	run SampleRun
 
 	stats Stats
 }
@@ -131,8 +132,6 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		dev:     newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
 		series:  map[seriesKey]*series{},
 		spanIdx: map[spanKey]spanInfo{},
-
-		sampleRec: newSampleRecord(),
 	}
 	addRoles := func(r role, names []string) {
 		for _, n := range names {

@@ -207,11 +207,16 @@ func FuzzConvert(f *testing.F) {
 	b, _ = (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	f.Add(b)
 	nop := func(*Record) {}
+	expand := func(run *SampleRun) {
+		for i := range run.Samples {
+			_ = run.Record(i)
+		}
+	}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
 		if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
-			c.ConvertMetrics(md, nop, nopSkip)
+			c.ConvertMetrics(md, expand, nopSkip)
 		}
 		if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
 			c.ConvertTraces(td, nop, nopSkip)

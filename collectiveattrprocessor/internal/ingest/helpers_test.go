@@ -54,6 +54,13 @@ func (c *collected) emit(r *Record) {
 }
 func (c *collected) skip(s Skip) { c.skips = append(c.skips, s) }
 
+// emitRun keeps each sample of run as the Record it stands for.
+func (c *collected) emitRun(run *SampleRun) {
+	for i := range run.Samples {
+		c.records = append(c.records, run.Record(i))
+	}
+}
+
 func (c *collected) reasons() []SkipReason {
 	var out []SkipReason
 	for _, s := range c.skips {
@@ -76,7 +83,7 @@ func convertMetrics(t *testing.T, c *Converter, md pmetric.Metrics) collected {
 	before, err := m.MarshalMetrics(md)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertMetrics(md, got.emit, got.skip)
+	c.ConvertMetrics(md, got.emitRun, got.skip)
 	after, err := m.MarshalMetrics(md)
 	require.NoError(t, err)
 	// Byte comparison: exact, and NaN-safe unlike a value comparison.

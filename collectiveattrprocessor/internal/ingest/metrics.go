@@ -28,8 +28,9 @@ func isMiB(m pmetric.Metric) bool {
 // Points of the configured names are buffered per (job, rank) and role; at
 // the end of the call every device-used point that has an allocator-reserved
 // point within SampleJoinTolerance (from this or an earlier call) becomes a
-// KindSample Record. Other metrics are ignored without a Skip.
-func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*Record), skip func(Skip)) {
+// sample, handed to emit in one SampleRun per (job, rank). Other metrics are
+// ignored without a Skip.
+func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]

@@ -1,10 +1,6 @@
 package ingest
 
-import (
-	"math/bits"
-
-	"github.com/collectiveattr/collectiveattr/telemetry"
-)
+import "math/bits"
 
 // role is the TelemetryEvent field a metric feeds (contract §3.1).
 type role uint8
@@ -279,15 +275,14 @@ func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
 	return rows[before].vals[r], true
 }
 
-func opt(v int64, ok bool) telemetry.OptInt { return telemetry.OptInt{Value: v, Valid: ok} }
-
 // formSamples turns every buffered device-used point that has an
-// allocator-reserved partner within tol into a sample Record, in time order.
-// Points that can no longer be joined are dropped and reported as
-// unjoinable; the rest stay pending.
-func (c *Converter) formSamples(s *series, emit func(*Record), skip func(Skip)) {
+// allocator-reserved partner within tol into a sample, in time order, and
+// hands them to emit as one run. Points that can no longer be joined are
+// dropped and reported as unjoinable; the rest stay pending.
+func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip)) {
 	tol := c.tolNs
 	const usedBit = uint16(1) << roleDeviceUsed
+	run := c.startRun(s)
 	firstPending := len(s.rows)
 	for i := s.firstPending; i < len(s.rows); i++ {
 		row := &s.rows[i]
@@ -305,16 +300,33 @@ func (c *Converter) formSamples(s *series, emit func(*Record), skip func(Skip)) 
 			firstPending = min(firstPending, i)
 			continue
 		}
-		detail := c.sample(&c.sampleRec, s, i, reserved)
+		vals, has := s.joined(i, reserved, tol)
 		s.consumeUsed(row)
-		if detail != "" {
-			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
-			continue
-		}
-		emit(&c.sampleRec)
+		c.addSample(run, row.tsNs, &vals, has, skip)
 	}
 	s.firstPending = firstPending
 	s.prune(tol)
+	c.endRun(run, emit)
+}
+
+// joined returns the values of a sample of row i's device-used point: per
+// role the nearest point within tol, reserved as given. The driver-reserved
+// framebuffer is looked up only when samplePoint needs it.
+func (s *series) joined(i int, reserved, tol int64) (vals [numRoles]int64, has uint16) {
+	vals[roleDeviceUsed] = s.rows[i].vals[roleDeviceUsed]
+	vals[roleAllocatorReserved] = reserved
+	has = 1<<roleDeviceUsed | 1<<roleAllocatorReserved
+	for _, r := range [...]role{roleDeviceFree, roleDeviceTotal, roleAllocatorAllocated, roleAllocatorActive, roleAllocatorInactive} {
+		if v, ok := s.nearest(i, r, tol); ok {
+			vals[r], has = v, has|1<<r
+		}
+	}
+	if has&(1<<roleDeviceTotal) == 0 && has&(1<<roleDeviceFree) != 0 {
+		if v, ok := s.nearest(i, roleDeviceReserved, tol); ok {
+			vals[roleDeviceReserved], has = v, has|1<<roleDeviceReserved
+		}
+	}
+	return vals, has
 }
 
 // prune moves the horizon to the newest device-used time minus tol and
@@ -344,64 +356,72 @@ func (s *series) consumeUsed(row *joinRow) {
 	s.roleCount[roleDeviceUsed]--
 }
 
-// newSampleRecord is a sample Record with the fields every sample shares
-// (schema 2, collector, pid -1, allocator change 0); sample fills the rest.
-func newSampleRecord() Record {
-	return Record{Kind: KindSample, Event: telemetry.Event{
-		SchemaVersion:        2,
-		EventType:            "sample",
-		Collector:            SampleCollector,
-		PID:                  -1,
-		AllocatorChangeBytes: telemetry.Int(0),
-	}}
-}
-
-// sample writes into rec (made by newSampleRecord) the sample Record of the
-// device-used point of row i.
-func (c *Converter) sample(rec *Record, s *series, i int, reserved int64) (detail string) {
-	tol := c.tolNs
-	row := &s.rows[i]
-	u := row.vals[roleDeviceUsed]
-	free, hasFree := s.nearest(i, roleDeviceFree, tol)
-	total, hasTotal := s.nearest(i, roleDeviceTotal, tol)
-	if !hasTotal && hasFree {
-		// DCGM reports used, free and the driver-reserved framebuffer but no
-		// total by default: their sum is the framebuffer size.
-		if devReserved, ok := s.nearest(i, roleDeviceReserved, tol); ok {
-			total, hasTotal = u+free+devReserved, true
-		}
-	}
-	if hasTotal && (u > total || (hasFree && free > total)) {
-		return "device used or free memory exceeds device total"
-	}
-	allocated, hasAllocated := s.nearest(i, roleAllocatorAllocated, tol)
-	if !hasAllocated {
-		allocated = reserved // the reference's legacy loader does the same
-	}
-	active, hasActive := s.nearest(i, roleAllocatorActive, tol)
-	inactive, hasInactive := s.nearest(i, roleAllocatorInactive, tol)
-	host := s.host
-	if host == "" {
-		host = "unknown"
-	}
+// startRun readies the Converter's run for the samples of s.
+func (c *Converter) startRun(s *series) *SampleRun {
+	run := &c.run
 	localRank := s.key.rank
 	if s.hasLocal {
 		localRank = s.localRank
 	}
-	// Only these fields vary: the constant ones were set once by
-	// newSampleRecord and the others stay zero.
-	ts := row.tsNs
-	rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = s.key.job, s.key.rank, s.worldSize, s.host, ts
-	e := &rec.Event
-	e.TimestampNs, e.Host, e.JobID, e.Rank, e.LocalRank, e.WorldSize, e.DeviceID = ts, host, s.key.job, s.key.rank, localRank, s.worldSize, s.deviceID
-	e.AllocatorAllocatedBytes = telemetry.Int(allocated)
-	e.AllocatorReservedBytes = telemetry.Int(reserved)
-	e.AllocatorActiveBytes = opt(active, hasActive)
-	e.AllocatorInactiveBytes = opt(inactive, hasInactive)
-	e.DeviceUsedBytes = telemetry.Int(u)
-	e.DeviceFreeBytes = opt(free, hasFree)
-	e.DeviceTotalBytes = opt(total, hasTotal)
-	return ""
+	*run = SampleRun{
+		JobID: s.key.job, Rank: s.key.rank, WorldSize: s.worldSize, Host: s.host,
+		LocalRank: localRank, DeviceID: s.deviceID, Samples: run.Samples[:0],
+	}
+	return run
+}
+
+// endRun hands a run with samples to emit.
+func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
+	if len(run.Samples) > 0 {
+		emit(run)
+	}
+}
+
+// addSample appends to run the sample at ts of the joined values vals (has:
+// the roles present; device used and allocator reserved always are), or
+// skips it as invalid.
+func (c *Converter) addSample(run *SampleRun, ts int64, vals *[numRoles]int64, has uint16, skip func(Skip)) {
+	u := vals[roleDeviceUsed]
+	hasFree := has&(1<<roleDeviceFree) != 0
+	hasTotal := has&(1<<roleDeviceTotal) != 0
+	free, total := vals[roleDeviceFree], vals[roleDeviceTotal]
+	if !hasTotal && hasFree && has&(1<<roleDeviceReserved) != 0 {
+		// DCGM reports used, free and the driver-reserved framebuffer but no
+		// total by default: their sum is the framebuffer size.
+		total, hasTotal = u+free+vals[roleDeviceReserved], true
+	}
+	if hasTotal && (u > total || (hasFree && free > total)) {
+		skip(Skip{Reason: SkipInvalidValue, Detail: "device used or free memory exceeds device total"})
+		return
+	}
+	allocated := vals[roleAllocatorAllocated]
+	if has&(1<<roleAllocatorAllocated) == 0 {
+		allocated = vals[roleAllocatorReserved] // the reference's legacy loader does the same
+	}
+	var opt OptionalCounters
+	if hasFree {
+		opt |= HasDeviceFree
+	}
+	if hasTotal {
+		opt |= HasDeviceTotal
+	}
+	if has&(1<<roleAllocatorActive) != 0 {
+		opt |= HasAllocatorActive
+	}
+	if has&(1<<roleAllocatorInactive) != 0 {
+		opt |= HasAllocatorInactive
+	}
+	run.Samples = append(run.Samples, SamplePoint{
+		TimestampNs:        ts,
+		DeviceUsed:         u,
+		AllocatorReserved:  vals[roleAllocatorReserved],
+		AllocatorAllocated: allocated,
+		DeviceFree:         free,
+		DeviceTotal:        total,
+		AllocatorActive:    vals[roleAllocatorActive],
+		AllocatorInactive:  vals[roleAllocatorInactive],
+		Has:                opt,
+	})
 }
 
 // expire drops rows whose newest point waited longer than the pending TTL;
