@@ -92,6 +92,10 @@ type Converter struct {
 	markerRec Record
 	// run is the SampleRun handed to ConvertMetrics' emit.
 	run SampleRun
+	// noZip turns the zip path of joinBatch off (the differential test's
+	// reference), and zipped counts the batches it joined.
+	noZip  bool
+	zipped uint64
 
 	stats Stats
 }

@@ -82,7 +82,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 		}
 	}
 	for _, s := range c.touched {
-		c.formSamples(s, emit, skip)
+		c.joinBatch(s, nowNs, emit, skip)
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
@@ -142,7 +142,7 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			c.refuseLate(skip)
 			continue
 		}
-		c.shed(s.add(r, ts, bytes, nowNs, c.cfg.MaxPendingRows), skip)
+		s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
 		c.touch(s)
 	}
 	return resSeries
@@ -179,8 +179,8 @@ func (c *Converter) refuseLate(skip func(Skip)) {
 	skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
 }
 
-// touch marks s as having new points in this call, so that it forms
-// samples at the end of the call.
+// touch marks s as having new points in this call, so that it joins them
+// at the end of the call.
 func (c *Converter) touch(s *series) {
 	if s.touchedGen != c.gen {
 		s.touchedGen = c.gen

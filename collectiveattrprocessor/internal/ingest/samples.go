@@ -89,6 +89,9 @@ type series struct {
 	// touchedGen is the Converter generation that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
+	// batch is the points of the current call, in arrival order, joined at
+	// its end (joinBatch).
+	batch []batchPoint
 }
 
 func (s *series) empty() bool { return len(s.rows) == 0 }
