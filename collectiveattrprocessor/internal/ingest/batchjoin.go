@@ -135,7 +135,7 @@ func (c *Converter) zipBatch(s *series, nowNs int64, emit func(*SampleRun), skip
 		}
 	}
 	s.cursor, s.firstPending = len(s.rows)-1, len(s.rows)
-	c.zipped++
+	c.fast.zipped++
 	c.endRun(run, emit)
 	return true
 }

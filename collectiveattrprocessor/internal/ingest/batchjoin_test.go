@@ -185,10 +185,10 @@ func TestZipJoinMatchesTheRowJoin(t *testing.T) {
 					now = now.Add(3 * time.Second)
 				}
 				zclk.t, rclk.t = now, now
-				zippedBefore := zip.zipped
+				zippedBefore := zip.fast.zipped
 				want := convertMetrics(t, rows, md)
 				got := convertMetrics(t, zip, md)
-				if zip.zipped > zippedBefore {
+				if zip.fast.zipped > zippedBefore {
 					zipSamples += len(got.records)
 				}
 				require.Equal(t, want, got, "batch %d", batch)
@@ -197,11 +197,11 @@ func TestZipJoinMatchesTheRowJoin(t *testing.T) {
 					require.Equal(t, rows.Expire(), zip.Expire(), "batch %d", batch)
 				}
 			}
-			t.Logf("zip path: %d of %d rank batches, %d samples", zip.zipped, 3*3000, zipSamples)
-			require.Zero(t, rows.zipped)
+			t.Logf("zip path: %d of %d rank batches, %d samples", zip.fast.zipped, 3*3000, zipSamples)
+			require.Zero(t, rows.fast.zipped)
 			// Most configurations zip about half the rank batches; a row
 			// bound of 6 far fewer, as the rows kept leave no room.
-			require.Greater(t, zip.zipped, uint64(1000), "rank batches joined by the zip path")
+			require.Greater(t, zip.fast.zipped, uint64(1000), "rank batches joined by the zip path")
 			require.Greater(t, zipSamples, 5000, "samples formed by the zip path")
 		})
 	}
@@ -240,11 +240,11 @@ func TestZipJoinAfterExpiry(t *testing.T) {
 		{batch([]string{usedName, reservedName, activeName}, 100, 120), 0, false},
 		{batch([]string{usedName, reservedName, activeName}, 200, 240), 0, true},
 	} {
-		zipped := zip.zipped
+		zipped := zip.fast.zipped
 		want, got := convertMetrics(t, rows, step.md), convertMetrics(t, zip, step.md)
 		require.Equal(t, want, got, "batch %d", i)
 		require.Equal(t, snapshot(rows), snapshot(zip), "batch %d", i)
-		require.Equal(t, step.zipped, zip.zipped > zipped, "batch %d zipped", i)
+		require.Equal(t, step.zipped, zip.fast.zipped > zipped, "batch %d zipped", i)
 		zclk.advance(step.advance)
 		rclk.advance(step.advance)
 		require.Equal(t, rows.Expire(), zip.Expire())

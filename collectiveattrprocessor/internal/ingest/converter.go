@@ -57,6 +57,18 @@ type Converter struct {
 	resReason SkipReason
 	resDetail string
 	resCached bool
+	// resAttrs are the current resource's attributes; resScanned says
+	// resID holds their scan (done on first need when a memo answered).
+	resAttrs   pcommon.Map
+	resScanned bool
+	// metricsMemo remembers, per resource position of a metrics batch, the
+	// identity and join buffer the resource resolved to (see resourceMemo);
+	// resMemo is the current resource's entry.
+	metricsMemo []resourceMemo
+	resMemo     *resourceMemo
+	// seriesEpoch changes whenever a join buffer is forgotten, so that no
+	// memo hands out a forgotten one.
+	seriesEpoch uint64
 	// idGen changes whenever c.id is resolved anew; idIsRes says c.id holds
 	// resCache. Items of one resource without identity attributes of their
 	// own then reuse c.id as is, and the join buffer of the previous point
@@ -92,12 +104,20 @@ type Converter struct {
 	markerRec Record
 	// run is the SampleRun handed to ConvertMetrics' emit.
 	run SampleRun
-	// noZip turns the zip path of joinBatch off (the differential test's
-	// reference), and zipped counts the batches it joined.
-	noZip  bool
-	zipped uint64
+	// noZip turns the zip path of joinBatch off and noResourceMemo the
+	// resource memo (the differential tests' references); fast counts how
+	// often each was taken.
+	noZip          bool
+	noResourceMemo bool
+	fast           fastPathCounts
 
 	stats Stats
+}
+
+// fastPathCounts counts the batches joined by the zip path and the
+// resources answered by the resource memo.
+type fastPathCounts struct {
+	zipped, memoHits uint64
 }
 
 // Stats are sizes and cumulative counts for self-telemetry.
@@ -191,6 +211,7 @@ func (c *Converter) Expire() (unjoined int) {
 		unjoined += s.expire(cutoff)
 		if s.empty() {
 			delete(c.series, k)
+			c.seriesEpoch++
 			if c.lastSeries == s {
 				c.lastSeries = nil
 			}
@@ -215,10 +236,65 @@ func (c *Converter) Stats() Stats {
 // beginResource scans a resource's identity attributes for the items that
 // follow.
 func (c *Converter) beginResource(attrs pcommon.Map) {
-	c.resID.reset()
-	c.resID.scan(c.keys, attrs)
-	c.resCached = false
+	c.startResource(attrs)
+	c.scanResource()
+}
+
+// startResource makes attrs the current resource's, not yet scanned.
+func (c *Converter) startResource(attrs pcommon.Map) {
+	c.resAttrs, c.resScanned = attrs, false
+	c.resCached, c.idIsRes, c.resMemo = false, false, nil
 	c.resSeq++
+}
+
+// scanResource scans the current resource's identity attributes into resID
+// unless done.
+func (c *Converter) scanResource() {
+	if !c.resScanned {
+		c.resID.reset()
+		c.resID.scan(c.keys, c.resAttrs)
+		c.resScanned = true
+	}
+}
+
+// beginMetricsResource starts the i-th resource of a metrics batch. When it
+// is the resource its position held in an earlier batch, and that one named
+// its rank, the memo answers its identity and join buffer (itemSeries)
+// without scanning, resolving or looking anything up.
+func (c *Converter) beginMetricsResource(i int, attrs pcommon.Map, nowNs int64) {
+	c.startResource(attrs)
+	if i >= maxResourceMemos || c.noResourceMemo {
+		return
+	}
+	if i >= len(c.metricsMemo) {
+		c.metricsMemo = append(c.metricsMemo, make([]resourceMemo, i+1-len(c.metricsMemo))...)
+	}
+	m := &c.metricsMemo[i]
+	c.resMemo = m
+	if !m.holds(attrs, c.seriesEpoch) {
+		m.series = nil
+		return
+	}
+	if nowNs-m.learnedNs >= int64(learnRefresh) || nowNs < m.learnedNs {
+		c.dev.learn(c.names, &m.id, nowNs)
+		m.learnedNs = nowNs
+	}
+	c.resCache, c.resCached, c.resReason, c.resDetail = m.id, true, "", ""
+	c.fast.memoHits++
+}
+
+// resolvedResource records in the current resource's memo that its identity
+// alone resolved to join buffer s.
+func (c *Converter) resolvedResource(s *series, nowNs int64) {
+	m := c.resMemo
+	// Only a rank the resource names itself: one joined by host and device
+	// follows the mapping, which may change.
+	if m == nil || m.series != nil || c.resReason != "" || !c.resScanned || !c.resID.found[fieldRank] {
+		return
+	}
+	if m.remember(c.resAttrs) {
+		m.id, m.series, m.learnedNs, m.epoch = c.resCache, s, nowNs, c.seriesEpoch
+	}
 }
 
 // identifyItem resolves the identity of an item with attributes attrs of the
@@ -274,6 +350,7 @@ func (c *Converter) identifyByResource(nowNs int64) (SkipReason, string) {
 // into c.id, learning or joining the device mapping. It returns a Skip
 // reason when the item cannot be attributed to a rank.
 func (c *Converter) identify(nowNs int64) (SkipReason, string) {
+	c.scanResource()
 	c.idGen++
 	c.idIsRes = false
 	id := &c.id

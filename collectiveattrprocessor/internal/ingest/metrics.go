@@ -38,7 +38,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
-		resScanned := false
+		resStarted := false
 		var resSeries *series // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
@@ -69,9 +69,9 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 					}
 					continue
 				}
-				if !resScanned {
-					c.beginResource(rm.Resource().Attributes())
-					resScanned = true
+				if !resStarted {
+					c.beginMetricsResource(i, rm.Resource().Attributes(), nowNs)
+					resStarted = true
 				}
 				unit := unitBytes
 				if isMiB(m) {
@@ -136,6 +136,7 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			}
 			if attrs.Len() == 0 {
 				resSeries = s
+				c.resolvedResource(s, nowNs)
 			}
 		}
 		if s.late(r, ts) {
@@ -161,8 +162,9 @@ func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) 
 		id := &c.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
-			s = c.seriesFor(key, skip)
-			if s == nil {
+			if m := c.resMemo; c.idIsRes && m != nil && m.series != nil {
+				s = m.series // the memo's identity is c.id
+			} else if s = c.seriesFor(key, skip); s == nil {
 				return nil
 			}
 			c.lastSeries = s

@@ -72,16 +72,64 @@ func TestConvertMetricsIdentityMappingKeptWhileUsed(t *testing.T) {
 	assert.Equal(t, 1, c.Stats().IdentityMappings, "used 50 s ago: still alive")
 }
 
+// TestConvertMetricsDeviceResourceFollowsItsMapping: a resource that names
+// no rank, joined by its host and device, is joined again in every batch,
+// so that it follows its device to the rank that claims it now.
+func TestConvertMetricsDeviceResourceFollowsItsMapping(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{})
+	batch := func(rank, ts int64) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		for _, res := range []struct {
+			attrs []string
+			pt    gaugePoint
+		}{
+			{[]string{"training.job.id", "j", "training.rank", "", "host.name", "node-a", "gpu.index", "0"}, reserved(ts, 5)},
+			{[]string{"host.name", "node-a", "gpu.index", "0"}, used(ts, 10)},
+		} {
+			rm := md.ResourceMetrics().AppendEmpty()
+			for i := 0; i < len(res.attrs); i += 2 {
+				if res.attrs[i] == "training.rank" {
+					rm.Resource().Attributes().PutInt("training.rank", rank)
+				} else {
+					rm.Resource().Attributes().PutStr(res.attrs[i], res.attrs[i+1])
+				}
+			}
+			m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+			m.SetName(res.pt.name)
+			dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(res.pt.ts))
+			dp.SetIntValue(res.pt.value)
+		}
+		return md
+	}
+	for i, rank := range []int64{0, 0, 1, 1} {
+		got := convertMetrics(t, c, batch(rank, t0+int64(i)*int64(time.Second)))
+		require.Empty(t, got.skips, "batch %d", i)
+		require.Len(t, got.records, 1, "batch %d", i)
+		assert.Equal(t, rank, got.records[0].Rank, "batch %d", i)
+	}
+}
+
 // TestConvertMetricsRepeatedIdentityKeepsItsMapping: a rank that keeps
 // reporting the same identity is not learned again on every resource (the
-// identity memo), yet its mapping's last use is refreshed, so it never
-// expires while the rank reports; a changed identity is learned at once.
+// identity and resource memos), yet its mapping's last use is refreshed, so
+// it never expires while the rank reports; a changed identity is learned at
+// once.
 func TestConvertMetricsRepeatedIdentityKeepsItsMapping(t *testing.T) {
 	const t0 = int64(1767225600000000000)
 	c, clk := newTestConverter(Config{IdentityTTL: 3 * time.Second})
 	res := map[string]any{"training.job.id": "j", "training.rank": int64(1), "host.name": "node-a", "gpu.index": int64(1)}
 	for i := range int64(20) { // every 0.5 s for 10 s
-		convertMetrics(t, c, gaugeBatch(res, reserved(t0+i*int64(500*time.Millisecond), 50)))
+		// The attributes in one order every time, as an exporter sends
+		// them: the resource memo answers, and must refresh the mapping.
+		md := gaugeBatch(nil, reserved(t0+i*int64(500*time.Millisecond), 50))
+		attrs := md.ResourceMetrics().At(0).Resource().Attributes()
+		attrs.PutStr("training.job.id", "j")
+		attrs.PutInt("training.rank", 1)
+		attrs.PutStr("host.name", "node-a")
+		attrs.PutInt("gpu.index", 1)
+		convertMetrics(t, c, md)
 		clk.advance(500 * time.Millisecond)
 		c.Expire()
 		require.Equal(t, 1, c.Stats().IdentityMappings, "step %d", i)
