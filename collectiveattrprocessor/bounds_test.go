@@ -268,3 +268,32 @@ func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
 		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 2},
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+// TestSamplesFromMetricsOnAFullRank: a batch forming more samples than the
+// rank has room for keeps the newest max_events_per_rank and counts the
+// rest as evicted by that bound.
+func TestSamplesFromMetricsOnAFullRank(t *testing.T) {
+	p, tel := startBounded(t, func(cfg *Config) {
+		cfg.Limits.MaxEventsPerRank = 4
+	})
+	base := time.Now().Add(-time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
+	var times []int64
+	for i := range int64(10) {
+		times = append(times, base+i*int64(100*time.Millisecond))
+	}
+	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("full", 0, times...)))
+
+	c := p.logs.core
+	c.mu.Lock()
+	var kept []int64
+	rb := c.jobs["full"].ranks[0]
+	for i := range rb.samples.len() {
+		kept = append(kept, rb.samples.at(i).TimestampNs)
+	}
+	c.mu.Unlock()
+	assert.Equal(t, times[6:], kept)
+	assertEvicted(t, tel, "max_events_per_rank", 6)
+	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
+		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 10},
+	}, metricdatatest.IgnoreTimestamp())
+}

@@ -325,40 +325,70 @@ func (c *core) addRecord(rec *ingest.Record) {
 // addRecord would buffer each as a KindSample Record, with the lookups and
 // the per-rank bookkeeping done once per run.
 func (c *core) addSampleRun(run *ingest.SampleRun) {
+	// Until the rank is found, each sample is looked up (and skipped) as a
+	// record of its own would be.
 	var job *jobState
 	var rb *rankBuffer
-	var session uint32
-	maxCap := c.cfg.Limits.MaxEventsPerRank
-	for i := range run.Samples {
-		p := &run.Samples[i]
-		ts := p.TimestampNs
-		if rb == nil {
-			// Until the rank is found, each sample is looked up as a
-			// record of its own would be (and skipped as one).
-			if job, rb = c.rankOf(run.JobID, run.Rank, ts); rb == nil {
-				continue
-			}
-			// Metrics carry no stormlog session: the job id stands in,
-			// which is also the session of phase spans from traces, so that
-			// those spans resolve the phase of metrics-derived spikes.
-			session = rb.sessionIndex(run.JobID)
-		} else if ts < job.cutoffNs(c.cfg.Window) {
-			c.skip(ingest.Skip{Reason: ingest.SkipStale, Detail: "event time is older than the job's newest event minus window"})
-			continue
+	first := 0
+	for ; first < len(run.Samples); first++ {
+		if job, rb = c.rankOf(run.JobID, run.Rank, run.Samples[first].TimestampNs); rb != nil {
+			break
 		}
+	}
+	if rb == nil {
+		return
+	}
+	samples := run.Samples[first:]
+	// Metrics carry no stormlog session: the job id stands in, which is also
+	// the session of phase spans from traces, so that those spans resolve
+	// the phase of metrics-derived spikes.
+	session := rb.sessionIndex(run.JobID)
+	maxCap := c.cfg.Limits.MaxEventsPerRank
+	if rb.len()+len(samples) > maxCap {
+		c.addSamplesOneByOne(job, rb, run, samples, session)
+		return
+	}
+	// The common case: the rank has room for the run, and the samples are
+	// in time order, so none is stale once the first is not.
+	for i := range samples {
+		p := &samples[i]
+		rb.samples.push(sampleEntryOf(p, session), maxCap)
+		c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
+	}
+	n := len(samples)
+	job.newestNs = max(job.newestNs, samples[n-1].TimestampNs)
+	c.events += n
+	job.events += n
+	c.batch.converted += int64(n)
+	rb.frontNs = min(rb.frontNs, samples[0].TimestampNs)
+	c.trimLazily(job, rb)
+	c.noteRank(job, rb, run.WorldSize, run.Host)
+}
+
+// addSamplesOneByOne buffers samples of run, the first of which found rb, on
+// a rank without room for them all: each makes room for itself, as a record
+// of its own would. (None is stale: they are in time order, and the first
+// was not.)
+func (c *core) addSamplesOneByOne(job *jobState, rb *rankBuffer, run *ingest.SampleRun, samples []ingest.SamplePoint, session uint32) {
+	for i := range samples {
+		p := &samples[i]
+		ts := p.TimestampNs
 		job.newestNs = max(job.newestNs, ts)
 		c.makeRoom(job, rb)
-		e := sampleEntry{TimestampNs: ts, GapBytes: attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), session: session}
-		if p.Has&ingest.HasDeviceTotal != 0 && p.DeviceTotal > 0 {
-			e.TotalBytes = p.DeviceTotal
-		}
-		rb.samples.push(e, maxCap)
+		rb.samples.push(sampleEntryOf(p, session), c.cfg.Limits.MaxEventsPerRank)
 		c.addHidden(run.JobID, run.Rank, ts, p.DeviceUsed, p.AllocatorReserved)
 		c.added(job, rb, 1, ts)
 	}
-	if rb != nil {
-		c.noteRank(job, rb, run.WorldSize, run.Host)
+	c.noteRank(job, rb, run.WorldSize, run.Host)
+}
+
+// sampleEntryOf is the buffered form of a sample.
+func sampleEntryOf(p *ingest.SamplePoint, session uint32) sampleEntry {
+	e := sampleEntry{TimestampNs: p.TimestampNs, GapBytes: attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), session: session}
+	if p.Has&ingest.HasDeviceTotal != 0 && p.DeviceTotal > 0 {
+		e.TotalBytes = p.DeviceTotal
 	}
+	return e
 }
 
 // rankOf returns the job and rank buffer of a record at ts, or nil rb when
@@ -384,9 +414,13 @@ func (c *core) added(job *jobState, rb *rankBuffer, n int, ts int64) {
 	job.events += n
 	c.batch.converted++
 	rb.frontNs = min(rb.frontNs, ts)
-	// The rank written to is trimmed once its oldest entry is trimSlack
-	// behind the window, so that a trim drops a run of entries rather than
-	// one per record; the evaluation trims every rank exactly.
+	c.trimLazily(job, rb)
+}
+
+// trimLazily trims the rank written to once its oldest entry is trimSlack
+// behind the window, so that a trim drops a run of entries rather than one
+// per record; the evaluation trims every rank exactly.
+func (c *core) trimLazily(job *jobState, rb *rankBuffer) {
 	if rb.frontNs < job.lazyCutoffNs(c.cfg.Window) {
 		c.evict(job, boundWindow, rb.trim(job.cutoffNs(c.cfg.Window)))
 	}
