@@ -94,13 +94,15 @@ func keyHash(k string) uint32 {
 	return uint32(n)*0x9E3779B1 ^ uint32(k[0])*0x85EBCA77 ^ uint32(k[n/2])*0xC2B2AE3D ^ uint32(k[n-1])*0x27D4EB2F
 }
 
+// mayHold reports whether k may be a configured key: false for most other
+// keys, cheaply enough to inline at every attribute.
+func (idx *keyIndex) mayHold(k string) bool {
+	return k != "" && idx.maybe[len(k)&63][k[0]>>6]&(1<<(k[0]&63)) != 0
+}
+
 // lookup returns the slots of an attribute key, or nil.
 func (idx *keyIndex) lookup(k string) []keySlot {
-	if k == "" {
-		return nil
-	}
-	b := k[0]
-	if idx.maybe[len(k)&63][b>>6]&(1<<(b&63)) == 0 {
+	if !idx.mayHold(k) {
 		return nil
 	}
 	mask := uint32(len(idx.table) - 1)
@@ -146,8 +148,10 @@ func (r *rawIdentity) scan(idx *keyIndex, m pcommon.Map) {
 		return
 	}
 	for k, v := range m.All() {
-		for _, s := range idx.lookup(k) {
-			r.offer(s, v)
+		if idx.mayHold(k) {
+			for _, s := range idx.lookup(k) {
+				r.offer(s, v)
+			}
 		}
 	}
 }

@@ -137,8 +137,10 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 	attrs := sp.Attributes()
 	if attrs.Len() > 0 {
 		for k, v := range attrs.All() {
-			for _, s := range c.keys.lookup(k) {
-				c.itemID.offer(s, v)
+			if c.keys.mayHold(k) {
+				for _, s := range c.keys.lookup(k) {
+					c.itemID.offer(s, v)
+				}
 			}
 			switch k {
 			case PhasePathAttribute:
