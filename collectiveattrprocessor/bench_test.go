@@ -359,7 +359,9 @@ func BenchmarkEvaluationTick(b *testing.B) {
 			gap := baselineGap(i)
 			if i%100 == 50 {
 				gap = spikeGap
-				c.addRecord(&ingest.Record{Kind: ingest.KindMarker, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, MarkerTimesNs: []int64{ts}, Marker: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}})
+				c.addMarkerRun(&ingest.MarkerRun{JobID: "big", Rank: r, WorldSize: ranks, Spans: []ingest.MarkerSpan{
+					{Ref: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}, TimesNs: []int64{ts}},
+				}})
 			}
 			run.Samples = append(run.Samples, ingest.SamplePoint{
 				TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -296,4 +297,72 @@ func TestSamplesFromMetricsOnAFullRank(t *testing.T) {
 	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 10},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestMarkerSpansOfABatch: a batch's marker spans are buffered per rank,
+// each marker linked to its span, and counted one item per span; on a rank
+// without room for them all, the oldest markers make room one by one.
+func TestMarkerSpansOfABatch(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxEvents int
+		kept      int // markers kept of rank 0's eight
+	}{
+		{"room for all", 0, 8},
+		{"full rank", 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, tel := startBounded(t, func(cfg *Config) {
+				if tc.maxEvents > 0 {
+					cfg.Limits.MaxEventsPerRank = tc.maxEvents
+				}
+			})
+			base := time.Now().Add(-time.Minute).UnixNano()
+			td := ptrace.NewTraces()
+			// Spans 1, 2 of rank 0, 11, 12 of rank 1, 3, 4 of rank 0 again,
+			// each from its id in ms past base to 100 ns later.
+			for _, res := range []struct {
+				rank int64
+				ids  []byte
+			}{{0, []byte{1, 2}}, {1, []byte{11, 12}}, {0, []byte{3, 4}}} {
+				rs := td.ResourceSpans().AppendEmpty()
+				for _, id := range res.ids {
+					start := base + int64(id)*int64(time.Millisecond)
+					one := markerSpanTraces("m", res.rank, id, start, start+100).ResourceSpans().At(0)
+					one.Resource().CopyTo(rs.Resource())
+					one.ScopeSpans().At(0).Spans().At(0).CopyTo(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+				}
+			}
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+
+			type link struct {
+				span byte
+				ts   int64
+			}
+			c := p.logs.core
+			c.mu.Lock()
+			links := map[int64][]link{}
+			for rank, rb := range c.jobs["m"].ranks {
+				for i := range rb.markers.len() {
+					m := rb.markers.at(i)
+					ref, _ := rb.markerRef(m)
+					links[rank] = append(links[rank], link{ref.SpanID[0], m.TimestampNs})
+				}
+			}
+			c.mu.Unlock()
+			span := func(ids ...byte) []link {
+				var out []link
+				for _, id := range ids {
+					start := base + int64(id)*int64(time.Millisecond)
+					out = append(out, link{id, start}, link{id, start + 100})
+				}
+				return out
+			}
+			assert.Equal(t, map[int64][]link{0: span(1, 2, 3, 4)[8-tc.kept:], 1: span(11, 12)}, links)
+			metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
+				{Attributes: attribute.NewSet(attribute.String("signal", "traces")), Value: 6},
+			}, metricdatatest.IgnoreTimestamp())
+			metadatatest.AssertEqualProcessorCollectiveattrEventsBuffered(t, tel, []metricdata.DataPoint[int64]{{Value: int64(tc.kept + 4)}}, metricdatatest.IgnoreTimestamp())
+		})
+	}
 }

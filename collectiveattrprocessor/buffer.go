@@ -351,9 +351,13 @@ func (j *jobState) lazyCutoffNs(window time.Duration) int64 {
 }
 
 // cutoffNs is the oldest event time the window keeps.
-func (j *jobState) cutoffNs(window time.Duration) int64 {
-	if j.newestNs < math.MinInt64+int64(window) {
+func (j *jobState) cutoffNs(window time.Duration) int64 { return cutoffAt(j.newestNs, window) }
+
+// cutoffAt is the oldest event time the window keeps when the newest event
+// time is newestNs.
+func cutoffAt(newestNs int64, window time.Duration) int64 {
+	if newestNs < math.MinInt64+int64(window) {
 		return math.MinInt64
 	}
-	return j.newestNs - int64(window)
+	return newestNs - int64(window)
 }

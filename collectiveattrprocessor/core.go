@@ -49,17 +49,18 @@ type core struct {
 	jobs   map[string]*jobState
 	hidden []output.HiddenPoint
 	// spareHidden is the previous tick's hidden slice, reused once emitted.
-	spareHidden []output.HiddenPoint
-	wantHidden  bool
-	ranks       int
-	events      int
-	batch       batchCounts
-	batchSig    signal
-	batchNow    time.Time // wall clock of the batch being converted
-	skips       skipLog
-	addFn       func(*ingest.Record)
-	addRunFn    func(*ingest.SampleRun)
-	skipFn      func(ingest.Skip)
+	spareHidden  []output.HiddenPoint
+	wantHidden   bool
+	ranks        int
+	events       int
+	batch        batchCounts
+	batchSig     signal
+	batchNow     time.Time // wall clock of the batch being converted
+	skips        skipLog
+	addFn        func(*ingest.Record)
+	addRunFn     func(*ingest.SampleRun)
+	addMarkersFn func(*ingest.MarkerRun)
+	skipFn       func(ingest.Skip)
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
 	// leaves c.jobs.
@@ -117,6 +118,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	}
 	c.addFn = c.addRecord
 	c.addRunFn = c.addSampleRun
+	c.addMarkersFn = c.addMarkerRun
 	c.skipFn = c.skip
 	return c, nil
 }
@@ -230,7 +232,7 @@ func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
 	c.mu.Lock()
 	c.batchSig = signalTraces
 	c.batchNow = c.clock.now()
-	c.conv.ConvertTraces(td, c.addFn, c.skipFn)
+	c.conv.ConvertTraces(td, c.addFn, c.addMarkersFn, c.skipFn)
 	b := c.takeBatch()
 	c.mu.Unlock()
 	c.tel.addBatch(ctx, signalTraces, &b)
@@ -319,6 +321,56 @@ func (c *core) addRecord(rec *ingest.Record) {
 	}
 	c.added(job, rb, added, ts)
 	c.noteRank(job, rb, rec.WorldSize, rec.Host)
+}
+
+// addMarkerRun buffers the marker spans of one (job, rank) as addRecord
+// would buffer each as a KindMarker Record. When the rank has room for all
+// their markers and none is stale even against the run's newest time, they
+// are pushed with the lookups and the per-rank bookkeeping done once.
+func (c *core) addMarkerRun(run *ingest.MarkerRun) {
+	// Until the rank is found, each span is looked up (and skipped) as a
+	// record of its own would be.
+	var job *jobState
+	var rb *rankBuffer
+	first := 0
+	for ; first < len(run.Spans); first++ {
+		if job, rb = c.rankOf(run.JobID, run.Rank, slices.Max(run.Spans[first].TimesNs)); rb != nil {
+			break
+		}
+	}
+	if rb == nil {
+		return
+	}
+	spans := run.Spans[first:]
+	markers, oldest, newest := 0, int64(math.MaxInt64), job.newestNs
+	for i := range spans {
+		times := spans[i].TimesNs
+		markers += len(times)
+		oldest, newest = min(oldest, slices.Min(times)), max(newest, slices.Max(times))
+	}
+	maxCap := c.cfg.Limits.MaxEventsPerRank
+	if rb.len()+markers > maxCap || oldest < cutoffAt(newest, c.cfg.Window) {
+		for i := first; i < len(run.Spans); i++ {
+			rec := run.Record(i)
+			c.addRecord(&rec)
+		}
+		return
+	}
+	session := rb.sessionIndex("")
+	for i := range spans {
+		m := markerEntry{session: session, ref: rb.spanRefCode(spans[i].Ref, maxCap)}
+		for _, ts := range spans[i].TimesNs {
+			m.TimestampNs = ts
+			rb.markers.push(m, maxCap)
+		}
+	}
+	job.newestNs = newest
+	c.events += markers
+	job.events += markers
+	c.batch.converted += int64(len(spans))
+	rb.frontNs = min(rb.frontNs, oldest)
+	c.trimLazily(job, rb)
+	c.noteRank(job, rb, run.WorldSize, run.Host)
 }
 
 // addSampleRun buffers the samples of one (job, rank) in time order, as

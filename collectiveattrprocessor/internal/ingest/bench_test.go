@@ -218,12 +218,13 @@ func BenchmarkConvertTraces(b *testing.B) {
 	c, clk := benchConverter()
 	records := 0
 	emit := func(*Record) { records++ }
+	emitMarkers := func(run *MarkerRun) { records += len(run.Spans) }
 	skip := func(Skip) {}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		batch := batches[i%benchBatches]
-		c.ConvertTraces(batch, emit, skip)
+		c.ConvertTraces(batch, emit, emitMarkers, skip)
 		i++
 		b.StopTimer()
 		pdatashift.Traces(batch, benchBatches*time.Second)

@@ -100,8 +100,10 @@ type Converter struct {
 	// rec is the Record handed to emit: emit reads it during the call and
 	// copies what it keeps, so no Record is copied or allocated per item.
 	rec Record
-	// markerRec is the Record of markers; its Event and PhaseSpan stay zero.
-	markerRec Record
+	// markerRun is the MarkerRun being built, its spans' times in
+	// markerTimes.
+	markerRun   MarkerRun
+	markerTimes []int64
 	// run is the SampleRun handed to ConvertMetrics' emit.
 	run SampleRun
 	// noZip turns the zip path of joinBatch off and noResourceMemo the

@@ -212,6 +212,11 @@ func FuzzConvert(f *testing.F) {
 			_ = run.Record(i)
 		}
 	}
+	expandMarkers := func(run *MarkerRun) {
+		for i := range run.Spans {
+			_ = run.Record(i)
+		}
+	}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
@@ -219,7 +224,7 @@ func FuzzConvert(f *testing.F) {
 			c.ConvertMetrics(md, expand, nopSkip)
 		}
 		if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
-			c.ConvertTraces(td, nop, nopSkip)
+			c.ConvertTraces(td, nop, expandMarkers, nopSkip)
 		}
 		if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
 			c.ConvertLogs(ld, nop, nopSkip)

@@ -39,17 +39,19 @@ type collected struct {
 	skips   []Skip
 }
 
-// emit keeps a copy of r; a marker record becomes one record per marker
-// time, so that the tests list marker times one by one.
-func (c *collected) emit(r *Record) {
-	if r.Kind != KindMarker {
-		c.records = append(c.records, *r)
-		return
-	}
-	for _, ts := range r.MarkerTimesNs {
-		m := *r
-		m.TimestampNs, m.MarkerTimesNs = ts, nil
-		c.records = append(c.records, m)
+// emit keeps a copy of r.
+func (c *collected) emit(r *Record) { c.records = append(c.records, *r) }
+
+// emitMarkers keeps each span of run as one record per marker time, so
+// that the tests list marker times one by one.
+func (c *collected) emitMarkers(run *MarkerRun) {
+	for i := range run.Spans {
+		r := run.Record(i)
+		for _, ts := range r.MarkerTimesNs {
+			m := r
+			m.TimestampNs, m.MarkerTimesNs = ts, nil
+			c.records = append(c.records, m)
+		}
 	}
 }
 func (c *collected) skip(s Skip) { c.skips = append(c.skips, s) }

@@ -42,8 +42,9 @@ type spanInfo struct {
 	path    pcommon.Value // phase.path when hasPath
 }
 
-// ConvertTraces turns the markers of a span into one KindMarker Record and
-// phase spans into KindPhaseSpan Records (contract §3.2). A marker span
+// ConvertTraces hands the markers of spans to emitMarkers, in one MarkerRun
+// per run of spans of one (job, rank), and phase spans to emit as
+// KindPhaseSpan Records (contract §3.2); both in input order. A marker span
 // (name or a string attribute value of the span or of its events matches a
 // collective token) gives a marker time at its start and one at its end,
 // equal or not, as the contract lists them: the reference counts every
@@ -58,7 +59,7 @@ type spanInfo struct {
 // batches are not seen (the processor keeps no span history): send
 // `phase.path`, or batch whole traces (e.g. groupbytrace), when nesting
 // matters.
-func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip func(Skip)) {
+func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	indexed := false
 	rss := td.ResourceSpans()
@@ -92,7 +93,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 					continue
 				}
 				if marker || markedEvents {
-					c.emitMarkers(sp, marker, start, end, nowNs, emit, skip)
+					c.emitMarkers(sp, marker, start, end, nowNs, emitMarkers, skip)
 				}
 				if !isPhase {
 					continue
@@ -111,10 +112,12 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), skip fun
 					skip(Skip{Reason: SkipInvalidValue, Detail: "phase.path holds no non-empty name"})
 					continue
 				}
+				c.flushMarkers(emitMarkers)
 				emit(c.phaseRecord(sp, path, start, end))
 			}
 		}
 	}
+	c.flushMarkers(emitMarkers)
 	if indexed {
 		clear(c.spanIdx)
 	}
@@ -209,15 +212,13 @@ func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
 	return false
 }
 
-// emitMarkers emits the marker times of sp: its start and end when it is a
-// marker span, and the time of each span event whose name matches.
-func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*Record), skip func(Skip)) {
-	// Markers carry no Event and no PhaseSpan: markerRec keeps those zero,
-	// so only the fields below are written instead of a whole Record.
-	rec := &c.markerRec
-	times := rec.MarkerTimesNs[:0]
+// emitMarkers adds the marker times of sp to the current marker run: its
+// start and end when it is a marker span, and the time of each span event
+// whose name matches.
+func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*MarkerRun), skip func(Skip)) {
+	from := len(c.markerTimes)
 	if markerSpan {
-		times = append(times, start, end)
+		c.markerTimes = append(c.markerTimes, start, end)
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
@@ -230,16 +231,12 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 			skip(Skip{Reason: SkipInvalidValue, Detail: "span event timestamp is missing or too far in the future"})
 			continue
 		}
-		times = append(times, ts)
+		c.markerTimes = append(c.markerTimes, ts)
 	}
-	rec.MarkerTimesNs = times
-	if len(times) == 0 {
+	if len(c.markerTimes) == from {
 		return // only events, every one with a bad timestamp
 	}
-	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host = KindMarker, c.id.job, c.id.rank, c.id.worldSize, c.id.host
-	rec.Marker = SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}
-	rec.TimestampNs = times[0]
-	emit(rec)
+	c.addMarkerSpan(SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}, from, emit)
 }
 
 // phaseRecord builds the phase span of sp. Sequence is the start time, so

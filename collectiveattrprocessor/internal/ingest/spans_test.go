@@ -3,11 +3,13 @@ package ingest
 import (
 	"encoding/hex"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/collectiveattr/collectiveattr/phase"
@@ -26,7 +28,7 @@ func convertTraces(t *testing.T, c *Converter, td ptrace.Traces) collected {
 	before, err := m.MarshalTraces(td)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertTraces(td, got.emit, got.skip)
+	c.ConvertTraces(td, got.emit, got.emitMarkers, got.skip)
 	after, err := m.MarshalTraces(td)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "input mutated")
@@ -132,4 +134,64 @@ func TestConvertTracesSpanJoinsDeviceMapping(t *testing.T) {
 	assert.Equal(t, "job-a", got.records[0].JobID)
 	assert.Equal(t, int64(3), got.records[0].Rank)
 	assert.Equal(t, int64(16), got.records[0].WorldSize)
+}
+
+// TestConvertTracesMarkerRuns: consecutive marker spans of one (job, rank)
+// are handed over as one run, in input order; a span of another rank, or a
+// phase span between them, starts a new run.
+func TestConvertTracesMarkerRuns(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("training.job.id", "j")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	add := func(id byte, name string, rank int64, events int) {
+		sp := spans.AppendEmpty()
+		sp.SetName(name)
+		sp.SetSpanID(pcommon.SpanID{id})
+		sp.SetStartTimestamp(pcommon.Timestamp(t0 + int64(id)*1000))
+		sp.SetEndTimestamp(pcommon.Timestamp(t0 + int64(id)*1000 + 10))
+		sp.Attributes().PutInt("training.rank", rank)
+		for e := range events {
+			ev := sp.Events().AppendEmpty()
+			ev.SetName("nccl:all_reduce")
+			ev.SetTimestamp(pcommon.Timestamp(t0 + int64(id)*1000 + 1 + int64(e)))
+		}
+	}
+	add(1, "nccl:all_reduce", 0, 1)
+	add(2, "nccl:all_gather", 1, 0)
+	add(3, "forward", 1, 2) // its events only
+	add(4, "nccl:broadcast", 0, 0)
+	add(5, "train_step", 0, 0) // a phase span
+	add(6, "nccl:reduce_scatter", 0, 0)
+
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train_step"}})
+	type span struct {
+		id    byte
+		times []int64
+	}
+	var runs [][]span
+	var ranks []int64
+	c.ConvertTraces(td, func(r *Record) { ranks = append(ranks, -1) }, func(run *MarkerRun) {
+		var got []span
+		for _, sp := range run.Spans {
+			got = append(got, span{sp.Ref.SpanID[0], slices.Clone(sp.TimesNs)})
+		}
+		runs = append(runs, got)
+		ranks = append(ranks, run.Rank)
+	}, func(s Skip) { t.Errorf("skip: %+v", s) })
+	at := func(id byte, d ...int64) []int64 {
+		var out []int64
+		for _, x := range d {
+			out = append(out, t0+int64(id)*1000+x)
+		}
+		return out
+	}
+	assert.Equal(t, [][]span{
+		{{1, at(1, 0, 10, 1)}},
+		{{2, at(2, 0, 10)}, {3, at(3, 1, 2)}},
+		{{4, at(4, 0, 10)}},
+		{{6, at(6, 0, 10)}},
+	}, runs)
+	assert.Equal(t, []int64{0, 1, 0, -1, 0}, ranks, "runs by rank, the phase span's record in its place")
 }
