@@ -61,10 +61,11 @@ type Converter struct {
 	// resID holds their scan (done on first need when a memo answered).
 	resAttrs   pcommon.Map
 	resScanned bool
-	// metricsMemo remembers, per resource position of a metrics batch, the
-	// identity and join buffer the resource resolved to (see resourceMemo);
-	// resMemo is the current resource's entry.
+	// metricsMemo and tracesMemo remember, per resource position of a
+	// batch of their signal, the identity (and join buffer) the resource
+	// resolved to (see resourceMemo); resMemo is the current resource's.
 	metricsMemo []resourceMemo
+	tracesMemo  []resourceMemo
 	resMemo     *resourceMemo
 	// seriesEpoch changes whenever a join buffer is forgotten, so that no
 	// memo hands out a forgotten one.
@@ -259,23 +260,27 @@ func (c *Converter) scanResource() {
 	}
 }
 
-// beginMetricsResource starts the i-th resource of a metrics batch. When it
-// is the resource its position held in an earlier batch, and that one named
-// its rank, the memo answers its identity and join buffer (itemSeries)
-// without scanning, resolving or looking anything up.
-func (c *Converter) beginMetricsResource(i int, attrs pcommon.Map, nowNs int64) {
+// beginResourceAt starts the i-th resource of a batch, memos being the
+// resource memos of its signal. When the resource is the one its position
+// held in an earlier batch, and that one named its rank, the memo answers
+// its identity (and, for metrics, its join buffer: itemSeries) without
+// scanning, resolving or looking anything up.
+func (c *Converter) beginResourceAt(memos *[]resourceMemo, i int, attrs pcommon.Map, nowNs int64) {
 	c.startResource(attrs)
 	if i >= maxResourceMemos || c.noResourceMemo {
 		return
 	}
-	if i >= len(c.metricsMemo) {
-		c.metricsMemo = append(c.metricsMemo, make([]resourceMemo, i+1-len(c.metricsMemo))...)
+	if i >= len(*memos) {
+		*memos = append(*memos, make([]resourceMemo, i+1-len(*memos))...)
 	}
-	m := &c.metricsMemo[i]
+	m := &(*memos)[i]
 	c.resMemo = m
-	if !m.holds(attrs, c.seriesEpoch) {
-		m.series = nil
+	if !m.holds(attrs) {
+		m.valid, m.series = false, nil
 		return
+	}
+	if m.series != nil && m.epoch != c.seriesEpoch {
+		m.series = nil // forgotten since: resolvedResource finds the new one
 	}
 	if nowNs-m.learnedNs >= int64(learnRefresh) || nowNs < m.learnedNs {
 		c.dev.learn(c.names, &m.id, nowNs)
@@ -285,17 +290,25 @@ func (c *Converter) beginMetricsResource(i int, attrs pcommon.Map, nowNs int64) 
 	c.fast.memoHits++
 }
 
-// resolvedResource records in the current resource's memo that its identity
-// alone resolved to join buffer s.
-func (c *Converter) resolvedResource(s *series, nowNs int64) {
+// rememberResource records the current resource's identity, just resolved
+// from its attributes alone, in its memo. Only a rank the resource names
+// itself is remembered: one joined by host and device follows the mapping,
+// which may change.
+func (c *Converter) rememberResource(nowNs int64) {
 	m := c.resMemo
-	// Only a rank the resource names itself: one joined by host and device
-	// follows the mapping, which may change.
-	if m == nil || m.series != nil || c.resReason != "" || !c.resScanned || !c.resID.found[fieldRank] {
+	if m == nil || m.valid || c.resReason != "" || !c.resScanned || !c.resID.found[fieldRank] {
 		return
 	}
 	if m.remember(c.resAttrs) {
-		m.id, m.series, m.learnedNs, m.epoch = c.resCache, s, nowNs, c.seriesEpoch
+		m.id, m.learnedNs, m.valid, m.series = c.resCache, nowNs, true, nil
+	}
+}
+
+// resolvedResource records in the current resource's memo that its identity
+// alone resolved to join buffer s.
+func (c *Converter) resolvedResource(s *series) {
+	if m := c.resMemo; m != nil && m.valid && m.series == nil {
+		m.series, m.epoch = s, c.seriesEpoch
 	}
 }
 
@@ -340,6 +353,7 @@ func (c *Converter) identifyByResource(nowNs int64) (SkipReason, string) {
 		c.resReason, c.resDetail = c.identify(nowNs)
 		c.resCache, c.resCached = c.id, true
 		c.idIsRes = true
+		c.rememberResource(nowNs)
 	case !c.idIsRes:
 		c.id = c.resCache
 		c.idGen++

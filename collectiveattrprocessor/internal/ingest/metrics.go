@@ -70,7 +70,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 					continue
 				}
 				if !resStarted {
-					c.beginMetricsResource(i, rm.Resource().Attributes(), nowNs)
+					c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
 					resStarted = true
 				}
 				unit := unitBytes
@@ -136,7 +136,7 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			}
 			if attrs.Len() == 0 {
 				resSeries = s
-				c.resolvedResource(s, nowNs)
+				c.resolvedResource(s)
 			}
 		}
 		if s.late(r, ts) {

@@ -15,15 +15,18 @@ const maxResourceMemos = 4096
 // batch, and comparing a resource's attributes with the memo of its
 // position costs a fraction of scanning, resolving, interning and looking
 // up its join buffer again. The attributes are copied, so no request memory
-// is pinned. A memo holds while the attributes are the same and its join
-// buffer has not been forgotten (epoch); the device mapping it names is
+// is pinned. A memo holds while the attributes are the same (its join
+// buffer, while not forgotten: epoch); the device mapping it names is
 // refreshed every learnRefresh, as without it.
 type resourceMemo struct {
 	attrs     []scalarAttr
 	id        identity
-	series    *series // nil: nothing remembered
+	valid     bool
 	learnedNs int64
-	epoch     uint64
+	// series is the join buffer of id (metrics; nil until known), valid
+	// while the Converter's seriesEpoch is epoch.
+	series *series
+	epoch  uint64
 }
 
 // scalarAttr is a copied string, int, double or bool attribute.
@@ -34,8 +37,8 @@ type scalarAttr struct {
 	num uint64 // int, double bits, or bool
 }
 
-func (m *resourceMemo) holds(attrs pcommon.Map, epoch uint64) bool {
-	if m.series == nil || m.epoch != epoch || len(m.attrs) != attrs.Len() {
+func (m *resourceMemo) holds(attrs pcommon.Map) bool {
+	if !m.valid || len(m.attrs) != attrs.Len() {
 		return false
 	}
 	j := 0
@@ -86,7 +89,6 @@ func (m *resourceMemo) remember(attrs pcommon.Map) bool {
 			}
 		default:
 			m.attrs = m.attrs[:0]
-			m.series = nil
 			return false
 		}
 		m.attrs = append(m.attrs, a)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // memoResource is a resource's attributes in the order they are sent.
@@ -66,10 +67,10 @@ func (r memoResource) putTo(m pcommon.Map) {
 	}
 }
 
-// TestResourceMemoMatchesResolving runs the same random batches through a
-// converter with the resource memo and one without, and checks after every
-// batch that both emitted the same samples and skips and hold the same
-// join buffers: resources mostly repeat at their position, and sometimes
+// TestResourceMemoMatchesResolving runs the same random metrics and traces
+// batches through a converter with the resource memos and one without, and
+// checks after every batch that both emitted the same records and skips
+// and hold the same join buffers: resources mostly repeat at their position, and sometimes
 // change, carry points with identity attributes of their own, or lose
 // their join buffers to the pending TTL.
 func TestResourceMemoMatchesResolving(t *testing.T) {
@@ -114,15 +115,37 @@ func TestResourceMemoMatchesResolving(t *testing.T) {
 				}
 			}
 		}
+		// The same resources' NCCL spans, some naming a rank of their own.
+		td := ptrace.NewTraces()
+		for i := range positions {
+			rs := td.ResourceSpans().AppendEmpty()
+			positions[i].putTo(rs.Resource().Attributes())
+			spans := rs.ScopeSpans().AppendEmpty().Spans()
+			for p := range 2 {
+				sp := spans.AppendEmpty()
+				sp.SetName("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+				sp.SetSpanID(pcommon.SpanID{byte(i), byte(p), byte(batch), byte(batch >> 8)})
+				sp.SetStartTimestamp(pcommon.Timestamp(ts + int64(p)*int64(10*time.Millisecond)))
+				sp.SetEndTimestamp(pcommon.Timestamp(ts + int64(p)*int64(10*time.Millisecond) + 1000))
+				if rng.IntN(20) == 0 { // another rank's span, with its device
+					rank := int64(rng.IntN(3))
+					sp.Attributes().PutInt("training.rank", rank)
+					sp.Attributes().PutStr("host.name", fmt.Sprintf("node-%d", rank))
+					sp.Attributes().PutInt("gpu.index", rank)
+				}
+			}
+		}
 		ts += int64(100 * time.Millisecond)
 		now := time.Unix(0, ts).Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		mclk.t, pclk.t = now, now
 		before := memo.fast.memoHits
 		want := convertMetrics(t, plain, md)
 		got := convertMetrics(t, memo, md)
-		hits += int(memo.fast.memoHits - before)
 		require.Equal(t, want, got, "batch %d", batch)
 		require.Equal(t, snapshot(plain), snapshot(memo), "batch %d", batch)
+		want, got = convertTraces(t, plain, td), convertTraces(t, memo, td)
+		require.Equal(t, want, got, "batch %d traces", batch)
+		hits += int(memo.fast.memoHits - before)
 		if batch%30 == 29 {
 			mclk.advance(3 * time.Second)
 			pclk.advance(3 * time.Second)
@@ -130,5 +153,5 @@ func TestResourceMemoMatchesResolving(t *testing.T) {
 		}
 	}
 	require.Zero(t, plain.fast.memoHits)
-	require.Greater(t, hits, 2000, "resources answered by the memo")
+	require.Greater(t, hits, 4000, "resources answered by the memo")
 }

@@ -65,7 +65,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		resScanned := false
+		resStarted := false
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
@@ -84,9 +84,9 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					skip(Skip{Reason: SkipInvalidValue, Detail: "span start/end is missing, reversed or too far in the future"})
 					continue
 				}
-				if !resScanned {
-					c.beginResource(rs.Resource().Attributes())
-					resScanned = true
+				if !resStarted {
+					c.beginResourceAt(&c.tracesMemo, i, rs.Resource().Attributes(), nowNs)
+					resStarted = true
 				}
 				if reason, detail := c.identifyScanned(nowNs); reason != "" {
 					skip(Skip{Reason: reason, Detail: detail})
