@@ -58,6 +58,13 @@ type rankBuffer struct {
 	sessions  []string
 	compactAt int
 	markers   ring[markerEntry]
+	// samplesDisordered and markersDisordered say an entry of the ring is
+	// older than one pushed before it (until the ring empties); while not,
+	// a trim finds its cut by binary search. A rank's samples and markers
+	// nearly always arrive in time order. lastSampleNs and lastMarkerNs are
+	// the times pushed last.
+	samplesDisordered, markersDisordered bool
+	lastSampleNs, lastMarkerNs           int64
 	// spanRefs are the spans of the buffered markers, in marker order;
 	// refFront is the sequence number of its front entry. Marker sequence
 	// numbers never decrease along the markers ring, so a span leaves the
@@ -133,7 +140,29 @@ func (rb *rankBuffer) compactSessions() {
 
 // pushMarker buffers a marker of span ref (zero: none).
 func (rb *rankBuffer) pushMarker(ts int64, ref ingest.SpanRef, session uint32, maxCap int) {
-	rb.markers.push(markerEntry{TimestampNs: ts, ref: rb.spanRefCode(ref, maxCap), session: session}, maxCap)
+	rb.pushMarkerEntry(markerEntry{TimestampNs: ts, ref: rb.spanRefCode(ref, maxCap), session: session}, maxCap)
+}
+
+// pushMarkerEntry buffers a marker entry, keeping track of the ring's order.
+func (rb *rankBuffer) pushMarkerEntry(m markerEntry, maxCap int) {
+	if rb.markers.len() == 0 {
+		rb.markersDisordered = false
+	} else if m.TimestampNs < rb.lastMarkerNs {
+		rb.markersDisordered = true
+	}
+	rb.lastMarkerNs = m.TimestampNs
+	rb.markers.push(m, maxCap)
+}
+
+// pushSampleEntry buffers a sample entry, keeping track of the ring's order.
+func (rb *rankBuffer) pushSampleEntry(e sampleEntry, maxCap int) {
+	if rb.samples.len() == 0 {
+		rb.samplesDisordered = false
+	} else if e.TimestampNs < rb.lastSampleNs {
+		rb.samplesDisordered = true
+	}
+	rb.lastSampleNs = e.TimestampNs
+	rb.samples.push(e, maxCap)
 }
 
 // spanRefCode returns the ref of a marker of span ref (0 for none), adding
@@ -184,7 +213,7 @@ func (rb *rankBuffer) markerRef(m *markerEntry) (ingest.SpanRef, bool) {
 }
 
 func (rb *rankBuffer) pushSample(s attribution.Sample, maxCap int) {
-	rb.samples.push(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, maxCap)
+	rb.pushSampleEntry(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, maxCap)
 }
 
 func (rb *rankBuffer) len() int {
@@ -258,8 +287,12 @@ func (rb *rankBuffer) trim(cutoffNs int64) int {
 	}
 	dropped := 0
 	k := 0
-	for k < rb.samples.len() && rb.samples.at(k).TimestampNs < cutoffNs {
-		k++
+	if !rb.samplesDisordered {
+		k = olderInOrder(&rb.samples, cutoffNs, func(e *sampleEntry) int64 { return e.TimestampNs })
+	} else {
+		for k < rb.samples.len() && rb.samples.at(k).TimestampNs < cutoffNs {
+			k++
+		}
 	}
 	rb.samples.dropFront(k)
 	dropped += k
@@ -290,19 +323,20 @@ func (rb *rankBuffer) trim(cutoffNs int64) int {
 // remaining marker refers to.
 func (rb *rankBuffer) trimMarkers(cutoffNs int64) int {
 	k := 0
-	var lastRef uint32
-	for k < rb.markers.len() {
-		m := rb.markers.at(k)
-		if m.TimestampNs >= cutoffNs {
-			break
+	if !rb.markersDisordered {
+		k = olderInOrder(&rb.markers, cutoffNs, func(m *markerEntry) int64 { return m.TimestampNs })
+	} else {
+		for k < rb.markers.len() && rb.markers.at(k).TimestampNs < cutoffNs {
+			k++
 		}
-		if m.ref != 0 {
-			lastRef = m.ref
-		}
-		k++
 	}
 	if k == 0 {
 		return 0
+	}
+	// The last dropped marker with a span.
+	var lastRef uint32
+	for i := k - 1; i >= 0 && lastRef == 0; i-- {
+		lastRef = rb.markers.at(i).ref
 	}
 	rb.markers.dropFront(k)
 	if rb.markers.len() == 0 {

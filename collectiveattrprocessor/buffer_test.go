@@ -63,3 +63,87 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimDropsWhatAScanWould pushes samples and markers (some with spans)
+// mostly in time order, sometimes out of it, trims at random cutoffs, and
+// checks after every trim that the rings hold what dropping their front
+// entries older than the cutoff one by one leaves (the binary search is
+// used only while a ring is in order) and that every marker still resolves
+// to its own span.
+func TestTrimDropsWhatAScanWould(t *testing.T) {
+	const maxCap = 256
+	rng := rand.New(rand.NewPCG(3, 4))
+	rb := &rankBuffer{}
+	type marker struct {
+		ts  int64
+		ref ingest.SpanRef
+	}
+	var samples []int64
+	var markers []marker
+	ts, span := int64(1000), byte(0)
+	disordered := 0
+	for step := range 20000 {
+		switch rng.IntN(10) {
+		case 0, 1, 2, 3:
+			ts += int64(rng.IntN(5))
+			at := ts
+			if rng.IntN(50) == 0 {
+				at -= int64(rng.IntN(40)) // late
+			}
+			rb.pushSampleEntry(sampleEntry{TimestampNs: at}, maxCap)
+			rb.frontNs = min(rb.frontNs, at) // as the core keeps it
+			samples = append(samples, at)
+		case 4, 5, 6, 7:
+			ts += int64(rng.IntN(5))
+			var ref ingest.SpanRef
+			if rng.IntN(4) != 0 {
+				span++
+				ref = ingest.SpanRef{SpanID: [8]byte{span, byte(step)}}
+			}
+			at := ts
+			if rng.IntN(50) == 0 {
+				at -= int64(rng.IntN(40))
+			}
+			for range 1 + rng.IntN(2) {
+				rb.pushMarker(at, ref, 0, maxCap)
+				markers = append(markers, marker{at, ref})
+			}
+			rb.frontNs = min(rb.frontNs, at)
+		default:
+			cutoff := ts - int64(rng.IntN(60))
+			if rb.samplesDisordered || rb.markersDisordered {
+				disordered++
+			}
+			dropped := rb.trim(cutoff)
+			want := 0
+			for len(samples) > 0 && samples[0] < cutoff {
+				samples, want = samples[1:], want+1
+			}
+			for len(markers) > 0 && markers[0].ts < cutoff {
+				markers, want = markers[1:], want+1
+			}
+			require.Equal(t, want, dropped, "step %d", step)
+		}
+		for len(samples) > maxCap {
+			rb.samples.popFront()
+			samples = samples[1:]
+		}
+		for len(markers) > maxCap {
+			rb.popMarker()
+			markers = markers[1:]
+		}
+		require.Equal(t, len(samples), rb.samples.len(), "step %d", step)
+		for i, want := range samples {
+			require.Equal(t, want, rb.samples.at(i).TimestampNs, "step %d", step)
+		}
+		require.Equal(t, len(markers), rb.markers.len(), "step %d", step)
+		for i, want := range markers {
+			m := rb.markers.at(i)
+			ref, _ := rb.markerRef(m)
+			require.Equal(t, want, marker{m.TimestampNs, ref}, "step %d marker %d", step, i)
+		}
+	}
+	t.Logf("%d trims of rings out of order", disordered)
+	require.Positive(t, disordered, "trims of rings out of order")
+	require.Less(t, disordered, 4000, "trims of rings in order")
+}

@@ -361,7 +361,7 @@ func (c *core) addMarkerRun(run *ingest.MarkerRun) {
 		m := markerEntry{session: session, ref: rb.spanRefCode(spans[i].Ref, maxCap)}
 		for _, ts := range spans[i].TimesNs {
 			m.TimestampNs = ts
-			rb.markers.push(m, maxCap)
+			rb.pushMarkerEntry(m, maxCap)
 		}
 	}
 	job.newestNs = newest
@@ -404,7 +404,7 @@ func (c *core) addSampleRun(run *ingest.SampleRun) {
 	// in time order, so none is stale once the first is not.
 	for i := range samples {
 		p := &samples[i]
-		rb.samples.push(sampleEntryOf(p, session), maxCap)
+		rb.pushSampleEntry(sampleEntryOf(p, session), maxCap)
 		c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
 	}
 	n := len(samples)
@@ -427,7 +427,7 @@ func (c *core) addSamplesOneByOne(job *jobState, rb *rankBuffer, run *ingest.Sam
 		ts := p.TimestampNs
 		job.newestNs = max(job.newestNs, ts)
 		c.makeRoom(job, rb)
-		rb.samples.push(sampleEntryOf(p, session), c.cfg.Limits.MaxEventsPerRank)
+		rb.pushSampleEntry(sampleEntryOf(p, session), c.cfg.Limits.MaxEventsPerRank)
 		c.addHidden(run.JobID, run.Rank, ts, p.DeviceUsed, p.AllocatorReserved)
 		c.added(job, rb, 1, ts)
 	}
@@ -568,7 +568,7 @@ func (c *core) pushMarkers(job *jobState, rb *rankBuffer, rec *ingest.Record) in
 		m.ref = rb.spanRefCode(rec.Marker, maxCap)
 		for _, ts := range times {
 			m.TimestampNs = ts
-			rb.markers.push(m, maxCap)
+			rb.pushMarkerEntry(m, maxCap)
 		}
 		rb.frontNs = min(rb.frontNs, oldest)
 		return len(times)

@@ -83,3 +83,19 @@ func (r *ring[T]) dropFront(k int) {
 	}
 	r.n -= k
 }
+
+// olderInOrder returns how many front elements have a time (ts) before
+// cutoffNs, for a ring whose times never decrease from front to back: a
+// binary search, where a scan would read every element it drops.
+func olderInOrder[T any](r *ring[T], cutoffNs int64, ts func(*T) int64) int {
+	lo, hi := 0, r.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ts(r.at(m)) < cutoffNs {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
