@@ -12,10 +12,6 @@ type batchPoint struct {
 	role  role
 }
 
-// maxKeptBatch is the largest batch log a series keeps between calls: a
-// rare huge batch does not pin its memory.
-const maxKeptBatch = 4096
-
 // joinBatch joins the points s received in this call and hands the samples
 // they form to emit. The common batch takes the zip path; any other is
 // added row by row (add) and joined by formSamples, exactly as the points
@@ -27,11 +23,7 @@ func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), ski
 		}
 		c.formSamples(s, emit, skip)
 	}
-	if cap(s.batch) > maxKeptBatch {
-		s.batch = nil
-	} else {
-		s.batch = s.batch[:0]
-	}
+	s.batch = keptScratch(s.batch)
 }
 
 // zipBatch forms the samples of the common batch without building the rows

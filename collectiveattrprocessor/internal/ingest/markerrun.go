@@ -58,7 +58,22 @@ func (c *Converter) flushMarkers(emit func(*MarkerRun)) {
 	if len(c.markerRun.Spans) > 0 {
 		emit(&c.markerRun)
 	}
+	// The spans' times point into markerTimes, which may be dropped.
 	clear(c.markerRun.Spans)
-	c.markerRun.Spans = c.markerRun.Spans[:0]
-	c.markerTimes = c.markerTimes[:0]
+	c.markerRun.Spans = keptScratch(c.markerRun.Spans)
+	c.markerTimes = keptScratch(c.markerTimes)
+}
+
+// maxKeptScratch is the most elements a reused per-call buffer keeps
+// between calls: one huge batch does not pin its memory.
+const maxKeptScratch = 4096
+
+// keptScratch empties a reused buffer, dropping it when it grew past
+// maxKeptScratch. Its elements are left as they are: clear those that
+// point elsewhere first.
+func keptScratch[T any](buf []T) []T {
+	if cap(buf) > maxKeptScratch {
+		return nil
+	}
+	return buf[:0]
 }

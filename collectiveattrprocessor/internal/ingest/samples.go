@@ -378,6 +378,7 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 	if len(run.Samples) > 0 {
 		emit(run)
 	}
+	run.Samples = keptScratch(run.Samples)
 }
 
 // addSample appends to run the sample at ts of the joined values vals (has:
