@@ -25,9 +25,10 @@
 //     counted by bound (`window`, `max_events_per_rank`). Skipped items still
 //     pass through. Entries that fall out of the window are dropped from a
 //     rank once they are window/32 behind it (a run at a time, cheaper than
-//     one per record) and from every rank at each evaluation, which sees
-//     exactly the window; between ticks the buffered-events gauge may count
-//     up to ~3% more than the window holds.
+//     one per record; checked once per batch of a rank's samples or marker
+//     spans) and from every rank at each evaluation, which sees exactly the
+//     window; between ticks the buffered-events gauge may count up to ~3%
+//     more than the window holds.
 //   - Evaluation. Every `evaluation_interval` each job with new data is
 //     evaluated over its buffers (with `emit: on_job_end`, which emits nothing
 //     before the job ends, only jobs that end are evaluated). A job idle for
