@@ -328,16 +328,7 @@ func (c *core) addRecord(rec *ingest.Record) {
 // their markers and none is stale even against the run's newest time, they
 // are pushed with the lookups and the per-rank bookkeeping done once.
 func (c *core) addMarkerRun(run *ingest.MarkerRun) {
-	// Until the rank is found, each span is looked up (and skipped) as a
-	// record of its own would be.
-	var job *jobState
-	var rb *rankBuffer
-	first := 0
-	for ; first < len(run.Spans); first++ {
-		if job, rb = c.rankOf(run.JobID, run.Rank, slices.Max(run.Spans[first].TimesNs)); rb != nil {
-			break
-		}
-	}
+	first, job, rb := c.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
 	if rb == nil {
 		return
 	}
@@ -364,12 +355,7 @@ func (c *core) addMarkerRun(run *ingest.MarkerRun) {
 			rb.pushMarkerEntry(m, maxCap)
 		}
 	}
-	job.newestNs = newest
-	c.events += markers
-	job.events += markers
-	c.batch.converted += int64(len(spans))
-	rb.frontNs = min(rb.frontNs, oldest)
-	c.trimLazily(job, rb)
+	c.addedRun(job, rb, len(spans), markers, oldest, newest)
 	c.noteRank(job, rb, run.WorldSize, run.Host)
 }
 
@@ -377,16 +363,7 @@ func (c *core) addMarkerRun(run *ingest.MarkerRun) {
 // addRecord would buffer each as a KindSample Record, with the lookups and
 // the per-rank bookkeeping done once per run.
 func (c *core) addSampleRun(run *ingest.SampleRun) {
-	// Until the rank is found, each sample is looked up (and skipped) as a
-	// record of its own would be.
-	var job *jobState
-	var rb *rankBuffer
-	first := 0
-	for ; first < len(run.Samples); first++ {
-		if job, rb = c.rankOf(run.JobID, run.Rank, run.Samples[first].TimestampNs); rb != nil {
-			break
-		}
-	}
+	first, job, rb := c.firstRanked(run.JobID, run.Rank, len(run.Samples), func(i int) int64 { return run.Samples[i].TimestampNs })
 	if rb == nil {
 		return
 	}
@@ -407,13 +384,7 @@ func (c *core) addSampleRun(run *ingest.SampleRun) {
 		rb.pushSampleEntry(sampleEntryOf(p, session), maxCap)
 		c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
 	}
-	n := len(samples)
-	job.newestNs = max(job.newestNs, samples[n-1].TimestampNs)
-	c.events += n
-	job.events += n
-	c.batch.converted += int64(n)
-	rb.frontNs = min(rb.frontNs, samples[0].TimestampNs)
-	c.trimLazily(job, rb)
+	c.addedRun(job, rb, len(samples), len(samples), samples[0].TimestampNs, samples[len(samples)-1].TimestampNs)
 	c.noteRank(job, rb, run.WorldSize, run.Host)
 }
 
@@ -441,6 +412,31 @@ func sampleEntryOf(p *ingest.SamplePoint, session uint32) sampleEntry {
 		e.TotalBytes = p.DeviceTotal
 	}
 	return e
+}
+
+// firstRanked returns the index of the first of n records of one job and
+// rank (record i at time tsOf(i)) whose rank is found, and the job and rank;
+// each record before it is skipped, as rankOf skips a record. rb is nil
+// when none is found.
+func (c *core) firstRanked(jobID string, rank int64, n int, tsOf func(int) int64) (int, *jobState, *rankBuffer) {
+	for i := range n {
+		if job, rb := c.rankOf(jobID, rank, tsOf(i)); rb != nil {
+			return i, job, rb
+		}
+	}
+	return n, nil, nil
+}
+
+// addedRun accounts for a run of records (entries pushed to rb, their
+// times from oldestNs to newestNs) pushed at once: the job's newest time
+// moves before the lazy trim, as it does per record.
+func (c *core) addedRun(job *jobState, rb *rankBuffer, records, entries int, oldestNs, newestNs int64) {
+	job.newestNs = max(job.newestNs, newestNs)
+	c.events += entries
+	job.events += entries
+	c.batch.converted += int64(records)
+	rb.frontNs = min(rb.frontNs, oldestNs)
+	c.trimLazily(job, rb)
 }
 
 // rankOf returns the job and rank buffer of a record at ts, or nil rb when
