@@ -52,19 +52,12 @@ type otherEntry struct {
 // rankBuffer is everything buffered for one (job, rank). Its rings together
 // hold at most max_events_per_rank entries; each ring is in arrival order.
 type rankBuffer struct {
-	samples ring[sampleEntry]
+	samples timedRing[sampleEntry]
 	// sessions are the distinct session ids ("": none) of the rank's
 	// samples, markers and other entries.
 	sessions  []string
 	compactAt int
-	markers   ring[markerEntry]
-	// samplesDisordered and markersDisordered say an entry of the ring is
-	// older than one pushed before it (until the ring empties); while not,
-	// a trim finds its cut by binary search. A rank's samples and markers
-	// nearly always arrive in time order. lastSampleNs and lastMarkerNs are
-	// the times pushed last.
-	samplesDisordered, markersDisordered bool
-	lastSampleNs, lastMarkerNs           int64
+	markers   timedRing[markerEntry]
 	// spanRefs are the spans of the buffered markers, in marker order;
 	// refFront is the sequence number of its front entry. Marker sequence
 	// numbers never decrease along the markers ring, so a span leaves the
@@ -140,29 +133,7 @@ func (rb *rankBuffer) compactSessions() {
 
 // pushMarker buffers a marker of span ref (zero: none).
 func (rb *rankBuffer) pushMarker(ts int64, ref ingest.SpanRef, session uint32, maxCap int) {
-	rb.pushMarkerEntry(markerEntry{TimestampNs: ts, ref: rb.spanRefCode(ref, maxCap), session: session}, maxCap)
-}
-
-// pushMarkerEntry buffers a marker entry, keeping track of the ring's order.
-func (rb *rankBuffer) pushMarkerEntry(m markerEntry, maxCap int) {
-	if rb.markers.len() == 0 {
-		rb.markersDisordered = false
-	} else if m.TimestampNs < rb.lastMarkerNs {
-		rb.markersDisordered = true
-	}
-	rb.lastMarkerNs = m.TimestampNs
-	rb.markers.push(m, maxCap)
-}
-
-// pushSampleEntry buffers a sample entry, keeping track of the ring's order.
-func (rb *rankBuffer) pushSampleEntry(e sampleEntry, maxCap int) {
-	if rb.samples.len() == 0 {
-		rb.samplesDisordered = false
-	} else if e.TimestampNs < rb.lastSampleNs {
-		rb.samplesDisordered = true
-	}
-	rb.lastSampleNs = e.TimestampNs
-	rb.samples.push(e, maxCap)
+	rb.markers.push(markerEntry{TimestampNs: ts, ref: rb.spanRefCode(ref, maxCap), session: session}, ts, maxCap)
 }
 
 // spanRefCode returns the ref of a marker of span ref (0 for none), adding
@@ -213,7 +184,7 @@ func (rb *rankBuffer) markerRef(m *markerEntry) (ingest.SpanRef, bool) {
 }
 
 func (rb *rankBuffer) pushSample(s attribution.Sample, maxCap int) {
-	rb.pushSampleEntry(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, maxCap)
+	rb.samples.push(sampleEntry{TimestampNs: s.TimestampNs, GapBytes: s.GapBytes, TotalBytes: s.TotalBytes, session: rb.sessionIndex(s.SessionID)}, s.TimestampNs, maxCap)
 }
 
 func (rb *rankBuffer) len() int {
@@ -286,14 +257,7 @@ func (rb *rankBuffer) trim(cutoffNs int64) int {
 		return 0
 	}
 	dropped := 0
-	k := 0
-	if !rb.samplesDisordered {
-		k = olderInOrder(&rb.samples, cutoffNs, func(e *sampleEntry) int64 { return e.TimestampNs })
-	} else {
-		for k < rb.samples.len() && rb.samples.at(k).TimestampNs < cutoffNs {
-			k++
-		}
-	}
+	k := rb.samples.older(cutoffNs, func(e *sampleEntry) int64 { return e.TimestampNs })
 	rb.samples.dropFront(k)
 	dropped += k
 	dropped += rb.trimMarkers(cutoffNs)
@@ -322,14 +286,7 @@ func (rb *rankBuffer) trim(cutoffNs int64) int {
 // trimMarkers drops the front markers older than cutoffNs and the spans no
 // remaining marker refers to.
 func (rb *rankBuffer) trimMarkers(cutoffNs int64) int {
-	k := 0
-	if !rb.markersDisordered {
-		k = olderInOrder(&rb.markers, cutoffNs, func(m *markerEntry) int64 { return m.TimestampNs })
-	} else {
-		for k < rb.markers.len() && rb.markers.at(k).TimestampNs < cutoffNs {
-			k++
-		}
-	}
+	k := rb.markers.older(cutoffNs, func(m *markerEntry) int64 { return m.TimestampNs })
 	if k == 0 {
 		return 0
 	}

@@ -90,7 +90,7 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				at -= int64(rng.IntN(40)) // late
 			}
-			rb.pushSampleEntry(sampleEntry{TimestampNs: at}, maxCap)
+			rb.samples.push(sampleEntry{TimestampNs: at}, at, maxCap)
 			rb.frontNs = min(rb.frontNs, at) // as the core keeps it
 			samples = append(samples, at)
 		case 4, 5, 6, 7:
@@ -111,7 +111,7 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 			rb.frontNs = min(rb.frontNs, at)
 		default:
 			cutoff := ts - int64(rng.IntN(60))
-			if rb.samplesDisordered || rb.markersDisordered {
+			if rb.samples.disordered || rb.markers.disordered {
 				disordered++
 			}
 			dropped := rb.trim(cutoff)

@@ -352,7 +352,7 @@ func (c *core) addMarkerRun(run *ingest.MarkerRun) {
 		m := markerEntry{session: session, ref: rb.spanRefCode(spans[i].Ref, maxCap)}
 		for _, ts := range spans[i].TimesNs {
 			m.TimestampNs = ts
-			rb.pushMarkerEntry(m, maxCap)
+			rb.markers.push(m, ts, maxCap)
 		}
 	}
 	c.addedRun(job, rb, len(spans), markers, oldest, newest)
@@ -381,7 +381,7 @@ func (c *core) addSampleRun(run *ingest.SampleRun) {
 	// in time order, so none is stale once the first is not.
 	for i := range samples {
 		p := &samples[i]
-		rb.pushSampleEntry(sampleEntryOf(p, session), maxCap)
+		rb.samples.push(sampleEntryOf(p, session), p.TimestampNs, maxCap)
 		c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
 	}
 	c.addedRun(job, rb, len(samples), len(samples), samples[0].TimestampNs, samples[len(samples)-1].TimestampNs)
@@ -398,7 +398,7 @@ func (c *core) addSamplesOneByOne(job *jobState, rb *rankBuffer, run *ingest.Sam
 		ts := p.TimestampNs
 		job.newestNs = max(job.newestNs, ts)
 		c.makeRoom(job, rb)
-		rb.pushSampleEntry(sampleEntryOf(p, session), c.cfg.Limits.MaxEventsPerRank)
+		rb.samples.push(sampleEntryOf(p, session), ts, c.cfg.Limits.MaxEventsPerRank)
 		c.addHidden(run.JobID, run.Rank, ts, p.DeviceUsed, p.AllocatorReserved)
 		c.added(job, rb, 1, ts)
 	}
@@ -564,7 +564,7 @@ func (c *core) pushMarkers(job *jobState, rb *rankBuffer, rec *ingest.Record) in
 		m.ref = rb.spanRefCode(rec.Marker, maxCap)
 		for _, ts := range times {
 			m.TimestampNs = ts
-			rb.pushMarkerEntry(m, maxCap)
+			rb.markers.push(m, ts, maxCap)
 		}
 		rb.frontNs = min(rb.frontNs, oldest)
 		return len(times)

@@ -84,14 +84,43 @@ func (r *ring[T]) dropFront(k int) {
 	r.n -= k
 }
 
-// olderInOrder returns how many front elements have a time (ts) before
-// cutoffNs, for a ring whose times never decrease from front to back: a
-// binary search, where a scan would read every element it drops.
-func olderInOrder[T any](r *ring[T], cutoffNs int64, ts func(*T) int64) int {
+// timedRing is a ring of entries with an event time. It notes whether an
+// entry older than one pushed before it has arrived since the ring was last
+// empty; while none has (a rank's samples and markers nearly always arrive
+// in time order), older finds a trim's cut by binary search instead of
+// reading every entry the trim drops, long out of cache by then.
+type timedRing[T any] struct {
+	ring[T]
+	disordered bool
+	lastNs     int64 // the time pushed last
+}
+
+// push appends v, of time ts (it hides ring.push, so that no entry skips
+// the order tracking).
+func (r *timedRing[T]) push(v T, ts int64, maxCap int) {
+	if r.n == 0 {
+		r.disordered = false
+	} else if ts < r.lastNs {
+		r.disordered = true
+	}
+	r.lastNs = ts
+	r.ring.push(v, maxCap)
+}
+
+// older returns how many front entries have a time (tsOf) before cutoffNs:
+// the ones a trim drops.
+func (r *timedRing[T]) older(cutoffNs int64, tsOf func(*T) int64) int {
+	if r.disordered {
+		k := 0
+		for k < r.n && tsOf(r.at(k)) < cutoffNs {
+			k++
+		}
+		return k
+	}
 	lo, hi := 0, r.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if ts(r.at(m)) < cutoffNs {
+		if tsOf(r.at(m)) < cutoffNs {
 			lo = m + 1
 		} else {
 			hi = m
