@@ -207,6 +207,19 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 	}}, metricdatatest.IgnoreTimestamp())
 }
 
+// sampleTimes returns, under the lock, the times of the samples buffered
+// for (job, rank), oldest first.
+func sampleTimes(c *core, job string, rank int64) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var times []int64
+	rb := c.jobs[job].ranks[rank]
+	for i := range rb.samples.len() {
+		times = append(times, rb.samples.at(i).TimestampNs)
+	}
+	return times
+}
+
 // samplesMetrics is one batch of device-used and allocator-reserved gauges
 // of one rank, a point of each at every time.
 func samplesMetrics(job string, rank int64, times ...int64) pmetric.Metrics {
@@ -249,15 +262,10 @@ func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 1, base+71*sec, base+72*sec, base+73*sec)))
 
 	c := p.logs.core
+	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, sampleTimes(c, "w", 0))
 	c.mu.Lock()
-	var times []int64
-	rb := c.jobs["w"].ranks[0]
-	for i := range rb.samples.len() {
-		times = append(times, rb.samples.at(i).TimestampNs)
-	}
 	ranks, newest := len(c.jobs["w"].ranks), c.jobs["w"].newestNs
 	c.mu.Unlock()
-	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, times)
 	assert.Equal(t, 1, ranks)
 	assert.Equal(t, base+75*sec, newest)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{
@@ -284,15 +292,7 @@ func TestSamplesFromMetricsOnAFullRank(t *testing.T) {
 	}
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("full", 0, times...)))
 
-	c := p.logs.core
-	c.mu.Lock()
-	var kept []int64
-	rb := c.jobs["full"].ranks[0]
-	for i := range rb.samples.len() {
-		kept = append(kept, rb.samples.at(i).TimestampNs)
-	}
-	c.mu.Unlock()
-	assert.Equal(t, times[6:], kept)
+	assert.Equal(t, times[6:], sampleTimes(p.logs.core, "full", 0))
 	assertEvicted(t, tel, "max_events_per_rank", 6)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 10},
