@@ -81,9 +81,11 @@ type Config struct {
 	// dropped without forming a sample is counted as unjoinable.
 	PendingTTL time.Duration
 	// MaxPendingRows bounds the distinct timestamps whose points are
-	// buffered per (job, rank) (default 256: 25.6 s of 10 Hz data, so that
-	// device metrics that reach the processor seconds after the allocator's
-	// still find their partners).
+	// buffered per (job, rank) between calls (default 256: 25.6 s of 10 Hz
+	// data, so that device metrics that reach the processor seconds after
+	// the allocator's still find their partners). Within a call, a rank's
+	// points are first logged as they come (the log is as large as the
+	// batch, and is dropped after the call when it grew large).
 	MaxPendingRows int
 	// MaxSeries bounds the number of (job, rank) join buffers (default 65536).
 	// Points of a new (job, rank) beyond it are skipped as over_limit.
