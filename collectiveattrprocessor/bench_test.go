@@ -205,11 +205,15 @@ type consumeBench[T any] struct {
 	marshal   func(T) ([]byte, error)
 	unmarshal func([]byte) (T, error)
 	baseline  func(w *walkingProcessor, batch T) error
-	create    func(b *testing.B) (consume func(T) error, shutdown func())
+	// convert runs the ingest converter alone, the processor without its
+	// core: the split of the processor's cost between the two.
+	convert func(conv *ingest.Converter, batch T)
+	create  func(b *testing.B) (consume func(T) error, shutdown func())
 }
 
-// run reports ns per item for the pass-through baseline and for the
-// processor on the same batches; compare the two sub-benchmarks of one run.
+// run reports ns per item for the pass-through baseline, for the converter
+// alone and for the processor on the same batches; compare the
+// sub-benchmarks of one run.
 //
 // With wire false the processors get the batches as pdata and the baseline
 // is the walking processor: the processor's own cost per item against the
@@ -279,6 +283,12 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 		w := &walkingProcessor{metrics: consumertest.NewNop(), traces: consumertest.NewNop()}
 		return func(batch T) error { return cb.baseline(w, batch) }, func() {}
 	})
+	if !wire {
+		measure("converter", 0, func(*testing.B) (func(T) error, func()) {
+			conv := ingest.NewConverter(benchConfig().ingestConfig(), time.Now)
+			return func(batch T) error { cb.convert(conv, batch); return nil }, func() {}
+		})
+	}
 	measure("collectiveattr", 310, cb.create)
 }
 
@@ -290,6 +300,9 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 	unmarshal: (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics,
 	baseline: func(w *walkingProcessor, md pmetric.Metrics) error {
 		return w.ConsumeMetrics(context.Background(), md)
+	},
+	convert: func(conv *ingest.Converter, md pmetric.Metrics) {
+		conv.ConvertMetrics(md, func(*ingest.SampleRun) {}, func(ingest.Skip) {})
 	},
 	create: func(b *testing.B) (func(pmetric.Metrics) error, func()) {
 		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
@@ -309,6 +322,9 @@ var tracesBench = consumeBench[ptrace.Traces]{
 	unmarshal: (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces,
 	baseline: func(w *walkingProcessor, td ptrace.Traces) error {
 		return w.ConsumeTraces(context.Background(), td)
+	},
+	convert: func(conv *ingest.Converter, td ptrace.Traces) {
+		conv.ConvertTraces(td, func(*ingest.Record) {}, func(*ingest.MarkerRun) {}, func(ingest.Skip) {})
 	},
 	create: func(b *testing.B) (func(ptrace.Traces) error, func()) {
 		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
