@@ -30,7 +30,7 @@ type Converter struct {
 	// batch, and one string compare costs less than hashing the name. The
 	// names are the configuration's strings, so no request memory is pinned.
 	roleAt [16]namedRole
-	phase  map[string]struct{}
+	phase  phaseNames
 
 	tolNs int64
 	names *interner
@@ -87,11 +87,13 @@ type Converter struct {
 	resSeq   uint64
 
 	// Traces: the batch's span index for the ancestor walk (built only when
-	// needed, cleared after each call) and the walk's scratch.
-	spanIdx     map[spanKey]spanInfo
+	// needed, reset after each call), the walk's scratch, and the shared
+	// phase paths.
+	spanIdx     spanIndex
 	tokens      tokenCache
 	nameScratch []string
 	pathScratch []string
+	paths       phasePaths
 
 	// Logs: the body as JSON text, and the engine's decoder (which interns
 	// short strings across calls).
@@ -149,16 +151,15 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		now = time.Now
 	}
 	c := &Converter{
-		cfg:     cfg,
-		now:     now,
-		keys:    newKeyIndex(cfg.Identity),
-		roles:   map[string]namedRole{},
-		phase:   map[string]struct{}{},
-		tolNs:   int64(cfg.SampleJoinTolerance),
-		names:   newInterner(4 * cfg.MaxSeries),
-		dev:     newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
-		series:  map[seriesKey]*series{},
-		spanIdx: map[spanKey]spanInfo{},
+		cfg:    cfg,
+		now:    now,
+		keys:   newKeyIndex(cfg.Identity),
+		roles:  map[string]namedRole{},
+		phase:  newPhaseNames(cfg.PhaseSpanNames),
+		tolNs:  int64(cfg.SampleJoinTolerance),
+		names:  newInterner(4 * cfg.MaxSeries),
+		dev:    newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
+		series: map[seriesKey]*series{},
 	}
 	addRoles := func(r role, names []string) {
 		for _, n := range names {
@@ -176,9 +177,6 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 	addRoles(roleAllocatorActive, m.AllocatorActive)
 	addRoles(roleAllocatorInactive, m.AllocatorInactive)
 	addRoles(roleDeviceReserved, m.DeviceReserved)
-	for _, n := range cfg.PhaseSpanNames {
-		c.phase[n] = struct{}{}
-	}
 	return c
 }
 

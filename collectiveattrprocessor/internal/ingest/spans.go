@@ -33,15 +33,6 @@ type spanKey struct {
 	span  pcommon.SpanID
 }
 
-// spanInfo is what the ancestor walk needs of a span of the current batch.
-type spanInfo struct {
-	parent  pcommon.SpanID
-	name    string
-	isPhase bool
-	hasPath bool
-	path    pcommon.Value // phase.path when hasPath
-}
-
 // ConvertTraces hands the markers of spans to emitMarkers, in one MarkerRun
 // per run of spans of one (job, rank), and phase spans to emit as
 // KindPhaseSpan Records (contract §3.2); both in input order. A marker span
@@ -73,8 +64,8 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 				sp := spans.At(k)
 				marker, markedEvents, pathAttr, hasPath := c.scanSpan(sp)
 				isPhase := hasPath
-				if !isPhase && len(c.phase) > 0 {
-					_, isPhase = c.phase[sp.Name()]
+				if !isPhase && !c.phase.empty() {
+					isPhase = c.phase.has(sp.Name())
 				}
 				if !marker && !markedEvents && !isPhase {
 					continue
@@ -100,10 +91,13 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 				}
 				var path []string
 				if hasPath {
-					path = c.appendPhasePath(nil, pathAttr)
+					parts := appendPhaseParts(c.pathScratch[:0], pathAttr)
+					path = c.sharedPath(parts)
+					clear(parts)
+					c.pathScratch = parts[:0]
 				} else {
 					if !indexed && !sp.ParentSpanID().IsEmpty() {
-						c.indexSpans(td)
+						c.spanIdx.build(td)
 						indexed = true
 					}
 					path = c.ancestorPath(sp)
@@ -119,7 +113,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 	}
 	c.flushMarkers(emitMarkers)
 	if indexed {
-		clear(c.spanIdx)
+		c.spanIdx.reset()
 	}
 }
 
@@ -269,47 +263,27 @@ func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64)
 	return rec
 }
 
-// appendPhasePath reads a phase.path value: a string array (non-empty
-// entries kept, as the reference keeps a boundary's path entries) or a
-// string "a / b" split on "/" with the parts trimmed.
-func (c *Converter) appendPhasePath(dst []string, v pcommon.Value) []string {
+// appendPhaseParts appends the names of a phase.path value: a string
+// array's non-empty entries (as the reference keeps a boundary's path
+// entries), or the parts of a string "a / b" split on "/", trimmed, empty
+// ones dropped. The names are the request's: sharedPath interns them.
+func appendPhaseParts(dst []string, v pcommon.Value) []string {
 	switch v.Type() {
 	case pcommon.ValueTypeSlice:
 		s := v.Slice()
 		for i := 0; i < s.Len(); i++ {
 			if e := s.At(i); e.Type() == pcommon.ValueTypeStr && e.Str() != "" {
-				dst = append(dst, c.names.intern(e.Str()))
+				dst = append(dst, e.Str())
 			}
 		}
 	case pcommon.ValueTypeStr:
 		for part := range strings.SplitSeq(v.Str(), "/") {
 			if part = strings.TrimSpace(part); part != "" {
-				dst = append(dst, c.names.intern(part))
+				dst = append(dst, part)
 			}
 		}
 	}
 	return dst
-}
-
-// indexSpans records every span of td for the ancestor walk.
-func (c *Converter) indexSpans(td ptrace.Traces) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
-				info := spanInfo{parent: sp.ParentSpanID(), name: sp.Name()}
-				if v, ok := sp.Attributes().Get(PhasePathAttribute); ok {
-					info.isPhase, info.hasPath, info.path = true, true, v
-				} else {
-					_, info.isPhase = c.phase[info.name]
-				}
-				c.spanIdx[spanKey{trace: sp.TraceID(), span: sp.SpanID()}] = info
-			}
-		}
-	}
 }
 
 // ancestorPath is the names of sp's phase ancestors within the batch
@@ -317,30 +291,46 @@ func (c *Converter) indexSpans(td ptrace.Traces) {
 // and ends the walk), then sp's own name.
 func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 	rev := append(c.nameScratch[:0], sp.Name())
-	var prefix []string
+	parts := c.pathScratch[:0]
 	parent := sp.ParentSpanID()
 	for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
-		info, ok := c.spanIdx[spanKey{trace: sp.TraceID(), span: parent}]
-		if !ok {
+		anc := c.spanIdx.find(spanKey{trace: sp.TraceID(), span: parent})
+		if anc == nil {
 			break
 		}
-		if info.isPhase {
-			if info.hasPath {
-				prefix = c.appendPhasePath(c.pathScratch[:0], info.path)
+		f := c.phaseFactsOf(anc)
+		if f.isPhase {
+			if f.hasPath {
+				parts = appendPhaseParts(parts, f.path)
 				break
 			}
-			rev = append(rev, info.name)
+			rev = append(rev, anc.span.Name())
 		}
-		parent = info.parent
+		parent = anc.span.ParentSpanID()
 	}
-	path := make([]string, len(prefix), len(prefix)+len(rev))
-	copy(path, prefix)
 	for i := len(rev) - 1; i >= 0; i-- {
 		if n := strings.TrimSpace(rev[i]); n != "" {
-			path = append(path, c.names.intern(n))
+			parts = append(parts, n)
 		}
 	}
+	path := c.sharedPath(parts)
 	clear(rev)
-	c.nameScratch, c.pathScratch = rev[:0], prefix[:0]
+	clear(parts)
+	c.nameScratch, c.pathScratch = rev[:0], parts[:0]
 	return path
+}
+
+// phaseFactsOf reads, once per batch, whether an indexed span is a phase
+// span and its phase.path (the first, as Map.Get finds it).
+func (c *Converter) phaseFactsOf(s *indexedSpan) *phaseFacts {
+	f := &s.facts
+	if !f.read {
+		f.read = true
+		if v, ok := s.span.Attributes().Get(PhasePathAttribute); ok {
+			f.isPhase, f.hasPath, f.path = true, true, v
+		} else {
+			f.isPhase = c.phase.has(s.span.Name())
+		}
+	}
+	return f
 }

@@ -102,7 +102,7 @@ func TestConvertTracesPhases(t *testing.T) {
 	}
 	assert.Equal(t, want, got.records)
 	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons(), "the empty phase.path")
-	assert.Empty(t, c.spanIdx, "the batch index is cleared after the call")
+	assert.Zero(t, c.spanIdx.len(), "the batch index is reset after the call")
 }
 
 func TestConvertTracesPhaseNamesOff(t *testing.T) {
