@@ -54,7 +54,9 @@ type Record struct {
 	// order above (TimestampNs is the first). The slice is reused by the
 	// next call: copy it to keep it.
 	MarkerTimesNs []int64
-	// PhaseSpan is set for KindPhaseSpan (SessionID = JobID).
+	// PhaseSpan is set for KindPhaseSpan (SessionID = JobID). Its Path is
+	// shared by every Record of the same path and may be kept, but never
+	// modified.
 	PhaseSpan phase.Span
 }
 
