@@ -311,3 +311,63 @@ func BenchmarkVisitMetrics(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVisitTraces gives two floors to compare ConvertTraces with, on
+// the same batches: walk reads every span's name length, start time and
+// attribute values' lengths, as the processor benchmarks' pass-through does;
+// required_reads also does what ConvertTraces cannot skip before it stores
+// anything: the collective-token match of names, string values and event
+// names, the identity keys and phase.path among the attribute keys, and the
+// phase-name lookup (contract §2, §3.2).
+func BenchmarkVisitTraces(b *testing.B) {
+	batches := make([]ptrace.Traces, benchBatches)
+	for i := range batches {
+		batches[i] = traceBatch(i)
+	}
+	spans := batches[0].SpanCount()
+	var sink int64
+	visit := func(b *testing.B, perSpan func(ptrace.Span)) {
+		i := 0
+		for b.Loop() {
+			rss := batches[i%benchBatches].ResourceSpans()
+			i++
+			for j := 0; j < rss.Len(); j++ {
+				sss := rss.At(j).ScopeSpans()
+				for k := 0; k < sss.Len(); k++ {
+					ss := sss.At(k).Spans()
+					for l := 0; l < ss.Len(); l++ {
+						perSpan(ss.At(l))
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*spans), "ns/span")
+	}
+	b.Run("walk", func(b *testing.B) {
+		visit(b, func(sp ptrace.Span) {
+			sink += int64(len(sp.Name())) + int64(sp.StartTimestamp()) + int64(sp.Attributes().Len())
+			sp.Attributes().Range(func(_ string, v pcommon.Value) bool {
+				sink += int64(len(v.Str()))
+				return true
+			})
+		})
+	})
+	b.Run("required_reads", func(b *testing.B) {
+		c, _ := benchConverter()
+		visit(b, func(sp ptrace.Span) {
+			marker, markedEvents, _, hasPath := c.scanSpan(sp)
+			if hasPath || c.phase.has(sp.Name()) {
+				sink++
+			}
+			if marker || markedEvents {
+				evs := sp.Events()
+				for i := 0; i < evs.Len(); i++ {
+					if c.tokens.matches(evs.At(i).Name()) {
+						sink += int64(evs.At(i).Timestamp())
+					}
+				}
+			}
+		})
+	})
+	_ = sink
+}
