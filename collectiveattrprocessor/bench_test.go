@@ -195,6 +195,41 @@ func benchTraces(startNs int64) (ptrace.Traces, int) {
 	return td, n
 }
 
+// benchPhaseTraces is benchTraces with the spans of each step in one trace,
+// under a "train_step" root span that ends the step (exported last, as an
+// SDK exports a parent after its children), and with a thread.name on
+// every span. With phase_span_names train_step, forward and backward, 3 of
+// the 5 spans of a step are phase spans.
+func benchPhaseTraces(startNs int64) (ptrace.Traces, int) {
+	td, n := benchTraces(startNs)
+	for _, rs := range td.ResourceSpans().All() {
+		spans := rs.ScopeSpans().At(0).Spans()
+		steps := spans.Len() / 4
+		for step := range steps {
+			first := spans.At(4 * step)
+			trace := first.TraceID()
+			root := first.SpanID()
+			root[2] = 0xff
+			for i := range 4 {
+				sp := spans.At(4*step + i)
+				sp.SetTraceID(trace)
+				sp.SetParentSpanID(root)
+				sp.Attributes().PutStr("thread.name", "MainThread")
+			}
+			sp := spans.AppendEmpty()
+			sp.SetName("train_step")
+			sp.SetTraceID(trace)
+			sp.SetSpanID(root)
+			sp.SetStartTimestamp(first.StartTimestamp())
+			sp.SetEndTimestamp(first.StartTimestamp() + pcommon.Timestamp(time.Second/benchHz) - 1)
+			sp.Attributes().PutInt("thread.id", 11)
+			sp.Attributes().PutStr("thread.name", "MainThread")
+			n++
+		}
+	}
+	return td, n
+}
+
 // consumeBench is one signal's side of the hot-path benchmarks: how to build,
 // shift and encode its batches, the pass-through baseline, and the
 // processor.
@@ -208,7 +243,9 @@ type consumeBench[T any] struct {
 	// convert runs the ingest converter alone, the processor without its
 	// core: the split of the processor's cost between the two.
 	convert func(conv *ingest.Converter, batch T)
-	create  func(b *testing.B) (consume func(T) error, shutdown func())
+	create  func(b *testing.B, cfg *Config) (consume func(T) error, shutdown func())
+	// config is the processor's configuration; nil: benchConfig.
+	config func() *Config
 }
 
 // run reports ns per item for the pass-through baseline, for the converter
@@ -285,11 +322,18 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 	})
 	if !wire {
 		measure("converter", 0, func(*testing.B) (func(T) error, func()) {
-			conv := ingest.NewConverter(benchConfig().ingestConfig(), time.Now)
+			conv := ingest.NewConverter(cb.cfg().ingestConfig(), time.Now)
 			return func(batch T) error { cb.convert(conv, batch); return nil }, func() {}
 		})
 	}
-	measure("collectiveattr", 310, cb.create)
+	measure("collectiveattr", 310, func(b *testing.B) (func(T) error, func()) { return cb.create(b, cb.cfg()) })
+}
+
+func (cb consumeBench[T]) cfg() *Config {
+	if cb.config == nil {
+		return benchConfig()
+	}
+	return cb.config()
 }
 
 var metricsBench = consumeBench[pmetric.Metrics]{
@@ -304,8 +348,8 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 	convert: func(conv *ingest.Converter, md pmetric.Metrics) {
 		conv.ConvertMetrics(md, func(*ingest.SampleRun) {}, func(ingest.Skip) {})
 	},
-	create: func(b *testing.B) (func(pmetric.Metrics) error, func()) {
-		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
+	create: func(b *testing.B, cfg *Config) (func(pmetric.Metrics) error, func()) {
+		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -326,8 +370,8 @@ var tracesBench = consumeBench[ptrace.Traces]{
 	convert: func(conv *ingest.Converter, td ptrace.Traces) {
 		conv.ConvertTraces(td, func(*ingest.Record) {}, func(*ingest.MarkerRun) {}, func(ingest.Skip) {})
 	},
-	create: func(b *testing.B) (func(ptrace.Traces) error, func()) {
-		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), benchConfig(), consumertest.NewNop())
+	create: func(b *testing.B, cfg *Config) (func(ptrace.Traces) error, func()) {
+		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -336,6 +380,19 @@ var tracesBench = consumeBench[ptrace.Traces]{
 	},
 }
 
+// phaseTracesBench is tracesBench on benchPhaseTraces, with phase spans
+// configured.
+var phaseTracesBench = func() consumeBench[ptrace.Traces] {
+	cb := tracesBench
+	cb.batch = benchPhaseTraces
+	cb.config = func() *Config {
+		cfg := benchConfig()
+		cfg.PhaseSpanNames = []string{"train_step", "forward", "backward"}
+		return cfg
+	}
+	return cb
+}()
+
 // BenchmarkConsumeMetrics reports ns per data point, processor against the
 // walking baseline.
 func BenchmarkConsumeMetrics(b *testing.B) { metricsBench.run(b, false) }
@@ -343,6 +400,10 @@ func BenchmarkConsumeMetrics(b *testing.B) { metricsBench.run(b, false) }
 // BenchmarkConsumeTraces reports ns per span, processor against the walking
 // baseline.
 func BenchmarkConsumeTraces(b *testing.B) { tracesBench.run(b, false) }
+
+// BenchmarkConsumeTracesPhases reports ns per span, processor against the
+// walking baseline, for traces with phase spans (phase_span_names set).
+func BenchmarkConsumeTracesPhases(b *testing.B) { phaseTracesBench.run(b, false) }
 
 // BenchmarkPipelineMetrics reports ns per data point of OTLP decode plus the
 // processor against OTLP decode plus a bare forward.
