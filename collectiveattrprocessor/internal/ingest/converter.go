@@ -87,13 +87,14 @@ type Converter struct {
 	resSeq   uint64
 
 	// Traces: the batch's span index for the ancestor walk (built only when
-	// needed, reset after each call), the walk's scratch, and the shared
-	// phase paths.
+	// needed, reset after each call), the walk's scratch (cleared after
+	// each call), the shared phase paths and the scope ids' blocks.
 	spanIdx     spanIndex
 	tokens      tokenCache
 	nameScratch []string
 	pathScratch []string
 	paths       phasePaths
+	scopeIDs    scopeIDs
 
 	// Logs: the body as JSON text, and the engine's decoder (which interns
 	// short strings across calls).
@@ -102,7 +103,10 @@ type Converter struct {
 
 	// rec is the Record handed to emit: emit reads it during the call and
 	// copies what it keeps, so no Record is copied or allocated per item.
-	rec Record
+	// phaseRec is the one of phase spans: only its phase span fields are
+	// ever set, so it needs no clearing (a Record is about 400 bytes).
+	rec      Record
+	phaseRec Record
 	// markerRun is the MarkerRun being built, its spans' times in
 	// markerTimes.
 	markerRun   MarkerRun

@@ -174,6 +174,9 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 		require.Equal(t, wantKept, paths, "batch %d", batch)
 		require.Len(t, got.skips, len(want)-len(wantKept), "batch %d: one skip per phase span without a name", batch)
 		require.Zero(t, c.spanIdx.len())
+		for _, n := range append(c.nameScratch[:cap(c.nameScratch)], c.pathScratch[:cap(c.pathScratch)]...) {
+			require.Empty(t, n, "the walk's scratch keeps no name of the request")
+		}
 	}
 	assert.Equal(t, 30, deep)
 }
@@ -191,4 +194,17 @@ func TestSharedPathsAreOneSlicePerPath(t *testing.T) {
 	other := c.sharedPath([]string{"train", "eval"})
 	assert.Equal(t, []string{"train", "eval"}, other)
 	assert.Same(t, &a[0], &c.sharedPath([]string{"train", "step"})[0], "a path is not replaced by another that hashes elsewhere")
+}
+
+// TestScopeIDsStayWhatTheyWere: the ids cut from one block and from the
+// next are the hex of their span ids, after many more were written.
+func TestScopeIDsStayWhatTheyWere(t *testing.T) {
+	var s scopeIDs
+	var ids []string
+	for i := range 3*64 + 5 {
+		ids = append(ids, s.of(pcommon.SpanID{byte(i), 0xab, 0, 0, 0, 0, 0xcd, byte(i >> 8)}))
+	}
+	for i, id := range ids {
+		require.Equal(t, pcommon.SpanID{byte(i), 0xab, 0, 0, 0, 0, 0xcd, byte(i >> 8)}.String(), id)
+	}
 }

@@ -91,10 +91,8 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 				}
 				var path []string
 				if hasPath {
-					parts := appendPhaseParts(c.pathScratch[:0], pathAttr)
-					path = c.sharedPath(parts)
-					clear(parts)
-					c.pathScratch = parts[:0]
+					c.pathScratch = appendPhaseParts(c.pathScratch[:0], pathAttr)
+					path = c.sharedPath(c.pathScratch)
 				} else {
 					if !indexed && !sp.ParentSpanID().IsEmpty() {
 						c.spanIdx.build(td)
@@ -115,6 +113,10 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 	if indexed {
 		c.spanIdx.reset()
 	}
+	// The path scratch holds names of the request's spans.
+	clear(c.nameScratch[:cap(c.nameScratch)])
+	clear(c.pathScratch[:cap(c.pathScratch)])
+	c.nameScratch, c.pathScratch = keptScratch(c.nameScratch), keptScratch(c.pathScratch)
 }
 
 // scanSpan reads a span's attributes in one pass: its identity keys (into
@@ -238,8 +240,8 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 // span; ScopeID is the span id in hex. TimestampNs is the end: a phase is
 // relevant while any part of it is inside the window.
 func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) *Record {
-	c.rec = Record{Kind: KindPhaseSpan, JobID: c.id.job, Rank: c.id.rank, WorldSize: c.id.worldSize, Host: c.id.host, TimestampNs: end}
-	rec := &c.rec
+	rec := &c.phaseRec
+	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = KindPhaseSpan, c.id.job, c.id.rank, c.id.worldSize, c.id.host, end
 	var threadID int64
 	var threadName string
 	attrs := sp.Attributes()
@@ -254,7 +256,7 @@ func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64)
 		Rank:       c.id.rank,
 		ThreadID:   threadID,
 		ThreadName: threadName,
-		ScopeID:    sp.SpanID().String(),
+		ScopeID:    c.scopeIDs.of(sp.SpanID()),
 		Path:       path,
 		StartNs:    start,
 		EndNs:      end,
@@ -313,11 +315,8 @@ func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 			parts = append(parts, n)
 		}
 	}
-	path := c.sharedPath(parts)
-	clear(rev)
-	clear(parts)
-	c.nameScratch, c.pathScratch = rev[:0], parts[:0]
-	return path
+	c.nameScratch, c.pathScratch = rev, parts
+	return c.sharedPath(parts)
 }
 
 // phaseFactsOf reads, once per batch, whether an indexed span is a phase
