@@ -11,10 +11,11 @@ import (
 // spanIndex finds the spans of one batch by trace and span id, for the
 // phase ancestor walk. It is an open-addressing table on the span id, built
 // once per batch that needs it: a Go map hashed the 24-byte key of every
-// span of the batch and cost more than the rest of the conversion. A
-// span's phase facts are read when the walk first reaches it, not for every
-// span indexed. When two spans share an id, the later one is found, as a
-// map assignment would leave it.
+// span of the batch and cost more than the rest of the conversion. An entry
+// holds the span id and the span; the trace id is compared only when the
+// span ids match, and a span's phase facts are read when the walk first
+// reaches it. When two spans share an id, the later one is found, as a map
+// assignment would leave it.
 type spanIndex struct {
 	// slots hold 1 + an index into entries, 0 when empty; their number is
 	// a power of two at least twice the entries.
@@ -24,7 +25,7 @@ type spanIndex struct {
 }
 
 type indexedSpan struct {
-	key   spanKey
+	id    uint64
 	span  ptrace.Span
 	facts phaseFacts
 }
@@ -34,8 +35,7 @@ type indexedSpan struct {
 type phaseFacts struct {
 	read    bool
 	isPhase bool
-	hasPath bool
-	path    pcommon.Value // phase.path, when hasPath
+	hasPath bool // phase.path is set: Get it again when needed
 }
 
 // build indexes every span of td.
@@ -58,45 +58,48 @@ func (x *spanIndex) build(td ptrace.Traces) {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
-				x.insert(spanKey{trace: sp.TraceID(), span: sp.SpanID()}, sp)
+				x.insert(spans.At(k))
 			}
 		}
 	}
 }
 
-func (x *spanIndex) home(span pcommon.SpanID) int {
-	return int(binary.LittleEndian.Uint64(span[:]) * 0x9E3779B97F4A7C15 >> x.shift)
+func spanIDKey(id pcommon.SpanID) uint64 { return binary.LittleEndian.Uint64(id[:]) }
+
+func (x *spanIndex) home(id uint64) int {
+	return int(id * 0x9E3779B97F4A7C15 >> x.shift)
 }
 
-func (x *spanIndex) insert(key spanKey, sp ptrace.Span) {
+func (x *spanIndex) insert(sp ptrace.Span) {
+	id := spanIDKey(sp.SpanID())
 	mask := len(x.slots) - 1
-	for h := x.home(key.span); ; h = (h + 1) & mask {
+	for h := x.home(id); ; h = (h + 1) & mask {
 		s := x.slots[h]
 		if s == 0 {
-			x.entries = append(x.entries, indexedSpan{key: key, span: sp})
+			x.entries = append(x.entries, indexedSpan{id: id, span: sp})
 			x.slots[h] = int32(len(x.entries))
 			return
 		}
-		if e := &x.entries[s-1]; e.key == key {
+		if e := &x.entries[s-1]; e.id == id && e.span.TraceID() == sp.TraceID() {
 			e.span = sp
 			return
 		}
 	}
 }
 
-// find returns the indexed span of key, or nil.
-func (x *spanIndex) find(key spanKey) *indexedSpan {
+// find returns the indexed span of trace and span id, or nil.
+func (x *spanIndex) find(trace pcommon.TraceID, span pcommon.SpanID) *indexedSpan {
 	if len(x.entries) == 0 {
 		return nil
 	}
+	id := spanIDKey(span)
 	mask := len(x.slots) - 1
-	for h := x.home(key.span); ; h = (h + 1) & mask {
+	for h := x.home(id); ; h = (h + 1) & mask {
 		s := x.slots[h]
 		if s == 0 {
 			return nil
 		}
-		if e := &x.entries[s-1]; e.key == key {
+		if e := &x.entries[s-1]; e.id == id && e.span.TraceID() == trace {
 			return e
 		}
 	}

@@ -11,6 +11,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
+type oracleKey struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
 // oraclePaths is the contract's phase path (§3.2) of every phase span of td,
 // in input order, worked out the plain way: a map of the batch's spans by
 // (trace, span) id, the later of two equal ids winning; a span's phase.path
@@ -23,12 +28,12 @@ func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
 	for _, n := range phaseNames {
 		isName[n] = true
 	}
-	byID := map[spanKey]ptrace.Span{}
+	byID := map[oracleKey]ptrace.Span{}
 	var order []ptrace.Span
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, sp := range ss.Spans().All() {
-				byID[spanKey{trace: sp.TraceID(), span: sp.SpanID()}] = sp
+				byID[oracleKey{trace: sp.TraceID(), span: sp.SpanID()}] = sp
 				order = append(order, sp)
 			}
 		}
@@ -64,7 +69,7 @@ func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
 		var prefix []string
 		parent := sp.ParentSpanID()
 		for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
-			anc, ok := byID[spanKey{trace: sp.TraceID(), span: parent}]
+			anc, ok := byID[oracleKey{trace: sp.TraceID(), span: parent}]
 			if !ok {
 				break
 			}

@@ -28,11 +28,6 @@ const (
 	maxPhaseDepth = 64
 )
 
-type spanKey struct {
-	trace pcommon.TraceID
-	span  pcommon.SpanID
-}
-
 // ConvertTraces hands the markers of spans to emitMarkers, in one MarkerRun
 // per run of spans of one (job, rank), and phase spans to emit as
 // KindPhaseSpan Records (contract §3.2); both in input order. A marker span
@@ -296,14 +291,15 @@ func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 	parts := c.pathScratch[:0]
 	parent := sp.ParentSpanID()
 	for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
-		anc := c.spanIdx.find(spanKey{trace: sp.TraceID(), span: parent})
+		anc := c.spanIdx.find(sp.TraceID(), parent)
 		if anc == nil {
 			break
 		}
 		f := c.phaseFactsOf(anc)
 		if f.isPhase {
 			if f.hasPath {
-				parts = appendPhaseParts(parts, f.path)
+				path, _ := anc.span.Attributes().Get(PhasePathAttribute)
+				parts = appendPhaseParts(parts, path)
 				break
 			}
 			rev = append(rev, anc.span.Name())
@@ -320,13 +316,13 @@ func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 }
 
 // phaseFactsOf reads, once per batch, whether an indexed span is a phase
-// span and its phase.path (the first, as Map.Get finds it).
+// span and whether it has a phase.path.
 func (c *Converter) phaseFactsOf(s *indexedSpan) *phaseFacts {
 	f := &s.facts
 	if !f.read {
 		f.read = true
-		if v, ok := s.span.Attributes().Get(PhasePathAttribute); ok {
-			f.isPhase, f.hasPath, f.path = true, true, v
+		if _, ok := s.span.Attributes().Get(PhasePathAttribute); ok {
+			f.isPhase, f.hasPath = true, true
 		} else {
 			f.isPhase = c.phase.has(s.span.Name())
 		}
