@@ -461,3 +461,54 @@ func BenchmarkEvaluationTick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvaluationTickPhases measures one evaluation round of the
+// ConsumeTracesPhases job with its metrics: 64 ranks, 5 minutes of samples,
+// markers and phase spans (30 per rank and second, 576 000 in all) fed
+// through the traces and metrics processors, which share one core.
+func BenchmarkEvaluationTickPhases(b *testing.B) {
+	cfg := phaseTracesBench.cfg()
+	tp, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
+	start := benchStart()
+	traces := make([]ptrace.Traces, benchBatchSeconds)
+	metrics := make([]pmetric.Metrics, benchBatchSeconds)
+	for i := range benchBatchSeconds {
+		traces[i], _ = benchPhaseTraces(start + int64(i)*int64(time.Second))
+		metrics[i], _ = benchMetrics(start + int64(i)*int64(time.Second))
+	}
+	for i := range 310 {
+		j := i % benchBatchSeconds
+		if err := mp.ConsumeMetrics(context.Background(), metrics[j]); err != nil {
+			b.Fatal(err)
+		}
+		if err := tp.ConsumeTraces(context.Background(), traces[j]); err != nil {
+			b.Fatal(err)
+		}
+		pdatashift.Metrics(metrics[j], benchBatchSeconds*time.Second)
+		pdatashift.Traces(traces[j], benchBatchSeconds*time.Second)
+	}
+	c := tp.(*tracesProcessor).core
+	evaluate := func() {
+		c.mu.Lock()
+		job := c.jobs["bench-job"]
+		job.dirty = true
+		job.lastSeen = time.Now()
+		c.mu.Unlock()
+		if err := c.evaluate(context.Background(), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	evaluate() // the first round grows the evaluation scratch
+	b.ReportAllocs()
+	for b.Loop() {
+		evaluate()
+	}
+}

@@ -282,6 +282,8 @@ func (c *core) buildInput(job *jobState) jobInput {
 		TraceStartNs:      max(0, earliest),
 	}}
 	if c.cfg.Phases && (len(sc.events) > 0 || len(sc.spans) > 0) {
+		// The index sorts sc.spans in place and keeps it: it is used only
+		// by this job's attribution, before the scratch is reused.
 		ji.resolver = phase.NewIndex(sc.events, sc.spans)
 	}
 	return ji

@@ -23,21 +23,40 @@ type Index struct {
 // NewIndex builds an index (PhaseReplayIndex.from_events, §3.2) by replaying
 // the boundary events, and adds already-replayed spans (e.g. phase spans that
 // arrived as OTLP spans) as they are. Either input may be empty.
+//
+// NewIndex takes spans over: it sorts them in place and keeps sub-slices of
+// it, so the caller must not modify spans while the index is in use. A
+// processor rebuilds its index from hundreds of thousands of buffered phase
+// spans every evaluation; copying them into per-group slices grown one
+// append at a time cost more than the attribution. Spans of one (session,
+// rank) that come one after another become their group as they are; a
+// group whose spans are spread out, or that also has replayed spans, is
+// copied.
 func NewIndex(events []telemetry.Event, spans []Span) *Index {
 	ix := &Index{groups: make(map[groupKey][]Span)}
 	for _, s := range replay(events) {
 		k := groupKey{s.SessionID, s.Rank}
 		ix.groups[k] = append(ix.groups[k], s)
 	}
-	for _, s := range spans {
-		k := groupKey{s.SessionID, s.Rank}
-		ix.groups[k] = append(ix.groups[k], s)
+	for i := 0; i < len(spans); {
+		k := groupKey{spans[i].SessionID, spans[i].Rank}
+		j := i + 1
+		for j < len(spans) && spans[j].SessionID == k.session && spans[j].Rank == k.rank {
+			j++
+		}
+		if g, ok := ix.groups[k]; ok {
+			ix.groups[k] = append(g, spans[i:j]...)
+		} else {
+			// Full slice expression: a later append to the group copies
+			// instead of overwriting the spans after it.
+			ix.groups[k] = spans[i:j:j]
+		}
+		i = j
 	}
-	for k, g := range ix.groups {
+	for _, g := range ix.groups {
 		slices.SortStableFunc(g, func(a, b Span) int {
 			return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.EndNs, b.EndNs))
 		})
-		ix.groups[k] = g
 	}
 	return ix
 }
