@@ -147,3 +147,33 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 	require.Positive(t, disordered, "trims of rings out of order")
 	require.Less(t, disordered, 4000, "trims of rings in order")
 }
+
+// TestRingGrowsInOrderAndNotFarPastItsLength: a ring filled while its front
+// is popped now and then (so that growth copies a wrapped ring) keeps its
+// elements in order, never holds more than its bound, and once large holds
+// at most a quarter more storage than it ever held elements.
+func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
+	const maxCap = 50_000
+	var r ring[int]
+	next, front, most := 0, 0, 0
+	for next < 200_000 {
+		if r.len() == maxCap {
+			r.popFront()
+			front++
+		}
+		r.push(next, maxCap)
+		next++
+		if next%7 == 0 {
+			r.popFront()
+			front++
+		}
+		most = max(most, r.len())
+		require.LessOrEqual(t, len(r.buf), maxCap)
+		if most >= 1024 {
+			require.LessOrEqual(t, len(r.buf), most+most/4+1, "after %d pushes", next)
+		}
+	}
+	for i := range r.len() {
+		require.Equal(t, front+i, *r.at(i))
+	}
+}

@@ -38,6 +38,12 @@ func (r *ring[T]) push(v T, maxCap int) {
 
 func (r *ring[T]) grow(maxCap int) {
 	c := 2 * len(r.buf)
+	if len(r.buf) >= 1024 {
+		// A rank's rings grow while its first window fills, then hold
+		// their size: doubling to the end would leave up to half of the
+		// largest buffers empty for good.
+		c = len(r.buf) + len(r.buf)/4
+	}
 	if c < 16 {
 		c = 16
 	}
