@@ -587,7 +587,7 @@ func (c *core) pushMarkers(job *jobState, rb *rankBuffer, rec *ingest.Record) in
 
 func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec *ingest.Record) int {
 	c.makeRoom(job, rb)
-	rb.phaseSpans.push(rec.PhaseSpan, c.cfg.Limits.MaxEventsPerRank)
+	rb.phaseSpans.push(phaseSpanEntryOf(&rec.PhaseSpan), c.cfg.Limits.MaxEventsPerRank)
 	return 1
 }
 

@@ -252,7 +252,7 @@ func (c *core) buildInput(job *jobState) jobInput {
 		if c.cfg.Phases {
 			for i := range rb.phaseSpans.len() {
 				if s := rb.phaseSpans.at(i); s.EndNs >= cutoff {
-					sc.spans = append(sc.spans, *s)
+					sc.spans = append(sc.spans, s.span(job.id, r))
 				}
 			}
 		}

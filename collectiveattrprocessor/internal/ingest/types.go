@@ -54,9 +54,10 @@ type Record struct {
 	// order above (TimestampNs is the first). The slice is reused by the
 	// next call: copy it to keep it.
 	MarkerTimesNs []int64
-	// PhaseSpan is set for KindPhaseSpan (SessionID = JobID). Its Path is
-	// shared by every Record of the same path and may be kept, but never
-	// modified.
+	// PhaseSpan is set for KindPhaseSpan, with SessionID = JobID, Rank =
+	// Rank, Sequence = StartNs, and ThreadIDBool and SyntheticEnd false (the
+	// processor buffers it without those fields). Its Path is shared by
+	// every Record of the same path and may be kept, but never modified.
 	PhaseSpan phase.Span
 }
 
