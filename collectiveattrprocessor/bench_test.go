@@ -449,16 +449,22 @@ func BenchmarkEvaluationTick(b *testing.B) {
 	}
 	c.publishSizes()
 	c.mu.Unlock()
+	evaluationRound(b, c, "big") // the first round grows the evaluation scratch
 	b.ReportAllocs()
 	for b.Loop() {
-		c.mu.Lock()
-		job := c.jobs["big"]
-		job.dirty = true
-		job.lastSeen = time.Now()
-		c.mu.Unlock()
-		if err := c.evaluate(context.Background(), false); err != nil {
-			b.Fatal(err)
-		}
+		evaluationRound(b, c, "big")
+	}
+}
+
+// evaluationRound runs one evaluation round in which job has new data.
+func evaluationRound(b *testing.B, c *core, job string) {
+	c.mu.Lock()
+	js := c.jobs[job]
+	js.dirty = true
+	js.lastSeen = time.Now()
+	c.mu.Unlock()
+	if err := c.evaluate(context.Background(), false); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -496,19 +502,9 @@ func BenchmarkEvaluationTickPhases(b *testing.B) {
 		pdatashift.Traces(traces[j], benchBatchSeconds*time.Second)
 	}
 	c := tp.(*tracesProcessor).core
-	evaluate := func() {
-		c.mu.Lock()
-		job := c.jobs["bench-job"]
-		job.dirty = true
-		job.lastSeen = time.Now()
-		c.mu.Unlock()
-		if err := c.evaluate(context.Background(), false); err != nil {
-			b.Fatal(err)
-		}
-	}
-	evaluate() // the first round grows the evaluation scratch
+	evaluationRound(b, c, "bench-job") // the first round grows the evaluation scratch
 	b.ReportAllocs()
 	for b.Loop() {
-		evaluate()
+		evaluationRound(b, c, "bench-job")
 	}
 }
