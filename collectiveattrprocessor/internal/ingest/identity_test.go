@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
 func resolveRaw(t *testing.T, item, res map[string]any) (identity, string) {
@@ -193,5 +195,52 @@ func TestKeyIndexMatchesAMap(t *testing.T) {
 	}
 	for _, k := range []string{"", "r", "rZnk", "ranK", "a.b.d", "a.b.c.", "training.rank2", "training.ranks", "host.nam", "gpu.indeX", "service.name"} {
 		assert.Nil(t, idx.lookup(k), k)
+	}
+}
+
+// TestHardwareSemconvDeviceJoinsByHwID: with hw.id appended to the device
+// keys (README, Configuration), node-level hw.gpu.memory.usage points that
+// name their GPU by hw.id join the rank that reported the same GPU, by
+// index (a decimal string) or by UUID.
+func TestHardwareSemconvDeviceJoinsByHwID(t *testing.T) {
+	for _, tc := range []struct{ name, hwID string }{{"index", "3"}, {"uuid", "GPU-5f1c"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := DefaultIdentityKeys()
+			keys.Device = append(keys.Device, "hw.id")
+			c, _ := newTestConverter(Config{Identity: keys})
+			ts := pcommon.NewTimestampFromTime(testNow.Add(-time.Second))
+			gauge := func(ms pmetric.MetricSlice, name string, v int64) pmetric.NumberDataPoint {
+				m := ms.AppendEmpty()
+				m.SetName(name)
+				m.SetUnit("By")
+				dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+				dp.SetTimestamp(ts)
+				dp.SetIntValue(v)
+				return dp
+			}
+			md := pmetric.NewMetrics()
+			rank := md.ResourceMetrics().AppendEmpty()
+			ra := rank.Resource().Attributes()
+			ra.PutStr("training.job.id", "job-hw")
+			ra.PutInt("training.rank", 5)
+			ra.PutStr("host.name", "node-h")
+			ra.PutInt("gpu.index", 3)
+			ra.PutStr("gpu.uuid", "GPU-5f1c")
+			gauge(rank.ScopeMetrics().AppendEmpty().Metrics(), "gpu.memory.allocator.reserved", 10<<30)
+			node := md.ResourceMetrics().AppendEmpty()
+			node.Resource().Attributes().PutStr("host.name", "node-h")
+			dp := gauge(node.ScopeMetrics().AppendEmpty().Metrics(), "hw.gpu.memory.usage", 12<<30)
+			dp.Attributes().PutStr("hw.id", tc.hwID)
+			dp.Attributes().PutStr("hw.type", "gpu")
+
+			got := convertMetrics(t, c, md)
+			require.Empty(t, got.skips)
+			require.Len(t, got.records, 1)
+			r := got.records[0]
+			assert.Equal(t, "job-hw", r.JobID)
+			assert.Equal(t, int64(5), r.Rank)
+			assert.Equal(t, int64(12<<30), r.Event.DeviceUsedBytes.Value)
+			assert.Equal(t, int64(10<<30), r.Event.AllocatorReservedBytes.Value)
+		})
 	}
 }
