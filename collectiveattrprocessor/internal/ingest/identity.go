@@ -36,8 +36,25 @@ type keySlot struct {
 // table hashed on the key's length and three of its bytes, which costs a
 // fraction of a map lookup's full-string hash.
 type keyIndex struct {
-	table []keyEntry    // a power of two long, at most a quarter full
-	maybe [64][4]uint64 // bit (len&63, first byte)
+	table []keyEntry // a power of two long, at most a quarter full
+	maybe namePrefilter
+}
+
+// namePrefilter is a set of names as one bit per (length mod 64, first
+// byte): a name it holds no bit for is not in the set, which most names
+// asked about are not, and telling costs two loads, no hashing.
+type namePrefilter [64][4]uint64
+
+// add sets the bit of a non-empty name.
+func (p *namePrefilter) add(name string) {
+	b := name[0]
+	p[len(name)&63][b>>6] |= 1 << (b & 63)
+}
+
+// mayHold reports whether name may be in the set: false for "" and for
+// most names not added, cheaply enough to inline at every attribute.
+func (p *namePrefilter) mayHold(name string) bool {
+	return name != "" && p[len(name)&63][name[0]>>6]&(1<<(name[0]&63)) != 0
 }
 
 type keyEntry struct {
@@ -77,8 +94,7 @@ func newKeyIndex(keys IdentityKeys) *keyIndex {
 	}
 	idx := &keyIndex{table: make([]keyEntry, n)}
 	for _, k := range order {
-		b := k[0]
-		idx.maybe[len(k)&63][b>>6] |= 1 << (b & 63)
+		idx.maybe.add(k)
 		h := keyHash(k) & uint32(n-1)
 		for idx.table[h].key != "" {
 			h = (h + 1) & uint32(n-1)
@@ -96,9 +112,7 @@ func keyHash(k string) uint32 {
 
 // mayHold reports whether k may be a configured key: false for most other
 // keys, cheaply enough to inline at every attribute.
-func (idx *keyIndex) mayHold(k string) bool {
-	return k != "" && idx.maybe[len(k)&63][k[0]>>6]&(1<<(k[0]&63)) != 0
-}
+func (idx *keyIndex) mayHold(k string) bool { return idx.maybe.mayHold(k) }
 
 // lookup returns the slots of an attribute key, or nil.
 func (idx *keyIndex) lookup(k string) []keySlot {
