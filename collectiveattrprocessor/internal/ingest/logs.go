@@ -159,11 +159,11 @@ func (c *Converter) stormlogJSON(body pcommon.Value) (data []byte, ours bool, de
 // in an object or a string before it, or a repeated key (Python's json
 // keeps the last), takes a scan of the text.
 func versionLexeme(s string) string {
-	i := strings.Index(s, schemaVersionKey)
+	i := indexSchemaVersionKey(s)
 	if i < 0 {
 		return ""
 	}
-	if !isObjectStart(s[:i]) || strings.Contains(s[i+len(schemaVersionKey):], schemaVersionKey) {
+	if !isObjectStart(s[:i]) || indexSchemaVersionKey(s[i+len(schemaVersionKey):]) >= 0 {
 		if i = lastTopLevelKey(s, schemaVersionKey); i < 0 {
 			return ""
 		}
@@ -178,6 +178,26 @@ func versionLexeme(s string) string {
 		n++
 	}
 	return s[:n]
+}
+
+// indexSchemaVersionKey is strings.Index(s, schemaVersionKey). A record's
+// text is about one byte in ten a quote, the needle's first byte, so the
+// search looks for the key's tail instead, whose 'v' is rare in stormlog
+// records, and checks the head before it: the search for a repeated key
+// runs over every record's whole text.
+func indexSchemaVersionKey(s string) int {
+	const head, tail = `"schema_`, `version"`
+	for from := 0; ; {
+		j := strings.Index(s[from:], tail)
+		if j < 0 {
+			return -1
+		}
+		j += from
+		if j >= len(head) && s[j-len(head):j] == head {
+			return j - len(head)
+		}
+		from = j + 1
+	}
 }
 
 // isObjectStart reports whether prefix is "{" with any white space or

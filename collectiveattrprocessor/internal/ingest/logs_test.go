@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,4 +123,26 @@ func TestVersionLexeme(t *testing.T) {
 	} {
 		assert.Equal(t, want, versionLexeme(in), in)
 	}
+}
+
+// TestIndexSchemaVersionKeyIsStringsIndex checks the tail-first search
+// against strings.Index on random texts built from pieces of the key, so
+// that partial, overlapping and repeated keys are common.
+func TestIndexSchemaVersionKeyIsStringsIndex(t *testing.T) {
+	pieces := []string{`"`, `"schema_`, `version"`, `"schema_version"`, `schema_version`, `"schema_versio`, `_version"`, `v`, `:2,`, ` `, `{`, `}`, `"schema_"`}
+	rng := rand.New(rand.NewPCG(1, 2))
+	found := 0
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		want := strings.Index(s, schemaVersionKey)
+		require.Equal(t, want, indexSchemaVersionKey(s), "%q", s)
+		if want >= 0 {
+			found++
+		}
+	}
+	assert.Greater(t, found, 1000, "texts holding the key")
 }
