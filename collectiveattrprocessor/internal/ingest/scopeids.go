@@ -7,8 +7,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// scopeIDChunk is the size of the blocks scope ids are cut from: 64 ids.
-const scopeIDChunk = 64 * 2 * len(pcommon.SpanID{})
+const (
+	// scopeIDLen is the length of a span id in hex.
+	scopeIDLen = 2 * len(pcommon.SpanID{})
+	// scopeIDChunk is the size of the blocks scope ids are cut from: 64 ids.
+	scopeIDChunk = 64 * scopeIDLen
+)
 
 // scopeIDs hands out span ids in hex, the ScopeID of a phase span, as
 // strings cut from shared blocks. Every phase span needs its own, kept for
@@ -24,11 +28,10 @@ type scopeIDs struct {
 }
 
 func (s *scopeIDs) of(id pcommon.SpanID) string {
-	const n = 2 * len(pcommon.SpanID{})
-	if cap(s.block)-len(s.block) < n {
+	if cap(s.block)-len(s.block) < scopeIDLen {
 		s.block = make([]byte, 0, scopeIDChunk)
 	}
 	off := len(s.block)
 	s.block = hex.AppendEncode(s.block, id[:])
-	return unsafe.String(&s.block[off], n)
+	return unsafe.String(&s.block[off], scopeIDLen)
 }
