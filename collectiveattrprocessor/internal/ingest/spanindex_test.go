@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/hex"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -21,9 +22,11 @@ type oracleKey struct {
 // (trace, span) id, the later of two equal ids winning; a span's phase.path
 // (first occurrence; string "a / b" or string array), else the names of its
 // phase ancestors within the batch, an ancestor with phase.path giving its
-// whole path and ending the walk, at most maxPhaseDepth parents up; names
-// trimmed, empty ones dropped. A span with no name left gets nil.
-func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
+// whole path and ending the walk, at most MaxPhaseDepth parents up; names
+// trimmed, empty ones dropped. A span with no name left gets nil. With each
+// path comes the phase span, and the parent where the walk left the batch
+// (empty when it ended at a root, a phase.path or the bound).
+func oraclePaths(td ptrace.Traces, phaseNames []string) ([][]string, []ptrace.Span, []pcommon.SpanID) {
 	isName := map[string]bool{}
 	for _, n := range phaseNames {
 		isName[n] = true
@@ -56,10 +59,14 @@ func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
 		}
 		return out
 	}
-	var paths [][]string
+	var (
+		paths   [][]string
+		phases  []ptrace.Span
+		missing []pcommon.SpanID
+	)
 	for _, sp := range order {
 		if v, ok := sp.Attributes().Get(PhasePathAttribute); ok {
-			paths = append(paths, pathOf(v))
+			paths, phases, missing = append(paths, pathOf(v)), append(phases, sp), append(missing, pcommon.SpanID{})
 			continue
 		}
 		if !isName[sp.Name()] {
@@ -67,10 +74,12 @@ func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
 		}
 		names := []string{sp.Name()}
 		var prefix []string
+		var left pcommon.SpanID
 		parent := sp.ParentSpanID()
-		for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
+		for depth := 0; !parent.IsEmpty() && depth < MaxPhaseDepth; depth++ {
 			anc, ok := byID[oracleKey{trace: sp.TraceID(), span: parent}]
 			if !ok {
+				left = parent
 				break
 			}
 			if v, ok := anc.Attributes().Get(PhasePathAttribute); ok {
@@ -88,9 +97,9 @@ func oraclePaths(td ptrace.Traces, phaseNames []string) [][]string {
 				path = append(path, n)
 			}
 		}
-		paths = append(paths, path)
+		paths, phases, missing = append(paths, path), append(phases, sp), append(missing, left)
 	}
-	return paths
+	return paths, phases, missing
 }
 
 // randomPhaseBatch is a batch of spans of one rank whose ids collide often
@@ -150,7 +159,7 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 		if batch%100 == 0 {
 			// A chain longer than the walk's bound, and a cycle.
 			spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-			for i := range maxPhaseDepth + 10 {
+			for i := range MaxPhaseDepth + 10 {
 				sp := spans.AppendEmpty()
 				sp.SetTraceID(pcommon.TraceID{9})
 				sp.SetSpanID(pcommon.SpanID{byte(i), 9, 9})
@@ -159,24 +168,29 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 				sp.SetStartTimestamp(pcommon.Timestamp(testNow.UnixNano() - 2e9))
 				sp.SetEndTimestamp(pcommon.Timestamp(testNow.UnixNano() - 1e9))
 			}
-			spans.At(spans.Len() - 1).SetParentSpanID(pcommon.SpanID{byte(maxPhaseDepth), 9, 9})
+			spans.At(spans.Len() - 1).SetParentSpanID(pcommon.SpanID{byte(MaxPhaseDepth), 9, 9})
 			deep++
 		}
-		want := oraclePaths(td, phaseNames)
+		want, spans, missing := oraclePaths(td, phaseNames)
 		var got collected
 		c.ConvertTraces(td, got.emit, got.emitMarkers, got.skip)
 		var paths [][]string
+		var links []string
 		for _, r := range got.records {
 			require.Equal(t, KindPhaseSpan, r.Kind)
 			paths = append(paths, r.PhaseSpan.Path)
+			links = append(links, pcommon.TraceID(r.PhaseTraceID).String()+"/"+r.PhaseSpan.ScopeID+" left at "+pcommon.SpanID(r.PhaseParentID).String())
 		}
 		var wantKept [][]string
-		for _, p := range want {
+		var wantLinks []string
+		for i, p := range want {
 			if len(p) > 0 {
 				wantKept = append(wantKept, p)
+				wantLinks = append(wantLinks, spans[i].TraceID().String()+"/"+spanHex(spans[i].SpanID())+" left at "+missing[i].String())
 			}
 		}
 		require.Equal(t, wantKept, paths, "batch %d", batch)
+		require.Equal(t, wantLinks, links, "batch %d", batch)
 		require.Len(t, got.skips, len(want)-len(wantKept), "batch %d: one skip per phase span without a name", batch)
 		require.Zero(t, c.spanIdx.len())
 		for _, n := range append(c.nameScratch[:cap(c.nameScratch)], c.pathScratch[:cap(c.pathScratch)]...) {
@@ -213,3 +227,7 @@ func TestScopeIDsStayWhatTheyWere(t *testing.T) {
 		require.Equal(t, pcommon.SpanID{byte(i), 0xab, 0, 0, 0, 0, 0xcd, byte(i >> 8)}.String(), id)
 	}
 }
+
+// spanHex is a span id in hex, the empty id included (SpanID.String gives
+// "" for it).
+func spanHex(id pcommon.SpanID) string { return hex.EncodeToString(id[:]) }

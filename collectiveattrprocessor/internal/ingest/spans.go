@@ -24,8 +24,9 @@ const (
 	resultSpanName       = "collective_attribution"
 	resultClassAttribute = "collective_attribution.classification"
 
-	// maxPhaseDepth bounds the ancestor walk (and breaks parent cycles).
-	maxPhaseDepth = 64
+	// MaxPhaseDepth bounds the ancestor walk (and breaks parent cycles),
+	// here and where the processor completes paths across batches.
+	MaxPhaseDepth = 64
 )
 
 // ConvertTraces hands the markers of spans to emitMarkers, in one MarkerRun
@@ -41,10 +42,10 @@ const (
 // phase span. Spans that are neither are ignored without a Skip.
 //
 // A phase span without `phase.path` takes as path the names of its phase
-// ancestors found in the same batch, then its own name. Ancestors in other
-// batches are not seen (the processor keeps no span history): send
-// `phase.path`, or batch whole traces (e.g. groupbytrace), when nesting
-// matters.
+// ancestors found in the same batch, then its own name. When the walk
+// reaches a parent the batch does not hold (an SDK exports a parent after
+// its children), the Record names that parent (PhaseParentID) so that the
+// processor can complete the path once the parent, a phase span, arrives.
 func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	indexed := false
@@ -85,6 +86,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					continue
 				}
 				var path []string
+				var missing pcommon.SpanID
 				if hasPath {
 					c.pathScratch = appendPhaseParts(c.pathScratch[:0], pathAttr)
 					path = c.sharedPath(c.pathScratch)
@@ -93,14 +95,14 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 						c.spanIdx.build(td)
 						indexed = true
 					}
-					path = c.ancestorPath(sp)
+					path, missing = c.ancestorPath(sp)
 				}
 				if len(path) == 0 {
 					skip(Skip{Reason: SkipInvalidValue, Detail: "phase.path holds no non-empty name"})
 					continue
 				}
 				c.flushMarkers(emitMarkers)
-				emit(c.phaseRecord(sp, path, start, end))
+				emit(c.phaseRecord(sp, path, missing, start, end))
 			}
 		}
 	}
@@ -180,7 +182,7 @@ func (c *Converter) mapMatches(m pcommon.Map) bool {
 }
 
 func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
-	if depth > maxPhaseDepth {
+	if depth > MaxPhaseDepth {
 		return false
 	}
 	switch v.Type() {
@@ -230,13 +232,15 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 	c.addMarkerSpan(SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}, from, emit)
 }
 
-// phaseRecord builds the phase span of sp. Sequence is the start time, so
-// that the reference's "most recent" (max sequence) is the latest-started
-// span; ScopeID is the span id in hex. TimestampNs is the end: a phase is
-// relevant while any part of it is inside the window.
-func (c *Converter) phaseRecord(sp ptrace.Span, path []string, start, end int64) *Record {
+// phaseRecord builds the phase span of sp, whose path is missing the
+// ancestors of parent when that is not empty. Sequence is the start time,
+// so that the reference's "most recent" (max sequence) is the
+// latest-started span; ScopeID is the span id in hex. TimestampNs is the
+// end: a phase is relevant while any part of it is inside the window.
+func (c *Converter) phaseRecord(sp ptrace.Span, path []string, parent pcommon.SpanID, start, end int64) *Record {
 	rec := &c.phaseRec
 	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = KindPhaseSpan, c.id.job, c.id.rank, c.id.worldSize, c.id.host, end
+	rec.PhaseTraceID, rec.PhaseParentID = sp.TraceID(), parent
 	var threadID int64
 	var threadName string
 	attrs := sp.Attributes()
@@ -285,14 +289,17 @@ func appendPhaseParts(dst []string, v pcommon.Value) []string {
 
 // ancestorPath is the names of sp's phase ancestors within the batch
 // (outermost first; an ancestor with phase.path contributes its whole path
-// and ends the walk), then sp's own name.
-func (c *Converter) ancestorPath(sp ptrace.Span) []string {
+// and ends the walk), then sp's own name; and missing, the id of the parent
+// where the walk left the batch (empty when it ended at a root, a
+// phase.path or the depth bound).
+func (c *Converter) ancestorPath(sp ptrace.Span) (path []string, missing pcommon.SpanID) {
 	rev := append(c.nameScratch[:0], sp.Name())
 	parts := c.pathScratch[:0]
 	parent := sp.ParentSpanID()
-	for depth := 0; !parent.IsEmpty() && depth < maxPhaseDepth; depth++ {
+	for depth := 0; !parent.IsEmpty() && depth < MaxPhaseDepth; depth++ {
 		anc := c.spanIdx.find(sp.TraceID(), parent)
 		if anc == nil {
+			missing = parent
 			break
 		}
 		f := c.phaseFactsOf(anc)
@@ -312,7 +319,7 @@ func (c *Converter) ancestorPath(sp ptrace.Span) []string {
 		}
 	}
 	c.nameScratch, c.pathScratch = rev, parts
-	return c.sharedPath(parts)
+	return c.sharedPath(parts), missing
 }
 
 // phaseFactsOf reads, once per batch, whether an indexed span is a phase

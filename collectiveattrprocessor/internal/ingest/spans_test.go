@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
@@ -77,28 +78,35 @@ func TestConvertTracesMarkers(t *testing.T) {
 func TestConvertTracesPhases(t *testing.T) {
 	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train", "step", "forward", "backward", "allreduce"}})
 	got := convertTraces(t, c, readTraces(t, "phases.yaml"))
-	ps := func(scope string, path []string, start, end, thread int64, threadName string) Record {
+	// ps is the phase span of trace (0x01, 0x02 or 0x03 in its first byte)
+	// and span, whose walk left the batch at parent ("": it did not).
+	ps := func(trace byte, scope, parent string, path []string, start, end, thread int64, threadName string) Record {
+		ref := spanRef(t, "0002030405060708090a0b0c0d0e0f10", parent+strings.Repeat("0", 16-len(parent)))
+		ref.TraceID[0] = trace
 		return Record{
 			Kind: KindPhaseSpan, JobID: "job-p", Rank: 0, WorldSize: 2, TimestampNs: end,
 			PhaseSpan: phase.Span{
 				SessionID: "job-p", Rank: 0, ThreadID: thread, ThreadName: threadName, ScopeID: scope,
 				Path: path, StartNs: start, EndNs: end, Sequence: start,
 			},
+			PhaseTraceID: ref.TraceID, PhaseParentID: ref.SpanID,
 		}
 	}
 	allreduce := spanRef(t, "0102030405060708090a0b0c0d0e0f10", "1000000000000007")
 	want := []Record{
-		ps("1000000000000001", []string{"train"}, 1767225600000000000, 1767225610000000000, 0, ""),
-		ps("1000000000000002", []string{"train", "step"}, 1767225600100000000, 1767225601000000000, 7, "MainThread"),
-		ps("1000000000000003", []string{"train", "step", "forward"}, 1767225600100000000, 1767225600400000000, 0, ""),
-		ps("1000000000000006", []string{"train", "step", "backward"}, 1767225600400000000, 1767225600800000000, 0, ""),
+		ps(1, "1000000000000001", "", []string{"train"}, 1767225600000000000, 1767225610000000000, 0, ""),
+		ps(1, "1000000000000002", "", []string{"train", "step"}, 1767225600100000000, 1767225601000000000, 7, "MainThread"),
+		ps(1, "1000000000000003", "", []string{"train", "step", "forward"}, 1767225600100000000, 1767225600400000000, 0, ""),
+		ps(1, "1000000000000006", "", []string{"train", "step", "backward"}, 1767225600400000000, 1767225600800000000, 0, ""),
 		{Kind: KindMarker, JobID: "job-p", WorldSize: 2, TimestampNs: 1767225600800000000, Marker: allreduce},
 		{Kind: KindMarker, JobID: "job-p", WorldSize: 2, TimestampNs: 1767225600900000000, Marker: allreduce},
-		ps("1000000000000007", []string{"train", "step", "allreduce"}, 1767225600800000000, 1767225600900000000, 0, ""),
-		ps("2000000000000001", []string{"eval", "validate"}, 1767225611000000000, 1767225612000000000, 0, ""),
-		ps("2000000000000002", []string{"warmup", "compile"}, 1767225611100000000, 1767225611200000000, 3, ""),
-		ps("2000000000000003", []string{"eval", "validate", "forward"}, 1767225611300000000, 1767225611400000000, 0, ""),
-		ps("3000000000000001", []string{"step"}, 1767225620000000000, 1767225621000000000, 0, ""),
+		ps(1, "1000000000000007", "", []string{"train", "step", "allreduce"}, 1767225600800000000, 1767225600900000000, 0, ""),
+		ps(2, "2000000000000001", "", []string{"eval", "validate"}, 1767225611000000000, 1767225612000000000, 0, ""),
+		ps(2, "2000000000000002", "", []string{"warmup", "compile"}, 1767225611100000000, 1767225611200000000, 3, ""),
+		ps(2, "2000000000000003", "", []string{"eval", "validate", "forward"}, 1767225611300000000, 1767225611400000000, 0, ""),
+		// Its parent is in no batch yet: the path is the span's own name,
+		// until the processor finds the parent.
+		ps(3, "3000000000000001", "30000000000000ff", []string{"step"}, 1767225620000000000, 1767225621000000000, 0, ""),
 	}
 	assert.Equal(t, want, got.records)
 	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons(), "the empty phase.path")

@@ -59,6 +59,13 @@ type Record struct {
 	// processor buffers it without those fields). Its Path is shared by
 	// every Record of the same path and may be kept, but never modified.
 	PhaseSpan phase.Span
+	// PhaseTraceID is the trace of a KindPhaseSpan. PhaseParentID is empty
+	// when PhaseSpan.Path is the whole path; otherwise it is the span id of
+	// the ancestor (same trace) where the walk left the batch, and Path
+	// holds only the names the batch gave: that ancestor's path goes in
+	// front, once it arrives as a phase span.
+	PhaseTraceID  [16]byte
+	PhaseParentID [8]byte
 }
 
 // SkipReason is why an input item was not converted (self-telemetry label).
