@@ -471,8 +471,23 @@ func evaluationRound(b *testing.B, c *core, job string) {
 // BenchmarkEvaluationTickPhases measures one evaluation round of the
 // ConsumeTracesPhases job with its metrics: 64 ranks, 5 minutes of samples,
 // markers and phase spans (30 per rank and second, 576 000 in all) fed
-// through the traces and metrics processors, which share one core.
+// through the traces and metrics processors, which share one core. In
+// parents_never_sent the step spans are left out, so that every forward
+// and backward span waits for its parent: each round looks for them all
+// again (phaseParents), the worst case of that search.
 func BenchmarkEvaluationTickPhases(b *testing.B) {
+	withoutSteps := func(startNs int64) (ptrace.Traces, int) {
+		td, _ := benchPhaseTraces(startNs)
+		for _, rs := range td.ResourceSpans().All() {
+			rs.ScopeSpans().At(0).Spans().RemoveIf(func(sp ptrace.Span) bool { return sp.Name() == "train_step" })
+		}
+		return td, td.SpanCount()
+	}
+	b.Run("parents_in_batch", func(b *testing.B) { benchEvaluationTickPhases(b, benchPhaseTraces) })
+	b.Run("parents_never_sent", func(b *testing.B) { benchEvaluationTickPhases(b, withoutSteps) })
+}
+
+func benchEvaluationTickPhases(b *testing.B, batch func(startNs int64) (ptrace.Traces, int)) {
 	cfg := phaseTracesBench.cfg()
 	tp, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {
@@ -487,7 +502,7 @@ func BenchmarkEvaluationTickPhases(b *testing.B) {
 	traces := make([]ptrace.Traces, benchBatchSeconds)
 	metrics := make([]pmetric.Metrics, benchBatchSeconds)
 	for i := range benchBatchSeconds {
-		traces[i], _ = benchPhaseTraces(start + int64(i)*int64(time.Second))
+		traces[i], _ = batch(start + int64(i)*int64(time.Second))
 		metrics[i], _ = benchMetrics(start + int64(i)*int64(time.Second))
 	}
 	for i := range 310 {

@@ -52,9 +52,13 @@ type otherEntry struct {
 // phaseSpanEntry is a buffered phase span from traces: a phase.Span without
 // the fields the converter derives from others (ingest.Record's PhaseSpan):
 // its session is the job id, its rank the buffer's, its sequence its start,
-// and it is neither a boolean-thread nor a synthetic-end span. 80 bytes
-// instead of 128, and one pointer fewer for the garbage collector, for what
+// and it is neither a boolean-thread nor a synthetic-end span. 104 bytes
+// instead of 152, and one pointer fewer for the garbage collector, for what
 // can be the most numerous entries of a rank.
+//
+// TraceID and ScopeID (its span id in hex) let a later span find it as its
+// parent. ParentID is set while Path lacks the ancestors of that parent,
+// which had not arrived when the span did (phaseParents).
 type phaseSpanEntry struct {
 	ThreadName string
 	ScopeID    string
@@ -62,10 +66,16 @@ type phaseSpanEntry struct {
 	ThreadID   int64
 	StartNs    int64
 	EndNs      int64
+	TraceID    [16]byte
+	ParentID   [8]byte
 }
 
-func phaseSpanEntryOf(s *phase.Span) phaseSpanEntry {
-	return phaseSpanEntry{ThreadName: s.ThreadName, ScopeID: s.ScopeID, Path: s.Path, ThreadID: s.ThreadID, StartNs: s.StartNs, EndNs: s.EndNs}
+func phaseSpanEntryOf(rec *ingest.Record) phaseSpanEntry {
+	s := &rec.PhaseSpan
+	return phaseSpanEntry{
+		ThreadName: s.ThreadName, ScopeID: s.ScopeID, Path: s.Path, ThreadID: s.ThreadID, StartNs: s.StartNs, EndNs: s.EndNs,
+		TraceID: rec.PhaseTraceID, ParentID: rec.PhaseParentID,
+	}
 }
 
 // span is the phase.Span of e, buffered for job on rank.
@@ -95,8 +105,11 @@ type rankBuffer struct {
 	// boundaries are stormlog phase_enter / phase_exit records, kept whole
 	// for the phase index.
 	boundaries ring[telemetry.Event]
-	// phaseSpans are phase spans from traces.
-	phaseSpans ring[phaseSpanEntry]
+	// phaseSpans are phase spans from traces. At most phaseWaiting of them
+	// wait for a parent (ParentID set); evictions leave it too high, and
+	// the next evaluation sets it right.
+	phaseSpans   ring[phaseSpanEntry]
+	phaseWaiting int
 
 	// frontNs is at most the earliest front time of the rings: while the
 	// window's cutoff is not past it, trim has nothing to do.

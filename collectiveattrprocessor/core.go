@@ -587,7 +587,11 @@ func (c *core) pushMarkers(job *jobState, rb *rankBuffer, rec *ingest.Record) in
 
 func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec *ingest.Record) int {
 	c.makeRoom(job, rb)
-	rb.phaseSpans.push(phaseSpanEntryOf(&rec.PhaseSpan), c.cfg.Limits.MaxEventsPerRank)
+	e := phaseSpanEntryOf(rec)
+	if e.ParentID != noParent {
+		rb.phaseWaiting++
+	}
+	rb.phaseSpans.push(e, c.cfg.Limits.MaxEventsPerRank)
 	return 1
 }
 

@@ -28,6 +28,7 @@ type evalScratch struct {
 	events   []telemetry.Event
 	spans    []phase.Span
 	sessions []sessionEnd
+	parents  phaseParents
 }
 
 // sessionEnd is the newest event time of one (session, rank): the phase
@@ -250,6 +251,9 @@ func (c *core) buildInput(job *jobState) jobInput {
 			}
 		}
 		if c.cfg.Phases {
+			if rb.phaseWaiting > 0 {
+				rb.phaseWaiting = sc.parents.complete(&rb.phaseSpans)
+			}
 			for i := range rb.phaseSpans.len() {
 				if s := rb.phaseSpans.at(i); s.EndNs >= cutoff {
 					sc.spans = append(sc.spans, s.span(job.id, r))

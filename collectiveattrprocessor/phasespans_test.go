@@ -26,7 +26,9 @@ import (
 //   - two deepest spans of different paths on one thread: ambiguous, both
 //     paths, and a summary naming the most recent span, the one that
 //     started last ("backward", whose scope id sorts first, so a sequence
-//     lost on the way would pick "forward").
+//     lost on the way would pick "forward");
+//   - the first again, with the root sent in a later request than its
+//     child, as an SDK exports them: the same unique phase.
 func TestPhaseSpansResolveThroughTheProcessor(t *testing.T) {
 	var events []telemetry.Event
 	var caseDir string
@@ -51,11 +53,20 @@ func TestPhaseSpansResolveThroughTheProcessor(t *testing.T) {
 	}
 	start, end := first-int64(time.Second), last+int64(time.Second)
 
-	for _, withBackward := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unique", true: "ambiguous"}[withBackward], func(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		withBackward, parentLater bool
+	}{
+		{name: "unique"},
+		{name: "ambiguous", withBackward: true},
+		{name: "parent_in_a_later_request", parentLater: true},
+	} {
+		withBackward := tc.withBackward
+		t.Run(tc.name, func(t *testing.T) {
 			const job = "phase-job"
 			md, td, ok := otlpFromEvents(job, events)
 			require.True(t, ok)
+			roots := ptrace.NewTraces()
 			forwardID := func(rank int64) pcommon.SpanID { return pcommon.SpanID{byte(rank), 0x03} }
 			for _, r := range ranks {
 				rs := td.ResourceSpans().AppendEmpty()
@@ -79,7 +90,13 @@ func TestPhaseSpansResolveThroughTheProcessor(t *testing.T) {
 				if withBackward {
 					add("backward", pcommon.SpanID{byte(r), 0x02}, root, start+2)
 				}
-				add("step", root, pcommon.SpanID{}, start).Attributes().PutEmptySlice("phase.path").FromRaw([]any{"train", "step"})
+				if tc.parentLater {
+					rs = roots.ResourceSpans().AppendEmpty()
+					rs.Resource().Attributes().PutStr("training.job.id", job)
+					rs.Resource().Attributes().PutInt("training.rank", r)
+					spans = rs.ScopeSpans().AppendEmpty().Spans()
+				}
+				require.NoError(t, add("step", root, pcommon.SpanID{}, start).Attributes().PutEmptySlice("phase.path").FromRaw([]any{"train", "step"}))
 			}
 
 			cfg := createDefaultConfig().(*Config)
@@ -90,6 +107,7 @@ func TestPhaseSpansResolveThroughTheProcessor(t *testing.T) {
 			p := newPipelines(t, cfg, tel)
 			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
 			require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), md))
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), roots))
 			p.shutdown(t)
 
 			var results []map[string]any
