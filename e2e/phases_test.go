@@ -14,19 +14,31 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 )
 
-// TestNamedPhaseSpansGroupedByTrace sends one simulated job twice under two job ids
-// through a collector whose traces pipeline runs groupbytrace before collectiveattr. The
+// TestNamedPhaseSpansAcrossRequests sends one simulated job twice under two job ids. The
 // first copy is as the simulator makes it: every phase span carries phase.path. The second
 // has no phase.path at all, so its paths come from phase_span_names and the ancestor walk,
 // and each step's "train" root goes in a request of its own after the step's other spans,
-// as an SDK exports a parent after its children. groupbytrace hands collectiveattr each
-// trace whole, so both copies must give the same results with the same phases.
-func TestNamedPhaseSpansGroupedByTrace(t *testing.T) {
+// as an SDK exports a parent after its children. Both copies must give the same results
+// with the same phases:
+//   - grouped_by_trace: groupbytrace runs before collectiveattr and hands it each trace whole;
+//   - ungrouped: collectiveattr alone, which completes a path when its parent, a phase span,
+//     arrives in a later request.
+func TestNamedPhaseSpansAcrossRequests(t *testing.T) {
+	for _, tc := range []struct{ name, processors string }{
+		{"grouped_by_trace", "[groupbytrace, collectiveattr]"},
+		{"ungrouped", "[collectiveattr]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { namedPhaseSpansAcrossRequests(t, tc.processors) })
+	}
+}
+
+func namedPhaseSpansAcrossRequests(t *testing.T, tracesProcessors string) {
 	ports := freePorts(t, 2)
 	httpPort, healthPort := ports[0], ports[1]
 	out := t.TempDir()
 	c := startCollector(t, filepath.Join(repoRoot(t), "testdata", "e2e", "phases.yaml"), map[string]string{
 		"E2E_OTLP_HTTP_PORT": itoa(httpPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_OUT_DIR": out,
+		"E2E_TRACES_PROCESSORS": tracesProcessors,
 	}, healthPort)
 
 	const withPath, byName = "phases-by-path", "phases-by-name"
