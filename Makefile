@@ -26,9 +26,13 @@ PROCESSOR_SOURCES := $(filter-out %_test.go,$(wildcard $(addsuffix /*.go,$(PROCE
 DEPLOY_CI_TARGETS ?=
 -include deploy/deploy.mk
 
-# go test flags; FUZZTIME is per fuzz target, BENCHTIME per benchmark.
+# go test flags; FUZZTIME is per fuzz target, BENCHTIME per benchmark. FUZZMINIMIZE bounds
+# the minimisation of each new interesting input: at go's default (60 s) FuzzPipelines, whose
+# inputs are whole OTLP requests run through shutdown, spends its run minimising instead of
+# fuzzing (about 20 executions a minute instead of 5 000 a second).
 TESTFLAGS ?= -count=1
 FUZZTIME  ?= 10s
+FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 
 .PHONY: all build collector cli tools generate test test-unit demo bench fuzz lint fmt-check vet staticcheck ci clean
@@ -84,7 +88,7 @@ fuzz:
 	  dir=$$(dirname "$$f"); \
 	  for fn in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$$f" | sed 's/^func //'); do \
 	    echo "== $$dir $$fn"; \
-	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$dir"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) "$$dir"; \
 	  done; \
 	done
 
