@@ -53,8 +53,9 @@ type otherEntry struct {
 // the fields the converter derives from others (ingest.Record's PhaseSpan):
 // its session is the job id, its rank the buffer's, its sequence its start,
 // and it is neither a boolean-thread nor a synthetic-end span. 104 bytes
-// instead of 152, and one pointer fewer for the garbage collector, for what
-// can be the most numerous entries of a rank.
+// where a phase.Span and the two ids below take 152, and one pointer fewer
+// for the garbage collector, for what can be the most numerous entries of a
+// rank.
 //
 // TraceID and ScopeID (its span id in hex) let a later span find it as its
 // parent. ParentID is set while Path lacks the ancestors of that parent,
