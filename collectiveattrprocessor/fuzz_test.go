@@ -19,7 +19,9 @@ import (
 // down, which evaluates and emits every job: the core, the evaluation and
 // the emission see whatever the converter lets through. Nothing may panic,
 // and every input item must reach the next consumer first, unchanged in
-// number.
+// number. The spans go in two requests each time, each scope's later half
+// first the first time and last the second, so that phase spans find their
+// parents in other requests too, before and after them.
 //
 // The input is three length-prefixed parts (metrics, traces, logs), each
 // decoded as an OTLP protobuf payload and skipped when it does not decode.
@@ -83,16 +85,26 @@ func FuzzPipelines(f *testing.F) {
 		cfg.PhaseSpanNames = []string{"train_step", "forward", "backward", "train"}
 		cfg.Limits.MaxEventsPerRank = 1000
 		p := newPipelines(t, cfg, tel)
-		for range 2 {
+		var front, back ptrace.Traces
+		if tErr == nil {
+			front, back = halves(td)
+		}
+		for round := range 2 {
 			if mErr == nil {
 				before := p.msink.DataPointCount()
 				require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), md))
 				require.Equal(t, before+md.DataPointCount(), p.msink.DataPointCount())
 			}
 			if tErr == nil {
-				before := p.tsink.SpanCount()
-				require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
-				require.Equal(t, before+td.SpanCount(), p.tsink.SpanCount())
+				first, second := back, front
+				if round == 1 {
+					first, second = front, back
+				}
+				for _, part := range []ptrace.Traces{first, second} {
+					before := p.tsink.SpanCount()
+					require.NoError(t, p.traces.ConsumeTraces(context.Background(), part))
+					require.Equal(t, before+part.SpanCount(), p.tsink.SpanCount())
+				}
 			}
 			if lErr == nil {
 				before := p.lsink.LogRecordCount()
@@ -102,6 +114,30 @@ func FuzzPipelines(f *testing.F) {
 		}
 		p.shutdown(t)
 	})
+}
+
+// halves splits td into two requests: each scope's first half of spans
+// and its second half, with the resource and scope copied into both.
+func halves(td ptrace.Traces) (front, back ptrace.Traces) {
+	front, back = ptrace.NewTraces(), ptrace.NewTraces()
+	for _, rs := range td.ResourceSpans().All() {
+		frs, brs := front.ResourceSpans().AppendEmpty(), back.ResourceSpans().AppendEmpty()
+		rs.Resource().CopyTo(frs.Resource())
+		rs.Resource().CopyTo(brs.Resource())
+		for _, ss := range rs.ScopeSpans().All() {
+			fss, bss := frs.ScopeSpans().AppendEmpty(), brs.ScopeSpans().AppendEmpty()
+			ss.Scope().CopyTo(fss.Scope())
+			ss.Scope().CopyTo(bss.Scope())
+			for i, sp := range ss.Spans().All() {
+				if i < ss.Spans().Len()/2 {
+					sp.CopyTo(fss.Spans().AppendEmpty())
+				} else {
+					sp.CopyTo(bss.Spans().AppendEmpty())
+				}
+			}
+		}
+	}
+	return front, back
 }
 
 // joinParts prefixes each part with its length (4 bytes, little endian).
