@@ -3,10 +3,10 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 import (
 	"encoding/hex"
 	"hash/maphash"
-	"math/bits"
 	"unsafe"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
 )
 
 // noParent is the ParentID of a phase span whose path is complete.
@@ -27,11 +27,8 @@ var noParent [8]byte
 //
 // Memory is reused across evaluations (evalScratch, guarded by evalMu).
 type phaseParents struct {
-	seed maphash.Seed
-	// slots index the ring being completed by span id: 1 + ring index, 0
-	// when empty; their number is a power of two at least twice the spans.
-	slots []int32
-	shift uint8
+	seed  maphash.Seed
+	slots slots.Table // of the ring being completed, by scope id
 	// joined remembers recent joins: a job's spans repeat a few paths, and
 	// a completed path is kept for the whole window.
 	joined [64]joinedPath
@@ -91,43 +88,29 @@ func (pp *phaseParents) index(spans *ring[phaseSpanEntry]) {
 	if pp.seed == (maphash.Seed{}) {
 		pp.seed = maphash.MakeSeed()
 	}
-	size := 8
-	for size < 2*spans.len() {
-		size *= 2
-	}
-	if cap(pp.slots) >= size {
-		pp.slots = pp.slots[:size]
-		clear(pp.slots)
-	} else {
-		pp.slots = make([]int32, size)
-	}
-	pp.shift = uint8(64 - bits.TrailingZeros(uint(size)))
-	mask := size - 1
+	pp.slots.Reset(spans.len())
 	for i := range spans.len() {
 		e := spans.at(i)
-		for h := pp.home(maphash.String(pp.seed, e.ScopeID)); ; h = (h + 1) & mask {
-			s := pp.slots[h]
+		for h := pp.slots.Home(maphash.String(pp.seed, e.ScopeID)); ; h = pp.slots.Next(h) {
+			s := pp.slots.S[h]
 			if s == 0 {
-				pp.slots[h] = int32(i + 1)
+				pp.slots.S[h] = int32(i + 1)
 				break
 			}
 			if o := spans.at(int(s) - 1); o.ScopeID == e.ScopeID && o.TraceID == e.TraceID {
-				pp.slots[h] = int32(i + 1)
+				pp.slots.S[h] = int32(i + 1)
 				break
 			}
 		}
 	}
 }
 
-func (pp *phaseParents) home(h uint64) int { return int(h >> pp.shift) }
-
 // find returns the ring index of the span of trace and span id, or -1.
 func (pp *phaseParents) find(spans *ring[phaseSpanEntry], trace [16]byte, span [8]byte) int {
 	var scope [2 * len(noParent)]byte
 	hex.Encode(scope[:], span[:])
-	mask := len(pp.slots) - 1
-	for h := pp.home(maphash.Bytes(pp.seed, scope[:])); ; h = (h + 1) & mask {
-		s := pp.slots[h]
+	for h := pp.slots.Home(maphash.Bytes(pp.seed, scope[:])); ; h = pp.slots.Next(h) {
+		s := pp.slots.S[h]
 		if s == 0 {
 			return -1
 		}

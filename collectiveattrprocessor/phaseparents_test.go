@@ -120,6 +120,20 @@ func forestTraces(job string, spans []forestSpan, endNs int64) ptrace.Traces {
 	return td
 }
 
+// newPhasePipelines is the three pipelines of one component with phase
+// spans named names, emitting on job end and evaluating only when a test
+// asks; they shut down with the test.
+func newPhasePipelines(t *testing.T, names ...string) *pipelines {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit, cfg.PhaseSpanNames, cfg.EvaluationInterval = EmitOnJobEnd, names, time.Hour
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	p := newPipelines(t, cfg, tel)
+	t.Cleanup(func() { p.shutdown(t) })
+	return p
+}
+
 // bufferedPhasePaths evaluates job's input as an evaluation round would,
 // and returns the paths of its rank 0 phase spans by trace/span id, and how
 // many the rank counts as waiting for a parent.
@@ -149,12 +163,7 @@ func bufferedPhasePaths(t *testing.T, c *core, job string) (map[string][]string,
 // parent that never comes.
 func TestPhasePathsCompleteAcrossRequests(t *testing.T) {
 	names := []string{"train", "step", "forward", "backward", "optimizer"}
-	cfg := createDefaultConfig().(*Config)
-	cfg.Emit, cfg.PhaseSpanNames, cfg.EvaluationInterval = EmitOnJobEnd, names, time.Hour
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p := newPhasePipelines(t, names...)
 	rng := rand.New(rand.NewPCG(3, 5))
 	endNs := time.Now().Add(-time.Minute).UnixNano()
 	parentLater := 0
@@ -201,12 +210,7 @@ func TestPhasePathsCompleteAcrossRequests(t *testing.T) {
 // requests, and a span id sent twice, end with bounded paths and nothing
 // waiting, without hanging the evaluation.
 func TestPhaseParentCyclesEnd(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.Emit, cfg.PhaseSpanNames, cfg.EvaluationInterval = EmitOnJobEnd, []string{"a", "b", "c"}, time.Hour
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p := newPhasePipelines(t, "a", "b", "c")
 	endNs := time.Now().Add(-time.Minute).UnixNano()
 	trace := pcommon.TraceID{9}
 	a, b, c := pcommon.SpanID{1}, pcommon.SpanID{2}, pcommon.SpanID{3}
@@ -232,12 +236,7 @@ func TestPhaseParentCyclesEnd(t *testing.T) {
 // TestPhaseParentSentTwiceIsTheLaterOne: of two spans with one trace and
 // span id, a child takes its path from the later, as within one request.
 func TestPhaseParentSentTwiceIsTheLaterOne(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.Emit, cfg.PhaseSpanNames, cfg.EvaluationInterval = EmitOnJobEnd, []string{"a", "x"}, time.Hour
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	p := newPipelines(t, cfg, tel)
-	defer p.shutdown(t)
+	p := newPhasePipelines(t, "a", "x")
 	endNs := time.Now().Add(-time.Minute).UnixNano()
 	trace := pcommon.TraceID{9}
 	for _, batch := range []forestSpan{

@@ -2,10 +2,11 @@ package ingest
 
 import (
 	"encoding/binary"
-	"math/bits"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
 )
 
 // spanIndex finds the spans of one batch by trace and span id, for the
@@ -17,11 +18,8 @@ import (
 // reaches it. When two spans share an id, the later one is found, as a map
 // assignment would leave it.
 type spanIndex struct {
-	// slots hold 1 + an index into entries, 0 when empty; their number is
-	// a power of two at least twice the entries.
-	slots   []int32
+	slots   slots.Table // of entries
 	entries []indexedSpan
-	shift   uint8
 }
 
 type indexedSpan struct {
@@ -40,18 +38,7 @@ type phaseFacts struct {
 
 // build indexes every span of td.
 func (x *spanIndex) build(td ptrace.Traces) {
-	n := td.SpanCount()
-	size := 8
-	for size < 2*n {
-		size *= 2
-	}
-	if cap(x.slots) >= size {
-		x.slots = x.slots[:size]
-		clear(x.slots)
-	} else {
-		x.slots = make([]int32, size)
-	}
-	x.shift = uint8(64 - bits.TrailingZeros(uint(size)))
+	x.slots.Reset(td.SpanCount())
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
@@ -66,18 +53,13 @@ func (x *spanIndex) build(td ptrace.Traces) {
 
 func spanIDKey(id pcommon.SpanID) uint64 { return binary.LittleEndian.Uint64(id[:]) }
 
-func (x *spanIndex) home(id uint64) int {
-	return int(id * 0x9E3779B97F4A7C15 >> x.shift)
-}
-
 func (x *spanIndex) insert(sp ptrace.Span) {
 	id := spanIDKey(sp.SpanID())
-	mask := len(x.slots) - 1
-	for h := x.home(id); ; h = (h + 1) & mask {
-		s := x.slots[h]
+	for h := x.slots.Home(id); ; h = x.slots.Next(h) {
+		s := x.slots.S[h]
 		if s == 0 {
 			x.entries = append(x.entries, indexedSpan{id: id, span: sp})
-			x.slots[h] = int32(len(x.entries))
+			x.slots.S[h] = int32(len(x.entries))
 			return
 		}
 		if e := &x.entries[s-1]; e.id == id && e.span.TraceID() == sp.TraceID() {
@@ -93,9 +75,8 @@ func (x *spanIndex) find(trace pcommon.TraceID, span pcommon.SpanID) *indexedSpa
 		return nil
 	}
 	id := spanIDKey(span)
-	mask := len(x.slots) - 1
-	for h := x.home(id); ; h = (h + 1) & mask {
-		s := x.slots[h]
+	for h := x.slots.Home(id); ; h = x.slots.Next(h) {
+		s := x.slots.S[h]
 		if s == 0 {
 			return nil
 		}
@@ -114,7 +95,7 @@ func (x *spanIndex) reset() {
 	clear(x.entries)
 	x.entries = x.entries[:0]
 	if cap(x.entries) > maxKeptIndex {
-		x.entries, x.slots = nil, nil
+		x.entries, x.slots.S = nil, nil
 	}
 }
 
