@@ -32,7 +32,8 @@ type Config struct {
 	// Overrides replaces fields of the preset (reference §2.2 overridable set).
 	Overrides map[string]any `mapstructure:"overrides"`
 	// Phases builds phase indexes from phase boundaries and phase spans and
-	// fills each result's phase attribution.
+	// fills each result's phase attribution. Off, spans are never phase
+	// spans and boundaries are kept as plain records: phases cost nothing.
 	Phases bool `mapstructure:"phases"`
 	// Window bounds each rank's buffer in event time, relative to the newest
 	// event of the job.
@@ -228,5 +229,6 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
+		NoPhaseSpans:        !cfg.Phases,
 	}
 }

@@ -598,7 +598,8 @@ func (c *core) pushPhaseSpan(job *jobState, rb *rankBuffer, rec *ingest.Record) 
 // pushStormlog buffers a stormlog record the way the reference reads it: a
 // usable sample feeds the samples (S3), any record whose text matches a
 // collective token is a marker (S2), phase boundaries feed the phase index
-// (§3.2), and every record counts for the trace start (S6).
+// (§3.2) when phases are on, and every record counts for the trace start
+// (S6).
 func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) int {
 	n := 0
 	if attribution.IsSample(e) {
@@ -611,7 +612,9 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 		rb.pushMarker(e.TimestampNs, ingest.SpanRef{}, rb.sessionIndex(e.SessionID), c.cfg.Limits.MaxEventsPerRank)
 		n++
 	}
-	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {
+	// Without phases a boundary counts only for the trace start (S6), as
+	// any other record: it is kept as one.
+	if c.cfg.Phases && (e.EventType == "phase_enter" || e.EventType == "phase_exit") {
 		c.makeRoom(job, rb)
 		rb.boundaries.push(*e, c.cfg.Limits.MaxEventsPerRank)
 		n++

@@ -140,3 +140,53 @@ func TestPhaseSpansResolveThroughTheProcessor(t *testing.T) {
 		})
 	}
 }
+
+// TestPhasesOffBuffersNoPhases: with phases off, phase spans (named or with
+// phase.path) are not buffered, a marker span still is, and a stormlog
+// phase boundary is kept as a plain record (it still counts for the trace
+// start) rather than whole for a phase index that is never built.
+func TestPhasesOffBuffersNoPhases(t *testing.T) {
+	for _, phases := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[phases], func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Phases, cfg.PhaseSpanNames, cfg.EvaluationInterval = phases, []string{"forward"}, time.Hour
+			tel := componenttest.NewTelemetry()
+			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+			p := newPipelines(t, cfg, tel)
+			defer p.shutdown(t)
+			const job = "phases-off"
+			endNs := time.Now().Add(-time.Minute).UnixNano()
+			td := markerSpanTraces(job, 0, 1, endNs-int64(time.Second), endNs)
+			spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			for i, name := range []string{"forward", "step"} {
+				sp := spans.AppendEmpty()
+				sp.SetName(name)
+				sp.SetTraceID(pcommon.TraceID{1})
+				sp.SetSpanID(pcommon.SpanID{byte(2 + i)})
+				sp.SetStartTimestamp(pcommon.Timestamp(endNs - int64(time.Second)))
+				sp.SetEndTimestamp(pcommon.Timestamp(endNs))
+				if name == "step" {
+					sp.Attributes().PutStr("phase.path", "train / step")
+				}
+			}
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+			require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{stormlogLine(job, 0, 1, endNs, "phase_enter", 0)})))
+			require.Equal(t, 3, p.tsink.SpanCount(), "every span passes through")
+
+			c := p.traces.core
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			rb := c.jobs[job].ranks[0]
+			assert.Equal(t, 2, rb.markers.len(), "the marker span's start and end")
+			if phases {
+				assert.Equal(t, 2, rb.phaseSpans.len())
+				assert.Equal(t, 1, rb.boundaries.len())
+				assert.Zero(t, rb.others.len())
+				return
+			}
+			assert.Zero(t, rb.phaseSpans.len())
+			assert.Zero(t, rb.boundaries.len())
+			assert.Equal(t, 1, rb.others.len(), "the boundary, as a plain record")
+		})
+	}
+}

@@ -75,6 +75,11 @@ type Config struct {
 	// PhaseSpanNames are span names treated as phase spans when the span has
 	// no `phase.path` attribute.
 	PhaseSpanNames []string
+	// NoPhaseSpans makes no span a phase span, whatever its attributes and
+	// PhaseSpanNames: the processor sets it when it builds no phase index
+	// (phases: false), so that phase spans cost neither conversion nor
+	// buffer space.
+	NoPhaseSpans bool
 
 	// PendingTTL is how long (wall clock) a metric point waits for its join
 	// partners before it is dropped (default 30s). A device-used point

@@ -154,12 +154,16 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 	if now == nil {
 		now = time.Now
 	}
+	var phaseSpanNames []string
+	if !cfg.NoPhaseSpans {
+		phaseSpanNames = cfg.PhaseSpanNames
+	}
 	c := &Converter{
 		cfg:    cfg,
 		now:    now,
 		keys:   newKeyIndex(cfg.Identity),
 		roles:  map[string]namedRole{},
-		phase:  newPhaseNames(cfg.PhaseSpanNames),
+		phase:  newPhaseNames(phaseSpanNames),
 		tolNs:  int64(cfg.SampleJoinTolerance),
 		names:  newInterner(4 * cfg.MaxSeries),
 		dev:    newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),

@@ -39,7 +39,8 @@ const (
 // an end. Every span event whose name matches gives one more, whether or
 // not its span is a marker span: a compute span with an NCCL launch event
 // marks the event's time, not the span's. A span can be both markers and a
-// phase span. Spans that are neither are ignored without a Skip.
+// phase span. Spans that are neither are ignored without a Skip; with
+// NoPhaseSpans, no span is a phase span.
 //
 // A phase span without `phase.path` takes as path the names of its phase
 // ancestors found in the same batch, then its own name. When the walk
@@ -59,7 +60,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
 				marker, markedEvents, pathAttr, hasPath := c.scanSpan(sp)
-				isPhase := hasPath
+				isPhase := hasPath && !c.cfg.NoPhaseSpans
 				if !isPhase && !c.phase.empty() {
 					isPhase = c.phase.has(sp.Name())
 				}

@@ -113,6 +113,20 @@ func TestConvertTracesPhases(t *testing.T) {
 	assert.Zero(t, c.spanIdx.len(), "the batch index is reset after the call")
 }
 
+func TestConvertTracesNoPhaseSpans(t *testing.T) {
+	// With NoPhaseSpans neither phase.path nor phase_span_names make a
+	// phase span, and an empty phase.path is no longer a bad one: only the
+	// allreduce span's markers are left.
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train", "step", "forward", "backward", "allreduce"}, NoPhaseSpans: true})
+	got := convertTraces(t, c, readTraces(t, "phases.yaml"))
+	var kinds []Kind
+	for _, r := range got.records {
+		kinds = append(kinds, r.Kind)
+	}
+	assert.Equal(t, []Kind{KindMarker, KindMarker}, kinds)
+	assert.Empty(t, got.reasons())
+}
+
 func TestConvertTracesPhaseNamesOff(t *testing.T) {
 	// Without phase_span_names only phase.path spans (and markers) count.
 	c, _ := newTestConverter(Config{})
