@@ -127,6 +127,7 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	}
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
+	c.publishPhaseWaiting()
 	c.mu.Unlock()
 	return errors.Join(errs...)
 }
@@ -291,6 +292,19 @@ func (c *core) buildInput(job *jobState) jobInput {
 		ji.resolver = phase.NewIndex(sc.events, sc.spans)
 	}
 	return ji
+}
+
+// publishPhaseWaiting sums the phase spans the ranks count as waiting for a
+// parent, as of their latest evaluation (self-telemetry). Called with mu
+// held, once per round: a walk over the ranks, not their entries.
+func (c *core) publishPhaseWaiting() {
+	n := 0
+	for _, job := range c.jobs {
+		for _, rb := range job.ranks {
+			n += rb.phaseWaiting
+		}
+	}
+	c.tel.phaseSpansWaiting.Store(int64(n))
 }
 
 func (sc *evalScratch) noteSession(session string, rank, ts int64) {

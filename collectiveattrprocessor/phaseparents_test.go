@@ -13,8 +13,11 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 )
 
 // forestSpan is one phase span of a random trace forest.
@@ -264,4 +267,28 @@ func TestPhasePathJoinsKeyOnBothParts(t *testing.T) {
 	both := []string{"forward", "backward"}
 	assert.Equal(t, []string{"train", "step", "forward"}, pp.join(outer, both[:1]))
 	assert.Equal(t, []string{"train", "step", "forward", "backward"}, pp.join(outer, both))
+}
+
+// TestPhaseSpansWaitingGauge: the self-telemetry gauge counts the spans
+// still waiting for a parent after each evaluation round.
+func TestPhaseSpansWaitingGauge(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.PhaseSpanNames, cfg.EvaluationInterval = []string{"step", "forward"}, time.Hour
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	p := newPipelines(t, cfg, tel)
+	defer p.shutdown(t)
+	endNs := time.Now().Add(-time.Minute).UnixNano()
+	trace := pcommon.TraceID{5}
+	round := func(waiting int64, spans ...forestSpan) {
+		t.Helper()
+		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("gauge", spans, endNs)))
+		require.NoError(t, p.traces.core.evaluate(context.Background(), false))
+		metadatatest.AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t, tel, []metricdata.DataPoint[int64]{{Value: waiting}}, metricdatatest.IgnoreTimestamp())
+	}
+	round(2,
+		forestSpan{trace: trace, id: pcommon.SpanID{2}, parent: pcommon.SpanID{1}, name: "forward"},
+		forestSpan{trace: trace, id: pcommon.SpanID{3}, parent: pcommon.SpanID{0xee}, name: "forward"},
+	)
+	round(1, forestSpan{trace: trace, id: pcommon.SpanID{1}, name: "step"}) // the orphan still waits
 }

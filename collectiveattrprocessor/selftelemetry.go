@@ -70,6 +70,9 @@ type selfTelemetry struct {
 	emitFailures   [numSignals]metric.AddOption
 	jobs, ranks    atomic.Int64
 	eventsBuffered atomic.Int64
+	// phaseSpansWaiting is the sum of the ranks' phaseWaiting after each
+	// evaluation round.
+	phaseSpansWaiting atomic.Int64
 }
 
 func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
@@ -100,6 +103,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 		return nil, err
 	}
 	if err := tb.RegisterProcessorCollectiveattrEventsBufferedCallback(observe(&t.eventsBuffered)); err != nil {
+		return nil, err
+	}
+	if err := tb.RegisterProcessorCollectiveattrPhaseSpansWaitingCallback(observe(&t.phaseSpansWaiting)); err != nil {
 		return nil, err
 	}
 	return t, nil

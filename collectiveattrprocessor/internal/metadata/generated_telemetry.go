@@ -38,6 +38,7 @@ type TelemetryBuilder struct {
 	ProcessorCollectiveattrItemsSkipped       metric.Int64Counter
 	ProcessorCollectiveattrJobsLimit          metric.Int64Gauge
 	ProcessorCollectiveattrJobsTracked        metric.Int64ObservableGauge
+	ProcessorCollectiveattrPhaseSpansWaiting  metric.Int64ObservableGauge
 	ProcessorCollectiveattrRanksPerJobLimit   metric.Int64Gauge
 	ProcessorCollectiveattrRanksTracked       metric.Int64ObservableGauge
 	ProcessorCollectiveattrResultsEmitted     metric.Int64Counter
@@ -75,6 +76,21 @@ func (builder *TelemetryBuilder) RegisterProcessorCollectiveattrJobsTrackedCallb
 		cb(ctx, &observerInt64{inst: builder.ProcessorCollectiveattrJobsTracked, obs: o})
 		return nil
 	}, builder.ProcessorCollectiveattrJobsTracked)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorCollectiveattrPhaseSpansWaitingCallback sets callback for observable ProcessorCollectiveattrPhaseSpansWaiting metric.
+func (builder *TelemetryBuilder) RegisterProcessorCollectiveattrPhaseSpansWaitingCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorCollectiveattrPhaseSpansWaiting, obs: o})
+		return nil
+	}, builder.ProcessorCollectiveattrPhaseSpansWaiting)
 	if err != nil {
 		return err
 	}
@@ -186,6 +202,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_jobs_tracked",
 		metric.WithDescription("Number of jobs currently tracked. [Alpha]"),
 		metric.WithUnit("{job}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrPhaseSpansWaiting, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_collectiveattr_phase_spans_waiting",
+		metric.WithDescription("Number of buffered phase spans waiting for a parent from a later request to complete their path, counted at the end of each evaluation round (a span that arrived since its rank's last evaluation counts as waiting). Spans that keep waiting have a parent that is not a phase span; set phase.path or group spans by trace. [Alpha]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrRanksPerJobLimit, err = builder.meter.Int64Gauge(

@@ -172,6 +172,20 @@ func AssertEqualProcessorCollectiveattrJobsTracked(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_phase_spans_waiting",
+		Description: "Number of buffered phase spans waiting for a parent from a later request to complete their path, counted at the end of each evaluation round (a span that arrived since its rank's last evaluation counts as waiting). Spans that keep waiting have a parent that is not a phase span; set phase.path or group spans by trace. [Alpha]",
+		Unit:        "{span}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_phase_spans_waiting")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorCollectiveattrRanksPerJobLimit(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_ranks_per_job_limit",
