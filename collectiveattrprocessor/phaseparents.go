@@ -13,7 +13,8 @@ import (
 var noParent [8]byte
 
 // phaseParents completes, at evaluation, the paths of a rank's buffered
-// phase spans whose parent arrived after them. An SDK exports a span when
+// phase spans whose parent was not in their request: usually it comes in a
+// later one, sometimes it came earlier. An SDK exports a span when
 // it ends, so a step's forward and backward spans usually leave a request
 // or more before the step span that encloses them; the converter walks
 // ancestors within one request only and marks the span with the parent it
