@@ -295,8 +295,9 @@ func (c *core) buildInput(job *jobState) jobInput {
 }
 
 // publishPhaseWaiting sums the phase spans the ranks count as waiting for a
-// parent, as of their latest evaluation (self-telemetry). Called with mu
-// held, once per round: a walk over the ranks, not their entries.
+// parent (self-telemetry): those their latest evaluation left waiting, and
+// those that arrived waiting since. Called with mu held, once per round: a
+// walk over the ranks, not their entries.
 func (c *core) publishPhaseWaiting() {
 	n := 0
 	for _, job := range c.jobs {
