@@ -88,9 +88,12 @@ func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, t
 // TestConformanceThroughMetricsAndSpans converts the attribution cases made
 // of samples and markers into memory gauges and NCCL spans, feeds them
 // through metrics and traces pipelines sharing one core, and compares the
-// result spans with the expected results (contract §5.1 attributes).
+// result spans with the expected results (contract §5.1 attributes). Each
+// case runs twice: as one traces and one metrics request, and cut into
+// requests of about 200 ms of event time each, metrics and spans of each
+// slice in turn, as exporters send a running job.
 func TestConformanceThroughMetricsAndSpans(t *testing.T) {
-	ran := 0
+	ran, manySlices := 0, 0
 	for _, c := range loadConformanceCases(t) {
 		if c.Set != "attribution" || c.ExpectedError != nil {
 			continue
@@ -108,54 +111,106 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 			continue
 		}
 		ran++
-		t.Run(filepath.Base(c.Dir), func(t *testing.T) {
-			tel := componenttest.NewTelemetry()
-			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-			cfg := createDefaultConfig().(*Config)
-			cfg.Preset, cfg.Overrides, cfg.Emit, cfg.Phases = "", c.Overrides, EmitOnJobEnd, false
-			if c.Preset != nil {
-				cfg.Preset = *c.Preset
-			}
-			// The buffer holds the whole run, as in TestConformanceThroughLogs.
-			cfg.Window = max(cfg.Window, eventSpan(t, lines)+time.Second)
-			var expected []any
-			dec := json.NewDecoder(bytes.NewReader(c.Expected))
-			dec.UseNumber()
-			require.NoError(t, dec.Decode(&expected))
-			p := newPipelines(t, cfg, tel)
-			require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
-			require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), md))
-			p.shutdown(t)
+		for _, sliced := range []bool{false, true} {
+			t.Run(filepath.Base(c.Dir)+map[bool]string{false: "/one_request", true: "/time_slices"}[sliced], func(t *testing.T) {
+				tel := componenttest.NewTelemetry()
+				t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+				cfg := createDefaultConfig().(*Config)
+				cfg.Preset, cfg.Overrides, cfg.Emit, cfg.Phases = "", c.Overrides, EmitOnJobEnd, false
+				if c.Preset != nil {
+					cfg.Preset = *c.Preset
+				}
+				// The buffer holds the whole run, as in TestConformanceThroughLogs.
+				cfg.Window = max(cfg.Window, eventSpan(t, lines)+time.Second)
+				var expected []any
+				dec := json.NewDecoder(bytes.NewReader(c.Expected))
+				dec.UseNumber()
+				require.NoError(t, dec.Decode(&expected))
+				p := newPipelines(t, cfg, tel)
+				mds, tds := []pmetric.Metrics{md}, []ptrace.Traces{td}
+				if sliced {
+					if mds, tds = timeSlices(md, td, 200*time.Millisecond); len(mds) > 1 {
+						manySlices++
+					}
+				}
+				for i := range mds {
+					require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), mds[i]))
+					require.NoError(t, p.traces.ConsumeTraces(context.Background(), tds[i]))
+				}
+				p.shutdown(t)
 
-			got := map[string]ptrace.Span{}
-			for _, td := range p.tsink.AllTraces()[1:] {
-				for i := range td.ResourceSpans().Len() {
-					rs := td.ResourceSpans().At(i)
-					jobAttr, _ := rs.Resource().Attributes().Get("training.job.id")
-					assert.Equal(t, job, jobAttr.Str())
-					sss := rs.ScopeSpans()
-					for j := range sss.Len() {
-						for k := range sss.At(j).Spans().Len() {
-							sp := sss.At(j).Spans().At(k)
-							rank, _ := sp.Attributes().Get("training.rank")
-							got[fmt.Sprintf("%d/%d", rank.Int(), sp.StartTimestamp())] = sp
+				got := map[string]ptrace.Span{}
+				for _, td := range p.tsink.AllTraces()[len(tds):] {
+					for i := range td.ResourceSpans().Len() {
+						rs := td.ResourceSpans().At(i)
+						jobAttr, _ := rs.Resource().Attributes().Get("training.job.id")
+						assert.Equal(t, job, jobAttr.Str())
+						sss := rs.ScopeSpans()
+						for j := range sss.Len() {
+							for k := range sss.At(j).Spans().Len() {
+								sp := sss.At(j).Spans().At(k)
+								rank, _ := sp.Attributes().Get("training.rank")
+								got[fmt.Sprintf("%d/%d", rank.Int(), sp.StartTimestamp())] = sp
+							}
 						}
 					}
 				}
-			}
-			require.Len(t, got, len(expected))
-			for _, w := range expected {
-				want := w.(map[string]any)
-				key := fmt.Sprintf("%s/%s", want["rank"], want["interval_start_ns"])
-				sp, ok := got[key]
-				if !assert.True(t, ok, "no result span for %s", key) {
-					continue
+				require.Len(t, got, len(expected))
+				for _, w := range expected {
+					want := w.(map[string]any)
+					key := fmt.Sprintf("%s/%s", want["rank"], want["interval_start_ns"])
+					sp, ok := got[key]
+					if !assert.True(t, ok, "no result span for %s", key) {
+						continue
+					}
+					assertResultSpan(t, want, sp)
 				}
-				assertResultSpan(t, want, sp)
-			}
-		})
+			})
+		}
 	}
 	require.GreaterOrEqual(t, ran, 5, "a handful of cases run through metrics and spans")
+	require.GreaterOrEqual(t, manySlices, 5, "a handful of them in more than one slice")
+}
+
+// timeSlices cuts otlpFromEvents' one-resource, one-scope requests into
+// requests of step of event time each (by point time and span start), in
+// time order; both lists have one request per slice, empty or not.
+func timeSlices(md pmetric.Metrics, td ptrace.Traces, step time.Duration) ([]pmetric.Metrics, []ptrace.Traces) {
+	first := int64(math.MaxInt64)
+	last := int64(0)
+	for _, m := range md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().All() {
+		for _, dp := range m.Gauge().DataPoints().All() {
+			first, last = min(first, int64(dp.Timestamp())), max(last, int64(dp.Timestamp()))
+		}
+	}
+	for _, sp := range td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+		first, last = min(first, int64(sp.StartTimestamp())), max(last, int64(sp.StartTimestamp()))
+	}
+	n := int((last-first)/int64(step)) + 1
+	slice := func(ts pcommon.Timestamp) int { return int((int64(ts) - first) / int64(step)) }
+	mds, tds := make([]pmetric.Metrics, n), make([]ptrace.Traces, n)
+	for i := range n {
+		mds[i], tds[i] = pmetric.NewMetrics(), ptrace.NewTraces()
+		mds[i].ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+		tds[i].ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	}
+	for _, m := range md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().All() {
+		into := make([]pmetric.NumberDataPointSlice, n)
+		for _, dp := range m.Gauge().DataPoints().All() {
+			i := slice(dp.Timestamp())
+			if into[i] == (pmetric.NumberDataPointSlice{}) {
+				sm := mds[i].ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+				sm.SetName(m.Name())
+				sm.SetUnit(m.Unit())
+				into[i] = sm.SetEmptyGauge().DataPoints()
+			}
+			dp.CopyTo(into[i].AppendEmpty())
+		}
+	}
+	for _, sp := range td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+		sp.CopyTo(tds[slice(sp.StartTimestamp())].ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty())
+	}
+	return mds, tds
 }
 
 func assertResultSpan(t *testing.T, want map[string]any, sp ptrace.Span) {
