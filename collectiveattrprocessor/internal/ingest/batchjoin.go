@@ -12,57 +12,152 @@ type batchPoint struct {
 	role  role
 }
 
+// zipRow is one collection of a zip block: its time and each role's value
+// (zero for the roles the block lacks).
+type zipRow struct {
+	tsNs int64
+	vals [numRoles]int64
+}
+
+// zipBlock is the points one series received in a call when they have the
+// in-process exporter's shape: k runs of n points, one run per distinct
+// role, with device used and allocator reserved among them, every run
+// with the same strictly increasing times. Its n collections are
+// c.zipRows[off : off+n]; order lists the roles in the order their runs
+// arrived. n is 0 when there is no block.
+type zipBlock struct {
+	off, n int
+	k      int
+	roles  uint16
+	order  [numRoles]role
+}
+
+func (b *zipBlock) rows(c *Converter) []zipRow { return c.zipRows[b.off : b.off+b.n] }
+
+// newZipRows appends n zeroed collections to c.zipRows and returns the
+// offset of the first.
+func (c *Converter) newZipRows(n int) int {
+	off := len(c.zipRows)
+	c.zipRows = append(c.zipRows, make([]zipRow, n)...)
+	return off
+}
+
 // joinBatch joins the points s received in this call and hands the samples
-// they form to emit. The common batch takes the zip path; any other is
-// added row by row (add) and joined by formSamples, exactly as the points
-// arrived.
+// they form to emit. A call's points that form a zip block take the zip
+// path when the series' state allows it; any others are added row by row
+// (add) and joined by formSamples, exactly as the points arrived.
 func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
-	if c.noZip || !c.zipBatch(s, nowNs, emit, skip) {
-		for _, p := range s.batch {
-			c.shed(s.add(p.role, p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows), skip)
+	if blk := s.block; blk.n > 0 {
+		// Read in lockstep: s.batch is empty.
+		s.block = zipBlock{}
+		if c.zipBlock(s, &blk, nowNs, emit, skip) {
+			return
 		}
-		c.formSamples(s, emit, skip)
+		c.spill(s, &blk)
+	} else if !c.noZip {
+		if blk, ok := c.blockOf(s.batch); ok && c.zipBlock(s, &blk, nowNs, emit, skip) {
+			s.batch = keptScratch(s.batch)
+			return
+		}
 	}
+	for _, p := range s.batch {
+		c.shed(s.add(p.role, p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows), skip)
+	}
+	c.formSamples(s, emit, skip)
 	s.batch = keptScratch(s.batch)
 }
 
-// zipBatch forms the samples of the common batch without building the rows
-// first: an in-process exporter sends, per rank, each role's points of the
-// same collections, a metric after another. When the batch is k runs of n
-// points, one run per distinct role, with device used and allocator
-// reserved among them; every run has the same strictly increasing times,
-// all after the series' newest row and device-used time; the series holds
-// no pending device-used point and no point of a role the batch lacks; and
-// n more rows fit under MaxPendingRows; then every device-used point's
-// nearest point of each role is the one of its own time in the batch, and
-// nothing is shed. The samples, the skips and the rows left (what prune
-// would keep) are then exactly those of the row path, which the
-// differential test checks. It reports false, having changed nothing, for
-// any other batch.
-func (c *Converter) zipBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) bool {
-	b := s.batch
+// spill puts a block's points in s.batch as they arrived, a run after
+// another, for the row path.
+func (c *Converter) spill(s *series, blk *zipBlock) {
+	c.fast.spilled++
+	rows := blk.rows(c)
+	for _, r := range blk.order[:blk.k] {
+		for i := range rows {
+			s.batch = append(s.batch, batchPoint{tsNs: rows[i].tsNs, bytes: rows[i].vals[r], role: r})
+		}
+	}
+}
+
+// blockOf returns the zip block of a call's points b, in arrival order,
+// when they have its shape.
+func (c *Converter) blockOf(b []batchPoint) (zipBlock, bool) {
+	var blk zipBlock
 	n := 1
 	for n < len(b) && b[n].role == b[0].role {
 		n++
 	}
-	if len(b)%n != 0 || len(s.rows)+n > c.cfg.MaxPendingRows || s.roleCount[roleDeviceUsed] != 0 {
-		return false
+	if len(b) == 0 || len(b)%n != 0 {
+		return blk, false
 	}
 	k := len(b) / n
 	var roles uint16
 	for j := range k {
-		bit := uint16(1) << b[j*n].role
+		r := b[j*n].role
+		bit := uint16(1) << r
 		if roles&bit != 0 {
-			return false
+			return blk, false
 		}
 		roles |= bit
+		blk.order[j] = r
 	}
-	const usedBit, reservedBit = uint16(1) << roleDeviceUsed, uint16(1) << roleAllocatorReserved
-	if roles&usedBit == 0 || roles&reservedBit == 0 {
+	if !zippable(roles) {
+		return blk, false
+	}
+	times := b[:n]
+	for i := 1; i < n; i++ {
+		if times[i].tsNs <= times[i-1].tsNs {
+			return blk, false
+		}
+	}
+	for j := 1; j < k; j++ {
+		run := b[j*n : (j+1)*n]
+		r := run[0].role
+		for i := range run {
+			if run[i].role != r || run[i].tsNs != times[i].tsNs {
+				return blk, false
+			}
+		}
+	}
+	blk.off, blk.n, blk.k, blk.roles = c.newZipRows(n), n, k, roles
+	rows := blk.rows(c)
+	for i := range rows {
+		rows[i].tsNs = times[i].tsNs
+	}
+	for j := range k {
+		run := b[j*n : (j+1)*n]
+		r := run[0].role
+		for i := range run {
+			rows[i].vals[r] = run[i].bytes
+		}
+	}
+	return blk, true
+}
+
+// zippable reports whether a block of these roles can form samples on its
+// own: it holds device used and allocator reserved.
+func zippable(roles uint16) bool {
+	const want = uint16(1)<<roleDeviceUsed | uint16(1)<<roleAllocatorReserved
+	return roles&want == want
+}
+
+// zipBlock forms the samples of a block without building the rows first,
+// when s's state allows it: every time of the block is after the series'
+// newest row and device-used time, the series holds no pending device-used
+// point and no point of a role the block lacks, and n more rows fit under
+// MaxPendingRows. Then every device-used point's nearest point of each role
+// is the one of its own time in the block, and nothing is shed. The
+// samples, the skips and the rows left (what prune would keep) are then
+// exactly those of the row path, which the differential test checks. It
+// reports false, having changed nothing, otherwise.
+func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*SampleRun), skip func(Skip)) bool {
+	rows := blk.rows(c)
+	n := len(rows)
+	if len(s.rows)+n > c.cfg.MaxPendingRows || s.roleCount[roleDeviceUsed] != 0 {
 		return false
 	}
 	for r, count := range s.roleCount {
-		if count != 0 && roles&(1<<r) == 0 {
+		if count != 0 && blk.roles&(1<<r) == 0 {
 			return false
 		}
 	}
@@ -73,24 +168,12 @@ func (c *Converter) zipBatch(s *series, nowNs int64, emit func(*SampleRun), skip
 	if s.hasUsed {
 		prev = max(prev, s.maxUsedTs)
 	}
-	times := b[:n]
-	for i := range times {
-		if times[i].tsNs <= prev {
-			return false
-		}
-		prev = times[i].tsNs
-	}
-	for j := 1; j < k; j++ {
-		run := b[j*n : (j+1)*n]
-		r := run[0].role
-		for i := range run {
-			if run[i].role != r || run[i].tsNs != times[i].tsNs {
-				return false
-			}
-		}
+	if rows[0].tsNs <= prev {
+		return false
 	}
 
-	newest := times[n-1].tsNs
+	const usedBit = uint16(1) << roleDeviceUsed
+	newest := rows[n-1].tsNs
 	s.maxUsedTs, s.hasUsed = newest, true
 	if !s.hasReserved || newest > s.maxReservedTs {
 		s.maxReservedTs, s.hasReserved = newest, true
@@ -106,14 +189,9 @@ func (c *Converter) zipBatch(s *series, nowNs int64, emit func(*SampleRun), skip
 	s.rows = s.rows[drop:]
 
 	run := c.startRun(s)
-	for i := range times {
-		ts := times[i].tsNs
-		var vals [numRoles]int64
-		for j := range k {
-			p := &b[j*n+i]
-			vals[p.role] = p.bytes
-		}
-		c.addSample(run, ts, &vals, roles, skip)
+	for i := range rows {
+		ts := rows[i].tsNs
+		c.addSample(run, ts, &rows[i].vals, blk.roles, skip)
 		if ts < s.horizonNs {
 			continue
 		}
@@ -121,7 +199,7 @@ func (c *Converter) zipBatch(s *series, nowNs int64, emit func(*SampleRun), skip
 		// sample (or was refused as invalid) and left.
 		s.insertRow(len(s.rows), ts)
 		row := &s.rows[len(s.rows)-1]
-		row.vals, row.has, row.formed, row.arrivalNs = vals, roles&^usedBit, true, nowNs
+		row.vals, row.has, row.formed, row.arrivalNs = rows[i].vals, blk.roles&^usedBit, true, nowNs
 		for has := row.has; has != 0; has &= has - 1 {
 			s.roleCount[bits.TrailingZeros16(has)]++
 		}

@@ -142,6 +142,9 @@ func (g *joinBatchGen) batch() pmetric.Metrics {
 			var dps pmetric.NumberDataPointSlice
 			for i, p := range part {
 				if i == 0 || part[i-1].name != p.name {
+					if g.rng.IntN(4) == 0 {
+						ms = rm.ScopeMetrics().AppendEmpty().Metrics() // a second scope
+					}
 					m := ms.AppendEmpty()
 					m.SetName(p.name)
 					dps = m.SetEmptyGauge().DataPoints()
@@ -150,9 +153,72 @@ func (g *joinBatchGen) batch() pmetric.Metrics {
 				dp.SetTimestamp(pcommon.Timestamp(p.ts))
 				dp.SetIntValue(p.v)
 			}
+			if g.rng.IntN(4) == 0 {
+				g.quirk(rm, rank)
+			}
 		}
 	}
 	return md
+}
+
+// quirk changes one thing of a resource's metrics that the per-point path
+// takes in its stride: some a zip block takes too, the rest it must leave
+// to that path.
+func (g *joinBatchGen) quirk(rm pmetric.ResourceMetrics, rank int) {
+	rng := g.rng
+	sm := rm.ScopeMetrics().At(rng.IntN(rm.ScopeMetrics().Len()))
+	if sm.Metrics().Len() == 0 {
+		return
+	}
+	m := sm.Metrics().At(rng.IntN(sm.Metrics().Len()))
+	dps := m.Gauge().DataPoints()
+	dp := dps.At(rng.IntN(dps.Len()))
+	switch rng.IntN(11) {
+	case 0: // a double, whole or not
+		dp.SetDoubleValue(float64(dp.IntValue()) + float64(rng.IntN(2))*0.4)
+	case 1: // MiB
+		m.SetUnit("MiB")
+	case 2: // a staleness marker
+		dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+	case 3: // a cumulative sum, then a delta sum
+		m.Gauge().DataPoints().MoveAndAppendTo(m.SetEmptySum().DataPoints())
+		m.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		if rng.IntN(2) == 0 {
+			m.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		}
+	case 4: // the point names its rank itself
+		dp.Attributes().PutInt("training.rank", int64(rank))
+	case 5: // another rank
+		dp.Attributes().PutInt("training.rank", int64((rank+1)%len(g.next)))
+	case 6:
+		dp.SetIntValue(-1)
+	case 7:
+		dp.SetTimestamp(0)
+	case 8: // a histogram of the same name
+		h := sm.Metrics().AppendEmpty()
+		h.SetName(m.Name())
+		h.SetEmptyHistogram().DataPoints().AppendEmpty().SetTimestamp(dp.Timestamp())
+	case 9: // a metric of another role with no points
+		e := sm.Metrics().AppendEmpty()
+		e.SetName("gpu.memory.allocator.inactive")
+		e.SetEmptyGauge()
+	case 10: // one collection's time, in every metric: missing, repeated or in the future
+		l := rng.IntN(dps.Len())
+		var ts pcommon.Timestamp
+		switch {
+		case l > 0 && rng.IntN(3) == 0:
+			ts = dps.At(l - 1).Timestamp()
+		case rng.IntN(2) == 0:
+			ts = pcommon.Timestamp(time.Now().Add(time.Hour).UnixNano())
+		}
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				if m.Type() == pmetric.MetricTypeGauge && m.Gauge().DataPoints().Len() > l {
+					m.Gauge().DataPoints().At(l).SetTimestamp(ts)
+				}
+			}
+		}
+	}
 }
 
 // TestZipJoinMatchesTheRowJoin runs the same random batches through a
@@ -197,11 +263,14 @@ func TestZipJoinMatchesTheRowJoin(t *testing.T) {
 					require.Equal(t, rows.Expire(), zip.Expire(), "batch %d", batch)
 				}
 			}
-			t.Logf("zip path: %d of %d rank batches, %d samples", zip.fast.zipped, 3*3000, zipSamples)
+			t.Logf("zip path: %d of %d rank batches, %d samples; %d read in lockstep, %d of them spilled", zip.fast.zipped, 3*3000, zipSamples, zip.fast.lockstep, zip.fast.spilled)
 			require.Zero(t, rows.fast.zipped)
+			require.Zero(t, rows.fast.lockstep)
+			require.Greater(t, zip.fast.lockstep, uint64(1000), "rank batches read in lockstep")
+			require.Greater(t, zip.fast.spilled, uint64(100), "lockstep blocks handed to the row path")
 			// Most configurations zip about half the rank batches; a row
 			// bound of 6 far fewer, as the rows kept leave no room.
-			require.Greater(t, zip.fast.zipped, uint64(1000), "rank batches joined by the zip path")
+			require.Greater(t, zip.fast.zipped, uint64(500), "rank batches joined by the zip path")
 			require.Greater(t, zipSamples, 5000, "samples formed by the zip path")
 		})
 	}

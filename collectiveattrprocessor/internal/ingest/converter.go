@@ -40,7 +40,9 @@ type Converter struct {
 	gen    uint64
 
 	// Per-call scratch, reused to keep the hot path allocation-free.
-	touched       []*series
+	touched []*series
+	// zipRows holds the collections of the call's zip blocks (zipBlock).
+	zipRows       []zipRow
 	resID, itemID rawIdentity
 	id            identity
 	// idMemo remembers, per rank slot, the last identity resolved with a
@@ -123,10 +125,11 @@ type Converter struct {
 	stats Stats
 }
 
-// fastPathCounts counts the batches joined by the zip path and the
-// resources answered by the resource memo.
+// fastPathCounts counts the batches joined by the zip path, the resources
+// read in lockstep (and how many of those went to the row path after all)
+// and the resources answered by the resource memo.
 type fastPathCounts struct {
-	zipped, memoHits uint64
+	zipped, lockstep, spilled, memoHits uint64
 }
 
 // Stats are sizes and cumulative counts for self-telemetry.

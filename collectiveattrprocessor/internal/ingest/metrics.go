@@ -36,9 +36,16 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	c.touched = c.touched[:0]
 	limit := c.futureLimit(nowNs)
 	rms := md.ResourceMetrics()
+	c.zipRows = c.zipRows[:0]
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
+		if !c.noZip {
+			var done bool
+			if done, resStarted = c.convertLockstep(i, rm, nowNs, limit); done {
+				continue
+			}
+		}
 		var resSeries *series // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
@@ -86,6 +93,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
+	c.zipRows = keptScratch(c.zipRows)
 	c.attrMemo.forget()
 }
 
@@ -142,6 +150,11 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 		if s.late(r, ts) {
 			c.refuseLate(skip)
 			continue
+		}
+		if s.block.n > 0 {
+			// Read in lockstep from an earlier resource: these points come after it.
+			c.spill(s, &s.block)
+			s.block = zipBlock{}
 		}
 		s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
 		c.touch(s)
