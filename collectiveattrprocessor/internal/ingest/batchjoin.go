@@ -12,19 +12,14 @@ type batchPoint struct {
 	role  role
 }
 
-// zipRow is one collection of a zip block: its time and each role's value
-// (zero for the roles the block lacks).
-type zipRow struct {
-	tsNs int64
-	vals [numRoles]int64
-}
-
 // zipBlock is the points one series received in a call when they have the
 // in-process exporter's shape: k runs of n points, one run per distinct
 // role, with device used and allocator reserved among them, every run
 // with the same strictly increasing times. Its n collections are
-// c.zipRows[off : off+n]; order lists the roles in the order their runs
-// arrived. n is 0 when there is no block.
+// c.zipRows[off : off+n], each a sample to be: its time and each role's
+// value by role (counters; zero for the roles the block lacks). order
+// lists the roles in the order their runs arrived. n is 0 when there is no
+// block.
 type zipBlock struct {
 	off, n int
 	k      int
@@ -32,13 +27,13 @@ type zipBlock struct {
 	order  [numRoles]role
 }
 
-func (b *zipBlock) rows(c *Converter) []zipRow { return c.zipRows[b.off : b.off+b.n] }
+func (b *zipBlock) rows(c *Converter) []SamplePoint { return c.zipRows[b.off : b.off+b.n] }
 
 // newZipRows appends n zeroed collections to c.zipRows and returns the
 // offset of the first.
 func (c *Converter) newZipRows(n int) int {
 	off := len(c.zipRows)
-	c.zipRows = append(c.zipRows, make([]zipRow, n)...)
+	c.zipRows = append(c.zipRows, make([]SamplePoint, n)...)
 	return off
 }
 
@@ -74,7 +69,7 @@ func (c *Converter) spill(s *series, blk *zipBlock) {
 	rows := blk.rows(c)
 	for _, r := range blk.order[:blk.k] {
 		for i := range rows {
-			s.batch = append(s.batch, batchPoint{tsNs: rows[i].tsNs, bytes: rows[i].vals[r], role: r})
+			s.batch = append(s.batch, batchPoint{tsNs: rows[i].TimestampNs, bytes: rows[i].counters()[r], role: r})
 		}
 	}
 }
@@ -122,13 +117,13 @@ func (c *Converter) blockOf(b []batchPoint) (zipBlock, bool) {
 	blk.off, blk.n, blk.k, blk.roles = c.newZipRows(n), n, k, roles
 	rows := blk.rows(c)
 	for i := range rows {
-		rows[i].tsNs = times[i].tsNs
+		rows[i].TimestampNs = times[i].tsNs
 	}
 	for j := range k {
 		run := b[j*n : (j+1)*n]
 		r := run[0].role
 		for i := range run {
-			rows[i].vals[r] = run[i].bytes
+			rows[i].counters()[r] = run[i].bytes
 		}
 	}
 	return blk, true
@@ -168,12 +163,12 @@ func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*S
 	if s.hasUsed {
 		prev = max(prev, s.maxUsedTs)
 	}
-	if rows[0].tsNs <= prev {
+	if rows[0].TimestampNs <= prev {
 		return false
 	}
 
 	const usedBit = uint16(1) << roleDeviceUsed
-	newest := rows[n-1].tsNs
+	newest := rows[n-1].TimestampNs
 	s.maxUsedTs, s.hasUsed = newest, true
 	if !s.hasReserved || newest > s.maxReservedTs {
 		s.maxReservedTs, s.hasReserved = newest, true
@@ -188,24 +183,37 @@ func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*S
 	}
 	s.rows = s.rows[drop:]
 
-	run := c.startRun(s)
+	// The samples are formed in place: the run hands over the block's
+	// rows, those refused as invalid left out.
+	formed := 0
 	for i := range rows {
-		ts := rows[i].tsNs
-		c.addSample(run, ts, &rows[i].vals, blk.roles, skip)
-		if ts < s.horizonNs {
-			continue
+		p := &rows[i]
+		if ts := p.TimestampNs; ts >= s.horizonNs {
+			// The row the row path leaves, of the points as they came: its
+			// device-used point formed a sample (or was refused as
+			// invalid) and left.
+			s.insertRow(len(s.rows), ts)
+			row := &s.rows[len(s.rows)-1]
+			row.vals, row.has, row.formed, row.arrivalNs = *p.counters(), blk.roles&^usedBit, true, nowNs
+			for has := row.has; has != 0; has &= has - 1 {
+				s.roleCount[bits.TrailingZeros16(has)]++
+			}
 		}
-		// The row the row path leaves: its device-used point formed a
-		// sample (or was refused as invalid) and left.
-		s.insertRow(len(s.rows), ts)
-		row := &s.rows[len(s.rows)-1]
-		row.vals, row.has, row.formed, row.arrivalNs = rows[i].vals, blk.roles&^usedBit, true, nowNs
-		for has := row.has; has != 0; has &= has - 1 {
-			s.roleCount[bits.TrailingZeros16(has)]++
+		if c.formSample(p, blk.roles, skip) {
+			if formed != i {
+				rows[formed] = *p
+			}
+			formed++
 		}
 	}
 	s.cursor, s.firstPending = len(s.rows)-1, len(s.rows)
 	c.fast.zipped++
-	c.endRun(run, emit)
+	if formed > 0 {
+		run := c.startRun(s)
+		scratch := run.Samples
+		run.Samples = rows[:formed]
+		emit(run)
+		run.Samples = scratch
+	}
 	return true
 }

@@ -42,7 +42,7 @@ type Converter struct {
 	// Per-call scratch, reused to keep the hot path allocation-free.
 	touched []*series
 	// zipRows holds the collections of the call's zip blocks (zipBlock).
-	zipRows       []zipRow
+	zipRows       []SamplePoint
 	resID, itemID rawIdentity
 	id            identity
 	// idMemo remembers, per rank slot, the last identity resolved with a

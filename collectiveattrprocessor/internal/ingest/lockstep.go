@@ -36,7 +36,7 @@ func (c *Converter) convertLockstep(i int, rm pmetric.ResourceMetrics, nowNs, li
 	}
 	c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
 	s := c.itemSeries(noAttributes, nowNs, func(Skip) {})
-	if s == nil || s.touchedGen == c.gen || s.late(roleDeviceUsed, c.zipRows[blk.off].tsNs) {
+	if s == nil || s.touchedGen == c.gen || s.late(roleDeviceUsed, c.zipRows[blk.off].TimestampNs) {
 		// The per-point path resolves the identity again (cached since)
 		// and reports what this one did not.
 		c.zipRows = c.zipRows[:blk.off]
@@ -123,7 +123,7 @@ func (c *Converter) blockMetricsOf(rm pmetric.ResourceMetrics, metrics *[numRole
 // reports false at the first point the zip block cannot take. The first
 // metric's points set the rows' times, which must be valid and strictly
 // increasing; every other metric's must be the same.
-func readRun(bm *blockMetric, rows []zipRow, first bool, limit int64) bool {
+func readRun(bm *blockMetric, rows []SamplePoint, first bool, limit int64) bool {
 	for l := range rows {
 		dp := bm.dps.At(l)
 		if dp.Flags() != 0 || dp.Attributes().Len() != 0 {
@@ -140,14 +140,14 @@ func readRun(bm *blockMetric, rows []zipRow, first bool, limit int64) bool {
 		}
 		ts := int64(dp.Timestamp())
 		if first {
-			if ts <= 0 || ts > limit || (l > 0 && ts <= rows[l-1].tsNs) {
+			if ts <= 0 || ts > limit || (l > 0 && ts <= rows[l-1].TimestampNs) {
 				return false
 			}
-			rows[l].tsNs = ts
-		} else if ts != rows[l].tsNs {
+			rows[l].TimestampNs = ts
+		} else if ts != rows[l].TimestampNs {
 			return false
 		}
-		rows[l].vals[bm.role] = bytes
+		rows[l].counters()[bm.role] = bytes
 	}
 	return true
 }

@@ -1,6 +1,10 @@
 package ingest
 
-import "github.com/collectiveattr/collectiveattr/telemetry"
+import (
+	"unsafe"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
 
 // SampleRun is the samples one ConvertMetrics call formed for one (job,
 // rank), in time order. Samples are handed over a run at a time and in this
@@ -26,16 +30,28 @@ type SampleRun struct {
 
 // SamplePoint is one sample's time and memory counters in bytes. The
 // optional counters are valid when their bit is set in Has.
+//
+// The counters are declared in role order, so that the Converter forms a
+// sample in place, from the values its points wrote by role (counters).
 type SamplePoint struct {
 	TimestampNs        int64
 	DeviceUsed         int64
-	AllocatorReserved  int64
-	AllocatorAllocated int64
 	DeviceFree         int64
 	DeviceTotal        int64
+	AllocatorReserved  int64
+	AllocatorAllocated int64
 	AllocatorActive    int64
 	AllocatorInactive  int64
-	Has                OptionalCounters
+	// deviceReserved is the DCGM driver-reserved framebuffer, which only
+	// completes DeviceTotal.
+	deviceReserved int64
+	Has            OptionalCounters
+}
+
+// counters returns p's counters indexed by role. TestSamplePointCounters
+// checks the layout this relies on.
+func (p *SamplePoint) counters() *[numRoles]int64 {
+	return (*[numRoles]int64)(unsafe.Pointer(&p.DeviceUsed))
 }
 
 // OptionalCounters says which optional counters of a SamplePoint are set.

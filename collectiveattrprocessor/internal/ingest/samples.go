@@ -306,19 +306,24 @@ func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip
 			firstPending = min(firstPending, i)
 			continue
 		}
-		vals, has := s.joined(i, reserved, tol)
+		run.Samples = append(run.Samples, SamplePoint{TimestampNs: row.tsNs})
+		p := &run.Samples[len(run.Samples)-1]
+		has := s.joined(i, reserved, tol, p.counters())
 		s.consumeUsed(row)
-		c.addSample(run, row.tsNs, &vals, has, skip)
+		if !c.formSample(p, has, skip) {
+			run.Samples = run.Samples[:len(run.Samples)-1]
+		}
 	}
 	s.firstPending = firstPending
 	s.prune(tol)
 	c.endRun(run, emit)
 }
 
-// joined returns the values of a sample of row i's device-used point: per
-// role the nearest point within tol, reserved as given. The driver-reserved
-// framebuffer is looked up only when samplePoint needs it.
-func (s *series) joined(i int, reserved, tol int64) (vals [numRoles]int64, has uint16) {
+// joined writes to vals the values of a sample of row i's device-used
+// point: per role the nearest point within tol, reserved as given; it
+// returns the roles found. The driver-reserved framebuffer is looked up
+// only when formSample needs it.
+func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has uint16) {
 	vals[roleDeviceUsed] = s.rows[i].vals[roleDeviceUsed]
 	vals[roleAllocatorReserved] = reserved
 	has = 1<<roleDeviceUsed | 1<<roleAllocatorReserved
@@ -332,7 +337,7 @@ func (s *series) joined(i int, reserved, tol int64) (vals [numRoles]int64, has u
 			vals[roleDeviceReserved], has = v, has|1<<roleDeviceReserved
 		}
 	}
-	return vals, has
+	return has
 }
 
 // prune moves the horizon to the newest device-used time minus tol and
@@ -384,26 +389,25 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 	run.Samples = keptScratch(run.Samples)
 }
 
-// addSample appends to run the sample at ts of the joined values vals (has:
-// the roles present; device used and allocator reserved always are), or
-// skips it as invalid.
-func (c *Converter) addSample(run *SampleRun, ts int64, vals *[numRoles]int64, has uint16, skip func(Skip)) {
-	u := vals[roleDeviceUsed]
+// formSample turns p, which holds the joined values of a sample's roles
+// (has: the roles present; device used and allocator reserved always are),
+// into that sample; it reports false, having skipped it as invalid, when
+// the values contradict each other. Absent roles must hold 0.
+func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool {
+	v := p.counters()
 	hasFree := has&(1<<roleDeviceFree) != 0
 	hasTotal := has&(1<<roleDeviceTotal) != 0
-	free, total := vals[roleDeviceFree], vals[roleDeviceTotal]
 	if !hasTotal && hasFree && has&(1<<roleDeviceReserved) != 0 {
 		// DCGM reports used, free and the driver-reserved framebuffer but no
 		// total by default: their sum is the framebuffer size.
-		total, hasTotal = u+free+vals[roleDeviceReserved], true
+		v[roleDeviceTotal], hasTotal = v[roleDeviceUsed]+v[roleDeviceFree]+v[roleDeviceReserved], true
 	}
-	if hasTotal && (u > total || (hasFree && free > total)) {
+	if hasTotal && (v[roleDeviceUsed] > v[roleDeviceTotal] || (hasFree && v[roleDeviceFree] > v[roleDeviceTotal])) {
 		skip(Skip{Reason: SkipInvalidValue, Detail: "device used or free memory exceeds device total"})
-		return
+		return false
 	}
-	allocated := vals[roleAllocatorAllocated]
 	if has&(1<<roleAllocatorAllocated) == 0 {
-		allocated = vals[roleAllocatorReserved] // the reference's legacy loader does the same
+		v[roleAllocatorAllocated] = v[roleAllocatorReserved] // the reference's legacy loader does the same
 	}
 	var opt OptionalCounters
 	if hasFree {
@@ -418,17 +422,8 @@ func (c *Converter) addSample(run *SampleRun, ts int64, vals *[numRoles]int64, h
 	if has&(1<<roleAllocatorInactive) != 0 {
 		opt |= HasAllocatorInactive
 	}
-	run.Samples = append(run.Samples, SamplePoint{
-		TimestampNs:        ts,
-		DeviceUsed:         u,
-		AllocatorReserved:  vals[roleAllocatorReserved],
-		AllocatorAllocated: allocated,
-		DeviceFree:         free,
-		DeviceTotal:        total,
-		AllocatorActive:    vals[roleAllocatorActive],
-		AllocatorInactive:  vals[roleAllocatorInactive],
-		Has:                opt,
-	})
+	p.Has = opt
+	return true
 }
 
 // expire drops rows whose newest point waited longer than the pending TTL;
