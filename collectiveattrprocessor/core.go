@@ -442,10 +442,11 @@ func (c *core) addedRun(job *jobState, rb *rankBuffer, records, entries int, old
 // rankOf returns the job and rank buffer of a record at ts, or nil rb when
 // the record is skipped (stale, or over a limit).
 func (c *core) rankOf(jobID string, rank, ts int64) (*jobState, *rankBuffer) {
-	// Records nearly always belong to the rank of the previous one (c.last).
+	// Records nearly always belong to the rank of the previous one (c.last),
+	// and runs of another rank to its job.
 	job, rb := c.last.job, c.last.rb
 	if job == nil || job.id != jobID || c.last.rank != rank {
-		if job, rb = c.lookup(jobID, rank, ts); rb == nil {
+		if job, rb = c.lookup(jobID, rank, ts, job); rb == nil {
 			return nil, nil
 		}
 		c.last = lastRank{job: job, rank: rank, rb: rb}
@@ -489,8 +490,13 @@ func (c *core) noteRank(job *jobState, rb *rankBuffer, worldSize int64, host str
 
 // lookup finds or creates the job and rank of a record, enforcing the job
 // and rank limits and the window; rb is nil when the record is skipped.
-func (c *core) lookup(jobID string, rank, ts int64) (*jobState, *rankBuffer) {
-	job := c.jobs[jobID]
+// hint is the job of the previous record (nil or a job still tracked):
+// when it is the record's, the jobs map is not consulted.
+func (c *core) lookup(jobID string, rank, ts int64, hint *jobState) (*jobState, *rankBuffer) {
+	job := hint
+	if job == nil || job.id != jobID {
+		job = c.jobs[jobID]
+	}
 	if job == nil {
 		if len(c.jobs) >= c.cfg.Limits.MaxJobs {
 			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"})
