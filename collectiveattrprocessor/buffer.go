@@ -2,6 +2,7 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -356,6 +357,10 @@ func (rb *rankBuffer) trimMarkers(cutoffNs int64) int {
 type jobState struct {
 	id    string
 	ranks map[int64]*rankBuffer
+	// byRank holds the ranks of ranks below its length by index: ranks
+	// are small and dense (0 to world size - 1), and the hot path looks
+	// one up per run of records.
+	byRank []*rankBuffer
 	// newestNs is the newest event time seen for the job: the window and the
 	// settle delay are measured from it.
 	newestNs int64
@@ -365,6 +370,33 @@ type jobState struct {
 	dirty bool
 	// events is the number of buffered entries over all ranks.
 	events int
+}
+
+// rank returns the buffer of rank r, nil when it has none.
+func (j *jobState) rank(r int64) *rankBuffer {
+	if uint64(r) < uint64(len(j.byRank)) {
+		return j.byRank[r]
+	}
+	return j.ranks[r]
+}
+
+// addRank tracks rb as the buffer of rank r. byRank grows to hold r only
+// while it stays dense (r below twice the ranks tracked, plus some), so a
+// job of a few scattered large ranks keeps them in the map alone; when it
+// grows, it takes over the ranks below r that the map alone held.
+func (j *jobState) addRank(r int64, rb *rankBuffer) {
+	j.ranks[r] = rb
+	if r < 0 || r >= 2*int64(len(j.ranks))+64 {
+		return
+	}
+	if n := int(r) + 1; n > len(j.byRank) {
+		old := len(j.byRank)
+		j.byRank = slices.Grow(j.byRank, n-old)[:n]
+		for i := old; i < n; i++ {
+			j.byRank[i] = j.ranks[int64(i)]
+		}
+	}
+	j.byRank[r] = rb
 }
 
 // trimSlackDivisor sets how far (window / trimSlackDivisor) a rank's oldest

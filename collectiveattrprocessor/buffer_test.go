@@ -1,6 +1,7 @@
 package collectiveattrprocessor
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -176,4 +177,33 @@ func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
 	for i := range r.len() {
 		require.Equal(t, front+i, *r.at(i))
 	}
+}
+
+// TestJobRanksByIndex: a rank is found whether it is held by index or only
+// in the map, and the index grows only while the ranks are dense.
+func TestJobRanksByIndex(t *testing.T) {
+	job := &jobState{ranks: map[int64]*rankBuffer{}}
+	added := map[int64]*rankBuffer{}
+	add := func(r int64) {
+		rb := &rankBuffer{}
+		job.addRank(r, rb)
+		added[r] = rb
+	}
+	for r := range int64(100) {
+		add(99 - r) // 99 to 88 come too early for the index
+	}
+	require.Len(t, job.byRank, 88)
+	add(-3)
+	add(1 << 40)
+	add(100_000)
+	require.Len(t, job.byRank, 88, "scattered ranks stay in the map")
+	add(250) // below 2 × 104 tracked + 64: the index takes 88 to 99 over
+	require.Len(t, job.byRank, 251)
+	for r := range 100 {
+		require.NotNil(t, job.byRank[r], "rank %d", r)
+	}
+	for _, r := range []int64{-3, 0, 1, 50, 88, 99, 100, 249, 250, 251, 100_000, 1 << 40, math.MaxInt64, math.MinInt64} {
+		require.Same(t, added[r], job.rank(r), "rank %d", r)
+	}
+	require.Len(t, job.ranks, len(added))
 }

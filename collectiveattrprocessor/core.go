@@ -510,7 +510,7 @@ func (c *core) lookup(jobID string, rank, ts int64, hint *jobState) (*jobState, 
 		c.forgetIfEmpty(job)
 		return nil, nil
 	}
-	rb := job.ranks[rank]
+	rb := job.rank(rank)
 	if rb == nil {
 		if len(job.ranks) >= c.cfg.Limits.MaxRanksPerJob {
 			c.skip(ingest.Skip{Reason: ingest.SkipOverLimit, Detail: "limits.max_ranks_per_job reached: data of a new rank is not buffered"})
@@ -518,7 +518,7 @@ func (c *core) lookup(jobID string, rank, ts int64, hint *jobState) (*jobState, 
 			return nil, nil
 		}
 		rb = &rankBuffer{}
-		job.ranks[rank] = rb
+		job.addRank(rank, rb)
 		c.ranks++
 	}
 	return job, rb
