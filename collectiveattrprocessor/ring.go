@@ -93,8 +93,8 @@ func (r *ring[T]) dropFront(k int) {
 // timedRing is a ring of entries with an event time. It notes whether an
 // entry older than one pushed before it has arrived since the ring was last
 // empty; while none has (a rank's samples and markers nearly always arrive
-// in time order), older finds a trim's cut by binary search instead of
-// reading every entry the trim drops, long out of cache by then.
+// in time order), older finds a trim's cut by search instead of reading
+// every entry the trim drops, long out of cache by then.
 type timedRing[T any] struct {
 	ring[T]
 	disordered bool
@@ -123,7 +123,32 @@ func (r *timedRing[T]) older(cutoffNs int64, tsOf func(*T) int64) int {
 		}
 		return k
 	}
+	// Entries before lo are older than the cutoff, those from hi on are
+	// not. Samples and markers come at a steady rate, so the cut is about
+	// where the cutoff falls between the times at lo and hi-1: a few
+	// interpolation steps read a few cache lines where a binary search
+	// would miss on a dozen; a binary search finishes what they leave.
 	lo, hi := 0, r.n
+	for range maxInterpolationSteps {
+		if hi-lo < 16 {
+			break
+		}
+		first, last := tsOf(r.at(lo)), tsOf(r.at(hi-1))
+		if cutoffNs <= first {
+			return lo
+		}
+		if cutoffNs > last {
+			return hi
+		}
+		// In float64: the times' difference may overflow an int64.
+		f := (float64(cutoffNs) - float64(first)) / (float64(last) - float64(first))
+		m := min(max(lo+int(f*float64(hi-1-lo)), lo), hi-1)
+		if tsOf(r.at(m)) < cutoffNs {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if tsOf(r.at(m)) < cutoffNs {
@@ -134,3 +159,7 @@ func (r *timedRing[T]) older(cutoffNs int64, tsOf func(*T) int64) int {
 	}
 	return lo
 }
+
+// maxInterpolationSteps bounds older's interpolation steps: on times that
+// are far from evenly spread, each step may cut off little.
+const maxInterpolationSteps = 4
