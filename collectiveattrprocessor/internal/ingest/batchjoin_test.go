@@ -320,3 +320,36 @@ func TestZipJoinAfterExpiry(t *testing.T) {
 	}
 	require.Len(t, zip.series[seriesKey{job: "j", rank: 0}].rows, 5, "40, 100, 120, 200, 240 ms")
 }
+
+// FuzzZipJoin decodes arbitrary bytes as OTLP metrics and converts them
+// with the zip and lockstep paths and without them, twice (the second time
+// a resend, a second later): both must emit the same samples and skips and
+// keep the same join state. The seeds are exporter-shaped batches, which
+// the lockstep path reads, one with a point that names another rank.
+func FuzzZipJoin(f *testing.F) {
+	const t0 = int64(1767225600000000000)
+	otherRank := exporterBatch(t0)
+	otherRank.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(1).Gauge().DataPoints().At(2).Attributes().PutInt("training.rank", 1)
+	for _, md := range []pmetric.Metrics{exporterBatch(t0), otherRank, (&joinBatchGen{rng: rand.New(rand.NewPCG(1, 1)), next: [3]int64{t0, t0, t0}}).batch()} {
+		b, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
+		if err != nil {
+			return
+		}
+		zip, zclk := newTestConverter(Config{})
+		rows, rclk := newTestConverter(Config{})
+		rows.noZip = true
+		now := time.Unix(0, t0).Add(time.Second)
+		zclk.t, rclk.t = now, now
+		for batch := range 2 {
+			require.Equal(t, convertMetrics(t, rows, md), convertMetrics(t, zip, md), "batch %d", batch)
+			require.Equal(t, snapshot(rows), snapshot(zip), "batch %d", batch)
+			zclk.advance(time.Second)
+			rclk.advance(time.Second)
+		}
+	})
+}
