@@ -85,20 +85,11 @@ func (c *Converter) blockMetricsOf(rm pmetric.ResourceMetrics, metrics *[numRole
 		ms := sms.At(j).Metrics()
 		for k := 0; k < ms.Len(); k++ {
 			m := ms.At(k)
-			r, known := c.roleOf(k, m.Name())
-			if !known {
+			r, dps, kind := c.memoryMetric(k, m)
+			if kind == notMemory {
 				continue
 			}
-			var dps pmetric.NumberDataPointSlice
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				dps = m.Gauge().DataPoints()
-			case pmetric.MetricTypeSum:
-				if m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta {
-					return 0, false
-				}
-				dps = m.Sum().DataPoints()
-			default:
+			if kind != levels {
 				return 0, false
 			}
 			if dps.Len() == 0 {

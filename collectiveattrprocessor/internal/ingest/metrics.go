@@ -52,27 +52,18 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
-				r, ok := c.roleOf(k, m.Name())
-				if !ok {
+				r, dps, kind := c.memoryMetric(k, m)
+				switch kind {
+				case notMemory:
 					continue
-				}
-				var dps pmetric.NumberDataPointSlice
-				switch m.Type() {
-				case pmetric.MetricTypeGauge:
-					dps = m.Gauge().DataPoints()
-				case pmetric.MetricTypeSum:
-					if m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta {
-						for range m.Sum().DataPoints().Len() {
-							skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is a delta sum, not a level"})
-						}
-						continue
+				case deltaSum:
+					for range dps.Len() {
+						skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is a delta sum, not a level"})
 					}
-					dps = m.Sum().DataPoints()
-				default:
-					if n := dataPointCount(m); n > 0 {
-						for range n {
-							skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is not a gauge or sum"})
-						}
+					continue
+				case notNumbers:
+					for range dataPointCount(m) {
+						skip(Skip{Reason: SkipInvalidValue, Detail: "memory metric is not a gauge or sum"})
 					}
 					continue
 				}
@@ -95,6 +86,36 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	c.touched = c.touched[:0]
 	c.zipRows = keptScratch(c.zipRows)
 	c.attrMemo.forget()
+}
+
+// metricKind is what a metric is to ConvertMetrics.
+type metricKind uint8
+
+const (
+	notMemory  metricKind = iota // not a configured memory metric: ignored
+	levels                       // a gauge or cumulative sum: its points are levels
+	deltaSum                     // a delta sum: its points are invalid
+	notNumbers                   // a histogram, summary...: its points are invalid
+)
+
+// memoryMetric tells what the k-th metric m of a scope is, and for a
+// memory metric its role, and its points unless it is notNumbers.
+func (c *Converter) memoryMetric(k int, m pmetric.Metric) (role, pmetric.NumberDataPointSlice, metricKind) {
+	r, ok := c.roleOf(k, m.Name())
+	if !ok {
+		return r, pmetric.NumberDataPointSlice{}, notMemory
+	}
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return r, m.Gauge().DataPoints(), levels
+	case pmetric.MetricTypeSum:
+		if m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta {
+			return r, m.Sum().DataPoints(), deltaSum
+		}
+		return r, m.Sum().DataPoints(), levels
+	default:
+		return r, pmetric.NumberDataPointSlice{}, notNumbers
+	}
 }
 
 func dataPointCount(m pmetric.Metric) int {
