@@ -211,7 +211,7 @@ func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*S
 	if formed > 0 {
 		run := c.startRun(s)
 		scratch := run.Samples
-		run.Samples = rows[:formed]
+		run.Samples = rows[:formed:formed] // the arena's next blocks are not the handler's
 		emit(run)
 		run.Samples = scratch
 	}

@@ -137,7 +137,7 @@ func (g *joinBatchGen) batch() pmetric.Metrics {
 				continue
 			}
 			rm := md.ResourceMetrics().AppendEmpty()
-			_ = rm.Resource().Attributes().FromRaw(map[string]any{"training.job.id": "j", "training.rank": int64(rank), "host.name": "h"})
+			_ = rm.Resource().Attributes().FromRaw(map[string]any{"training.job.id": "j", "training.rank": int64(rank), "host.name": "h", "gpu.index": int64(rank)})
 			ms := rm.ScopeMetrics().AppendEmpty().Metrics()
 			var dps pmetric.NumberDataPointSlice
 			for i, p := range part {
@@ -173,7 +173,7 @@ func (g *joinBatchGen) quirk(rm pmetric.ResourceMetrics, rank int) {
 	m := sm.Metrics().At(rng.IntN(sm.Metrics().Len()))
 	dps := m.Gauge().DataPoints()
 	dp := dps.At(rng.IntN(dps.Len()))
-	switch rng.IntN(11) {
+	switch rng.IntN(12) {
 	case 0: // a double, whole or not
 		dp.SetDoubleValue(float64(dp.IntValue()) + float64(rng.IntN(2))*0.4)
 	case 1: // MiB
@@ -202,6 +202,8 @@ func (g *joinBatchGen) quirk(rm pmetric.ResourceMetrics, rank int) {
 		e := sm.Metrics().AppendEmpty()
 		e.SetName("gpu.memory.allocator.inactive")
 		e.SetEmptyGauge()
+	case 11: // the device names the rank: joined through the device map, or not at all
+		_ = rm.Resource().Attributes().FromRaw(map[string]any{"host.name": "h", "gpu.index": int64(rank)})
 	case 10: // one collection's time, in every metric: missing, repeated or in the future
 		l := rng.IntN(dps.Len())
 		var ts pcommon.Timestamp
@@ -232,8 +234,9 @@ func TestZipJoinMatchesTheRowJoin(t *testing.T) {
 		{MaxPendingRows: 6, PendingTTL: 2 * time.Second},
 		{SampleJoinTolerance: 10 * time.Millisecond, PendingTTL: 2 * time.Second},
 		{SampleJoinTolerance: time.Second, MaxPendingRows: 20, PendingTTL: 2 * time.Second},
+		{MaxSeries: 2, MaxIdentityMappings: 2, PendingTTL: 2 * time.Second},
 	} {
-		t.Run(fmt.Sprintf("tol=%v,rows=%d", cfg.SampleJoinTolerance, cfg.MaxPendingRows), func(t *testing.T) {
+		t.Run(fmt.Sprintf("tol=%v,rows=%d,series=%d", cfg.SampleJoinTolerance, cfg.MaxPendingRows, cfg.MaxSeries), func(t *testing.T) {
 			zip, zclk := newTestConverter(cfg)
 			rows, rclk := newTestConverter(cfg)
 			rows.noZip = true
@@ -259,6 +262,8 @@ func TestZipJoinMatchesTheRowJoin(t *testing.T) {
 				}
 				require.Equal(t, want, got, "batch %d", batch)
 				require.Equal(t, snapshot(rows), snapshot(zip), "batch %d", batch)
+				require.Equal(t, rows.dev.m, zip.dev.m, "batch %d: device map", batch)
+				require.Equal(t, rows.Stats(), zip.Stats(), "batch %d", batch)
 				if batch%40 == 39 {
 					require.Equal(t, rows.Expire(), zip.Expire(), "batch %d", batch)
 				}

@@ -37,6 +37,9 @@ func newTestConverter(cfg Config) (*Converter, *fakeClock) {
 type collected struct {
 	records []Record
 	skips   []Skip
+	// samples are the samples of emitted runs as handed over, every field
+	// (a Record leaves the unexported ones out).
+	samples []SamplePoint
 }
 
 // emit keeps a copy of r.
@@ -58,6 +61,7 @@ func (c *collected) skip(s Skip) { c.skips = append(c.skips, s) }
 
 // emitRun keeps each sample of run as the Record it stands for.
 func (c *collected) emitRun(run *SampleRun) {
+	c.samples = append(c.samples, run.Samples...)
 	for i := range run.Samples {
 		c.records = append(c.records, run.Record(i))
 	}

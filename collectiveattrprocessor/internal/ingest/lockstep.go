@@ -17,18 +17,24 @@ type blockMetric struct {
 
 // convertLockstep reads the memory metrics of resource i straight into a
 // zip block of its series, when the resource has the in-process exporter's
-// shape: each memory metric a gauge or cumulative sum of a distinct role,
-// device used and allocator reserved among them, all with the points of
-// the same collections in time order, none with attributes of its own, a
-// flag or an invalid value, and the resource's series fed by nothing else
-// yet in this call. That skips buffering every point and checking the
-// shape afterwards, which is most of a batch's cost.
+// shape: each memory metric a gauge or a sum that is not delta, of a
+// distinct role, device used and allocator reserved among them, all with
+// the points of the same collections in time order, none with attributes
+// of its own, a flag or an invalid value, none late, and the resource's
+// series fed by nothing else yet in this call (a later source of the same
+// series spills the block to the row path). That skips buffering every
+// point and checking the shape afterwards, which is most of a batch's
+// cost.
 //
 // It reports done when the resource is read. Otherwise it has changed
 // nothing the per-point path (convertPoints) would not change in the same
 // way, and that path reads the resource; begun says the resource's
 // identity state is already begun (beginResourceAt), which that path must
-// then not do again.
+// then not do again. This holds because resolving the resource's series
+// (itemSeries) a second time only reads what the first time cached, and
+// the first time's skip is dropped here and reported by that path: a
+// counter added beside a skip in itemSeries, seriesFor or identify would
+// count twice.
 func (c *Converter) convertLockstep(i int, rm pmetric.ResourceMetrics, nowNs, limit int64) (done, begun bool) {
 	blk, ok := c.lockstepBlock(rm, limit)
 	if !ok {

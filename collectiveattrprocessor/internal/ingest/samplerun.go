@@ -42,16 +42,35 @@ type SamplePoint struct {
 	AllocatorAllocated int64
 	AllocatorActive    int64
 	AllocatorInactive  int64
-	// deviceReserved is the DCGM driver-reserved framebuffer, which only
-	// completes DeviceTotal.
+	// deviceReserved is the DCGM driver-reserved framebuffer while the
+	// sample is formed, which only completes DeviceTotal; 0 once formed.
 	deviceReserved int64
 	Has            OptionalCounters
 }
 
+// sampleLayout is SamplePoint with its counters as an array indexed by
+// role: the same size, with the counters and Has at the same offsets, which
+// the constants below check at compile time (a difference either way
+// overflows one of a pair).
+type sampleLayout struct {
+	TimestampNs int64
+	counters    [numRoles]int64
+	Has         OptionalCounters
+}
+
+const (
+	_ = unsafe.Sizeof(SamplePoint{}) - unsafe.Sizeof(sampleLayout{})
+	_ = unsafe.Sizeof(sampleLayout{}) - unsafe.Sizeof(SamplePoint{})
+	_ = unsafe.Offsetof(SamplePoint{}.DeviceUsed) - unsafe.Offsetof(sampleLayout{}.counters)
+	_ = unsafe.Offsetof(sampleLayout{}.counters) - unsafe.Offsetof(SamplePoint{}.DeviceUsed)
+	_ = unsafe.Offsetof(SamplePoint{}.Has) - unsafe.Offsetof(sampleLayout{}.Has)
+	_ = unsafe.Offsetof(sampleLayout{}.Has) - unsafe.Offsetof(SamplePoint{}.Has)
+)
+
 // counters returns p's counters indexed by role. TestSamplePointCounters
-// checks the layout this relies on.
+// checks which field each role is.
 func (p *SamplePoint) counters() *[numRoles]int64 {
-	return (*[numRoles]int64)(unsafe.Pointer(&p.DeviceUsed))
+	return &(*sampleLayout)(unsafe.Pointer(p)).counters
 }
 
 // OptionalCounters says which optional counters of a SamplePoint are set.

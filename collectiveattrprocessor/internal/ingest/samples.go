@@ -423,6 +423,9 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 		opt |= HasAllocatorInactive
 	}
 	p.Has = opt
+	// Whether the join looked it up depends on the path: it served the
+	// total only.
+	v[roleDeviceReserved] = 0
 	return true
 }
 
