@@ -259,6 +259,17 @@ func (c *Converter) startResource(attrs pcommon.Map) {
 	c.resSeq++
 }
 
+// dropRequest lets go of the call's input, which the per-call identity
+// state still refers to: a pcommon value keeps the whole resource it
+// belongs to (every metric, span or record of it) reachable until the
+// next call.
+func (c *Converter) dropRequest() {
+	c.attrMemo.forget()
+	c.resAttrs = pcommon.Map{}
+	c.resID.drop()
+	c.itemID.drop()
+}
+
 // scanResource scans the current resource's identity attributes into resID
 // unless done.
 func (c *Converter) scanResource() {

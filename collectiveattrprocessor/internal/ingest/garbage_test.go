@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -231,4 +232,44 @@ func FuzzConvert(f *testing.F) {
 		}
 		c.Expire()
 	})
+}
+
+// TestNoInputReferenceOutlivesACall: after each Convert call, the
+// converter's per-call identity state refers to nothing of the input (a
+// pcommon value would keep its whole resource reachable until the next
+// call).
+func TestNoInputReferenceOutlivesACall(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
+	held := func(what string) {
+		t.Helper()
+		require.Equal(t, pcommon.Map{}, c.resAttrs, what)
+		require.Equal(t, rawIdentity{}, c.resID, what)
+		require.Equal(t, rawIdentity{}, c.itemID, what)
+		require.Empty(t, c.attrMemo.attrs, what)
+	}
+	dcgm := gaugeBatch(map[string]any{"host.name": "h"},
+		gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: t0, value: 1, attrs: map[string]any{"gpu": "0", "Hostname": "h"}})
+	convertMetrics(t, c, gaugeBatch(map[string]any{"training.job.id": "j", "training.rank": int64(0), "host.name": "h", "gpu.index": int64(0)}, used(t0, 10), reserved(t0, 5)))
+	held("metrics")
+	convertMetrics(t, c, dcgm)
+	held("device-level metrics")
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("training.job.id", "j")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("ncclAllReduce")
+	sp.SetStartTimestamp(pcommon.Timestamp(t0))
+	sp.SetEndTimestamp(pcommon.Timestamp(t0 + 1))
+	sp.Attributes().PutInt("training.rank", 1)
+	convertTraces(t, c, td)
+	held("traces")
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("training.job.id", "j")
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.Body().SetStr(`{"schema_version":2,"timestamp_ns":1,"event_type":"x","collector":"c","sampling_interval_ms":0,"pid":1,"host":"h","device_id":0,"allocator_allocated_bytes":1,"allocator_reserved_bytes":1,"allocator_active_bytes":null,"allocator_inactive_bytes":null,"allocator_change_bytes":0,"device_used_bytes":1,"device_free_bytes":null,"device_total_bytes":null,"context":null,"metadata":{}}`)
+	lr.Attributes().PutStr("training.job.id", "k")
+	convertLogs(t, c, ld)
+	held("logs")
 }

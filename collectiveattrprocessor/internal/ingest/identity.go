@@ -153,6 +153,12 @@ func (r *rawIdentity) reset() {
 	r.opaqueFound, r.anyFound = false, false
 }
 
+// drop forgets every field and the values found, which belong to the
+// input.
+func (r *rawIdentity) drop() {
+	*r = rawIdentity{}
+}
+
 // any reports whether any identity key was found.
 func (r *rawIdentity) any() bool { return r.anyFound }
 

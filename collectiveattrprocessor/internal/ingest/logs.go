@@ -69,6 +69,7 @@ func (c *Converter) ConvertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 	if cap(c.jsonBuf) > maxKeptJSONBuf {
 		c.jsonBuf = nil // one huge body must not pin its buffer forever
 	}
+	c.dropRequest()
 }
 
 const maxKeptJSONBuf = 1 << 20

@@ -85,7 +85,7 @@ func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	clear(c.touched)
 	c.touched = c.touched[:0]
 	c.zipRows = keptScratch(c.zipRows)
-	c.attrMemo.forget()
+	c.dropRequest()
 }
 
 // metricKind is what a metric is to ConvertMetrics.

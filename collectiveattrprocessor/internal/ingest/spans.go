@@ -115,6 +115,7 @@ func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMark
 	clear(c.nameScratch[:cap(c.nameScratch)])
 	clear(c.pathScratch[:cap(c.pathScratch)])
 	c.nameScratch, c.pathScratch = keptScratch(c.nameScratch), keptScratch(c.pathScratch)
+	c.dropRequest()
 }
 
 // scanSpan reads a span's attributes in one pass: its identity keys (into
