@@ -357,9 +357,9 @@ func (rb *rankBuffer) trimMarkers(cutoffNs int64) int {
 type jobState struct {
 	id    string
 	ranks map[int64]*rankBuffer
-	// byRank holds the ranks of ranks below its length by index: ranks
-	// are small and dense (0 to world size - 1), and the hot path looks
-	// one up per run of records.
+	// byRank holds, indexed by rank, the buffers of the ranks below its
+	// length (nil for a rank not tracked): ranks are small and dense (0 to
+	// world size - 1), and the hot path looks one up per run of records.
 	byRank []*rankBuffer
 	// newestNs is the newest event time seen for the job: the window and the
 	// settle delay are measured from it.
