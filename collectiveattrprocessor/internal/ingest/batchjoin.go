@@ -18,11 +18,10 @@ type batchPoint struct {
 // with the same strictly increasing times. Its n collections are
 // c.zipRows[off : off+n], each a sample to be: its time and each role's
 // value by role (counters; zero for the roles the block lacks). order
-// lists the roles in the order their runs arrived. n is 0 when there is no
-// block.
+// lists the roles in the order their runs arrived, one per bit of roles.
+// n is 0 when there is no block.
 type zipBlock struct {
 	off, n int
-	k      int
 	roles  uint16
 	order  [numRoles]role
 }
@@ -67,7 +66,7 @@ func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), ski
 func (c *Converter) spill(s *series, blk *zipBlock) {
 	c.fast.spilled++
 	rows := blk.rows(c)
-	for _, r := range blk.order[:blk.k] {
+	for _, r := range blk.order[:bits.OnesCount16(blk.roles)] {
 		for i := range rows {
 			s.batch = append(s.batch, batchPoint{tsNs: rows[i].TimestampNs, bytes: rows[i].counters()[r], role: r})
 		}
@@ -114,7 +113,7 @@ func (c *Converter) blockOf(b []batchPoint) (zipBlock, bool) {
 			}
 		}
 	}
-	blk.off, blk.n, blk.k, blk.roles = c.newZipRows(n), n, k, roles
+	blk.off, blk.n, blk.roles = c.newZipRows(n), n, roles
 	rows := blk.rows(c)
 	for i := range rows {
 		rows[i].TimestampNs = times[i].tsNs

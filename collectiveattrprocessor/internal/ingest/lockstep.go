@@ -66,7 +66,7 @@ func (c *Converter) lockstepBlock(rm pmetric.ResourceMetrics, limit int64) (blk 
 		return blk, false
 	}
 	n := metrics[0].dps.Len()
-	blk.off, blk.n, blk.k = c.newZipRows(n), n, k
+	blk.off, blk.n = c.newZipRows(n), n
 	rows := blk.rows(c)
 	for j := range k {
 		bm := &metrics[j]
