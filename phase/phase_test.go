@@ -59,6 +59,10 @@ func TestParseBoundary(t *testing.T) {
 		{"float sequence", func(e *telemetry.Event) { scope(e)["sequence"] = json.Number("1.0") }, false},
 		{"boolean thread id passes like Python", func(e *telemetry.Event) { scope(e)["thread_id"] = true }, true},
 		{"string thread id", func(e *telemetry.Event) { scope(e)["thread_id"] = "1" }, false},
+		{"largest 64-bit thread id", func(e *telemetry.Event) { scope(e)["thread_id"] = json.Number("9223372036854775807") }, true},
+		// A departure (README): Python's ints have no bound, ours stop at 64 bits.
+		{"thread id beyond 64 bits", func(e *telemetry.Event) { scope(e)["thread_id"] = json.Number("9223372036854775808") }, false},
+		{"sequence beyond 64 bits", func(e *telemetry.Event) { scope(e)["sequence"] = json.Number("-9223372036854775809") }, false},
 		{"numeric parent", func(e *telemetry.Event) { scope(e)["parent_scope_id"] = json.Number("1") }, false},
 		{"string parent", func(e *telemetry.Event) { scope(e)["parent_scope_id"] = "sess:0" }, true},
 		{"missing scope id", func(e *telemetry.Event) { delete(scope(e), "scope_id") }, false},
