@@ -339,12 +339,10 @@ func arrayElements(s *scanner) [][2]int {
 // an "events" array, or one object spread over several lines (a pretty-printed
 // record); anything else is streamed as JSON Lines.
 func ReadAuto(r io.Reader) ([]Event, error) {
-	head := make([]byte, 64<<10)
-	n, err := io.ReadFull(r, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+	head, err := readHead(r)
+	if err != nil {
 		return nil, err
 	}
-	head = head[:n]
 	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
@@ -358,6 +356,30 @@ func ReadAuto(r io.Reader) ([]Event, error) {
 		}
 	}
 	return readJSONL(r, head)
+}
+
+// readHead reads the start of r that tells its format: 64 KiB, or more
+// until the first non-blank byte and, when that opens an object, the end of
+// its line. json.dump writes a whole {"events": [...]} document on one line,
+// and from its first 64 KiB alone it would pass for a record line.
+func readHead(r io.Reader) ([]byte, error) {
+	head := make([]byte, 64<<10)
+	n := 0
+	for {
+		m, err := io.ReadFull(r, head[n:])
+		n += m
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return head[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		s := &scanner{data: head[:n]}
+		if c := s.peek(); c != 0 && (c != '{' || bytes.IndexByte(head[s.pos:n], '\n') >= 0) {
+			return head[:n], nil
+		}
+		head = append(head, make([]byte, len(head))...)
+	}
 }
 
 // readDocument reads the rest of r and decodes one document. When the

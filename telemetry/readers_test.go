@@ -134,18 +134,33 @@ func TestReadDocument(t *testing.T) {
 
 func TestReadAutoPicksFormat(t *testing.T) {
 	pretty := strings.ReplaceAll(record(5, 0), ",", ",\n  ")
-	for name, in := range map[string]string{
-		"jsonl":         record(5, 0) + "\n" + record(6, 0) + "\n",
-		"array":         "  [" + record(5, 0) + "," + record(6, 0) + "]",
-		"events":        `{"events":[` + record(5, 0) + "," + record(6, 0) + `]}`,
-		"pretty single": "\n" + pretty + "\n",
+	// Inputs whose format shows only past the first 64 KiB: json.dump
+	// writes a whole {"events": [...]} document on one line.
+	many := make([]string, 300)
+	for i := range many {
+		many[i] = record(5+i, 0)
+	}
+	longRecord := strings.Replace(record(5, 0), `"metadata":{}`, `"metadata":{"note":"`+strings.Repeat("x", 70<<10)+`"}`, 1)
+	for name, tc := range map[string]struct {
+		in   string
+		want int
+	}{
+		"jsonl":                   {record(5, 0) + "\n" + record(6, 0) + "\n", 2},
+		"array":                   {"  [" + record(5, 0) + "," + record(6, 0) + "]", 2},
+		"events":                  {`{"events":[` + record(5, 0) + "," + record(6, 0) + `]}`, 2},
+		"pretty single":           {"\n" + pretty + "\n", 1},
+		"long events line":        {`{"events":[` + strings.Join(many, ",") + `]}`, len(many)},
+		"long events line and LF": {`{"events":[` + strings.Join(many, ",") + "]}\n", len(many)},
+		"blanks before an array":  {strings.Repeat(" \n", 40<<10) + "[" + record(5, 0) + "]", 1},
+		"long first jsonl line":   {longRecord + "\n" + record(6, 0) + "\n", 2},
+		"long lone record":        {longRecord, 1},
 	} {
-		events, err := ReadAuto(strings.NewReader(in))
+		events, err := ReadAuto(strings.NewReader(tc.in))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(events) == 0 || events[0].TimestampNs != 5 {
-			t.Fatalf("%s: got %v", name, timestamps(events))
+		if len(events) != tc.want || events[0].TimestampNs != 5 {
+			t.Fatalf("%s: %d events %v, want %d from 5", name, len(events), timestamps(events)[:min(len(events), 3)], tc.want)
 		}
 	}
 }
