@@ -376,14 +376,15 @@ func score(sp *spike, ews int64, cfg Config) (float64, uint8, bool) {
 }
 
 // interval is S9: markers and spike time padded; the start clamped at 0 and
-// the trace start, the end never clamped (saturating instead of wrapping).
-func interval(sp *spike, traceStart, padding int64) (int64, int64) {
+// the trace start, the end never clamped. Times and the padding are never
+// negative, so the end's sum is exact in a uint64.
+func interval(sp *spike, traceStart, padding int64) (int64, uint64) {
 	mStart, mEnd := sp.ts, sp.ts
 	if len(sp.markers) > 0 {
 		mStart, mEnd = sp.markers[0], sp.markers[len(sp.markers)-1]
 	}
 	start := max(0, traceStart, satSub(min(mStart, sp.ts), padding))
-	end := satAdd(max(mEnd, sp.ts), padding)
+	end := uint64(max(mEnd, sp.ts)) + uint64(padding)
 	return start, end
 }
 
@@ -435,7 +436,7 @@ func mergeRankIntervals(results []Result, masks []uint8) []Result {
 			continue
 		}
 		prev := &out[len(out)-1]
-		if prev.Rank != cur.Rank || cur.IntervalStartNs > prev.IntervalEndNs {
+		if prev.Rank != cur.Rank || uint64(cur.IntervalStartNs) > prev.IntervalEndNs {
 			out = append(out, cur)
 			prevMask = masks[i]
 			continue

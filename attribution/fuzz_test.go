@@ -219,11 +219,11 @@ func FuzzAttribute(f *testing.F) {
 				if p.Rank > r.Rank || (p.Rank == r.Rank && p.IntervalStartNs > r.IntervalStartNs) {
 					t.Fatalf("results out of order at %d", i)
 				}
-				if p.Rank == r.Rank && r.IntervalStartNs <= p.IntervalEndNs {
+				if p.Rank == r.Rank && uint64(r.IntervalStartNs) <= p.IntervalEndNs {
 					t.Fatalf("overlapping intervals on rank %d", r.Rank)
 				}
 			}
-			if r.IntervalStartNs > r.IntervalEndNs {
+			if uint64(r.IntervalStartNs) > r.IntervalEndNs {
 				t.Fatalf("empty interval %+v", r)
 			}
 			if !(r.Confidence > 0 && r.Confidence <= 1) || r.Confidence < cfg.MinConfidence {
@@ -263,7 +263,7 @@ func FuzzAttribute(f *testing.F) {
 				t.Fatalf("marker times %v, hits %d", r.MarkerTimesNs, r.Evidence.MarkerHits)
 			}
 			for _, m := range r.MarkerTimesNs {
-				if m < r.IntervalStartNs || m > r.IntervalEndNs {
+				if m < r.IntervalStartNs || uint64(m) > r.IntervalEndNs {
 					t.Fatalf("marker %d outside [%d, %d]", m, r.IntervalStartNs, r.IntervalEndNs)
 				}
 			}

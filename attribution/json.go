@@ -19,7 +19,7 @@ func AppendResultJSON(dst []byte, r *Result, withPhase bool) []byte {
 	dst = append(dst, `,"interval_start_ns":`...)
 	dst = strconv.AppendInt(dst, r.IntervalStartNs, 10)
 	dst = append(dst, `,"interval_end_ns":`...)
-	dst = strconv.AppendInt(dst, r.IntervalEndNs, 10)
+	dst = strconv.AppendUint(dst, r.IntervalEndNs, 10)
 	dst = append(dst, `,"classification":`...)
 	dst = telemetry.AppendString(dst, r.Classification)
 	dst = append(dst, `,"confidence":`...)

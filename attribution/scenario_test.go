@@ -2,7 +2,9 @@ package attribution_test
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -141,9 +143,9 @@ func check(t *testing.T, got []attribution.Result, wants []want) {
 		if w.reasons != nil && !slices.Equal(g.ReasonCodes, w.reasons) {
 			t.Errorf("result %d: reasons %v, want %v", i, g.ReasonCodes, w.reasons)
 		}
-		if w.checkIntervals && (g.IntervalStartNs != baseNs+w.start || g.IntervalEndNs != baseNs+w.end) {
+		if w.checkIntervals && (g.IntervalStartNs != baseNs+w.start || g.EndNs() != baseNs+w.end) {
 			t.Errorf("result %d: interval [%d, %d] ms, want [%d, %d] ms", i,
-				(g.IntervalStartNs-baseNs)/ms, (g.IntervalEndNs-baseNs)/ms, w.start/ms, w.end/ms)
+				(g.IntervalStartNs-baseNs)/ms, (g.EndNs()-baseNs)/ms, w.start/ms, w.end/ms)
 		}
 		if w.checkEvidence {
 			e := g.Evidence
@@ -247,7 +249,7 @@ func TestReferenceScenarios(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("%d results", len(got))
 		}
-		for i, end := range []int64{130_100_000, 130_200_000} {
+		for i, end := range []uint64{130_100_000, 130_200_000} {
 			g := got[i]
 			if g.IntervalStartNs != base || g.IntervalEndNs != end || g.Evidence.RobustZscore != 2.846 ||
 				*g.Evidence.PeakGapRatio != 0.128057 || g.Confidence != 1.0 {
@@ -400,5 +402,43 @@ func TestFractionalOverrides(t *testing.T) {
 	}
 	if in, out := evidence("synchrony_window_ns", "2000000.5").SynchronizedRanks, evidence("synchrony_window_ns", "1999999.5").SynchronizedRanks; in != 2 || out != 1 {
 		t.Fatalf("synchronized ranks %d within 2000000.5, %d within 1999999.5", in, out)
+	}
+}
+
+// TestIntervalEndPastInt64: Python's ints grow, so an end padded past the
+// int64 range is written exactly, and still merges and orders as a number.
+func TestIntervalEndPastInt64(t *testing.T) {
+	const maxNs = int64(math.MaxInt64)
+	events := []telemetry.Event{
+		ev(maxNs-2, 0, 1, 2_000_000_000, 2_040_000_000, sixteen, "sample"),
+		ev(maxNs-1, 0, 1, 2_000_000_000, 2_040_000_000, sixteen, "sample"),
+		ev(maxNs, 0, 1, 2_000_000_000, 3_600_000_000, sixteen, "sample"),
+	}
+	overrides := map[string]any{"min_samples_per_rank": 3, "robust_zscore_threshold": 1, "min_confidence": 0}
+	got, err := attribution.AttributeWithPreset(events, "medium", overrides, nil)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d results, err %v", len(got), err)
+	}
+	// medium pads by 120 ms.
+	if want := uint64(math.MaxInt64) + 120_000_000; got[0].IntervalEndNs != want {
+		t.Fatalf("end %d, want %d", got[0].IntervalEndNs, want)
+	}
+	if js := string(attribution.AppendResultJSON(nil, &got[0], false)); !strings.Contains(js, `"interval_end_ns":9223372036974775807,`) {
+		t.Fatalf("JSON %s", js)
+	}
+
+	// The largest padding on an ordinary run: every end is past int64, and
+	// the two spikes of a rank, 300 ms apart, merge as they do in Python.
+	ordinary := run{worldSize: 2, samples: 12, spikes: []int{5, 8}, markers: true, total: sixteen}.events()
+	overrides = map[string]any{"interval_padding_ns": maxNs, "robust_zscore_threshold": 1, "min_confidence": 0}
+	got, err = attribution.AttributeWithPreset(ordinary, "medium", overrides, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d results, err %v", len(got), err)
+	}
+	for _, r := range got {
+		lastMarker := r.MarkerTimesNs[len(r.MarkerTimesNs)-1]
+		if want := uint64(lastMarker) + uint64(maxNs); r.IntervalEndNs != want || len(r.MarkerTimesNs) != 2 {
+			t.Fatalf("rank %d: end %d, want %d (last marker plus the padding); markers %v, want both spikes'", r.Rank, r.IntervalEndNs, want, r.MarkerTimesNs)
+		}
 	}
 }

@@ -3,7 +3,11 @@
 // distributed job come from NCCL collective communication.
 package attribution
 
-import "github.com/collectiveattr/collectiveattr/phase"
+import (
+	"math"
+
+	"github.com/collectiveattr/collectiveattr/phase"
+)
 
 // Config is the reference's CollectiveAttributionConfig (§2.2).
 type Config struct {
@@ -38,9 +42,13 @@ type Evidence struct {
 
 // Result is CollectiveAttributionResult.
 type Result struct {
-	Rank             int64
-	IntervalStartNs  int64
-	IntervalEndNs    int64
+	Rank            int64
+	IntervalStartNs int64
+	// IntervalEndNs is unsigned: the reference never clamps the end, and
+	// Python's ints grow, so a padding can carry it past the int64 range
+	// (an end is never negative, and a time plus a padding, both int64,
+	// always fits). EndNs gives it as an int64.
+	IntervalEndNs    uint64
 	Classification   string
 	Confidence       float64
 	ReasonCodes      []string
@@ -50,6 +58,12 @@ type Result struct {
 	// (sorted, merged results carry the union). Not part of the reference
 	// serialisation; the processor uses them to link result spans to markers.
 	MarkerTimesNs []int64
+}
+
+// EndNs is IntervalEndNs for callers that keep times as int64, saturated
+// at the largest int64: no event time lies past that.
+func (r *Result) EndNs() int64 {
+	return int64(min(r.IntervalEndNs, math.MaxInt64))
 }
 
 // Sample is one usable `sample` event of a rank, reduced to what the

@@ -55,7 +55,7 @@ func (m *resultMetrics) record(it *output.Item, nowNs int64) {
 		Classification: r.Classification,
 		PeakGapBytes:   r.Evidence.PeakGapBytes,
 		Confidence:     r.Confidence,
-		TimestampNs:    r.IntervalEndNs,
+		TimestampNs:    r.EndNs(),
 	}
 }
 

@@ -338,11 +338,11 @@ func (c *core) selectResults(job *jobState, results []attribution.Result, finali
 		if rb.emitted && r.IntervalStartNs <= rb.emittedEndNs {
 			continue
 		}
-		if !finalise && (job.newestNs-settle <= r.IntervalEndNs) {
+		if !finalise && (job.newestNs-settle <= r.EndNs()) {
 			continue
 		}
 		rb.emitted = true
-		rb.emittedEndNs = max(rb.emittedEndNs, r.IntervalEndNs)
+		rb.emittedEndNs = max(rb.emittedEndNs, r.EndNs())
 		items = append(items, output.Item{
 			JobID:  job.id,
 			Host:   rb.host,

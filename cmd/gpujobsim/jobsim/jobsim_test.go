@@ -284,7 +284,7 @@ func TestStormlogOutputIsValidAndAttributesAsDesigned(t *testing.T) {
 
 		var got []Result
 		for _, r := range results {
-			res := Result{JobID: s.Config.JobID, Rank: r.Rank, StartNs: r.IntervalStartNs, EndNs: r.IntervalEndNs, Classification: r.Classification}
+			res := Result{JobID: s.Config.JobID, Rank: r.Rank, StartNs: r.IntervalStartNs, EndNs: r.EndNs(), Classification: r.Classification}
 			if p := phase.Summarize(r.PhaseAttribution); p != nil {
 				res.Phase = *p
 			}
