@@ -59,8 +59,10 @@ Flags:
                     Keys: min_samples_per_rank, min_gap_bytes, min_gap_ratio,
                     robust_zscore_threshold, marker_window_ns,
                     interval_padding_ns, synchrony_window_ns,
-                    min_synchrony_ratio, min_confidence. Integer fields take
-                    integral numbers only.
+                    min_synchrony_ratio, min_confidence. Values compare as
+                    Python compares them: a fraction in min_samples_per_rank
+                    or min_gap_bytes counts as rounded up, in the two windows
+                    as rounded down; interval_padding_ns must be integral.
   --phases          replay the phase_enter/phase_exit boundaries of the input
                     and add "phase_attribution" (null or an object) to every
                     result. Only records with a session_id (v3/v4) have phases.
