@@ -283,14 +283,9 @@ func documentRecords(data []byte) ([][2]int, error) {
 		return nil, errors.New("Telemetry payload must be a JSON object or array")
 	}
 	start := s.pos
-	s.pos++
 	var spans [][2]int
 	hasEvents, looksLike := false, false
-	for s.peek() != '}' {
-		kb, _ := s.stringBytes()
-		key := string(kb)
-		s.peek()
-		s.pos++ // ':'
+	members(s, func(key string) {
 		if key == "events" && s.peek() == '[' {
 			spans, hasEvents = arrayElements(s), true
 		} else {
@@ -303,11 +298,7 @@ func documentRecords(data []byte) ([][2]int, error) {
 		case "schema_version", "event_type", "type", "memory_allocated", "memory_mb", "timestamp", "timestamp_ns":
 			looksLike = true
 		}
-		if s.peek() == ',' {
-			s.pos++
-		}
-	}
-	s.pos++
+	})
 	switch {
 	case hasEvents:
 		return spans, nil
@@ -315,6 +306,38 @@ func documentRecords(data []byte) ([][2]int, error) {
 		return [][2]int{{start, s.pos}}, nil
 	}
 	return nil, errors.New("JSON payload does not contain telemetry events")
+}
+
+// members walks the members of the (valid) object at s.pos, calling member
+// with each key and s at its value, which member must move past; s ends
+// past the object.
+func members(s *scanner, member func(key string)) {
+	s.peek()
+	s.pos++ // '{'
+	for s.peek() != '}' {
+		kb, _ := s.stringBytes()
+		s.peek()
+		s.pos++ // ':'
+		member(string(kb))
+		if s.peek() == ',' {
+			s.pos++
+		}
+	}
+	s.pos++
+}
+
+// eventsIsArray reports whether the (valid) object text holds an "events"
+// array, the last "events" key deciding as in json.loads.
+func eventsIsArray(object []byte) bool {
+	s := &scanner{data: object}
+	isArray := false
+	members(s, func(key string) {
+		if key == "events" {
+			isArray = s.peek() == '['
+		}
+		_ = s.skipValue()
+	})
+	return isArray
 }
 
 // arrayElements returns the spans of the elements of the (valid) array at
@@ -410,6 +433,7 @@ const (
 )
 
 // firstLineKind classifies the first line of text (which starts at '{').
+// It builds nothing: that line may be a whole document.
 func firstLineKind(text []byte) lineKind {
 	first := text
 	i := bytes.IndexByte(text, '\n')
@@ -417,10 +441,8 @@ func firstLineKind(text []byte) lineKind {
 		first = text[:i]
 	}
 	s := &scanner{data: first}
-	v, err := s.value()
-	if err == nil && s.expectEnd() == nil {
-		m, _ := v.(map[string]any)
-		if _, ok := m["events"].([]any); ok {
+	if s.skipValue() == nil && s.expectEnd() == nil {
+		if eventsIsArray(first) {
 			return eventsWrapper
 		}
 		return recordLine
