@@ -86,11 +86,13 @@ var OverrideFields = []string{
 // the integer fields given a fraction that means: min_samples_per_rank and
 // min_gap_bytes act as their ceiling in comparisons, the marker and
 // synchrony windows as their floor, and peak_gap_bytes / min_gap_bytes
-// divides by the value itself. Two departures, reached only by values the
+// divides by the value itself. Three departures, reached only by values the
 // reference itself cannot handle cleanly: interval_padding_ns with a
 // fraction is refused ("interval_padding_ns must be an integer"; Python
 // would turn every interval bound into a float, which the integer
-// nanoseconds of a Result cannot hold), and a value that is no number
+// nanoseconds of a Result cannot hold), so is one of 2**63 or more
+// ("interval_padding_ns must be < 2**63"; Python pads by the whole value,
+// past what an interval end can hold), and a value that is no number
 // (string, null, object, array) is refused at its field's check with
 // "<field> must be a number", where Python raises a TypeError.
 func ResolveConfig(preset string, overrides map[string]any) (Config, error) {
@@ -171,7 +173,8 @@ type pyNumber struct {
 
 // pyNumberOf reads an override value; ok is false when it is no number.
 // An integer beyond int64 is kept as its float value: every check and use
-// below gives the same answer for it.
+// below gives the same answer for it, except interval_padding_ns, which
+// apply refuses beyond int64.
 func pyNumberOf(v any) (n pyNumber, ok bool) {
 	switch x := v.(type) {
 	case json.Number:
@@ -276,6 +279,11 @@ func (c *Config) apply(key string, n pyNumber) error {
 		}
 		if !n.isInt && n.f != math.Trunc(n.f) {
 			return errors.New("interval_padding_ns must be an integer")
+		}
+		if !n.isInt && n.f >= math.MaxInt64 {
+			// Python would pad by the whole value; saturated, every
+			// interval end would come out short.
+			return errors.New("interval_padding_ns must be < 2**63")
 		}
 	case "min_gap_ratio":
 		c.MinGapRatio = n.f

@@ -94,6 +94,9 @@ func TestResolveConfigErrors(t *testing.T) {
 		{"medium", map[string]any{"robust_zscore_threshold": false}, "robust_zscore_threshold must be > 0"},
 		// A fractional padding would make Python's interval bounds floats.
 		{"medium", map[string]any{"interval_padding_ns": json.Number("1.5")}, "interval_padding_ns must be an integer"},
+		// Python pads by the whole value; an end can hold a padding below 2**63.
+		{"medium", map[string]any{"interval_padding_ns": json.Number("9223372036854775808")}, "interval_padding_ns must be < 2**63"},
+		{"medium", map[string]any{"interval_padding_ns": json.Number("1e19")}, "interval_padding_ns must be < 2**63"},
 		// No number: refused at its field's turn in the reference's order.
 		{"medium", map[string]any{"min_gap_bytes": "100"}, "min_gap_bytes must be a number"},
 		{"medium", map[string]any{"min_confidence": nil}, "min_confidence must be a number"},

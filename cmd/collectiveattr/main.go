@@ -62,7 +62,8 @@ Flags:
                     min_synchrony_ratio, min_confidence. Values compare as
                     Python compares them: a fraction in min_samples_per_rank
                     or min_gap_bytes counts as rounded up, in the two windows
-                    as rounded down; interval_padding_ns must be integral.
+                    as rounded down; interval_padding_ns must be an integer
+                    below 2**63.
   --phases          replay the phase_enter/phase_exit boundaries of the input
                     and add "phase_attribution" (null or an object) to every
                     result. Only records with a session_id (v3/v4) have phases.
