@@ -36,7 +36,9 @@ const (
 // and sessions (callers partition first). Markers come from the events as
 // given (R1 behaviour: no capability strings are inferred into metadata). A
 // spike is resolved to a phase only when its sample has a session id, so v2
-// samples never get one.
+// samples never get one. Events and cfg are taken as valid: events built
+// in Go with negative times, or a padding below 0 in an unvalidated cfg,
+// can make an interval end negative, which IntervalEndNs cannot hold.
 func Attribute(events []telemetry.Event, cfg Config, resolver PhaseResolver) []Result {
 	if len(events) == 0 {
 		return nil

@@ -45,9 +45,10 @@ type Result struct {
 	Rank            int64
 	IntervalStartNs int64
 	// IntervalEndNs is unsigned: the reference never clamps the end, and
-	// Python's ints grow, so a padding can carry it past the int64 range
-	// (an end is never negative, and a time plus a padding, both int64,
-	// always fits). EndNs gives it as an int64.
+	// Python's ints grow, so a padding can carry it past the int64 range.
+	// Event times and the padding are never negative once validated (the
+	// telemetry decoder, ResolveConfig), so an end is not either, and a
+	// time plus a padding always fits. EndNs gives it as an int64.
 	IntervalEndNs    uint64
 	Classification   string
 	Confidence       float64

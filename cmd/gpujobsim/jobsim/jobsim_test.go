@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -362,4 +365,28 @@ func TestGroupedResultsTable(t *testing.T) {
 	assert.Regexp(t, `^j\s+0-1\s+1\.000–1\.500\s+collective_confident\s+1\.000\s+train / backward \(2\)\s+a$`, lines[1])
 	assert.Regexp(t, `^j\s+2\s+1\.000–1\.400\s+collective_likely\s+0\.700\s+- \(1\)\s+a$`, lines[2])
 	assert.Regexp(t, `^j\s+3\s+5\.000–5\.400\s+collective_confident`, lines[3])
+}
+
+// TestResultsEndingPastInt64: a large interval_padding_ns carries a
+// result's end past int64 (the processor writes it exactly); the report
+// reads it from both the log body and the span, saturated.
+func TestResultsEndingPastInt64(t *testing.T) {
+	r := attribution.Result{Rank: 1, IntervalStartNs: 1_700_000_000_000_000_000, IntervalEndNs: math.MaxInt64 + 120_000_000,
+		Classification: "collective_confident", Confidence: 1, ReasonCodes: []string{}}
+	body := attribution.AppendResultJSON(nil, &r, false)
+	body = append(body[:len(body)-1], `,"job_id":"j"}`...)
+	ld := plog.NewLogs()
+	lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.Body().SetStr(string(body))
+	lr.Attributes().PutStr(attrClassification, r.Classification)
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName(resultSpanName)
+	sp.SetStartTimestamp(pcommon.Timestamp(r.IntervalStartNs))
+	sp.SetEndTimestamp(pcommon.Timestamp(r.IntervalEndNs))
+	for name, got := range map[string][]Result{"logs": resultsFromLogs(ld), "spans": resultsFromSpans(td)} {
+		require.Len(t, got, 1, name)
+		assert.Equal(t, r.IntervalStartNs, got[0].StartNs, name)
+		assert.Equal(t, int64(math.MaxInt64), got[0].EndNs, name)
+	}
 }

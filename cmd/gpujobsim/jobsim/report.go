@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -106,7 +107,7 @@ type resultBody struct {
 	JobID            string          `json:"job_id"`
 	Rank             int64           `json:"rank"`
 	IntervalStartNs  int64           `json:"interval_start_ns"`
-	IntervalEndNs    int64           `json:"interval_end_ns"`
+	IntervalEndNs    uint64          `json:"interval_end_ns"` // may pass int64
 	Classification   string          `json:"classification"`
 	Confidence       float64         `json:"confidence"`
 	ReasonCodes      []string        `json:"reason_codes"`
@@ -156,7 +157,7 @@ func resultsFromLogs(ld plog.Logs) []Result {
 					continue
 				}
 				out = append(out, Result{
-					JobID: body.JobID, Rank: body.Rank, StartNs: body.IntervalStartNs, EndNs: body.IntervalEndNs,
+					JobID: body.JobID, Rank: body.Rank, StartNs: body.IntervalStartNs, EndNs: saturatedNs(body.IntervalEndNs),
 					Classification: body.Classification, Confidence: body.Confidence, Reasons: body.ReasonCodes,
 					Phase: body.PhaseAttribution.summary(),
 				})
@@ -164,6 +165,13 @@ func resultsFromLogs(ld plog.Logs) []Result {
 		}
 	}
 	return out
+}
+
+// saturatedNs is an unsigned time as an int64, saturated: a result's end
+// passes int64 when a large interval_padding_ns carries it there, and no
+// injection this report compares it with lies that late.
+func saturatedNs(ns uint64) int64 {
+	return int64(min(ns, math.MaxInt64))
 }
 
 func resultsFromSpans(td ptrace.Traces) []Result {
@@ -179,7 +187,7 @@ func resultsFromSpans(td ptrace.Traces) []Result {
 					continue
 				}
 				a := sp.Attributes()
-				res := Result{JobID: job, StartNs: int64(sp.StartTimestamp()), EndNs: int64(sp.EndTimestamp())}
+				res := Result{JobID: job, StartNs: saturatedNs(uint64(sp.StartTimestamp())), EndNs: saturatedNs(uint64(sp.EndTimestamp()))}
 				if v, ok := a.Get("training.rank"); ok {
 					res.Rank = v.Int()
 				}
