@@ -53,6 +53,10 @@ extensions:
     http:
       endpoint: 127.0.0.1:%d
   jaeger_query:
+    # On by default, Jaeger's own tracing exports to localhost:4317, where
+    # nothing listens here, and its retries held Jaeger's shutdown past the
+    # 30 s the harness waits after SIGTERM.
+    enable_tracing: false
     storage:
       traces: memstore
     http:
