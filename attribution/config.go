@@ -92,7 +92,8 @@ var OverrideFields = []string{
 // would turn every interval bound into a float, which the integer
 // nanoseconds of a Result cannot hold), so is one of 2**63 or more
 // ("interval_padding_ns must be < 2**63"; Python pads by the whole value,
-// past what an interval end can hold), and a value that is no number
+// past what an interval end can hold), while an integral float padding
+// (1e3) is taken as its integer, and a value that is no number
 // (string, null, object, array) is refused at its field's check with
 // "<field> must be a number", where Python raises a TypeError.
 func ResolveConfig(preset string, overrides map[string]any) (Config, error) {
