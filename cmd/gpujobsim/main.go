@@ -5,6 +5,7 @@
 //	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318)
 //	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
 //	gpujobsim report -truth truth.json results.json...
+//	gpujobsim quality -out DIR [-families F,...] [-seeds S,...] [-nccl-stats]   quality cases
 package main
 
 import (
@@ -28,9 +29,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "report" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "report":
 		err = report(os.Args[2:], os.Stdout)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "quality":
+		err = quality(os.Args[2:], os.Stdout)
+	default:
 		err = simulate(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
 	if errors.Is(err, flag.ErrHelp) {

@@ -29,8 +29,9 @@ type MarkerIdentity struct {
 	Seq          int64
 	Op           string
 	MessageBytes int64
-	// CommRanks are the global ranks of the communicator (all its members, reporting or
-	// not), ascending; NRanks is their count.
+	// NRanks is the communicator's size; CommRanks its global ranks (all members,
+	// reporting or not), ascending, or nil when the marker does not list them.
+	NRanks    int
 	CommRanks []int
 	// Peer is the other rank of a send or recv, -1 for a collective.
 	Peer int
@@ -39,7 +40,7 @@ type MarkerIdentity struct {
 // worldIdentity is the identity of call c of the default simulation: every collective
 // runs on the one world communicator.
 func (s *Scenario) worldIdentity(c Collective) MarkerIdentity {
-	return MarkerIdentity{CommID: s.CommID, Seq: c.Seq, Op: c.Op, MessageBytes: c.MsgBytes, CommRanks: s.worldRanks(), Peer: -1}
+	return MarkerIdentity{CommID: s.CommID, Seq: c.Seq, Op: c.Op, MessageBytes: c.MsgBytes, NRanks: s.Config.Ranks, CommRanks: s.worldRanks(), Peer: -1}
 }
 
 func (s *Scenario) worldRanks() []int {
@@ -57,11 +58,13 @@ func (id MarkerIdentity) PutSpanAttributes(a pcommon.Map) {
 	a.PutInt(KeySeq, id.Seq)
 	a.PutStr(KeyOp, id.Op)
 	a.PutInt(KeyMessageBytes, id.MessageBytes)
-	a.PutInt(KeyCommNRanks, int64(len(id.CommRanks)))
-	ranks := a.PutEmptySlice(KeyCommRanks)
-	ranks.EnsureCapacity(len(id.CommRanks))
-	for _, r := range id.CommRanks {
-		ranks.AppendEmpty().SetInt(int64(r))
+	a.PutInt(KeyCommNRanks, int64(id.NRanks))
+	if id.CommRanks != nil {
+		ranks := a.PutEmptySlice(KeyCommRanks)
+		ranks.EnsureCapacity(len(id.CommRanks))
+		for _, r := range id.CommRanks {
+			ranks.AppendEmpty().SetInt(int64(r))
+		}
 	}
 	if id.Peer >= 0 {
 		a.PutInt(KeyPeer, int64(id.Peer))
@@ -72,18 +75,20 @@ func (id MarkerIdentity) PutSpanAttributes(a pcommon.Map) {
 // Numbers are json.Number, as the strict decoder yields them, so events built in memory
 // equal the same events read back from JSON.
 func (id MarkerIdentity) Metadata(durationNs int64) map[string]any {
-	ranks := make([]any, len(id.CommRanks))
-	for i, r := range id.CommRanks {
-		ranks[i] = jsonInt(int64(r))
-	}
 	md := map[string]any{
 		KeyCommID:       id.CommID,
 		KeySeq:          jsonInt(id.Seq),
 		KeyOp:           id.Op,
 		KeyMessageBytes: jsonInt(id.MessageBytes),
-		KeyCommNRanks:   jsonInt(int64(len(id.CommRanks))),
-		KeyCommRanks:    ranks,
+		KeyCommNRanks:   jsonInt(int64(id.NRanks)),
 		KeyDurationNs:   jsonInt(durationNs),
+	}
+	if id.CommRanks != nil {
+		ranks := make([]any, len(id.CommRanks))
+		for i, r := range id.CommRanks {
+			ranks[i] = jsonInt(int64(r))
+		}
+		md[KeyCommRanks] = ranks
 	}
 	if id.Peer >= 0 {
 		md[KeyPeer] = jsonInt(int64(id.Peer))
