@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,11 +21,12 @@ func quality(args []string, stdout io.Writer) error {
 	seeds := fs.String("seeds", "1,2,3", "comma-separated seeds")
 	out := fs.String("out", "", "folder to write DIR/<family>-s<seed>/ into (required)")
 	stats := fs.Bool("nccl-stats", false, "also write NCCL's comm_memory_stats records")
-	shape := jobsim.DefaultQualityShape()
-	fs.IntVar(&shape.Ranks, "ranks", shape.Ranks, "world size")
-	fs.IntVar(&shape.RanksPerHost, "gpus-per-host", shape.RanksPerHost, "ranks per host")
-	fs.Float64Var(&shape.SampleHz, "rate", shape.SampleHz, "memory samples per second per rank")
-	fs.BoolVar(&shape.CommRanksOnMarkers, "comm-ranks", shape.CommRanksOnMarkers, "markers list the communicator's ranks (nccl.comm.ranks)")
+	shapeName := fs.String("shape", "default", "job shape: "+strings.Join(jobsim.QualityShapeNames(), ", "))
+	var shape jobsim.QualityShape
+	ranks := fs.Int("ranks", 0, "world size (0: the shape's)")
+	perHost := fs.Int("gpus-per-host", 0, "ranks per host (0: the shape's)")
+	rate := fs.Float64("rate", 0, "memory samples per second per rank (0: the shape's)")
+	commRanks := fs.Bool("comm-ranks", false, "markers list the communicator's ranks (nccl.comm.ranks)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gpujobsim quality -out DIR [-families a,b] [-seeds 1,2] [-nccl-stats]")
 		fs.PrintDefaults()
@@ -39,6 +41,14 @@ func quality(args []string, stdout io.Writer) error {
 		fs.Usage()
 		return usageError{errors.New("quality needs -out and no arguments")}
 	}
+	shape, ok := jobsim.QualityShapeByName(*shapeName)
+	if !ok {
+		return usageError{fmt.Errorf("-shape: unknown shape %q", *shapeName)}
+	}
+	shape.Ranks = cmp.Or(*ranks, shape.Ranks)
+	shape.RanksPerHost = cmp.Or(*perHost, shape.RanksPerHost)
+	shape.SampleHz = cmp.Or(*rate, shape.SampleHz)
+	shape.CommRanksOnMarkers = *commRanks
 	var names []string
 	if *families == "all" {
 		for _, f := range jobsim.QualityFamilies {

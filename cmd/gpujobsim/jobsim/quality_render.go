@@ -80,7 +80,7 @@ type renderItem struct {
 
 func (j *qualityJob) render(ncclStats bool) *QualityCase {
 	n := j.shape.Ranks
-	var events []telemetry.Event
+	events := make([]telemetry.Event, 0, j.eventEstimate())
 	sampleTimes := make([][]int64, n)
 	sampleIdx := make([][]int, n) // index in events of each sample, per rank
 	rankInfo := map[string]QualityRankInfo{}
@@ -107,6 +107,7 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 		slices.SortStableFunc(items, func(a, b renderItem) int {
 			return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.order, b.order))
 		})
+		session, hostName := fmt.Sprintf("%s-r%02d", j.jobID, r), fmt.Sprintf("node-%d", host)
 		sigma := math.Hypot(j.noiseSigma[r], j.churn[r])
 		intervalMs := int64(math.Round(1000 / j.sampleHz[r]))
 		var prevAlloc int64
@@ -126,9 +127,9 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 			}
 			first, prevAlloc = false, alloc
 			e := telemetry.Event{
-				SchemaVersion: 3, SessionID: fmt.Sprintf("%s-r%02d", j.jobID, r), TimestampNs: it.t + off,
+				SchemaVersion: 3, SessionID: session, TimestampNs: it.t + off,
 				Collector: "stormlog.cuda_tracker", SamplingIntervalMs: intervalMs, PID: int64(20000 + 17*r),
-				Host: fmt.Sprintf("node-%d", host), JobID: j.jobID, Rank: int64(r), LocalRank: int64(r % j.shape.RanksPerHost),
+				Host: hostName, JobID: j.jobID, Rank: int64(r), LocalRank: int64(r % j.shape.RanksPerHost),
 				WorldSize: int64(n), DeviceID: int64(r % j.shape.RanksPerHost),
 				AllocatorAllocatedBytes: telemetry.Int(alloc), AllocatorReservedBytes: telemetry.Int(reserved),
 				AllocatorActiveBytes: telemetry.Int(alloc), AllocatorInactiveBytes: telemetry.Int(reserved - alloc),
@@ -153,7 +154,7 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 			events = append(events, e)
 		}
 		rankInfo[fmt.Sprint(r)] = QualityRankInfo{
-			Host: fmt.Sprintf("node-%d", host), ClockOffsetNs: off, SamplingHz: math.Round(j.sampleHz[r]*1000) / 1000,
+			Host: hostName, ClockOffsetNs: off, SamplingHz: math.Round(j.sampleHz[r]*1000) / 1000,
 			NSamples: len(times), FirstSampleNs: times[0] + off, LastSampleNs: times[len(times)-1] + off,
 			NMarkers: len(j.markers[r]), BaselineHiddenBytes: j.baseHidden[r], NoiseSigmaBytes: int64(sigma),
 		}
@@ -165,16 +166,36 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 		stats = len(extra)
 		events = append(events, extra...)
 	}
-	// Stable: at equal (time, rank) samples and markers keep their order, stats come last.
-	slices.SortStableFunc(events, func(a, b telemetry.Event) int {
-		return cmp.Or(cmp.Compare(a.TimestampNs, b.TimestampNs), cmp.Compare(a.Rank, b.Rank))
+	// By (time, rank), then as built: at equal (time, rank) samples and markers keep
+	// their order and stats come last. Sorting indices moves 4 bytes instead of an Event.
+	order := make([]int32, len(events))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		ea, eb := &events[a], &events[b]
+		return cmp.Or(cmp.Compare(ea.TimestampNs, eb.TimestampNs), cmp.Compare(ea.Rank, eb.Rank), cmp.Compare(a, b))
 	})
+	sorted := make([]telemetry.Event, len(events))
+	for i, ix := range order {
+		sorted[i] = events[ix]
+	}
+	events = sorted
 	for r := range n {
 		info := rankInfo[fmt.Sprint(r)]
 		info.CommBaselineBytes = baselines[r]
 		rankInfo[fmt.Sprint(r)] = info
 	}
 	return &QualityCase{Events: events, Truth: j.truth(rankInfo, sampleTimes, ncclStats, stats)}
+}
+
+// eventEstimate is about the number of events render writes without NCCL's accounting.
+func (j *qualityJob) eventEstimate() int {
+	n := 0
+	for r := range j.shape.Ranks {
+		n += int(float64(j.duration)/float64(secNs)*j.sampleHz[r]*1.1) + len(j.markers[r]) + len(j.steps)
+	}
+	return n
 }
 
 func markerContext(id MarkerIdentity) string {

@@ -124,3 +124,37 @@ func (s QualityShape) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// QualityShapeNames lists the named shapes of QualityShapeByName.
+func QualityShapeNames() []string { return []string{"default", "small", "wide"} }
+
+// QualityShapeByName returns a named shape: "default" (DefaultQualityShape); "small",
+// 8 ranks on 2 hosts × 4 of 40 GiB devices sampled at 20 Hz with 512 MiB spikes and
+// longer steps; "wide", 32 ranks on 4 hosts × 8 sampled at 5 Hz with 2 GiB spikes.
+func QualityShapeByName(name string) (QualityShape, bool) {
+	s := DefaultQualityShape()
+	switch name {
+	case "default":
+	case "small":
+		s.Ranks, s.RanksPerHost, s.DeviceTotal = 8, 4, 40*gib
+		s.Duration = [2]time.Duration{40 * time.Second, 80 * time.Second}
+		s.Step = [2]time.Duration{600 * time.Millisecond, 1200 * time.Millisecond}
+		s.BaseHidden = [2]int64{400 * mib, 900 * mib}
+		s.SampleHz = 20
+		s.Reserved = [2]int64{10 * gib, 25 * gib}
+		s.CommBaseline = [2]int64{64 * mib, 256 * mib}
+		s.SpikeBytes, s.StepUpBytes = 512*mib, 768*mib
+		s.DecoyBytes = [2]int64{256 * mib, 768 * mib}
+	case "wide":
+		s.Ranks, s.RanksPerHost = 32, 8
+		s.Duration = [2]time.Duration{60 * time.Second, 90 * time.Second}
+		s.Step = [2]time.Duration{800 * time.Millisecond, 1500 * time.Millisecond}
+		s.SampleHz = 5
+		s.SampleJitter = [2]float64{0.95, 1.05}
+		s.SpikeBytes, s.StepUpBytes = 2*gib, gib
+		s.DecoyBytes = [2]int64{gib, 3 * gib}
+	default:
+		return QualityShape{}, false
+	}
+	return s, true
+}
