@@ -2,6 +2,7 @@ package jobsim
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -70,9 +71,9 @@ type QualityScore struct {
 	PersistentClaimsOffStep int
 	// HasKind is true when some result carried a kind.
 	HasKind bool
-	// RankHours is the sampled time of every rank, summed; FlaggedShare the sum over
+	// SampledNs is the sampled time of every rank, summed; FlaggedShare the sum over
 	// cases of the mean share of a rank's sampled time inside a claim.
-	RankHours    float64
+	SampledNs    int64
 	FlaggedShare float64
 }
 
@@ -101,7 +102,7 @@ func (s *QualityScore) Add(b QualityScore) {
 	s.StepKindRight += b.StepKindRight
 	s.PersistentClaimsOffStep += b.PersistentClaimsOffStep
 	s.HasKind = s.HasKind || b.HasKind
-	s.RankHours += b.RankHours
+	s.SampledNs += b.SampledNs
 	s.FlaggedShare += b.FlaggedShare
 }
 
@@ -141,10 +142,10 @@ func (s QualityScore) StepKindShare() Ratio { return ratio(s.StepKindRight, s.St
 
 // ClaimsPerRankHour is the claim rate over the sampled time of every rank.
 func (s QualityScore) ClaimsPerRankHour() Ratio {
-	if s.RankHours <= 0 {
+	if s.SampledNs <= 0 {
 		return Ratio{}
 	}
-	return Ratio{Value: float64(s.Claims) / s.RankHours, Defined: true}
+	return Ratio{Value: float64(s.Claims) / (float64(s.SampledNs) / float64(time.Hour)), Defined: true}
 }
 
 // Flagged is the mean share of a rank's sampled time inside a claim.
@@ -248,10 +249,15 @@ func ScoreQuality(t QualityTruth, results []QualityResult) QualityScore {
 			s.DecoysConfident++
 		}
 	}
+	// In rank order, so the float sum does not depend on map order.
+	keys := slices.SortedFunc(maps.Keys(t.Ranks), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+	})
 	var flagged float64
-	for key, info := range t.Ranks {
+	for _, key := range keys {
+		info := t.Ranks[key]
 		lo, hi := info.FirstSampleNs, info.LastSampleNs
-		s.RankHours += float64(hi-lo) / float64(time.Hour)
+		s.SampledNs += hi - lo
 		var spans [][2]int64
 		rank, err := strconv.Atoi(key)
 		if err != nil {
