@@ -92,6 +92,9 @@ func (s *Scenario) Metrics(from, to time.Duration, epoch time.Time, device Devic
 			gauge(MetricDeviceFree, "Free device memory (NVML).", func(x Sample) int64 { return x.DeviceFree })
 			gauge(MetricDeviceTotal, "Device memory capacity (NVML).", func(x Sample) int64 { return x.DeviceTotal })
 		}
+		if s.Config.NCCLStats {
+			s.appendCommMemoryGauge(sm.Metrics(), r, ts, epoch)
+		}
 	}
 	return md
 }

@@ -73,6 +73,9 @@ func (s *Scenario) WriteStormlog(w io.Writer, from, to time.Duration, epoch time
 			}
 			prevAllocated = smp.Allocated
 			events = append(events, ev)
+			if s.Config.NCCLStats {
+				events = append(events, s.commStatsEvent(ev, r, t))
+			}
 		}
 		for _, step := range s.stepsEndingIn(r, from, to) {
 			st := s.stepSpans(r, step)
