@@ -1,7 +1,3 @@
-// Package quality runs attribution modes over the simulator's quality families (jobs
-// with known causes, cmd/gpujobsim/jobsim) and checks their precision and recall
-// against goals. A mode is a function value, so the reference mode, evidence mode or
-// a built CLI (`collectiveattr attribute --mode M`) plug in the same way.
 package quality
 
 import (
