@@ -35,6 +35,7 @@ type scoredRow struct {
 	DecoysConfident int      `json:"decoys_confident"`
 	Persistent      int      `json:"persistent_episodes"`
 	StepKindRight   *int     `json:"step_kind_right"`
+	OffStep         *int     `json:"persistent_claims_off_step"`
 	Flagged         float64  `json:"flagged"`
 	ConfidentPrec   *float64 `json:"confident_precision"`
 }
@@ -97,6 +98,9 @@ func TestScoreMatchesAnotherScorer(t *testing.T) {
 				s.ConfidentClaims, s.Episodes, s.Found, s.NotSampled, s.Decoys, s.DecoysClaimed, s.DecoysConfident, s.PersistentEpisodes}, at)
 		if row.StepKindRight != nil {
 			assert.Equal(t, *row.StepKindRight, s.StepKindRight, at)
+		}
+		if row.OffStep != nil {
+			assert.Equal(t, *row.OffStep, s.PersistentClaimsOffStep, at)
 		}
 		if row.ConfidentPrec != nil {
 			assert.InDelta(t, *row.ConfidentPrec, s.ConfidentPrecision().Value, 1e-12, at)
