@@ -26,7 +26,7 @@ func quality(args []string, stdout io.Writer) error {
 	ranks := fs.Int("ranks", 0, "world size (0: the shape's)")
 	perHost := fs.Int("gpus-per-host", 0, "ranks per host (0: the shape's)")
 	rate := fs.Float64("rate", 0, "memory samples per second per rank (0: the shape's)")
-	commRanks := fs.Bool("comm-ranks", false, "markers list the communicator's ranks (nccl.comm.ranks)")
+	commRanks := fs.Bool("comm-ranks", false, "markers list the communicator's ranks (nccl.comm.ranks; the wide shape always does)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gpujobsim quality -out DIR [-families a,b] [-seeds 1,2] [-nccl-stats]")
 		fs.PrintDefaults()
@@ -48,7 +48,7 @@ func quality(args []string, stdout io.Writer) error {
 	shape.Ranks = cmp.Or(*ranks, shape.Ranks)
 	shape.RanksPerHost = cmp.Or(*perHost, shape.RanksPerHost)
 	shape.SampleHz = cmp.Or(*rate, shape.SampleHz)
-	shape.CommRanksOnMarkers = *commRanks
+	shape.CommRanksOnMarkers = shape.CommRanksOnMarkers || *commRanks
 	var names []string
 	if *families == "all" {
 		for _, f := range jobsim.QualityFamilies {

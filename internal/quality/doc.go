@@ -46,7 +46,8 @@
 // Every family carries SingleRankDecoys unrelated single-rank spikes. Shapes (ranks,
 // hosts, device, sampling rate and jitter, spike, step and decoy sizes, step timing) are
 // jobsim.QualityShape values; "default" (16 ranks on 2 × 8, 10 Hz, 1 GiB spikes),
-// "small" (8 on 2 × 4, 20 Hz, 512 MiB) and "wide" (32 on 4 × 8, 5 Hz, 2 GiB) are named.
+// "small" (8 on 2 × 4, 20 Hz, 512 MiB) and "wide" (32 on 4 × 8, 5 Hz, 2 GiB, markers
+// listing the communicator's ranks) are named.
 //
 // # Plugging in evidence mode
 //

@@ -71,7 +71,7 @@ func TestQualityFamiliesTruth(t *testing.T) {
 	for _, shapeName := range QualityShapeNames() {
 		shape, ok := QualityShapeByName(shapeName)
 		require.True(t, ok)
-		shape.CommRanksOnMarkers = shapeName == "wide"
+		require.Equal(t, shapeName == "wide", shape.CommRanksOnMarkers, "one shape lists the members on its markers")
 		for _, fam := range QualityFamilies {
 			t.Run(shapeName+"/"+fam.Name, func(t *testing.T) {
 				c, err := GenerateQualityCase(fam.Name, 2, shape, false)

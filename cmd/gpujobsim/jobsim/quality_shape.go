@@ -130,7 +130,8 @@ func QualityShapeNames() []string { return []string{"default", "small", "wide"} 
 
 // QualityShapeByName returns a named shape: "default" (DefaultQualityShape); "small",
 // 8 ranks on 2 hosts × 4 of 40 GiB devices sampled at 20 Hz with 512 MiB spikes and
-// longer steps; "wide", 32 ranks on 4 hosts × 8 sampled at 5 Hz with 2 GiB spikes.
+// longer steps; "wide", 32 ranks on 4 hosts × 8 sampled at 5 Hz with 2 GiB spikes, its
+// markers listing the communicator's ranks.
 func QualityShapeByName(name string) (QualityShape, bool) {
 	s := DefaultQualityShape()
 	switch name {
@@ -153,6 +154,7 @@ func QualityShapeByName(name string) (QualityShape, bool) {
 		s.SampleJitter = [2]float64{0.95, 1.05}
 		s.SpikeBytes, s.StepUpBytes = 2*gib, gib
 		s.DecoyBytes = [2]int64{gib, 3 * gib}
+		s.CommRanksOnMarkers = true
 	default:
 		return QualityShape{}, false
 	}
