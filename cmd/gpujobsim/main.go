@@ -5,6 +5,7 @@
 //	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318)
 //	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
 //	gpujobsim report -truth truth.json results.json...
+//	gpujobsim quality -out DIR [-families F,...] [-seeds S,...] [-nccl-stats]   quality cases
 package main
 
 import (
@@ -28,9 +29,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "report" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "report":
 		err = report(os.Args[2:], os.Stdout)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "quality":
+		err = quality(os.Args[2:], os.Stdout)
+	default:
 		err = simulate(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -67,6 +71,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.StepUp, "step-up", cfg.StepUp, "inject the lazy NCCL buffer step up at the first reduce_scatter")
 	fs.DurationVar(&cfg.ClockSkew, "clock-skew", cfg.ClockSkew, "largest per-host clock offset (±)")
 	fs.IntVar(&cfg.WarmupSteps, "warmup-steps", cfg.WarmupSteps, "steps without injected collective spikes at the start")
+	fs.BoolVar(&cfg.NCCLStats, "nccl-stats", cfg.NCCLStats, "also report NCCL's own communicator memory (comm_memory_stats records, nccl.comm.memory.total gauge)")
 	endpoint := fs.String("otlp-endpoint", "127.0.0.1:4318", "OTLP/HTTP endpoint of the collector (empty: send nothing)")
 	device := fs.String("device-metrics", "otlp", "who reports device memory: otlp (NVML in process), dcgm (the -dcgm-listen page), both")
 	dcgmListen := fs.String("dcgm-listen", "", "serve a DCGM-exporter /metrics page on this address (e.g. 127.0.0.1:9400)")

@@ -42,6 +42,9 @@ type Config struct {
 	// ClockSkew is the largest per-host clock offset (uniform in ±ClockSkew).
 	ClockSkew   time.Duration
 	WarmupSteps int
+	// NCCLStats adds NCCL's own memory accounting of the world communicator:
+	// comm_memory_stats stormlog records and the nccl.comm.memory.total gauge.
+	NCCLStats bool
 }
 
 // DefaultConfig is a 16-rank job on two hosts, 30 s at 10 Hz, whose injected collective

@@ -23,23 +23,7 @@ func (s Sample) Hidden() int64 { return s.DeviceUsed - s.Reserved }
 // page reads it at scrape time).
 func (s *Scenario) SampleAt(r int, t time.Duration) Sample {
 	rk := &s.Ranks[r]
-	hidden := rk.baselineHidden
-	for i := range s.Injections {
-		in := &s.Injections[i]
-		sp, ok := in.perRank[r]
-		if ok && t >= sp.start && t <= sp.end {
-			hidden += sp.size
-		}
-		if in.Kind == KindStepUp {
-			from := in.Start
-			if ok {
-				from = sp.start
-			}
-			if t >= from {
-				hidden += in.PermanentBytes
-			}
-		}
-	}
+	hidden := rk.baselineHidden + s.injectedAt(r, t, false)
 	// NVML's used memory moves in 2 MiB pages and mostly holds still between readings.
 	if h := hash3(uint64(s.Config.Seed)^0x5eed, uint64(r), uint64(t/time.Millisecond)); h%10 == 0 {
 		hidden += 2 * mib * int64(1-2*int64(h>>32&1))

@@ -92,6 +92,9 @@ func (s *Scenario) Metrics(from, to time.Duration, epoch time.Time, device Devic
 			gauge(MetricDeviceFree, "Free device memory (NVML).", func(x Sample) int64 { return x.DeviceFree })
 			gauge(MetricDeviceTotal, "Device memory capacity (NVML).", func(x Sample) int64 { return x.DeviceTotal })
 		}
+		if s.Config.NCCLStats {
+			s.appendCommMemoryGauge(sm.Metrics(), r, ts, epoch)
+		}
 	}
 	return md
 }
@@ -163,5 +166,6 @@ func (s *Scenario) appendStep(spans ptrace.SpanSlice, epoch time.Time, st StepSp
 		a.PutInt("nccl.seq", c.Seq)
 		a.PutInt("nccl.message.size", c.MsgBytes)
 		a.PutInt("nccl.nranks", int64(s.Config.Ranks))
+		s.worldIdentity(c).PutSpanAttributes(a)
 	}
 }

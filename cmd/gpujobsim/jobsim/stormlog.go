@@ -3,6 +3,7 @@ package jobsim
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -72,6 +73,9 @@ func (s *Scenario) WriteStormlog(w io.Writer, from, to time.Duration, epoch time
 			}
 			prevAllocated = smp.Allocated
 			events = append(events, ev)
+			if s.Config.NCCLStats {
+				events = append(events, s.commStatsEvent(ev, r, t))
+			}
 		}
 		for _, step := range s.stepsEndingIn(r, from, to) {
 			st := s.stepSpans(r, step)
@@ -84,6 +88,11 @@ func (s *Scenario) WriteStormlog(w io.Writer, from, to time.Duration, epoch time
 					ctx := "NCCL " + c.Op + " " + edge.word
 					ev.Context = &ctx
 					ev.Metadata = map[string]any{"nccl_comm_id": s.CommID, "nccl_seq": c.Seq, "message_size_bytes": c.MsgBytes}
+					if edge.word == "start" {
+						// The launch record carries the identity and the duration (one
+						// interval per op); the end record stays a bare timestamp.
+						maps.Copy(ev.Metadata, s.worldIdentity(c).Metadata(int64(c.End-c.Start)))
+					}
 					events = append(events, ev)
 				}
 			}
