@@ -60,7 +60,6 @@ type page struct {
 	Inputs       []Field
 	Classes      []classRow
 	Width        int
-	LaneHeight   int
 	SpanSeconds  string
 	Scale        string
 	Lanes        []laneView
@@ -84,7 +83,7 @@ type laneView struct {
 	Height    int
 	Area      string
 	Band      string
-	Results   []resultMark
+	Results   []resultGroup
 	Markers   []pathView
 	Phases    []pathView
 	Badge     int
@@ -93,9 +92,15 @@ type laneView struct {
 	NoSamples bool
 }
 
+// resultGroup is a lane's results of one classification: one SVG group
+// of one rectangle per result, so that a rectangle needs no class.
+type resultGroup struct {
+	Class string
+	Marks []resultMark
+}
+
 type resultMark struct {
 	X, W, I int
-	Class   string
 }
 
 type pathView struct {
@@ -126,11 +131,16 @@ type episodeRow struct {
 	X0, X1            int
 }
 
-// resultsData is every result's fields for the hover: Keys once, each row
-// alternating key index and value text.
+// resultsData is every result's fields for the hover, by column: Keys in
+// order of first appearance, per key its distinct values, and per key and
+// result the index of the result's value (-1: the result has no such key).
+// Results share most values (classification, reason codes, world size), so
+// this is a fraction of the size of one object per result, and the browser
+// parses a few integer arrays instead of an object per result.
 type resultsData struct {
-	Keys []string `json:"keys"`
-	Rows [][]any  `json:"rows"`
+	Keys   []string   `json:"keys"`
+	Values [][]string `json:"values"`
+	Index  [][]int32  `json:"index"`
 }
 
 const (
@@ -174,7 +184,6 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		}
 	}
 	g := newLaneGeometry(len(lanes), phaseRows, lo, hi)
-	p.LaneHeight = g.Height
 
 	opClass := map[string]string{}
 	for _, l := range job.MarkerLabels {
@@ -211,12 +220,18 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		for n, ri := range byRank[l.Rank] {
 			r := &results[ri]
 			x0, x1 := pixelRange(scale, r.StartNs, r.EndNs)
-			lv.Results = append(lv.Results, resultMark{X: x0, W: x1 - x0, I: ri, Class: classCSS(r.Classification)})
+			css := classCSS(r.Classification)
+			gi := slices.IndexFunc(lv.Results, func(g resultGroup) bool { return g.Class == css })
+			if gi < 0 {
+				gi = len(lv.Results)
+				lv.Results = append(lv.Results, resultGroup{Class: css})
+			}
+			lv.Results[gi].Marks = append(lv.Results[gi].Marks, resultMark{X: x0, W: x1 - x0, I: ri})
 			if n == 0 || classRank(r.Classification) > classRank(strongest) {
 				strongest = r.Classification
 			}
 		}
-		lv.Badge, lv.BadgeCSS = len(lv.Results), classCSS(strongest)
+		lv.Badge, lv.BadgeCSS = len(byRank[l.Rank]), classCSS(strongest)
 		lv.Markers = markerPaths(l.Markers, job.MarkerLabels, opClass, scale, g)
 		lv.Phases = phasePaths(l.Phases, phaseClass, &p.PhaseLegend, scale, g)
 	}
@@ -435,20 +450,32 @@ func episodeCollectives(e *Episode, results []Result, lanes []Lane, labels []Mar
 }
 
 func resultsTable(results []Result) resultsData {
-	d := resultsData{Keys: []string{}, Rows: make([][]any, len(results))}
-	index := map[string]int{}
+	d := resultsData{Keys: []string{}, Values: [][]string{}, Index: [][]int32{}}
+	keyIndex := map[string]int{}
+	var valueIndex []map[string]int32
 	for i := range results {
-		row := make([]any, 0, 2*len(results[i].Fields))
 		for _, f := range results[i].Fields {
-			k, ok := index[f.Key]
+			k, ok := keyIndex[f.Key]
 			if !ok {
 				k = len(d.Keys)
-				index[f.Key] = k
+				keyIndex[f.Key] = k
 				d.Keys = append(d.Keys, f.Key)
+				d.Values = append(d.Values, nil)
+				col := make([]int32, len(results))
+				for j := range col {
+					col[j] = -1
+				}
+				d.Index = append(d.Index, col)
+				valueIndex = append(valueIndex, map[string]int32{})
 			}
-			row = append(row, k, f.Value)
+			v, ok := valueIndex[k][f.Value]
+			if !ok {
+				v = int32(len(d.Values[k]))
+				valueIndex[k][f.Value] = v
+				d.Values[k] = append(d.Values[k], f.Value)
+			}
+			d.Index[k][i] = v
 		}
-		d.Rows[i] = row
 	}
 	return d
 }

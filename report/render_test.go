@@ -20,7 +20,10 @@ func render(t *testing.T, job *Job, results []Result, opts Options) string {
 	return buf.String()
 }
 
-var resultRect = regexp.MustCompile(`<rect class="res ([^"]*)" x="(\d+)" y="0" width="(\d+)" height="\d+" data-i="(\d+)">`)
+var (
+	resultGroupTag = regexp.MustCompile(`<g class="res ([^"]*)">((?:<rect [^>]*/>)*)</g>`)
+	resultRect     = regexp.MustCompile(`<rect x="(\d+)" width="(\d+)" data-i="(\d+)"/>`)
+)
 
 func TestRenderShadesEveryResult(t *testing.T) {
 	// 200 000 samples on 300 columns, 1 000 results one nanosecond wide,
@@ -45,19 +48,21 @@ func TestRenderShadesEveryResult(t *testing.T) {
 	out := render(t, job, results, Options{Columns: 300})
 
 	seen := map[int]bool{}
-	for _, m := range resultRect.FindAllStringSubmatch(out, -1) {
-		i, _ := strconv.Atoi(m[4])
-		x, _ := strconv.Atoi(m[2])
-		w, _ := strconv.Atoi(m[3])
-		if seen[i] {
-			t.Errorf("result %d shaded twice", i)
-		}
-		seen[i] = true
-		if w < 1 || x < 0 || x+w > 300 {
-			t.Errorf("result %d at x=%d width=%d, want inside the 300 columns and >= 1 wide", i, x, w)
-		}
-		if want := "c-" + results[i].Classification; m[1] != want {
-			t.Errorf("result %d class %q, want %q", i, m[1], want)
+	for _, g := range resultGroupTag.FindAllStringSubmatch(out, -1) {
+		for _, m := range resultRect.FindAllStringSubmatch(g[2], -1) {
+			x, _ := strconv.Atoi(m[1])
+			w, _ := strconv.Atoi(m[2])
+			i, _ := strconv.Atoi(m[3])
+			if seen[i] {
+				t.Errorf("result %d shaded twice", i)
+			}
+			seen[i] = true
+			if w < 1 || x < 0 || x+w > 300 {
+				t.Errorf("result %d at x=%d width=%d, want inside the 300 columns and >= 1 wide", i, x, w)
+			}
+			if want := "c-" + results[i].Classification; g[1] != want {
+				t.Errorf("result %d class %q, want %q", i, g[1], want)
+			}
 		}
 	}
 	if len(seen) != len(results) {
@@ -116,7 +121,7 @@ func TestRenderEscapesHostileStrings(t *testing.T) {
 	}
 	// An unknown classification is drawn in the neutral class, not as a
 	// class name of its own.
-	if !strings.Contains(out, `class="res c-other"`) {
+	if !strings.Contains(out, `<g class="res c-other">`) {
 		t.Error("the unknown classification is not drawn as c-other")
 	}
 	// The strings are there, escaped, for the reader.

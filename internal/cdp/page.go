@@ -154,3 +154,28 @@ func (p *Page) Errors() []string {
 	}
 	return out
 }
+
+// Metrics returns the page's Performance.getMetrics values by name
+// (ThreadTime and TaskDuration are the main thread's CPU and busy time in
+// seconds). Performance.enable must have been called, see EnableMetrics.
+func (p *Page) Metrics(ctx context.Context) (map[string]float64, error) {
+	var res struct {
+		Metrics []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"metrics"`
+	}
+	if err := p.b.Call(ctx, p.SessionID, "Performance.getMetrics", struct{}{}, &res); err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(res.Metrics))
+	for _, m := range res.Metrics {
+		out[m.Name] = m.Value
+	}
+	return out, nil
+}
+
+// EnableMetrics turns on Performance metrics collection.
+func (p *Page) EnableMetrics(ctx context.Context) error {
+	return p.b.Call(ctx, p.SessionID, "Performance.enable", map[string]any{"timeDomain": "threadTicks"}, nil)
+}

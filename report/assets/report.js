@@ -6,7 +6,7 @@
   var root = document.getElementById("report");
   var W = Number(root.getAttribute("data-width"));
   var spanS = Number(root.getAttribute("data-span-s"));
-  var data = JSON.parse(document.getElementById("results-data").textContent);
+  var data = null; // the results' fields, parsed at the first hover
   var plots = Array.prototype.slice.call(document.querySelectorAll("svg.zx"));
   var axes = Array.prototype.slice.call(document.querySelectorAll("svg.axis"));
   var tip = document.getElementById("tip");
@@ -70,23 +70,32 @@
     tip.style.left = x + "px"; tip.style.top = y + "px";
   }
 
+  function resultFields(i) {
+    if (!data) data = JSON.parse(document.getElementById("results-data").textContent);
+    var out = [];
+    for (var k = 0; k < data.keys.length; k++) {
+      var v = data.index[k][i];
+      if (v >= 0) out.push([data.keys[k], data.values[k][v]]);
+    }
+    return out;
+  }
+
   function resultTip(i) {
     return function (box) {
-      var row = data.rows[i] || [];
+      var rows = resultFields(i), fields = {};
+      rows.forEach(function (r) { fields[r[0]] = r[1]; });
       var head = document.createElement("div");
       head.className = "head";
-      var fields = {};
-      for (var k = 0; k + 1 < row.length; k += 2) fields[data.keys[row[k]]] = row[k + 1];
       head.textContent = "rank " + fields.rank + " · " + fields.classification +
         (fields.confidence !== undefined ? " · confidence " + fields.confidence : "");
       box.appendChild(head);
       var table = document.createElement("table");
-      for (var j = 0; j + 1 < row.length; j += 2) {
+      rows.forEach(function (r) {
         var tr = document.createElement("tr");
-        var kd = document.createElement("td"); kd.textContent = data.keys[row[j]];
-        var vd = document.createElement("td"); vd.textContent = row[j + 1];
+        var kd = document.createElement("td"); kd.textContent = r[0];
+        var vd = document.createElement("td"); vd.textContent = r[1];
         tr.appendChild(kd); tr.appendChild(vd); table.appendChild(tr);
-      }
+      });
       box.appendChild(table);
     };
   }
