@@ -72,6 +72,8 @@ type page struct {
 	MarkerLegend []legendItem
 	PhaseLegend  []legendItem
 	PhasesKnown  bool
+	// CompactLanes puts a lane's label on one line (lanes too low for two).
+	CompactLanes bool
 	Data         resultsData
 	Script       template.JS
 	Style        template.CSS
@@ -184,6 +186,7 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		}
 	}
 	g := newLaneGeometry(len(lanes), phaseRows, lo, hi)
+	p.CompactLanes = g.Height < 36
 
 	opClass := map[string]string{}
 	for _, l := range job.MarkerLabels {
