@@ -181,19 +181,23 @@ func (b *Browser) Call(ctx context.Context, sessionID, method string, params, re
 	}
 }
 
-// WaitEvent waits for the first event, from now on, that match accepts.
-func (b *Browser) WaitEvent(ctx context.Context, match func(Event) bool) (Event, error) {
+// Expect registers, now, interest in the first event match accepts, and
+// returns a function that waits for it. Registering before sending the
+// command that causes the event means the event cannot be missed.
+func (b *Browser) Expect(match func(Event) bool) func(context.Context) (Event, error) {
 	w := &waiter{match: match, ch: make(chan Event, 1)}
 	b.mu.Lock()
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
-	select {
-	case ev := <-w.ch:
-		return ev, nil
-	case <-b.done:
-		return Event{}, errors.New("cdp: browser closed the pipe")
-	case <-ctx.Done():
-		return Event{}, ctx.Err()
+	return func(ctx context.Context) (Event, error) {
+		select {
+		case ev := <-w.ch:
+			return ev, nil
+		case <-b.done:
+			return Event{}, errors.New("cdp: browser closed the pipe")
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
 	}
 }
 

@@ -46,13 +46,9 @@ func (p *Page) SetViewport(ctx context.Context, width, height int) error {
 
 // Navigate loads url and waits for its load event.
 func (p *Page) Navigate(ctx context.Context, url string) error {
-	loaded := make(chan error, 1)
-	go func() {
-		_, err := p.b.WaitEvent(ctx, func(e Event) bool {
-			return e.SessionID == p.SessionID && e.Method == "Page.loadEventFired"
-		})
-		loaded <- err
-	}()
+	loaded := p.b.Expect(func(e Event) bool {
+		return e.SessionID == p.SessionID && e.Method == "Page.loadEventFired"
+	})
 	var nav struct {
 		ErrorText string `json:"errorText"`
 	}
@@ -62,7 +58,8 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 	if nav.ErrorText != "" {
 		return fmt.Errorf("cdp: navigate %s: %s", url, nav.ErrorText)
 	}
-	return <-loaded
+	_, err := loaded(ctx)
+	return err
 }
 
 // Eval evaluates a JavaScript expression (awaiting a promise) and decodes
