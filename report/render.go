@@ -71,7 +71,6 @@ type page struct {
 	EpisodesMore int
 	MarkerLegend []legendItem
 	PhaseLegend  []legendItem
-	PhasesKnown  bool
 	// CompactLanes puts a lane's label on one line (lanes too low for two).
 	CompactLanes bool
 	Data         resultsData
@@ -167,7 +166,6 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		Inputs:      opts.Inputs,
 		Width:       cols,
 		SpanSeconds: strconv.FormatFloat(float64(job.EndNs-job.StartNs)/1e9, 'f', -1, 64),
-		PhasesKnown: job.PhasesKnown,
 		Script:      template.JS(script),
 		Style:       template.CSS(style),
 	}
