@@ -72,6 +72,17 @@ test: build
 test-unit:
 	$(GO) test -race $(TESTFLAGS) ./...
 
+## test-report: the HTML report loaded in headless Chromium (Debian's chromium package):
+## DOM checks, console errors, render time and screenshots in $(REPORT_OUT). Not in CI (slow);
+## REPORT_LARGE=1 adds the 1 024 ranks x 3 000 samples job and its 3 s render bound.
+CHROMIUM   ?= $(shell command -v chromium 2>/dev/null)
+REPORT_OUT ?= $(CURDIR)/.report-test
+.PHONY: test-report
+test-report:
+	@[ -n "$(CHROMIUM)" ] || { echo "test-report needs Chromium: apt-get install -y chromium, or CHROMIUM=/path/to/chromium" >&2; exit 1; }
+	COLLECTIVEATTR_CHROMIUM=$(CHROMIUM) COLLECTIVEATTR_REPORT_OUT=$(REPORT_OUT) COLLECTIVEATTR_REPORT_LARGE=$(REPORT_LARGE) \
+	$(GO) test -count=1 -timeout 30m -run 'TestReportInBrowser' -v ./cmd/collectiveattr/
+
 ## demo: a 30 s simulated job through the collector, results next to the ground truth
 demo: build
 	bash examples/demo/run.sh

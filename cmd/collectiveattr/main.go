@@ -42,6 +42,7 @@ const (
 )
 
 const usage = `Usage: collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
+       collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
 NCCL collective communication, exactly as stormlog's collective attribution
@@ -96,6 +97,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case "attribute":
+	case "report":
+		return runReport(args[1:], stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n\n%s", args[0], usage)
 		return exitConfig

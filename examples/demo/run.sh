@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.."
 
 OTELCOL=${OTELCOL:-build/otelcol-collectiveattr}
 SIM=${SIM:-bin/gpujobsim}
+CLI=${CLI:-bin/collectiveattr}
 DURATION=${DEMO_DURATION:-30s}
 export DEMO_OUT_DIR=${DEMO_OUT_DIR:-$PWD/.demo}
 export DEMO_HEALTH_PORT=${DEMO_HEALTH_PORT:-24133}
@@ -17,7 +18,7 @@ export DEMO_OTLP_GRPC_PORT=${DEMO_OTLP_GRPC_PORT:-24317}
 export DEMO_OTLP_HTTP_PORT=${DEMO_OTLP_HTTP_PORT:-24318}
 export DEMO_TELEMETRY_PORT=${DEMO_TELEMETRY_PORT:-24888}
 
-for f in "$OTELCOL" "$SIM"; do
+for f in "$OTELCOL" "$SIM" "$CLI"; do
   [[ -x $f ]] || { echo "demo: $f is missing: run make build" >&2; exit 1; }
 done
 rm -rf "$DEMO_OUT_DIR"
@@ -59,11 +60,17 @@ done
 healthy 2>/dev/null || { echo "demo: the collector did not become healthy" >&2; tail -n 30 "$log" >&2; exit 1; }
 
 echo "==> running a simulated training job for $DURATION (16 ranks on 2 hosts, 10 Hz memory samples)"
-"$SIM" -duration "$DURATION" -otlp-endpoint "127.0.0.1:$DEMO_OTLP_HTTP_PORT" -truth-json "$DEMO_OUT_DIR/truth.json"
+"$SIM" -duration "$DURATION" -otlp-endpoint "127.0.0.1:$DEMO_OTLP_HTTP_PORT" -truth-json "$DEMO_OUT_DIR/truth.json" \
+  -stormlog "$DEMO_OUT_DIR/stormlog.jsonl"
 
 echo "==> stopping the collector (it evaluates every job once more and flushes)"
 stop_collector
 
+# The page is the CLI's attribution of the same job's stormlog records (same engine, whole job
+# at once); written before the check so that a failing demo still leaves it to look at.
+"$CLI" report --phases "$DEMO_OUT_DIR/stormlog.jsonl" -o "$DEMO_OUT_DIR/report.html"
+
 "$SIM" report -check -truth "$DEMO_OUT_DIR/truth.json" "$DEMO_OUT_DIR/logs.json" "$DEMO_OUT_DIR/traces.json"
 echo
 echo "Collector log, result spans, metrics and logs (file exporter, OTLP JSON): $DEMO_OUT_DIR"
+echo "HTML report of the job (open it in a browser): $DEMO_OUT_DIR/report.html"

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/report"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON] [--phases]
+                           [--nccl-inspector FILE] FILE|- -o REPORT.html
+
+Attribute FILE as "collectiveattr attribute" does and write one self-contained
+HTML page (no network needed to view it) that shows, per rank, the hidden
+memory (device used minus allocator reserved) on a shared time axis with the
+collective markers, the phases (with --phases) and every result's interval
+coloured by classification (hover for all its fields), and a job overview:
+a ranks x time heat strip, results per classification, the synchronous
+episodes across ranks and the configuration used. Drag across a lane to zoom.
+
+Flags:
+  -o, --output FILE     the HTML file to write (required; "-" for stdout).
+  --mode M              attribution mode: reference (the default; the only one
+                        this build supports).
+  --preset P, --overrides JSON, --phases
+                        as for "collectiveattr attribute".
+  --nccl-inspector FILE NCCL Inspector output to read beside FILE (not
+                        supported by this build yet).
+  --columns N           plot width in pixels, one downsampled column each
+                        (default 1200).
+  -h, --help            print this help.
+
+Exit status: 0 success; 1 unreadable input, invalid record or unwritable
+output; 2 usage or configuration error.
+`
+
+type reportOptions struct {
+	attributeOptions
+	mode          string
+	output        string
+	ncclInspector []string
+	columns       int
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func parseReportArgs(args []string) (reportOptions, error) {
+	o := reportOptions{mode: "reference", columns: report.DefaultColumns}
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.preset, "preset", "", "")
+	fs.StringVar(&o.overrides, "overrides", "", "")
+	fs.BoolVar(&o.phases, "phases", false, "")
+	fs.StringVar(&o.mode, "mode", o.mode, "")
+	fs.StringVar(&o.output, "o", "", "")
+	fs.StringVar(&o.output, "output", "", "")
+	fs.Var((*stringList)(&o.ncclInspector), "nccl-inspector", "")
+	fs.IntVar(&o.columns, "columns", o.columns, "")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case len(files) == 0:
+		return o, errors.New("missing FILE (use - for standard input)")
+	case len(files) > 1:
+		return o, fmt.Errorf("expected one FILE, got %d: %s", len(files), strings.Join(files, " "))
+	case o.output == "":
+		return o, errors.New("missing -o REPORT.html")
+	case o.columns < 100 || o.columns > 20000:
+		return o, fmt.Errorf("--columns must be in [100, 20000], got %d", o.columns)
+	}
+	o.file = files[0]
+	return o, nil
+}
+
+// parseInterspersed parses flags before and after the positional
+// arguments; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return nil, err
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			return files, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(files, rest...), nil
+		}
+		files = append(files, rest[0])
+		rest = rest[1:]
+	}
+}
+
+func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts, err := parseReportArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, reportUsage)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr report: %v\n\n%s", err, reportUsage)
+		return exitConfig
+	}
+	// The evidence mode and NCCL Inspector inputs are other builds' work;
+	// the flags exist so that scripts can be written against them now.
+	if m := strings.ToLower(strings.TrimSpace(opts.mode)); m != "reference" {
+		fmt.Fprintf(stderr, "collectiveattr report: --mode %q is not supported by this build (only reference)\n", opts.mode)
+		return exitConfig
+	}
+	if len(opts.ncclInspector) > 0 {
+		fmt.Fprintln(stderr, "collectiveattr report: --nccl-inspector is not supported by this build")
+		return exitConfig
+	}
+	overrides, err := parseOverrides(opts.overrides)
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr report: --overrides: %v\n", err)
+		return exitConfig
+	}
+
+	in := stdin
+	if opts.file != "-" {
+		f, err := os.Open(opts.file)
+		if err != nil {
+			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+			return exitInput
+		}
+		defer f.Close()
+		in = f
+	}
+	events, err := telemetry.ReadAuto(in)
+	if err != nil {
+		var recErr *telemetry.RecordError
+		if !errors.As(err, &recErr) {
+			err = fmt.Errorf("collectiveattr report: %s: %w", opts.file, err)
+		}
+		fmt.Fprintln(stderr, err)
+		return exitInput
+	}
+	// Unlike attribute, an empty input still makes a page, and the page
+	// shows the configuration: resolve it whatever the input.
+	cfg, err := attribution.ResolveConfig(opts.preset, overrides)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	var resolver attribution.PhaseResolver
+	if opts.phases {
+		resolver = phase.NewIndex(events, nil)
+	}
+	attributed := attribution.Attribute(events, cfg, resolver)
+
+	b := report.NewBuilder(opts.phases)
+	for i := range events {
+		b.Add(&events[i])
+	}
+	job := b.Job()
+	results := make([]report.Result, len(attributed))
+	var buf []byte
+	for i := range attributed {
+		buf = attribution.AppendResultJSON(buf[:0], &attributed[i], opts.phases)
+		if results[i], err = report.ParseResult(buf); err != nil {
+			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+			return exitInput
+		}
+	}
+	ropts := report.Options{
+		Columns: opts.columns,
+		Title:   opts.file,
+		Inputs: []report.Field{
+			{Key: "input", Value: opts.file},
+			{Key: "mode", Value: "reference"},
+			{Key: "phases", Value: strconv.FormatBool(opts.phases)},
+		},
+		Config: configFields(cfg),
+	}
+	if strings.TrimSpace(opts.overrides) != "" {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "overrides", Value: opts.overrides})
+	}
+	if err := writeReport(opts.output, stdout, func(w io.Writer) error {
+		return report.Render(w, job, results, ropts)
+	}); err != nil {
+		fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+		return exitInput
+	}
+	return exitOK
+}
+
+// writeReport writes to a temporary file beside path and renames it, so
+// that a failed run leaves no half page behind.
+func writeReport(path string, stdout io.Writer, render func(io.Writer) error) error {
+	if path == "-" {
+		return render(stdout)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	err = render(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return err
+}
+
+// configFields lists the resolved configuration as the page shows it.
+func configFields(c attribution.Config) []report.Field {
+	f := func(v float64) string { return string(attribution.AppendFloat(nil, v)) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []report.Field{
+		{Key: "preset", Value: c.Preset},
+		{Key: "min_samples_per_rank", Value: i(c.MinSamplesPerRank)},
+		{Key: "min_gap_bytes", Value: i(c.MinGapBytes)},
+		{Key: "min_gap_ratio", Value: f(c.MinGapRatio)},
+		{Key: "robust_zscore_threshold", Value: f(c.RobustZscoreThreshold)},
+		{Key: "marker_window_ns", Value: i(c.MarkerWindowNs)},
+		{Key: "interval_padding_ns", Value: i(c.IntervalPaddingNs)},
+		{Key: "synchrony_window_ns", Value: i(c.SynchronyWindowNs)},
+		{Key: "min_synchrony_ratio", Value: f(c.MinSynchronyRatio)},
+		{Key: "min_confidence", Value: f(c.MinConfidence)},
+	}
+}

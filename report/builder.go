@@ -1,0 +1,185 @@
+package report
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// Metadata keys that name a marker's collective (docs/evidence-mode.md §2.1).
+// gpujobsim and older exporters write the communicator as nccl_comm_id.
+const (
+	metaOp         = "nccl.op"
+	metaCommID     = "nccl.comm.id"
+	metaCommIDOld  = "nccl_comm_id"
+	maxJobIDsShown = 64
+)
+
+// Builder collects a Job from a run's events, one Add per event in any
+// order. It keeps per sample a time and a value, per marker a time and a
+// label index and, with phases, the phase boundary events.
+type Builder struct {
+	phases  bool
+	started bool
+	job     Job
+	lanes   map[int64]*Lane
+	jobIDs  map[string]bool
+	labels  map[MarkerLabel]int32
+	// boundaries are copies of the phase boundary events; sessionEnd is
+	// each (session, rank)'s latest event time, where a scope that never
+	// closes ends (reference-semantics §3.2).
+	boundaries []telemetry.Event
+	sessionEnd map[sessionRank]int64
+}
+
+type sessionRank struct {
+	session string
+	rank    int64
+}
+
+// NewBuilder returns an empty builder; with phases it replays phase
+// boundaries (phase_enter / phase_exit) into each lane's phase spans.
+func NewBuilder(phases bool) *Builder {
+	return &Builder{
+		phases:     phases,
+		lanes:      make(map[int64]*Lane),
+		jobIDs:     make(map[string]bool),
+		labels:     make(map[MarkerLabel]int32),
+		sessionEnd: make(map[sessionRank]int64),
+		job:        Job{StartNs: math.MaxInt64, EndNs: math.MinInt64, PhasesKnown: phases},
+	}
+}
+
+// Add takes one event. It does not retain e; it keeps the metadata map of
+// a phase boundary, which must then not change (decoded metadata does not).
+func (b *Builder) Add(e *telemetry.Event) {
+	b.started = true
+	b.job.Events++
+	b.job.StartNs = min(b.job.StartNs, e.TimestampNs)
+	b.job.EndNs = max(b.job.EndNs, e.TimestampNs)
+	b.job.WorldSize = max(b.job.WorldSize, e.WorldSize)
+	if e.JobID != "" && !b.jobIDs[e.JobID] && len(b.jobIDs) < maxJobIDsShown {
+		b.jobIDs[e.JobID] = true
+		b.job.JobIDs = append(b.job.JobIDs, e.JobID)
+	}
+	lane := b.lanes[e.Rank]
+	if lane == nil {
+		lane = &Lane{Rank: e.Rank, Host: e.Host}
+		b.lanes[e.Rank] = lane
+	}
+	if attribution.IsSample(e) {
+		lane.TimesNs = append(lane.TimesNs, e.TimestampNs)
+		lane.HiddenBytes = append(lane.HiddenBytes, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value))
+	}
+	if attribution.IsMarker(e) {
+		lane.Markers = append(lane.Markers, Marker{TimeNs: e.TimestampNs, Label: b.label(e)})
+	}
+	if !b.phases || e.SessionID == "" {
+		return
+	}
+	k := sessionRank{e.SessionID, e.Rank}
+	if end, ok := b.sessionEnd[k]; !ok || e.TimestampNs > end {
+		b.sessionEnd[k] = e.TimestampNs
+	}
+	if _, ok := phase.ParseBoundary(e); ok {
+		b.boundaries = append(b.boundaries, telemetry.Event{
+			SessionID: e.SessionID, Rank: e.Rank, TimestampNs: e.TimestampNs,
+			EventType: e.EventType, Metadata: e.Metadata,
+		})
+	}
+}
+
+func (b *Builder) label(e *telemetry.Event) int32 {
+	l := MarkerLabel{Op: telemetry.TrimSpace(e.EventType)}
+	if op, ok := e.Metadata[metaOp].(string); ok && op != "" {
+		l.Op = op
+	}
+	if c, ok := e.Metadata[metaCommID].(string); ok {
+		l.Comm = c
+	} else if c, ok := e.Metadata[metaCommIDOld].(string); ok {
+		l.Comm = c
+	}
+	i, ok := b.labels[l]
+	if !ok {
+		i = int32(len(b.job.MarkerLabels))
+		b.labels[l] = i
+		b.job.MarkerLabels = append(b.job.MarkerLabels, l)
+	}
+	return i
+}
+
+// Job returns what was collected, lanes in ascending rank order with their
+// samples and markers in time order. Call it once, after the last Add.
+func (b *Builder) Job() *Job {
+	job := &b.job
+	if !b.started {
+		job.StartNs, job.EndNs = 0, 0
+	}
+	job.Lanes = make([]Lane, 0, len(b.lanes))
+	for _, l := range b.lanes {
+		job.Lanes = append(job.Lanes, *l)
+	}
+	slices.SortFunc(job.Lanes, func(a, b Lane) int { return cmp.Compare(a.Rank, b.Rank) })
+	for i := range job.Lanes {
+		sortSamples(&job.Lanes[i])
+		slices.SortStableFunc(job.Lanes[i].Markers, func(a, b Marker) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	}
+	if b.phases {
+		b.replayPhases(job)
+	}
+	return job
+}
+
+func sortSamples(l *Lane) {
+	if slices.IsSorted(l.TimesNs) {
+		return
+	}
+	idx := make([]int, len(l.TimesNs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(l.TimesNs[a], l.TimesNs[b]) })
+	ts, hb := make([]int64, len(idx)), make([]int64, len(idx))
+	for i, j := range idx {
+		ts[i], hb[i] = l.TimesNs[j], l.HiddenBytes[j]
+	}
+	l.TimesNs, l.HiddenBytes = ts, hb
+}
+
+// replayPhases replays the boundaries as the attribution does (phase.NewIndex),
+// with one boundary-free event per (session, rank) at its latest time, so
+// that open scopes end where they end in the attribution.
+func (b *Builder) replayPhases(job *Job) {
+	if len(b.boundaries) == 0 {
+		return
+	}
+	events := b.boundaries
+	keys := make([]sessionRank, 0, len(b.sessionEnd))
+	for k, end := range b.sessionEnd {
+		events = append(events, telemetry.Event{SessionID: k.session, Rank: k.rank, TimestampNs: end})
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b sessionRank) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.session, b.session))
+	})
+	ix := phase.NewIndex(events, nil)
+	li := 0
+	for _, k := range keys {
+		for li < len(job.Lanes) && job.Lanes[li].Rank < k.rank {
+			li++
+		}
+		if li == len(job.Lanes) {
+			break
+		}
+		for _, s := range ix.Spans(k.session, k.rank) {
+			job.Lanes[li].Phases = append(job.Lanes[li].Phases, PhaseSpan{
+				StartNs: s.StartNs, EndNs: s.EndNs, Path: s.Path, SyntheticEnd: s.SyntheticEnd,
+			})
+		}
+	}
+	b.boundaries = nil
+}
