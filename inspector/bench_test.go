@@ -1,0 +1,51 @@
+package inspector
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/internal/eventgen"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// BenchmarkParse parses one record of each layout, beside the decode of one
+// typical stormlog sample record (telemetry.Decoder), so that the ratio is
+// taken in the same run.
+func BenchmarkParse(b *testing.B) {
+	lines := specExamples(b)
+	verbose := lines[1]
+	// The verbose example has one channel; 16 are common on H100 nodes.
+	var channels []string
+	for range 16 {
+		channels = append(channels, `{"channel_id":0,"kernel_start_ts":1752867229235181,"kernel_stop_ts":1752867229275811,"kernel_record_ts":1752867229275811}`)
+	}
+	verbose16 := []byte(strings.ReplaceAll(string(verbose),
+		`[{"channel_id":0,"kernel_start_ts":1752867229235181,"kernel_stop_ts":1752867229275811,"kernel_record_ts":1752867229275811}]`,
+		"["+strings.Join(channels, ",")+"]"))
+	for _, bc := range []struct {
+		name string
+		line []byte
+	}{{"default", lines[0]}, {"verbose", verbose}, {"verbose_16_channels", verbose16}, {"p2p_verbose", lines[2]}} {
+		b.Run("inspector_"+bc.name, func(b *testing.B) {
+			var p Parser
+			b.SetBytes(int64(len(bc.line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Parse(bc.line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("stormlog_sample", func(b *testing.B) {
+		data := eventgen.JSONL(eventgen.Spec{Ranks: 1, Samples: 1, Seed: 1})
+		var d telemetry.Decoder
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Decode(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
