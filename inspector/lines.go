@@ -69,9 +69,11 @@ type Reader struct {
 	FirstError *LineError
 }
 
-// Read parses every non-blank line of r and calls visit with each op; the
-// *Op is reused after visit returns. It returns only read errors.
+// Read parses every non-blank line of r, one file, and calls visit with
+// each op; the *Op is reused after visit returns. It returns only read
+// errors.
 func (rd *Reader) Read(r io.Reader, visit func(*Op)) error {
+	rd.Parser.ResetContext()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	line := 0

@@ -19,7 +19,25 @@ const maxInterned = 4096
 type Parser struct {
 	s      scanner
 	intern map[string]string
+	// ctx is the header and metadata of the last line that carried both
+	// without an op (a dump_stats marker of format v4.3): the op lines that
+	// follow such a marker carry neither and take them from it.
+	ctx    opContext
+	hasCtx bool
 }
+
+// opContext is what a record's header and metadata say.
+type opContext struct {
+	commID, commName         string
+	commRank, nRanks, nNodes int64
+	host, version            string
+	pid                      int64
+	dump                     uint64
+}
+
+// ResetContext forgets the marker context: call it between files (a
+// Parser reads the lines of one file in order).
+func (p *Parser) ResetContext() { p.hasCtx = false }
 
 // Parse parses one Inspector record (one line of a <host>-pid<pid>.log
 // file, without or with its trailing newline) with a fresh Parser.
@@ -43,6 +61,8 @@ const (
 	hasPeer
 	hasStartTs
 	hasKernelStop
+	hasHeader
+	hasMetadata
 
 	requiredAlways = hasID | hasRank | hasNRanks | hasHost | hasPID | hasDump | hasName | hasSize | hasExec
 )
@@ -67,6 +87,11 @@ type record struct {
 // than v4.x is a *VersionError. Malformed JSON is a *SyntaxError, a missing
 // or mistyped field a *FieldError, an object without coll_perf or p2p_perf
 // ErrNotOpRecord. Parse never panics.
+//
+// Format v4.3 writes a communicator's header and metadata once per dump, on
+// a dump_stats line, and op lines without them: a line with header and
+// metadata but no op becomes the context of the lines after it, and an op
+// line without a header (or metadata) takes the context's.
 func (p *Parser) Parse(line []byte) (Op, error) {
 	var op Op
 	r := record{p: p, op: &op}
@@ -118,8 +143,10 @@ func (r *record) parse() error {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "header":
+			r.seen |= hasHeader
 			return r.header()
 		case "metadata":
+			r.seen |= hasMetadata
 			return r.metadata()
 		case "coll_perf":
 			return r.perf(Collective, &collPaths)
@@ -339,9 +366,26 @@ func (r *record) missing(need uint32, paths *sectionPaths) error {
 
 // finish checks the required fields and derives the op's interval.
 func (r *record) finish() error {
-	op := r.op
+	op, p := r.op, r.p
 	if op.Kind == 0 {
+		if r.seen&(hasHeader|hasMetadata) == hasHeader|hasMetadata {
+			p.ctx = opContext{
+				commID: op.CommID, commName: op.CommName, commRank: op.CommRank, nRanks: op.NRanks, nNodes: op.NNodes,
+				host: op.Host, version: op.Version, pid: op.PID, dump: r.dump,
+			}
+			p.hasCtx = r.seen&(hasID|hasRank|hasNRanks|hasHost|hasPID|hasDump) == hasID|hasRank|hasNRanks|hasHost|hasPID|hasDump
+		}
 		return ErrNotOpRecord
+	}
+	if p.hasCtx && r.seen&hasHeader == 0 {
+		c := &p.ctx
+		op.CommID, op.CommName, op.CommRank, op.NRanks, op.NNodes = c.commID, c.commName, c.commRank, c.nRanks, c.nNodes
+		r.seen |= hasID | hasRank | hasNRanks
+	}
+	if p.hasCtx && r.seen&hasMetadata == 0 {
+		c := &p.ctx
+		op.Host, op.PID, op.Version, r.dump = c.host, c.pid, c.version, c.dump
+		r.seen |= hasHost | hasPID | hasDump
 	}
 	if op.Version != "" && op.Version != "v4" && !strings.HasPrefix(op.Version, "v4.") {
 		return &VersionError{Version: op.Version}
