@@ -3,6 +3,7 @@ package inspector
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collectiveattr/collectiveattr/internal/eventgen"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -48,4 +49,47 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkParseVsStormlog alternates short runs of an Inspector parse and
+// a stormlog sample decode, so that both see the same machine load (a
+// shared machine's slow spells hit whole sub-benchmarks otherwise), and
+// reports each one's ns per record and their ratio.
+func BenchmarkParseVsStormlog(b *testing.B) {
+	lines := specExamples(b)
+	stormlog := eventgen.JSONL(eventgen.Spec{Ranks: 1, Samples: 1, Seed: 1})
+	for _, bc := range []struct {
+		name string
+		line []byte
+	}{{"default", lines[0]}, {"verbose", lines[1]}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const chunk = 200
+			var (
+				p               Parser
+				d               telemetry.Decoder
+				inspNs, stormNs time.Duration
+			)
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				for range chunk {
+					if _, err := p.Parse(bc.line); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				for range chunk {
+					if _, err := d.Decode(stormlog); err != nil {
+						b.Fatal(err)
+					}
+				}
+				inspNs += t1.Sub(t0)
+				stormNs += time.Since(t1)
+			}
+			n := float64(b.N * chunk)
+			b.ReportMetric(float64(inspNs.Nanoseconds())/n, "inspector-ns/record")
+			b.ReportMetric(float64(stormNs.Nanoseconds())/n, "stormlog-ns/record")
+			b.ReportMetric(float64(inspNs)/float64(stormNs), "inspector/stormlog")
+		})
+	}
 }

@@ -197,6 +197,12 @@ func TestParseEdgeCases(t *testing.T) {
 			}},
 		{"trailing newline", append(variant(t, false), '\n'),
 			func(t *testing.T, op Op) {}},
+		{"largest seq", variant(t, false, `"coll_sn":1231`, `"coll_sn":9223372036854775807`),
+			func(t *testing.T, op Op) {
+				if op.Seq != math.MaxInt64 {
+					t.Fatalf("seq %d", op.Seq)
+				}
+			}},
 		{"duplicate key: the last wins", variant(t, false, `"coll_sn":1231`, `"coll_sn":1,"coll_sn":1231`),
 			func(t *testing.T, op Op) {
 				if op.Seq != 1231 {
@@ -262,6 +268,9 @@ func TestParseErrors(t *testing.T) {
 		{"negative pid", variant(t, false, `"pid":438776`, `"pid":-1`), &field, "metadata.pid"},
 		{"empty host", variant(t, false, `"hostname":"node01"`, `"hostname":""`), &field, "metadata.hostname"},
 		{"string rank", variant(t, false, `"rank":4`, `"rank":"4"`), &field, "header.rank"},
+		{"seq beyond int64", variant(t, false, `"coll_sn":1231`, `"coll_sn":9223372036854775808`), &field, "coll_perf.coll_sn"},
+		{"negative seq", variant(t, false, `"coll_sn":1231`, `"coll_sn":-1`), &field, "coll_perf.coll_sn"},
+		{"exponent in an integer", variant(t, false, `"rank":4`, `"rank":4e0`), &field, "header.rank"},
 		{"fractional seq", variant(t, false, `"coll_sn":1231`, `"coll_sn":12.5`), &field, "coll_perf.coll_sn"},
 		{"negative size", variant(t, false, `"coll_msg_size_bytes":2147483648`, `"coll_msg_size_bytes":-1`), &field, "coll_perf.coll_msg_size_bytes"},
 		{"size beyond 64 bits", variant(t, false, `"coll_msg_size_bytes":2147483648`, `"coll_msg_size_bytes":18446744073709551616`), &field, "coll_perf.coll_msg_size_bytes"},

@@ -27,6 +27,9 @@ func (s *scanner) fail(msg string) error {
 }
 
 func (s *scanner) skipWS() {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return // the plugin writes compact JSON
+	}
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -129,22 +132,35 @@ func (s *scanner) array(elem func() error) error {
 func (s *scanner) stringBytes() ([]byte, error) {
 	s.pos++ // opening quote
 	start := s.pos
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			return s.data[start : s.pos-1], nil
-		case c == '\\':
-			s.buf = append(s.buf[:0], s.data[start:s.pos]...)
-			return s.escapedString()
-		case c < 0x20:
-			return nil, s.fail("control character in string")
-		}
-		s.pos++
+	data := s.data
+	i := s.pos
+	for i < len(data) && !stringStop[data[i]] {
+		i++
 	}
-	return nil, s.fail("unterminated string")
+	s.pos = i
+	if i >= len(data) {
+		return nil, s.fail("unterminated string")
+	}
+	switch c := data[i]; {
+	case c == '"':
+		s.pos++
+		return data[start:i], nil
+	case c == '\\':
+		s.buf = append(s.buf[:0], data[start:i]...)
+		return s.escapedString()
+	}
+	return nil, s.fail("control character in string")
 }
+
+// stringStop marks the bytes that end the plain run of a string: the
+// closing quote, an escape, a control character.
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func (s *scanner) escapedString() ([]byte, error) {
 	for s.pos < len(s.data) {
@@ -341,11 +357,42 @@ func (s *scanner) intField(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, err := strconv.ParseInt(string(tok), 10, 64)
-	if err != nil {
-		return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+	neg := tok[0] == '-'
+	digits := tok
+	if neg {
+		digits = tok[1:]
 	}
-	return v, nil
+	u, ok := parseDigits(digits)
+	switch {
+	case !ok && !isIntegerToken(digits):
+		return 0, &FieldError{Field: path, Msg: "must be an integer, got " + string(tok)}
+	case !ok:
+	case !neg && u <= math.MaxInt64:
+		return int64(u), nil
+	case neg && u <= 1<<63:
+		return int64(-u), nil
+	}
+	return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+}
+
+// parseDigits reads an unsigned decimal integer (digits only); ok is false
+// for anything else, including a value beyond 64 bits.
+func parseDigits(tok []byte) (uint64, bool) {
+	if len(tok) == 0 || len(tok) > 20 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range tok {
+		if !isDigit(c) {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 // uintField scans a non-negative integer field into a uint64 (the plugin
@@ -361,11 +408,23 @@ func (s *scanner) uintField(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, err := strconv.ParseUint(string(tok), 10, 64)
-	if err != nil {
-		return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+	v, ok := parseDigits(tok)
+	if !ok {
+		if isIntegerToken(tok) {
+			return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+		}
+		return 0, &FieldError{Field: path, Msg: "must be " + wantUint + ", got " + string(tok)}
 	}
 	return v, nil
+}
+
+func isIntegerToken(tok []byte) bool {
+	for _, c := range tok {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return len(tok) > 0
 }
 
 // floatField scans a double: a number, the bare tokens nan/inf/-inf, or the
