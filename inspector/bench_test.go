@@ -93,3 +93,32 @@ func BenchmarkParseVsStormlog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJoinAndConvert is the per-record work after the parse: the
+// (host, pid) join and the marker events of each mode.
+func BenchmarkJoinAndConvert(b *testing.B) {
+	op, err := Parse(specExamples(b)[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	j := NewJoiner(time.Minute, 0, nil)
+	for pid := range int64(64) {
+		j.Learn(op.Host, op.PID+pid, Owner{JobID: "job", Rank: pid, WorldSize: 64})
+	}
+	for _, mode := range []struct {
+		name    string
+		markers MarkerFunc
+	}{{"reference", ReferenceMarkers}, {"evidence", EvidenceMarker}} {
+		b.Run(mode.name, func(b *testing.B) {
+			events := make([]telemetry.Event, 0, 2)
+			b.ReportAllocs()
+			for b.Loop() {
+				owner, err := j.Join(op.Host, op.PID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				events = mode.markers(events[:0], &Joined{Op: &op, Owner: owner})
+			}
+		})
+	}
+}

@@ -40,11 +40,52 @@ type MarkerFunc func(dst []telemetry.Event, j *Joined) []telemetry.Event
 // default layout the interval is the dump-time estimate, used as it is.
 func ReferenceMarkers(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	op := j.Op
-	dst = append(dst, baseEvent(j, op.StartNs, "NCCL "+op.Name+" start"))
+	texts := textsOf(op.Name)
+	dst = append(dst, baseEvent(j, op.StartNs, texts.start))
 	if op.EndNs > op.StartNs {
-		dst = append(dst, baseEvent(j, op.EndNs, "NCCL "+op.Name+" end"))
+		dst = append(dst, baseEvent(j, op.EndNs, texts.end))
 	}
 	return dst
+}
+
+// markerTexts are the contexts of an op's markers.
+type markerTexts struct{ start, end, evidence string }
+
+// knownTexts holds the texts of the names the plugin prints, so that the
+// markers of the common ops allocate no strings.
+var knownTexts = func() map[string]markerTexts {
+	m := make(map[string]markerTexts, len(opNames))
+	for name := range opNames {
+		m[name] = newMarkerTexts(name)
+	}
+	return m
+}()
+
+func newMarkerTexts(name string) markerTexts {
+	return markerTexts{start: "NCCL " + name + " start", end: "NCCL " + name + " end", evidence: "NCCL " + name}
+}
+
+func textsOf(name string) markerTexts {
+	if t, ok := knownTexts[name]; ok {
+		return t
+	}
+	return newMarkerTexts(name)
+}
+
+// knownEventTypes are the event types of the normalised op names.
+var knownEventTypes = func() map[string]string {
+	m := make(map[string]string, len(opNames))
+	for _, op := range opNames {
+		m[op] = "nccl:" + op
+	}
+	return m
+}()
+
+func eventTypeOf(op string) string {
+	if t, ok := knownEventTypes[op]; ok {
+		return t
+	}
+	return "nccl:" + op
 }
 
 // EvidenceMarker gives one event at the op's start carrying its collective
@@ -57,7 +98,7 @@ func ReferenceMarkers(dst []telemetry.Event, j *Joined) []telemetry.Event {
 // dump-time estimate.
 func EvidenceMarker(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	op := j.Op
-	e := baseEvent(j, op.StartNs, "NCCL "+op.Name)
+	e := baseEvent(j, op.StartNs, textsOf(op.Name).evidence)
 	md := make(map[string]any, 10)
 	md["nccl.comm.id"] = op.CommID
 	if op.CommName != "" {
@@ -108,7 +149,7 @@ func baseEvent(j *Joined, ts int64, context string) telemetry.Event {
 		SchemaVersion:           version,
 		SessionID:               o.SessionID,
 		TimestampNs:             ts,
-		EventType:               "nccl:" + op.Op,
+		EventType:               eventTypeOf(op.Op),
 		Collector:               Collector,
 		SamplingIntervalMs:      o.SamplingIntervalMs,
 		PID:                     op.PID,
