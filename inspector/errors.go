@@ -40,4 +40,8 @@ func (e *VersionError) Error() string {
 // into the same file) or another program's JSON. Callers count and skip it.
 var ErrNotOpRecord = errors.New("not an NCCL Inspector op record: no coll_perf or p2p_perf")
 
+// ErrPendingFull: a record waiting for its rank's telemetry was given up
+// to make room for a newer one.
+var ErrPendingFull = errors.New("too many records waiting to be joined")
+
 func missing(path string) error { return &FieldError{Field: path, Msg: "is missing"} }
