@@ -1,7 +1,7 @@
 // Command collectiveattr runs the collective attribution engine outside a
 // collector (processor contract §7):
 //
-//	collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
+//	collectiveattr attribute [--preset P] [--overrides JSON] [--phases] [--nccl-inspector PATH]... FILE|-
 //
 // It reads stormlog TelemetryEvent records, attributes all of them as one run
 // exactly as stormlog's attribute_collective_memory does, and writes the
@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -41,7 +42,8 @@ const (
 	exitConfig = 2
 )
 
-const usage = `Usage: collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
+const usage = `Usage: collectiveattr attribute [--preset P] [--overrides JSON] [--phases]
+                                [--nccl-inspector PATH]... FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
@@ -68,6 +70,16 @@ Flags:
   --phases          replay the phase_enter/phase_exit boundaries of the input
                     and add "phase_attribution" (null or an object) to every
                     result. Only records with a session_id (v3/v4) have phases.
+  --nccl-inspector PATH
+                    also read NCCL Inspector logs (the plugin's
+                    <host>-pid<pid>.log files): PATH is a file or a directory
+                    whose *.log files are read. Repeat the flag for more paths
+                    (--nccl-inspector a --nccl-inspector b). Each record is
+                    joined to the rank of FILE whose records carry its
+                    hostname and pid, and counts as a collective marker at
+                    its op's start and end. Records that join no rank, or a
+                    host and pid several ranks share, are left out and
+                    counted on stderr, as are unreadable lines.
   -h, --help        print this help.
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result
@@ -138,6 +150,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitInput
 	}
+	if len(opts.inspector) > 0 {
+		if events, err = addInspectorMarkers(events, opts.inspector, inspector.ReferenceMarkers, stderr); err != nil {
+			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
+			return exitInput
+		}
+	}
 
 	var resolver attribution.PhaseResolver
 	if opts.phases {
@@ -170,6 +188,7 @@ type attributeOptions struct {
 	preset    string
 	overrides string
 	phases    bool
+	inspector pathList
 	file      string
 }
 
@@ -181,6 +200,7 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	fs.StringVar(&o.preset, "preset", "", "")
 	fs.StringVar(&o.overrides, "overrides", "", "")
 	fs.BoolVar(&o.phases, "phases", false, "")
+	fs.Var(&o.inspector, "nccl-inspector", "")
 	var files []string
 	rest := args
 	for {

@@ -77,6 +77,8 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dcgmListen := fs.String("dcgm-listen", "", "serve a DCGM-exporter /metrics page on this address (e.g. 127.0.0.1:9400)")
 	stormlogPath := fs.String("stormlog", "", "write stormlog TelemetryEvent v3 JSON Lines to this file")
 	truthJSON := fs.String("truth-json", "", "write the ground truth as JSON to this file")
+	inspectorDir := fs.String("nccl-inspector", "", "write the collectives as NCCL Inspector logs (<host>-pid<pid>.log) into this directory")
+	inspectorVerbose := fs.Bool("nccl-inspector-verbose", false, "write the Inspector's verbose layout (op start and end) instead of the default one")
 	fast := fs.Bool("fast", false, "send as fast as possible with synthetic timestamps instead of in real time")
 	epochFlag := fs.String("epoch", "", "RFC 3339 time of job time 0 with -fast (default: now minus the duration)")
 	flushInterval := fs.Duration("flush-interval", time.Second, "job time covered by one export batch")
@@ -131,6 +133,17 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer f.Close()
 		opts.Stormlog = f
 	}
+	if *inspectorVerbose && *inspectorDir == "" {
+		return usageError{errors.New("-nccl-inspector-verbose needs -nccl-inspector")}
+	}
+	if *inspectorDir != "" {
+		logs, err := s.NewInspectorLogs(*inspectorDir, *inspectorVerbose, opts.Epoch)
+		if err != nil {
+			return err
+		}
+		defer logs.Close()
+		opts.Inspector = logs
+	}
 	if *dcgmListen != "" {
 		ln, err := net.Listen("tcp", *dcgmListen)
 		if err != nil {
@@ -150,6 +163,9 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "sent %d data points and %d spans in %d batches", stats.DataPoints, stats.Spans, stats.Batches)
 		if opts.Stormlog != nil {
 			fmt.Fprintf(stdout, ", wrote %d stormlog events", stats.StormlogEvents)
+		}
+		if opts.Inspector != nil {
+			fmt.Fprintf(stdout, ", wrote %d NCCL Inspector records", opts.Inspector.Records)
 		}
 		fmt.Fprintf(stdout, " (%.1fs)\n", time.Since(start).Seconds())
 	}

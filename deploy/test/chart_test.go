@@ -165,6 +165,35 @@ func TestChartNodeLocal(t *testing.T) {
 	assertConfigMapsAreTheTestedFiles(t, r)
 }
 
+func TestChartNodeLocalNCCLInspector(t *testing.T) {
+	off := index(t, renderAndDecode(t, map[string]any{}))
+	offPod := off.daemonSets["collectiveattr"].Spec.Template.Spec
+	for _, v := range offPod.Volumes {
+		assert.NotEqual(t, "nccl-inspector", v.Name, "off by default")
+	}
+	assert.NotContains(t, off.configMaps["collectiveattr-node-local"].Data, "nccl-inspector.yaml")
+
+	r := index(t, renderAndDecode(t, map[string]any{"ncclInspector": map[string]any{"enabled": true, "hostPath": "/scratch/nccl"}}))
+	pod := r.daemonSets["collectiveattr"].Spec.Template.Spec
+	c := pod.Containers[0]
+	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/dcgm-scrape.yaml", "--config=/conf/nccl-inspector.yaml"}, c.Args)
+	assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "nccl-inspector", MountPath: "/var/log/nccl-inspector", ReadOnly: true})
+	var hostPath string
+	for _, v := range pod.Volumes {
+		if v.Name == "nccl-inspector" && v.HostPath != nil {
+			hostPath = v.HostPath.Path
+		}
+	}
+	assert.Equal(t, "/scratch/nccl", hostPath)
+	assert.Equal(t, "/var/log/nccl-inspector/*.log", envValue(c, "NCCL_INSPECTOR_GLOB"))
+	assert.Equal(t, "end", envValue(c, "NCCL_INSPECTOR_START_AT"))
+	assertConfigMapsAreTheTestedFiles(t, r)
+
+	_, err := renderChart(t, map[string]any{"mode": "multiNode", "ncclInspector": map[string]any{"enabled": true}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ncclInspector.enabled needs mode nodeLocal")
+}
+
 func TestChartNodeLocalWithoutDCGM(t *testing.T) {
 	r := index(t, renderAndDecode(t, map[string]any{"dcgm": map[string]any{"enabled": false}}))
 	c := r.daemonSets["collectiveattr"].Spec.Template.Spec.Containers[0]

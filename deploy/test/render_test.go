@@ -33,6 +33,7 @@ func scenarios() []scenario {
 	return []scenario{
 		{name: "node-local", values: map[string]any{}},
 		{name: "node-local-no-dcgm", values: map[string]any{"dcgm": map[string]any{"enabled": false}}},
+		{name: "node-local-nccl-inspector", values: map[string]any{"ncclInspector": map[string]any{"enabled": true}}},
 		{name: "multi-node-k8s", values: map[string]any{"mode": "multiNode"}},
 		{name: "multi-node-dns", values: map[string]any{
 			"mode":    "multiNode",

@@ -48,6 +48,7 @@ func (s *Scenario) putResource(res pcommon.Resource, r int) {
 	a.PutInt("training.local_rank", int64(rk.LocalRank))
 	a.PutInt("training.world_size", int64(s.Config.Ranks))
 	a.PutStr("host.name", rk.Host)
+	a.PutInt("process.pid", s.PID(r))
 	a.PutInt("gpu.index", int64(rk.GPU))
 	a.PutStr("gpu.uuid", rk.UUID)
 }

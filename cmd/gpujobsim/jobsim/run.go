@@ -23,6 +23,8 @@ type Options struct {
 	Device DeviceMetrics
 	// Stormlog, when set, receives stormlog TelemetryEvent JSON Lines.
 	Stormlog io.Writer
+	// Inspector, when set, receives the collectives as NCCL Inspector logs.
+	Inspector *InspectorLogs
 }
 
 // Stats counts what a run sent.
@@ -77,6 +79,11 @@ func (s *Scenario) Run(ctx context.Context, opts Options) (Stats, error) {
 				return st, err
 			}
 			if err := bw.Flush(); err != nil {
+				return st, err
+			}
+		}
+		if opts.Inspector != nil {
+			if err := opts.Inspector.Write(from, to); err != nil {
 				return st, err
 			}
 		}

@@ -56,7 +56,7 @@ func (s *Scenario) WriteStormlog(w io.Writer, from, to time.Duration, epoch time
 			return stormlogEvent{
 				SchemaVersion: 3, SessionID: s.StormlogSessionID(r), TimestampNs: s.UnixNano(epoch, r, t),
 				EventType: eventType, Collector: "stormlog.cuda_tracker", SamplingIntervalMs: interval,
-				PID: int64(4000 + r), Host: rk.Host, JobID: s.Config.JobID, Rank: r, LocalRank: rk.LocalRank,
+				PID: s.PID(r), Host: rk.Host, JobID: s.Config.JobID, Rank: r, LocalRank: rk.LocalRank,
 				WorldSize: s.Config.Ranks, DeviceID: rk.GPU,
 				AllocatorAllocatedBytes: smp.Allocated, AllocatorReservedBytes: smp.Reserved,
 				AllocatorActiveBytes: smp.Active, AllocatorInactiveBytes: smp.Inactive,

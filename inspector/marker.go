@@ -1,0 +1,169 @@
+package inspector
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// Collector is the collector field of the events converted from records.
+const Collector = "nccl_inspector"
+
+// Joined is an op with the rank whose process wrote it and, when the
+// communicator's members are known, their global ranks.
+type Joined struct {
+	Op    *Op
+	Owner Owner
+	// CommRanks are the global ranks of the communicator in comm-rank
+	// order, nil when not every member's record has been joined.
+	CommRanks []int64
+}
+
+// PeerRank is the global rank of a P2P op's peer, when CommRanks is known.
+func (j *Joined) PeerRank() (int64, bool) {
+	if !j.Op.HasPeer || j.CommRanks == nil || j.Op.Peer >= int64(len(j.CommRanks)) {
+		return 0, false
+	}
+	return j.CommRanks[j.Op.Peer], true
+}
+
+// MarkerFunc appends the marker events of one joined op to dst: how a mode
+// sees an Inspector record.
+type MarkerFunc func(dst []telemetry.Event, j *Joined) []telemetry.Event
+
+// ReferenceMarkers gives what the reference mode counts for an op, as for a
+// marker span (processor-contract §3.2): a marker at the op's start and,
+// when the op lasts, one at its end. A zero-duration op gives a single
+// marker, so a stormlog marker written out as an Inspector record and read
+// back counts once, at the same time (to the µs the record holds). In the
+// default layout the interval is the dump-time estimate, used as it is.
+func ReferenceMarkers(dst []telemetry.Event, j *Joined) []telemetry.Event {
+	op := j.Op
+	texts := textsOf(op.Name)
+	dst = append(dst, baseEvent(j, op.StartNs, texts.start))
+	if op.EndNs > op.StartNs {
+		dst = append(dst, baseEvent(j, op.EndNs, texts.end))
+	}
+	return dst
+}
+
+// markerTexts are the contexts of an op's markers.
+type markerTexts struct{ start, end, evidence string }
+
+// knownTexts holds the texts of the names the plugin prints, so that the
+// markers of the common ops allocate no strings.
+var knownTexts = func() map[string]markerTexts {
+	m := make(map[string]markerTexts, len(opNames))
+	for name := range opNames {
+		m[name] = newMarkerTexts(name)
+	}
+	return m
+}()
+
+func newMarkerTexts(name string) markerTexts {
+	return markerTexts{start: "NCCL " + name + " start", end: "NCCL " + name + " end", evidence: "NCCL " + name}
+}
+
+func textsOf(name string) markerTexts {
+	if t, ok := knownTexts[name]; ok {
+		return t
+	}
+	return newMarkerTexts(name)
+}
+
+// knownEventTypes are the event types of the normalised op names.
+var knownEventTypes = func() map[string]string {
+	m := make(map[string]string, len(opNames))
+	for _, op := range opNames {
+		m[op] = "nccl:" + op
+	}
+	return m
+}()
+
+func eventTypeOf(op string) string {
+	if t, ok := knownEventTypes[op]; ok {
+		return t
+	}
+	return "nccl:" + op
+}
+
+// EvidenceMarker gives one event at the op's start carrying its collective
+// identity (evidence-mode §2.1) in metadata: nccl.comm.id, nccl.comm.name,
+// nccl.op, nccl.seq (collectives), nccl.message_bytes, nccl.comm.nranks,
+// nccl.comm.ranks and nccl.peer (global ranks, once the communicator's
+// members are joined; until then a P2P op carries nccl.peer_comm_rank, the
+// peer's rank within the communicator), nccl.duration_ns, and
+// nccl.time_approximate: true when the interval is the default layout's
+// dump-time estimate.
+func EvidenceMarker(dst []telemetry.Event, j *Joined) []telemetry.Event {
+	op := j.Op
+	e := baseEvent(j, op.StartNs, textsOf(op.Name).evidence)
+	md := make(map[string]any, 10)
+	md["nccl.comm.id"] = op.CommID
+	if op.CommName != "" {
+		md["nccl.comm.name"] = op.CommName
+	}
+	md["nccl.op"] = op.Op
+	if op.HasSeq {
+		md["nccl.seq"] = jsonInt(op.Seq)
+	}
+	md["nccl.message_bytes"] = jsonInt(op.MessageBytes)
+	md["nccl.comm.nranks"] = jsonInt(op.NRanks)
+	if j.CommRanks != nil {
+		ranks := make([]any, len(j.CommRanks))
+		for i, g := range j.CommRanks {
+			ranks[i] = jsonInt(g)
+		}
+		md["nccl.comm.ranks"] = ranks
+	}
+	if op.HasPeer {
+		if g, ok := j.PeerRank(); ok {
+			md["nccl.peer"] = jsonInt(g)
+		} else {
+			md["nccl.peer_comm_rank"] = jsonInt(op.Peer)
+		}
+	}
+	md["nccl.duration_ns"] = jsonInt(op.DurationNs())
+	if op.Approximate() {
+		md["nccl.time_approximate"] = true
+	}
+	e.Metadata = md
+	return append(dst, e)
+}
+
+func jsonInt(v int64) json.Number { return json.Number(strconv.FormatInt(v, 10)) }
+
+// baseEvent is a marker event of the joined rank: event_type nccl:<op>
+// (a collective token for every op), the owner's identity, the writer's
+// host and pid. It is a schema v3 record when the owner has a session and
+// a v2 record otherwise, with zero counters: it is no sample.
+func baseEvent(j *Joined, ts int64, context string) telemetry.Event {
+	o, op := &j.Owner, j.Op
+	version := 3
+	if o.SessionID == "" {
+		version = 2
+	}
+	zero := telemetry.Int(0)
+	return telemetry.Event{
+		SchemaVersion:           version,
+		SessionID:               o.SessionID,
+		TimestampNs:             ts,
+		EventType:               eventTypeOf(op.Op),
+		Collector:               Collector,
+		SamplingIntervalMs:      o.SamplingIntervalMs,
+		PID:                     op.PID,
+		Host:                    op.Host,
+		JobID:                   o.JobID,
+		Rank:                    o.Rank,
+		LocalRank:               o.LocalRank,
+		WorldSize:               o.WorldSize,
+		DeviceID:                o.DeviceID,
+		AllocatorAllocatedBytes: zero,
+		AllocatorReservedBytes:  zero,
+		AllocatorChangeBytes:    zero,
+		DeviceUsedBytes:         zero,
+		Context:                 context,
+		HasContext:              true,
+	}
+}
