@@ -1,0 +1,110 @@
+package evidence
+
+import (
+	"math"
+	"slices"
+)
+
+// madToSigma turns a median absolute deviation into a standard deviation
+// for normal noise.
+const madToSigma = 1.4826
+
+// windowMedian is a sorted multiset of the values inside a sliding window.
+type windowMedian struct {
+	sorted []int64
+}
+
+func (w *windowMedian) reset() { w.sorted = w.sorted[:0] }
+
+func (w *windowMedian) add(v int64) {
+	i, _ := slices.BinarySearch(w.sorted, v)
+	w.sorted = slices.Insert(w.sorted, i, v)
+}
+
+func (w *windowMedian) remove(v int64) {
+	if i, ok := slices.BinarySearch(w.sorted, v); ok {
+		w.sorted = slices.Delete(w.sorted, i, i+1)
+	}
+}
+
+// median is the lower median (the window is never empty when asked).
+func (w *windowMedian) median() int64 { return w.sorted[(len(w.sorted)-1)/2] }
+
+// runningMedian writes to out[i] the median of vals over the samples whose
+// time lies within ±half of times[i] and inside the same segment. cuts are
+// ascending sample indices where a new segment begins (a level step): the
+// median never mixes the levels before and after a step.
+func runningMedian(times, vals []int64, half int64, cuts []int, out []int64, w *windowMedian) {
+	n := len(times)
+	segStart := 0
+	for c := 0; c <= len(cuts); c++ {
+		segEnd := n
+		if c < len(cuts) {
+			segEnd = cuts[c]
+		}
+		w.reset()
+		lo, hi := segStart, segStart
+		for i := segStart; i < segEnd; i++ {
+			for hi < segEnd && times[hi] <= satAdd(times[i], half) {
+				w.add(vals[hi])
+				hi++
+			}
+			for times[lo] < satSub(times[i], half) {
+				w.remove(vals[lo])
+				lo++
+			}
+			out[i] = w.median()
+		}
+		segStart = segEnd
+	}
+}
+
+// robustSigma is madToSigma times the median absolute residual of vals
+// around base, never below floor.
+func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
+	scratch = scratch[:0]
+	for i, v := range vals {
+		d := v - base[i]
+		if d < 0 {
+			d = -d
+		}
+		scratch = append(scratch, d)
+	}
+	if len(scratch) == 0 {
+		return floor
+	}
+	k := (len(scratch) - 1) / 2
+	slices.Sort(scratch)
+	return math.Max(floor, madToSigma*float64(scratch[k]))
+}
+
+// typicalInterval is the median spacing of the sample times (0 with fewer
+// than two samples).
+func typicalInterval(times []int64, scratch []int64) int64 {
+	if len(times) < 2 {
+		return 0
+	}
+	scratch = scratch[:0]
+	for i := 1; i < len(times); i++ {
+		scratch = append(scratch, times[i]-times[i-1])
+	}
+	slices.Sort(scratch)
+	return scratch[(len(scratch)-1)/2]
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
+func satSub(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return satAdd(satAdd(a, math.MaxInt64), 1)
+	}
+	return satAdd(a, -b)
+}
