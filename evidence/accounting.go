@@ -63,3 +63,11 @@ func accountingOf(rd *RankData, ep *episode) accountingVerdict {
 	}
 	return v
 }
+
+// covers reports whether NCCL's growth accounts for the change's excess,
+// up to the rank's spike threshold or a quarter of the excess (reports and
+// samples are taken at different instants of a moving level).
+func (v accountingVerdict) covers(ep *episode, threshold int64) bool {
+	allowance := max(threshold, ep.excess/4)
+	return v.growth > 0 && v.growth >= ep.excess-allowance
+}

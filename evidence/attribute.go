@@ -180,25 +180,38 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	}
 
-	// NCCL's own accounting overrides what timing alone suggests.
+	// NCCL's own accounting overrides what timing alone suggests. Where no
+	// report of this rank falls inside the change, the same collective's
+	// accounting on its other members decides, when they agree: NCCL
+	// allocates a collective's buffers on every member.
 	acct := accountingOf(rd, ep)
 	var accounted *int64
 	if acct.present {
 		g := acct.growth
 		accounted = &g
-		allowance := max(d.m.analyses[ri].threshold, ep.excess/4)
+		threshold := d.m.analyses[ri].threshold
+		var members *synchrony
+		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
+			members = d.m.memberAccounting(best.coll)
+		}
 		switch {
-		case acct.growth > 0 && acct.growth >= ep.excess-allowance:
+		case acct.covers(ep, threshold):
 			codes = append(codes, ReasonAccountingCovers)
 			class, conf = attribution.CollectiveConfirmed, 0.95
-		case !acct.sampled:
-			codes = append(codes, ReasonAccountingUnsampled)
-		case acct.growth >= d.m.analyses[ri].threshold:
+		case acct.sampled && acct.growth >= threshold:
 			codes = append(codes, ReasonAccountingPartial)
 			class, conf = attribution.CollectiveLikely, 0.7
-		default:
+		case acct.sampled:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
+		case members != nil && members.accountCovers > 0 && members.accountDeny == 0:
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
+			class, conf = attribution.CollectiveConfirmed, 0.9
+		case members != nil && members.accountDeny > 0 && members.accountCovers == 0:
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.25
+		default:
+			codes = append(codes, ReasonAccountingUnsampled)
 		}
 	}
 

@@ -35,6 +35,7 @@ const (
 type Builder struct {
 	ranks       []rankBuild
 	rankIndex   map[int64]int32
+	lastRank    int32 // index of the rank of the previous record, -1 none
 	collectives []Collective
 	collIndex   map[collectiveKey]int32
 	minTs       int64
@@ -55,6 +56,7 @@ type rankBuild struct {
 	rank       int64
 	samples    Samples
 	sessions   map[string]int32
+	lastSess   int32 // index of the previous sample's session
 	markers    []Marker
 	accounting []AccountingSeries
 	acctIndex  map[string]int32
@@ -66,6 +68,7 @@ func NewBuilder() *Builder {
 		rankIndex: map[int64]int32{},
 		collIndex: map[collectiveKey]int32{},
 		minTs:     math.MaxInt64,
+		lastRank:  -1,
 	}
 }
 
@@ -127,12 +130,17 @@ func isAccountingType(t string) bool {
 }
 
 func (b *Builder) rank(r int64) *rankBuild {
-	if i, ok := b.rankIndex[r]; ok {
-		return &b.ranks[i]
+	if b.lastRank >= 0 && b.ranks[b.lastRank].rank == r {
+		return &b.ranks[b.lastRank]
 	}
-	b.ranks = append(b.ranks, rankBuild{rank: r})
-	b.rankIndex[r] = int32(len(b.ranks) - 1)
-	return &b.ranks[len(b.ranks)-1]
+	i, ok := b.rankIndex[r]
+	if !ok {
+		b.ranks = append(b.ranks, rankBuild{rank: r})
+		i = int32(len(b.ranks) - 1)
+		b.rankIndex[r] = i
+	}
+	b.lastRank = i
+	return &b.ranks[i]
 }
 
 func (rb *rankBuild) addSession(id string) {
@@ -142,11 +150,16 @@ func (rb *rankBuild) addSession(id string) {
 		s.SessionIDs = append(s.SessionIDs, id)
 		rb.sessions = map[string]int32{id: 0}
 	}
-	idx, ok := rb.sessions[id]
-	if !ok {
-		idx = int32(len(s.SessionIDs))
-		s.SessionIDs = append(s.SessionIDs, id)
-		rb.sessions[id] = idx
+	idx := rb.lastSess
+	if s.SessionIDs[idx] != id {
+		var ok bool
+		idx, ok = rb.sessions[id]
+		if !ok {
+			idx = int32(len(s.SessionIDs))
+			s.SessionIDs = append(s.SessionIDs, id)
+			rb.sessions[id] = idx
+		}
+		rb.lastSess = idx
 	}
 	if idx != 0 && s.Session == nil {
 		s.Session = make([]int32, n, max(n+1, cap(s.TimesNs)))

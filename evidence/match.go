@@ -15,6 +15,11 @@ type synchrony struct {
 	synced   int     // of those, members with a change rising at their marker
 	episode  []int32 // per member (collective's members order): episode index or -1
 	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
+	// NCCL's accounting on the synchronized members, counted once asked
+	// for: members where a report during the change covers it, and where
+	// one shows it did not grow.
+	accountingDone             bool
+	accountCovers, accountDeny int
 }
 
 // matcher finds the collective a change belongs to and how its members
@@ -186,6 +191,34 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	}
 	if s.observed < 2 || s.synced < s.observed {
 		s.resolved = false
+	}
+	return s
+}
+
+// memberAccounting counts, over collective c's synchronized members, those
+// whose NCCL accounting covers their change and those where a report
+// during the change shows no matching growth.
+func (m *matcher) memberAccounting(c int32) *synchrony {
+	s := m.synchronyOf(c)
+	if s.accountingDone {
+		return s
+	}
+	s.accountingDone = true
+	for i, ref := range m.members[c] {
+		ei := s.episode[i]
+		if ei < 0 {
+			continue
+		}
+		ra := &m.analyses[ref.rank]
+		ep := &ra.episodes[ei]
+		v := accountingOf(&m.in.Ranks[ref.rank], ep)
+		switch {
+		case !v.present:
+		case v.covers(ep, ra.threshold):
+			s.accountCovers++
+		case v.sampled && v.growth < ra.threshold:
+			s.accountDeny++
+		}
 	}
 	return s
 }

@@ -20,6 +20,10 @@ const (
 	ReasonAccountingPartial   = "nccl_accounting_partial"   // NCCL's memory grew, but by less than the excess: part of the change is not NCCL's
 	ReasonAccountingUncovered = "nccl_accounting_uncovered" // NCCL reported during the change and its memory did not grow: not collective
 	ReasonAccountingUnsampled = "nccl_accounting_unsampled" // NCCL reports exist, but none while the change was surely under way
+	// With no report of its own during the change, the collective's other
+	// synchronized members decide when they agree.
+	ReasonAccountingMembersCover     = "nccl_accounting_members_cover"     // on the members NCCL's memory grew by their excess: confirmed
+	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // on the members NCCL reported during the change without growth: not collective
 
 	// What separates a collective cause from a co-timed one without
 	// accounting.
@@ -35,5 +39,6 @@ var AllReasonCodes = []string{
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled,
+	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
 }
