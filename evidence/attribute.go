@@ -10,9 +10,19 @@ import (
 
 // scratch holds buffers reused across ranks.
 type scratch struct {
-	buf    []int64
-	med    []int64
-	window windowMedian
+	buf           []int64
+	med           []int64
+	left, right   []int64
+	leftN, rightN []int32
+	window        windowMedian
+}
+
+func (s *scratch) sides(n int) ([]int64, []int64) {
+	if cap(s.left) < n {
+		s.left, s.right = make([]int64, n), make([]int64, n)
+		s.leftN, s.rightN = make([]int32, n), make([]int32, n)
+	}
+	return s.left[:n], s.right[:n]
 }
 
 func (s *scratch) ints(n int) []int64 {

@@ -59,6 +59,44 @@ func runningMedian(times, vals []int64, half int64, cuts []int, out []int64, w *
 	}
 }
 
+// sideMedians writes to left[i] the median of vals over the samples in
+// [t_i - span, t_i) and to right[i] the median over [t_i, t_i + span], with
+// the number of samples each holds (a side without samples has count 0).
+func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, rightN []int32, w *windowMedian) {
+	n := len(times)
+	w.reset()
+	lo := 0
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.add(vals[i-1])
+		}
+		for lo < i && times[lo] < satSub(times[i], span) {
+			w.remove(vals[lo])
+			lo++
+		}
+		leftN[i] = int32(i - lo)
+		if i > lo {
+			left[i] = w.median()
+		}
+	}
+	w.reset()
+	hi := 0
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.remove(vals[i-1])
+		}
+		if hi < i {
+			hi = i
+		}
+		for hi < n && times[hi] <= satAdd(times[i], span) {
+			w.add(vals[hi])
+			hi++
+		}
+		rightN[i] = int32(hi - i)
+		right[i] = w.median()
+	}
+}
+
 // robustSigma is madToSigma times the median absolute residual of vals
 // around base, never below floor.
 func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {

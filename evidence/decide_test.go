@@ -153,6 +153,24 @@ func TestStepReportedOnceAtOnset(t *testing.T) {
 	}
 }
 
+func TestStepAtTheJobsFirstCollective(t *testing.T) {
+	for _, onset := range []int64{600 * ms, 1050 * ms, 37 * sec} {
+		j := trainingJob(4, 100*ms)
+		j.collective("world", 0, "all_gather", rankList(0, 4), onset-5*ms, 40*ms, false)
+		j.change(rankList(0, 4), onset, -1, gib)
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := 0; r < 4; r++ {
+			p := one(t, j, results, r, onset+50*ms)
+			if p.Kind != attribution.KindPersistent || p.Classification != attribution.CollectiveConfident {
+				t.Errorf("onset %d ms, rank %d: %s %s, want a confident persistent step", onset/ms, r, p.Kind, p.Classification)
+			}
+			if n := countRank(results, r); n != 1 {
+				t.Errorf("onset %d ms, rank %d: %d results, want 1", onset/ms, r, n)
+			}
+		}
+	}
+}
+
 func countRank(results []attribution.Result, rank int) int {
 	n := 0
 	for _, r := range results {
@@ -177,11 +195,13 @@ func TestSizeFloorAndChurn(t *testing.T) {
 	if results := Attribute(j.input(), withMinConfidence(t, 0), nil); len(results) != 0 {
 		t.Errorf("page-sized blips gave %d results, want none: %+v", len(results), results[0])
 	}
-	// A spike just above the medium floor on every member is found.
-	j.collectiveSpike(rankList(0, 8), 30, 96<<20)
+	// Against the medium floor (32 MiB): a synchronous 24 MiB change is
+	// not a spike, a 48 MiB one is.
+	j.collectiveSpike(rankList(0, 8), 20, 24<<20)
+	j.collectiveSpike(rankList(0, 8), 30, 48<<20)
 	results := Attribute(j.input(), mediumConfig(t), nil)
-	if len(results) != 8 {
-		t.Errorf("96 MiB synchronous spike: %d results, want 8", len(results))
+	if len(results) != 8 || len(j.resultsAt(results, 0, 30*sec+700*ms)) != 1 {
+		t.Errorf("24 and 48 MiB synchronous spikes: %d results, want 8, all at the 48 MiB one", len(results))
 	}
 }
 

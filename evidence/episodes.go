@@ -57,20 +57,18 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
 
-	// Pass 1: a running median over the whole series shows level steps;
-	// the median before and after each sample compares the two levels.
-	med := sc.median(n)
-	runningMedian(times, gaps, half, nil, med, &sc.window)
-	sigma0 := robustSigma(gaps, med, floor, sc.ints(n))
+	// Level steps: the median of the data before each sample against the
+	// median after it, each over 2·half.
+	left, right := sc.sides(n)
+	sideMedians(times, gaps, 2*half, left, right, sc.leftN[:n], sc.rightN[:n], &sc.window)
+	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
 	stepThreshold := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
-	steps, cuts := findSteps(times, gaps, med, half, stepThreshold, cfg.MinSamplesPerRank)
+	steps, cuts := findSteps(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], 2*half, stepThreshold, cfg.MinSamplesPerRank)
 
-	// Pass 2: the baseline is the running median within each level, so a
-	// step neither hides spikes after it nor counts as one.
-	base := med
-	if len(cuts) > 0 {
-		runningMedian(times, gaps, half, cuts, base, &sc.window)
-	}
+	// The baseline is the running median within each level, so a step
+	// neither hides spikes after it nor counts as one.
+	base := sc.median(n)
+	runningMedian(times, gaps, half, cuts, base, &sc.window)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 
@@ -139,72 +137,55 @@ type step struct {
 	height int64 // > 0 up, < 0 down
 }
 
-// findSteps finds level changes of at least threshold: where the running
-// median one window after a sample differs from the one a window before it
-// (each covers 2·half of data on its side). The onset is the last sample in
-// that stretch where the series crosses to the new level and then holds it
-// (holdShare of the next 2·half) while it had not before (under
-// priorShare of the previous 2·half): a spike just before the step is not
+// minSamplesBeforeStep is the least number of samples before a step's
+// onset: a step at a job's first collective comes early.
+const minSamplesBeforeStep = 3
+
+// findSteps finds level changes of at least threshold: where the median
+// of the span after a sample differs from the median of the span before it.
+// Around a step that holds for a stretch of samples; the onset is the last
+// sample in the stretch where the series crosses to the new level and then
+// holds it (holdShare of the next span) while it had not before (under
+// priorShare of the previous span): a spike just before the step is not
 // its onset. It returns the steps up (persistent episodes) and the cuts of
 // every step, up or down, as segment starts for the baseline.
-func findSteps(times, gaps, med []int64, half, threshold, minSamples int64) ([]step, []int) {
+func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
 	var ups []step
 	var cuts []int
-	left := 0  // last index with times[left] <= t - half
-	right := 0 // first index with times[right] >= t + half
-	i := 0
-	for i < n {
-		t := times[i]
-		for left+1 < n && times[left+1] <= satSub(t, half) {
-			left++
+	delta := func(i int) int64 {
+		if leftN[i] < minSamplesBeforeStep || int64(rightN[i]) < minSamples {
+			return 0
 		}
-		for right < n-1 && times[right] < satAdd(t, half) {
-			right++
-		}
-		delta := med[right] - med[left]
-		if delta < threshold && -delta < threshold {
+		return right[i] - left[i]
+	}
+	for i := 0; i < n; {
+		d := delta(i)
+		if d < threshold && -d < threshold {
 			i++
 			continue
 		}
-		// The stretch of samples whose before/after medians differ by the
-		// threshold in the same direction.
-		up := delta > 0
+		up := d > 0
 		lo, hi := i, i
-		before, height := med[left], delta
-		l2, r2 := left, right
+		before, height := left[i], d
 		for hi+1 < n {
-			t2 := times[hi+1]
-			for l2+1 < n && times[l2+1] <= satSub(t2, half) {
-				l2++
-			}
-			for r2 < n-1 && times[r2] < satAdd(t2, half) {
-				r2++
-			}
-			d := med[r2] - med[l2]
-			if (up && d < threshold) || (!up && -d < threshold) {
+			d2 := delta(hi + 1)
+			if (up && d2 < threshold) || (!up && -d2 < threshold) {
 				break
 			}
 			hi++
-			if (up && d > height) || (!up && d < height) {
-				before, height = med[l2], d
+			if (up && d2 > height) || (!up && d2 < height) {
+				before, height = left[hi], d2
 			}
 		}
 		mid := before + height/2
-		onset := -1
 		for j := hi; j >= lo; j-- {
-			if !crosses(gaps, j, mid, up) {
-				continue
-			}
-			if holds(times, gaps, j, mid, up, 2*half, minSamples) {
-				onset = j
+			if crosses(gaps, j, mid, up) && holds(times, gaps, j, mid, up, span, minSamples) {
+				cuts = append(cuts, j)
+				if up {
+					ups = append(ups, step{onset: j, height: height})
+				}
 				break
-			}
-		}
-		if onset >= 0 {
-			cuts = append(cuts, onset)
-			if up {
-				ups = append(ups, step{onset: onset, height: height})
 			}
 		}
 		i = hi + 1
@@ -225,8 +206,8 @@ func crosses(gaps []int64, j int, mid int64, up bool) bool {
 
 // holds reports whether the series sits on the new level after j (holdShare
 // of the samples in [t_j, t_j+span]) and was mostly off it before (under
-// priorShare of (t_j-span, t_j)), with at least minSamples samples on each
-// side.
+// priorShare of (t_j-span, t_j)), with at least minSamples samples after
+// and minSamplesBeforeStep before.
 func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int64) bool {
 	on := func(k int) bool {
 		if up {
@@ -249,7 +230,7 @@ func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int6
 			beforeOn++
 		}
 	}
-	if after < minSamples || before < minSamples {
+	if after < minSamples || before < minSamplesBeforeStep {
 		return false
 	}
 	return float64(afterOn) >= holdShare*float64(after) && float64(beforeOn) < priorShare*float64(before)
