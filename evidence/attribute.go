@@ -126,7 +126,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			if s.observed > 0 {
 				c.ratio = float64(s.synced) / float64(s.observed)
 			}
-			c.ok = s.synced >= 2 && c.ratio >= cfg.MinSynchronyRatio
+			c.ok = s.synced >= 2 && c.ratio >= cfg.MinSynchronyRatio && s.corroborated()
 			c.first = d.m.firstUse[ri][mi]
 		}
 		if d.better(best, c) {
@@ -134,11 +134,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	})
 
+	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
+		return attribution.Result{}, false
+	}
 	codes := make([]string, 0, 5)
 	kind := attribution.KindTransient
 	if ep.persistent {
 		kind = attribution.KindPersistent
 		codes = append(codes, ReasonPersistentStep)
+	} else if ep.weak {
+		codes = append(codes, ReasonExcessCorroborated)
 	} else {
 		codes = append(codes, ReasonExcessOverBaseline)
 	}

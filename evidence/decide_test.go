@@ -205,6 +205,52 @@ func TestSizeFloorAndChurn(t *testing.T) {
 	}
 }
 
+func TestSpikeWithinNoiseCorroboratedByMembers(t *testing.T) {
+	j := trainingJob(8, 50*ms)
+	j.noise = 30 << 20
+	j.worldAllReduces()
+	// 3.3 spreads: within one rank's noise (medium asks 5 alone), clear
+	// when every member shows it at the collective.
+	for _, k := range []int64{6, 14, 22, 30} {
+		j.collectiveSpike(rankList(0, 8), k, 100<<20)
+	}
+	j.collectiveSpike([]int{5}, 35, 100<<20)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	found := 0
+	for _, k := range []int64{6, 14, 22, 30} {
+		for r := 0; r < 8; r++ {
+			for _, res := range j.resultsAt(results, r, k*sec+700*ms) {
+				if res.Classification == attribution.CollectiveLikely {
+					found++
+					break
+				}
+			}
+		}
+	}
+	if found < 30 {
+		t.Errorf("found %d of 32 rank-spikes within the noise, want at least 30", found)
+	}
+	// A spike in noise may come as two runs; any result away from the
+	// spikes is a false one.
+	away := 0
+	for _, res := range results {
+		atSpike := slices.ContainsFunc([]int64{6, 14, 22, 30}, func(k int64) bool {
+			return res.IntervalStartNs <= t0+k*sec+1100*ms && res.IntervalEndNs >= uint64(t0+k*sec+500*ms)
+		})
+		if !atSpike && res.Classification != attribution.CollectiveSuspect {
+			away++
+			t.Logf("claim away from the spikes: rank %d at %d ms, %s %v, %d of 8 synchronized",
+				res.Rank, (res.IntervalStartNs-t0)/ms, res.Classification, res.ReasonCodes, res.Collective.SynchronizedCommRanks)
+		}
+	}
+	if away > 0 {
+		t.Errorf("%d claims away from the spikes", away)
+	}
+	if got := j.resultsAt(results, 5, 35*sec+700*ms); len(got) != 0 && got[0].Classification != attribution.CollectiveSuspect {
+		t.Errorf("a lone spike within the noise: %s, want nothing or suspect", got[0].Classification)
+	}
+}
+
 func TestAccountingConfirmsAndDenies(t *testing.T) {
 	j := trainingJob(8, 100*ms)
 	j.worldAllReduces()

@@ -20,12 +20,17 @@ type episode struct {
 	fallLo, fallHi int64
 	excess         int64
 	zscore         float64
+	// weak: the excess reaches only the rank's lower threshold. A weak
+	// change is reported only as part of a collective whose members show
+	// it too: alone it is within the rank's noise.
+	weak bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
 type rankAnalysis struct {
 	sigma     float64 // robust spread of the hidden memory around the baseline
-	threshold int64   // least excess of a spike
+	threshold int64   // least excess of a spike on its own
+	weakLevel int64   // least excess of a spike that members corroborate
 	interval  int64   // typical sampling interval
 	episodes  []episode
 }
@@ -71,6 +76,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	runningMedian(times, gaps, half, cuts, base, &sc.window)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
+	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(k/2*ra.sigma, math.MaxInt64/2)), 1)
 
 	for _, st := range steps {
 		i := st.onset
@@ -84,13 +90,13 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ra.episodes = append(ra.episodes, ep)
 	}
 	for i := 0; i < n; {
-		if gaps[i]-base[i] < ra.threshold {
+		if gaps[i]-base[i] < ra.weakLevel {
 			i++
 			continue
 		}
 		j := i
 		peak := i
-		for j+1 < n && gaps[j+1]-base[j+1] >= ra.threshold {
+		for j+1 < n && gaps[j+1]-base[j+1] >= ra.weakLevel {
 			j++
 			if gaps[j]-base[j] > gaps[peak]-base[peak] {
 				peak = j
@@ -102,6 +108,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[j], fallHi: nextTime(times, j, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
+		ep.weak = ep.excess < ra.threshold
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1

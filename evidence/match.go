@@ -13,6 +13,7 @@ type synchrony struct {
 	done     bool
 	observed int     // members with enough samples to be judged
 	synced   int     // of those, members with a change rising at their marker
+	strong   int     // of those, members whose change clears their threshold on its own
 	episode  []int32 // per member (collective's members order): episode index or -1
 	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
 	// NCCL's accounting on the synchronized members, counted once asked
@@ -68,7 +69,9 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		}
 		m.firstUse[ri] = first
 		for _, ep := range analyses[ri].episodes {
-			m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
+			if !ep.weak {
+				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
+			}
 		}
 	}
 	slices.SortFunc(m.world, func(a, b worldRise) int {
@@ -126,7 +129,8 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 }
 
 // memberEpisode is the index of rank ri's change that rose during marker
-// mk, or -1.
+// mk (one that clears the threshold on its own when there are several), or
+// -1.
 func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	eps := m.analyses[ri].episodes
 	tol := m.tolerance(mk)
@@ -140,16 +144,22 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 		}
 		return 0
 	})
+	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]
 		if e.riseLo >= satAdd(mk.EndNs, tol) {
 			break
 		}
 		if riseMatches(mk, e.riseLo, e.riseHi, tol) {
-			return int32(i)
+			if !e.weak {
+				return int32(i)
+			}
+			if found < 0 {
+				found = int32(i)
+			}
 		}
 	}
-	return -1
+	return found
 }
 
 // synchronyOf judges collective c on every member with enough samples.
@@ -179,6 +189,9 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		}
 		s.synced++
 		e := &ra.episodes[ei]
+		if !e.weak {
+			s.strong++
+		}
 		iv := ra.interval
 		dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv)
 		resolved := dense && !e.persistent && !mk.Approximate &&
@@ -193,6 +206,15 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.resolved = false
 	}
 	return s
+}
+
+// corroborated reports whether enough members show the change for it to
+// stand out of their noise: members whose change is only weak count when
+// others' are strong, or when many members show it (by chance a weak
+// excess comes in a few percent of a rank's marker intervals, four or more
+// members at once far more rarely).
+func (s *synchrony) corroborated() bool {
+	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4
 }
 
 // memberAccounting counts, over collective c's synchronized members, those

@@ -4,8 +4,9 @@ package evidence
 // the result (listed with their meaning in the README).
 const (
 	// The change.
-	ReasonExcessOverBaseline = "excess_over_baseline" // a transient spike above the rank's own baseline by more than its spread and the size floor
-	ReasonPersistentStep     = "persistent_step"      // the rank's level rose and stayed (reported once, at its onset)
+	ReasonExcessOverBaseline = "excess_over_baseline"           // a transient spike above the rank's own baseline by more than its spread and the size floor
+	ReasonPersistentStep     = "persistent_step"                // the rank's level rose and stayed (reported once, at its onset)
+	ReasonExcessCorroborated = "excess_corroborated_by_members" // a spike within the rank's noise alone (robust_zscore_threshold spreads, not twice), reported because the collective's members show it too
 
 	// The collective.
 	ReasonCollectiveMarker      = "collective_marker_overlap"     // the change began inside a collective's marker interval on this rank
@@ -35,7 +36,7 @@ const (
 
 // AllReasonCodes lists every evidence-mode reason code.
 var AllReasonCodes = []string{
-	ReasonExcessOverBaseline, ReasonPersistentStep,
+	ReasonExcessOverBaseline, ReasonPersistentStep, ReasonExcessCorroborated,
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled,

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -27,6 +28,7 @@ type simJob struct {
 	markers  map[int][]Marker
 	acct     map[int]map[string][]acctPoint
 	colls    map[collectiveKey]int32
+	noise    int64 // standard deviation of per-sample noise, bytes
 }
 
 type overlay struct {
@@ -88,6 +90,7 @@ func (j *simJob) accounting(ranks []int, comm string, base int64, covered []over
 }
 
 func (j *simJob) input() *Input {
+	rng := rand.New(rand.NewPCG(1, 2))
 	in := j.in
 	in.ExpectedWorldSize = int64(j.ranks)
 	in.TraceStartNs = t0
@@ -99,6 +102,9 @@ func (j *simJob) input() *Input {
 				if t >= o.start && (o.end < 0 || t < o.end) {
 					gap += o.bytes
 				}
+			}
+			if j.noise > 0 {
+				gap += int64(rng.NormFloat64() * float64(j.noise))
 			}
 			rd.Samples.TimesNs = append(rd.Samples.TimesNs, t0+t+j.offset[r])
 			rd.Samples.GapBytes = append(rd.Samples.GapBytes, gap)
