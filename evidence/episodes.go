@@ -35,6 +35,13 @@ type rankAnalysis struct {
 	episodes  []episode
 }
 
+// minWeakSpreads is the least excess, in spreads, of a spike that members
+// corroborate: noise reaches it in well under one percent of samples, so
+// chance alone rarely gives several members such a spike at their marker
+// of one collective (the high preset's robust_zscore_threshold of 1.8
+// would give a few percent of samples).
+const minWeakSpreads = 2.5
+
 // Shares of the samples after a candidate onset that must sit on the new
 // level (holdShare) and before it on the old one (priorShare) for a level
 // change to count as a step.
@@ -76,7 +83,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	runningMedian(times, gaps, half, cuts, base, &sc.window)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
-	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(k/2*ra.sigma, math.MaxInt64/2)), 1)
+	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
 	for _, st := range steps {
 		i := st.onset
@@ -102,13 +109,25 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 				peak = j
 			}
 		}
+		first, last := i, j
+		weak := gaps[peak]-base[peak] < ra.threshold
+		if !weak {
+			// A strong spike's onset and end are where it clears the full
+			// threshold: noise next to it may reach the weak level and
+			// would move its onset off the collective's launch.
+			for gaps[first]-base[first] < ra.threshold {
+				first++
+			}
+			for gaps[last]-base[last] < ra.threshold {
+				last--
+			}
+		}
 		ep := episode{
-			rank: idx, first: i, last: j, peak: peak,
-			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
-			fallLo: times[j], fallHi: nextTime(times, j, ra.interval),
+			rank: idx, first: first, last: last, peak: peak, weak: weak,
+			riseLo: prevTime(times, first, ra.interval), riseHi: times[first],
+			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
-		ep.weak = ep.excess < ra.threshold
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1
