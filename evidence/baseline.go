@@ -30,35 +30,6 @@ func (w *windowMedian) remove(v int64) {
 // median is the lower median (the window is never empty when asked).
 func (w *windowMedian) median() int64 { return w.sorted[(len(w.sorted)-1)/2] }
 
-// runningMedian writes to out[i] the median of vals over the samples whose
-// time lies within ±half of times[i] and inside the same segment. cuts are
-// ascending sample indices where a new segment begins (a level step): the
-// median never mixes the levels before and after a step.
-func runningMedian(times, vals []int64, half int64, cuts []int, out []int64, w *windowMedian) {
-	n := len(times)
-	segStart := 0
-	for c := 0; c <= len(cuts); c++ {
-		segEnd := n
-		if c < len(cuts) {
-			segEnd = cuts[c]
-		}
-		w.reset()
-		lo, hi := segStart, segStart
-		for i := segStart; i < segEnd; i++ {
-			for hi < segEnd && times[hi] <= satAdd(times[i], half) {
-				w.add(vals[hi])
-				hi++
-			}
-			for times[lo] < satSub(times[i], half) {
-				w.remove(vals[lo])
-				lo++
-			}
-			out[i] = w.median()
-		}
-		segStart = segEnd
-	}
-}
-
 // sideMedians writes to left[i] the median of vals over the samples in
 // [t_i - span, t_i) and to right[i] the median over [t_i, t_i + span], with
 // the number of samples each holds (a side without samples has count 0).
@@ -111,9 +82,39 @@ func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
 	if len(scratch) == 0 {
 		return floor
 	}
-	k := (len(scratch) - 1) / 2
-	slices.Sort(scratch)
-	return math.Max(floor, madToSigma*float64(scratch[k]))
+	return math.Max(floor, madToSigma*float64(medianOf(scratch)))
+}
+
+// medianOf is the lower median of a (reordered in place); a is not empty.
+func medianOf(a []int64) int64 {
+	k := (len(a) - 1) / 2
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		pivot := a[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
 }
 
 // typicalInterval is the median spacing of the sample times (0 with fewer
@@ -126,8 +127,7 @@ func typicalInterval(times []int64, scratch []int64) int64 {
 	for i := 1; i < len(times); i++ {
 		scratch = append(scratch, times[i]-times[i-1])
 	}
-	slices.Sort(scratch)
-	return scratch[(len(scratch)-1)/2]
+	return medianOf(scratch)
 }
 
 func satAdd(a, b int64) int64 {

@@ -41,9 +41,10 @@ type Params struct {
 	// baseline is given (a flat baseline has a MAD of 0). Default 2 MiB,
 	// the driver's allocation granularity.
 	SpreadFloorBytes int64
-	// BaselineWindowNs is the half-width of the running median that is a
-	// rank's baseline; a change that holds longer than about this is a
-	// level step. Default 4 s.
+	// BaselineWindowNs is the span before and after a sample whose medians
+	// give its baseline (their mean, or the side that does not reach across
+	// a level step); a change that holds for more than about half of it is
+	// a level step. Default 8 s.
 	BaselineWindowNs int64
 	// MatchToleranceNs widens a marker's interval on both sides when a
 	// spike's rise is matched to it. Default 50 ms.
@@ -78,7 +79,7 @@ func DefaultParams(preset string) Params {
 		p = presetParams[attribution.DefaultPreset]
 	}
 	p.SpreadFloorBytes = 2 * mib
-	p.BaselineWindowNs = 4_000_000_000
+	p.BaselineWindowNs = 8_000_000_000
 	p.MatchToleranceNs = 50_000_000
 	p.ApproximateToleranceNs = 500_000_000
 	p.ResolvedMinSamples = 4

@@ -65,22 +65,23 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	if ra.interval <= 0 {
 		ra.interval = 1
 	}
-	half := p.BaselineWindowNs
+	span := p.BaselineWindowNs
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
 
-	// Level steps: the median of the data before each sample against the
-	// median after it, each over 2·half.
+	// Level steps: the median of the span before each sample against the
+	// median of the span after it.
 	left, right := sc.sides(n)
-	sideMedians(times, gaps, 2*half, left, right, sc.leftN[:n], sc.rightN[:n], &sc.window)
+	sideMedians(times, gaps, span, left, right, sc.leftN[:n], sc.rightN[:n], &sc.window)
 	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
 	stepThreshold := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
-	steps, cuts := findSteps(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], 2*half, stepThreshold, cfg.MinSamplesPerRank)
+	steps, cuts := findSteps(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], span, stepThreshold, cfg.MinSamplesPerRank)
 
-	// The baseline is the running median within each level, so a step
-	// neither hides spikes after it nor counts as one.
+	// The baseline is the level of the data around each sample, never
+	// across a step, so a step neither hides spikes after it nor counts as
+	// one.
 	base := sc.median(n)
-	runningMedian(times, gaps, half, cuts, base, &sc.window)
+	levelBaseline(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], span, cuts, base, sc)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
@@ -142,6 +143,45 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		return 0
 	})
 	return ra
+}
+
+// levelBaseline writes each sample's baseline: the mean of the medians of
+// the span before and after it, or of the one side that does not reach
+// across a step; when both do (two steps close together), the median of
+// the sample's own level within ±span/2.
+func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
+	n := len(times)
+	next := 0 // index into cuts of the first cut after i
+	for i := 0; i < n; i++ {
+		for next < len(cuts) && cuts[next] <= i {
+			next++
+		}
+		segStart, segEnd := 0, n
+		if next > 0 {
+			segStart = cuts[next-1]
+		}
+		if next < len(cuts) {
+			segEnd = cuts[next]
+		}
+		leftOK := leftN[i] >= minSamplesBeforeStep && (segStart == 0 || times[segStart-1] < satSub(times[i], span))
+		rightOK := rightN[i] > 0 && (segEnd == n || times[segEnd] > satAdd(times[i], span))
+		switch {
+		case leftOK && rightOK:
+			out[i] = left[i] + (right[i]-left[i])/2
+		case leftOK:
+			out[i] = left[i]
+		case rightOK:
+			out[i] = right[i]
+		default:
+			vals := sc.ints(n)
+			for j := segStart; j < segEnd; j++ {
+				if d := times[j] - times[i]; d >= -span/2 && d <= span/2 {
+					vals = append(vals, gaps[j])
+				}
+			}
+			out[i] = medianOf(vals)
+		}
+	}
 }
 
 func prevTime(times []int64, i int, interval int64) int64 {
