@@ -17,7 +17,8 @@ import (
 // Of the reference fields, evidence mode reads min_samples_per_rank (a rank
 // with fewer samples is not judged), robust_zscore_threshold (a spike's
 // excess must reach twice this many robust standard deviations of the
-// rank's own spread), marker_window_ns (bare markers: how far from the
+// rank's own spread, or this many, and at least 2.5, when the collective's
+// members corroborate it), marker_window_ns (bare markers: how far from the
 // spike a marker may lie), interval_padding_ns, synchrony_window_ns (bare
 // markers only: the wall-clock synchrony window), min_synchrony_ratio (the
 // share of a communicator's members that must show the spike at their own
