@@ -36,7 +36,7 @@ type Params struct {
 	// MinExcessBytes is the size floor on a spike's excess over the rank's
 	// baseline (and on a step's height): below it a change is allocator
 	// churn or page-granularity noise, not NCCL buffers. Default per
-	// preset: low 64 MiB, medium 32 MiB, high 16 MiB.
+	// preset: low 48 MiB, medium 32 MiB, high 16 MiB.
 	MinExcessBytes int64
 	// SpreadFloorBytes is the least robust standard deviation a rank's
 	// baseline is given (a flat baseline has a MAD of 0). Default 2 MiB,
@@ -68,7 +68,7 @@ var ParamFields = []string{
 const mib = 1 << 20
 
 var presetParams = map[string]Params{
-	"low":    {MinExcessBytes: 64 * mib},
+	"low":    {MinExcessBytes: 48 * mib},
 	"medium": {MinExcessBytes: 32 * mib},
 	"high":   {MinExcessBytes: 16 * mib},
 }
