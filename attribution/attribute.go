@@ -14,6 +14,9 @@ const (
 	CollectiveSuspect   = "collective_suspect"
 	CollectiveLikely    = "collective_likely"
 	CollectiveConfident = "collective_confident"
+	// CollectiveConfirmed is evidence mode's class for a change NCCL's own
+	// memory accounting covers; the reference mode never gives it.
+	CollectiveConfirmed = "collective_confirmed"
 )
 
 // Scoring weights and penalties (§2.3 S8).

@@ -51,11 +51,50 @@ func AppendResultJSON(dst []byte, r *Result, withPhase bool) []byte {
 	dst = append(dst, `,"robust_zscore":`...)
 	dst = AppendFloat(dst, ev.RobustZscore)
 	dst = append(dst, '}')
+	if r.Mode == ModeEvidence {
+		dst = appendEvidenceJSON(dst, r)
+	}
 	if withPhase {
 		dst = append(dst, `,"phase_attribution":`...)
 		dst = r.PhaseAttribution.AppendJSON(dst)
 	}
 	return append(dst, '}')
+}
+
+// appendEvidenceJSON appends evidence mode's additions: mode, kind,
+// excess_bytes, collective (null or comm_id, op, seq, comm_ranks,
+// synchronized_comm_ranks) and nccl_accounted_bytes (null without NCCL
+// accounting).
+func appendEvidenceJSON(dst []byte, r *Result) []byte {
+	dst = append(dst, `,"mode":`...)
+	dst = telemetry.AppendString(dst, r.Mode)
+	dst = append(dst, `,"kind":`...)
+	dst = telemetry.AppendString(dst, r.Kind)
+	dst = append(dst, `,"excess_bytes":`...)
+	dst = strconv.AppendInt(dst, r.ExcessBytes, 10)
+	dst = append(dst, `,"collective":`...)
+	if c := r.Collective; c == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, `{"comm_id":`...)
+		dst = telemetry.AppendString(dst, c.CommID)
+		dst = append(dst, `,"op":`...)
+		dst = telemetry.AppendString(dst, c.Op)
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendInt(dst, c.Seq, 10)
+		dst = append(dst, `,"comm_ranks":`...)
+		dst = strconv.AppendInt(dst, c.CommRanks, 10)
+		dst = append(dst, `,"synchronized_comm_ranks":`...)
+		dst = strconv.AppendInt(dst, c.SynchronizedCommRanks, 10)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"nccl_accounted_bytes":`...)
+	if r.NCCLAccountedBytes == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendInt(dst, *r.NCCLAccountedBytes, 10)
+	}
+	return dst
 }
 
 // AppendResultsJSON appends results as one JSON array ("[]" when empty).

@@ -59,6 +59,60 @@ type Result struct {
 	// (sorted, merged results carry the union). Not part of the reference
 	// serialisation; the processor uses them to link result spans to markers.
 	MarkerTimesNs []int64
+
+	// The fields below are set by evidence mode only (Mode "evidence"); a
+	// reference result leaves them zero and serialises without them.
+
+	// Mode is "" for the reference mode and ModeEvidence for evidence mode.
+	Mode string
+	// Kind is KindTransient or KindPersistent.
+	Kind string
+	// ExcessBytes is the peak hidden memory above the rank's own baseline
+	// (for a persistent step: the step's height).
+	ExcessBytes int64
+	// Collective is the matched collective; nil when none matched.
+	Collective *CollectiveMatch
+	// NCCLAccountedBytes is NCCL's reported growth of this rank's
+	// communicators over the interval; nil without accounting data.
+	NCCLAccountedBytes *int64
+}
+
+// Attribution modes.
+const (
+	ModeReference = "reference"
+	ModeEvidence  = "evidence"
+)
+
+// Result kinds (evidence mode).
+const (
+	KindTransient  = "transient"
+	KindPersistent = "persistent"
+)
+
+// CollectiveMatch is the collective an evidence-mode result matched.
+type CollectiveMatch struct {
+	CommID string
+	Op     string
+	Seq    int64
+	// CommRanks is the communicator's size (nccl.comm.nranks, else the
+	// members with a marker of this collective).
+	CommRanks int64
+	// SynchronizedCommRanks is how many members show the change at their
+	// own marker of this collective.
+	SynchronizedCommRanks int64
+	// Members holds, per member rank with a marker of this collective, that
+	// marker's interval on the member's clock and whether the member showed
+	// the change; the processor links the result span to these markers.
+	// Not serialised.
+	Members []MemberMarker
+}
+
+// MemberMarker is one member rank's marker of a matched collective.
+type MemberMarker struct {
+	Rank         int64
+	StartNs      int64
+	EndNs        int64
+	Synchronized bool
 }
 
 // EndNs is IntervalEndNs for callers that keep times as int64, saturated

@@ -1,7 +1,7 @@
 // Command collectiveattr runs the collective attribution engine outside a
 // collector (processor contract §7):
 //
-//	collectiveattr attribute [--preset P] [--overrides JSON] [--phases] [--nccl-inspector PATH]... FILE|-
+//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
 //
 // It reads stormlog TelemetryEvent records, attributes all of them as one run
 // exactly as stormlog's attribute_collective_memory does, and writes the
@@ -42,8 +42,8 @@ const (
 	exitConfig = 2
 )
 
-const usage = `Usage: collectiveattr attribute [--preset P] [--overrides JSON] [--phases]
-                                [--nccl-inspector PATH]... FILE|-
+const usage = `Usage: collectiveattr attribute [--mode M] [--preset P] [--overrides JSON]
+                                [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
@@ -55,6 +55,10 @@ as JSON Lines (one object per line) or as one JSON array (or an object with an
 "events" array). "-" reads standard input. Flags may come before or after FILE.
 
 Flags:
+  --mode M          reference (default): stormlog's heuristic, bit-exact;
+                    evidence: judge spikes by collective identity, member
+                    synchrony, each rank's own baseline and NCCL's memory
+                    accounting (see "Attribution modes" in the README).
   --preset P        sensitivity preset: low, medium or high (default medium;
                     case and surrounding spaces are ignored).
   --overrides JSON  JSON object replacing preset fields, e.g.
@@ -67,6 +71,11 @@ Flags:
                     or min_gap_bytes counts as rounded up, in the two windows
                     as rounded down; interval_padding_ns must be an integer
                     below 2**63.
+  --evidence JSON   evidence mode only: JSON object of evidence settings,
+                    e.g. '{"min_excess_bytes": 33554432}'. Keys:
+                    min_excess_bytes, spread_floor_bytes, baseline_window_ns,
+                    match_tolerance_ns, approximate_tolerance_ns,
+                    resolved_min_samples.
   --phases          replay the phase_enter/phase_exit boundaries of the input
                     and add "phase_attribution" (null or an object) to every
                     result. Only records with a session_id (v3/v4) have phases.
@@ -84,7 +93,8 @@ Flags:
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result
 has rank, interval_start_ns, interval_end_ns, classification, confidence,
-reason_codes and evidence, in that order.
+reason_codes and evidence, in that order; evidence mode adds mode, kind,
+excess_bytes, collective and nccl_accounted_bytes.
 
 Exit status: 0 success; 1 unreadable input or invalid record (the message
 names the line, and the index in a JSON array); 2 usage or configuration error.
@@ -131,6 +141,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr: --overrides: %v\n", err)
 		return exitConfig
 	}
+	if _, err := parseOverrides(opts.evidence); err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: --evidence: %v\n", err)
+		return exitConfig
+	}
 	in := stdin
 	if opts.file != "-" {
 		f, err := os.Open(opts.file)
@@ -151,7 +165,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	if len(opts.inspector) > 0 {
-		if events, err = addInspectorMarkers(events, opts.inspector, inspector.ReferenceMarkers, stderr); err != nil {
+		markers := inspector.ReferenceMarkers
+		if opts.mode == attribution.ModeEvidence {
+			markers = inspector.EvidenceMarker
+		}
+		if events, err = addInspectorMarkers(events, opts.inspector, markers, stderr); err != nil {
 			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
 			return exitInput
 		}
@@ -160,6 +178,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var resolver attribution.PhaseResolver
 	if opts.phases {
 		resolver = phase.NewIndex(events, nil)
+	}
+	if opts.mode == attribution.ModeEvidence {
+		return runEvidence(events, opts, overrides, resolver, stdout, stderr)
 	}
 	// As the reference: records are loaded first (an invalid one is exit 1),
 	// an empty run is [] whatever the configuration, then the preset and
@@ -170,10 +191,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 
+	return writeResults(results, opts.phases, stdout, stderr)
+}
+
+// writeResults prints the results as one JSON array and a newline.
+func writeResults(results []attribution.Result, withPhase bool, stdout, stderr io.Writer) int {
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	out := attribution.AppendResultsJSON(nil, results, opts.phases)
+	out := attribution.AppendResultsJSON(nil, results, withPhase)
 	out = append(out, '\n')
-	_, err = w.Write(out)
+	_, err := w.Write(out)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -187,6 +213,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type attributeOptions struct {
 	preset    string
 	overrides string
+	evidence  string
+	mode      string
 	phases    bool
 	inspector pathList
 	file      string
@@ -201,6 +229,8 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	fs.StringVar(&o.overrides, "overrides", "", "")
 	fs.BoolVar(&o.phases, "phases", false, "")
 	fs.Var(&o.inspector, "nccl-inspector", "")
+	fs.StringVar(&o.mode, "mode", attribution.ModeReference, "")
+	fs.StringVar(&o.evidence, "evidence", "", "")
 	var files []string
 	rest := args
 	for {
@@ -218,6 +248,9 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 		}
 		files = append(files, rest[0])
 		rest = rest[1:]
+	}
+	if err := checkMode(&o); err != nil {
+		return o, err
 	}
 	switch len(files) {
 	case 0:

@@ -201,7 +201,7 @@ func TestCLIHelpExplainsEveryFlag(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("%v: exit %d", args, res.code)
 		}
-		for _, flagName := range []string{"--preset", "--overrides", "--phases", "FILE|-"} {
+		for _, flagName := range []string{"--mode", "--preset", "--overrides", "--evidence", "--phases", "FILE|-"} {
 			if !strings.Contains(res.stdout, flagName) {
 				t.Fatalf("%v: help does not mention %s", args, flagName)
 			}

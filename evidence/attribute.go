@@ -1,0 +1,318 @@
+package evidence
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// scratch holds buffers reused across ranks.
+type scratch struct {
+	buf           []int64
+	med           []int64
+	left, right   []int64
+	leftN, rightN []int32
+	window        windowMedian
+}
+
+func (s *scratch) sides(n int) ([]int64, []int64) {
+	if cap(s.left) < n {
+		s.left, s.right = make([]int64, n), make([]int64, n)
+		s.leftN, s.rightN = make([]int32, n), make([]int32, n)
+	}
+	return s.left[:n], s.right[:n]
+}
+
+func (s *scratch) ints(n int) []int64 {
+	if cap(s.buf) < n {
+		s.buf = make([]int64, 0, n)
+	}
+	return s.buf[:0]
+}
+
+func (s *scratch) median(n int) []int64 {
+	if cap(s.med) < n {
+		s.med = make([]int64, n)
+	}
+	return s.med[:n]
+}
+
+// Attribute runs evidence mode over one job's input with a resolved
+// configuration; resolver may be nil (no phase attribution). Every change
+// found (a transient spike or the onset of a persistent step) gives one
+// result whose confidence reaches cfg.MinConfidence; results are sorted by
+// (rank, interval start). It does not modify in.
+func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attribution.Result {
+	if in == nil || len(in.Ranks) == 0 {
+		return nil
+	}
+	var sc scratch
+	analyses := make([]rankAnalysis, len(in.Ranks))
+	for ri := range in.Ranks {
+		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &sc)
+	}
+	m := newMatcher(in, &cfg, analyses)
+	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks))}
+	var results []attribution.Result
+	for ri := range in.Ranks {
+		for ei := range analyses[ri].episodes {
+			r, ok := d.decide(int32(ri), &analyses[ri].episodes[ei])
+			if !ok {
+				continue
+			}
+			if resolver != nil {
+				ep := &analyses[ri].episodes[ei]
+				if sess := in.Ranks[ri].Samples.SessionOf(ep.peak); sess != "" {
+					r.PhaseAttribution = resolver.Resolve(in.Ranks[ri].Samples.TimesNs[ep.peak], sess, r.Rank)
+				}
+			}
+			results = append(results, r)
+		}
+	}
+	slices.SortStableFunc(results, func(a, b attribution.Result) int {
+		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
+	})
+	return results
+}
+
+type decider struct {
+	m     *matcher
+	cfg   *Config
+	in    *Input
+	stamp []int32
+	mark  int32
+}
+
+// choice is the best collective candidate for a change.
+type choice struct {
+	marker int32 // on the change's rank; -1 none
+	coll   int32 // NoCollective for a bare marker
+	sync   *synchrony
+	ratio  float64
+	ok     bool // synchronized: at least two members and min_synchrony_ratio of them
+	first  bool // the marker is the first use of its (comm, op) on the rank
+}
+
+func (d *decider) better(a, b choice) bool {
+	switch {
+	case a.marker < 0:
+		return true
+	case a.coll == NoCollective && b.coll != NoCollective:
+		return true
+	case b.coll == NoCollective:
+		return false
+	case a.ok != b.ok:
+		return b.ok
+	case a.first != b.first:
+		return b.first
+	}
+	return b.ratio > a.ratio
+}
+
+// decide turns one change into a result, or reports that it falls below
+// min_confidence.
+func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
+	rd := &d.in.Ranks[ri]
+	cfg := d.cfg
+	best := choice{marker: -1, coll: NoCollective}
+	d.m.candidates(ri, ep, func(mi int32) {
+		mk := &rd.Markers[mi]
+		c := choice{marker: mi, coll: mk.Collective}
+		if mk.Collective != NoCollective {
+			s := d.m.synchronyOf(mk.Collective)
+			c.sync = s
+			if s.observed > 0 {
+				c.ratio = float64(s.synced) / float64(s.observed)
+			}
+			c.ok = s.synced >= 2 && c.ratio >= cfg.MinSynchronyRatio && s.corroborated()
+			c.first = d.m.firstUse[ri][mi]
+		}
+		if d.better(best, c) {
+			best = c
+		}
+	})
+
+	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
+		return attribution.Result{}, false
+	}
+	codes := make([]string, 0, 5)
+	kind := attribution.KindTransient
+	if ep.persistent {
+		kind = attribution.KindPersistent
+		codes = append(codes, ReasonPersistentStep)
+	} else if ep.weak {
+		codes = append(codes, ReasonExcessCorroborated)
+	} else {
+		codes = append(codes, ReasonExcessOverBaseline)
+	}
+	var (
+		class string
+		conf  float64
+	)
+	synced := int64(0)
+	ratio := 0.0
+	switch {
+	case best.marker < 0:
+		codes = append(codes, ReasonNoCollectiveMarker)
+		class, conf = attribution.CollectiveSuspect, 0.2
+	case best.coll == NoCollective:
+		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
+		d.mark++
+		count := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		synced = int64(count)
+		if ews := d.in.ExpectedWorldSize; ews > 1 {
+			ratio = min(1, float64(count-1)/float64(ews-1))
+		}
+		if count >= 2 && ratio >= cfg.MinSynchronyRatio {
+			codes = append(codes, ReasonWorldSynchrony)
+			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
+		} else {
+			class, conf = attribution.CollectiveSuspect, 0.3+0.25*ratio
+		}
+	default:
+		codes = append(codes, ReasonCollectiveMarker)
+		synced, ratio = int64(best.sync.synced), best.ratio
+		mk := &rd.Markers[best.marker]
+		switch {
+		case !best.ok:
+			codes = append(codes, ReasonInsufficientSynchrony)
+			class, conf = attribution.CollectiveSuspect, 0.3+0.25*ratio
+		case ep.persistent && best.first:
+			codes = append(codes, ReasonMemberSynchrony, ReasonStepAtFirstUse)
+			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
+		case !ep.persistent && best.sync.resolved:
+			codes = append(codes, ReasonMemberSynchrony, ReasonResolvedInInterval)
+			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
+		default:
+			codes = append(codes, ReasonMemberSynchrony, ReasonCotimedOnly)
+			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
+		}
+		if mk.Approximate && class == attribution.CollectiveConfident {
+			codes = append(codes, ReasonApproximateTiming)
+			class, conf = attribution.CollectiveLikely, 0.78
+		}
+	}
+
+	// NCCL's own accounting overrides what timing alone suggests. Where no
+	// report of this rank falls inside the change, the same collective's
+	// accounting on its other members decides, when they agree: NCCL
+	// allocates a collective's buffers on every member.
+	acct := accountingOf(rd, ep)
+	var accounted *int64
+	if acct.present {
+		g := acct.growth
+		accounted = &g
+		threshold := d.m.analyses[ri].threshold
+		var members *synchrony
+		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
+			members = d.m.memberAccounting(best.coll)
+		}
+		switch {
+		case acct.covers(ep, threshold):
+			codes = append(codes, ReasonAccountingCovers)
+			class, conf = attribution.CollectiveConfirmed, 0.95
+		case acct.sampled && acct.growth >= threshold:
+			codes = append(codes, ReasonAccountingPartial)
+			class, conf = attribution.CollectiveLikely, 0.7
+		case acct.sampled:
+			codes = append(codes, ReasonAccountingUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.25
+		case members != nil && members.accountCovers > 0 && members.accountDeny == 0:
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
+			class, conf = attribution.CollectiveConfirmed, 0.9
+		case members != nil && members.accountDeny > 0 && members.accountCovers == 0:
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.25
+		default:
+			codes = append(codes, ReasonAccountingUnsampled)
+		}
+	}
+
+	conf = roundTo(conf, 3)
+	if !(conf >= cfg.MinConfidence) {
+		return attribution.Result{}, false
+	}
+	slices.Sort(codes)
+	times := rd.Samples.TimesNs
+	pad := cfg.IntervalPaddingNs
+	start := max(0, d.in.TraceStartNs, satSub(times[ep.first], pad))
+	end := uint64(times[ep.last]) + uint64(pad)
+	gap := rd.Samples.GapBytes[ep.peak]
+	r := attribution.Result{
+		Rank:            rd.Rank,
+		IntervalStartNs: start,
+		IntervalEndNs:   end,
+		Classification:  class,
+		Confidence:      conf,
+		ReasonCodes:     codes,
+		Evidence: attribution.Evidence{
+			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], start, int64(min(end, math.MaxInt64)))),
+			SynchronizedRanks: synced,
+			ExpectedWorldSize: d.in.ExpectedWorldSize,
+			SynchronyRatio:    roundTo(ratio, 4),
+			PeakGapBytes:      gap,
+			RobustZscore:      roundTo(ep.zscore, 4),
+		},
+		Mode:               attribution.ModeEvidence,
+		Kind:               kind,
+		ExcessBytes:        ep.excess,
+		NCCLAccountedBytes: accounted,
+	}
+	if total := rd.Samples.TotalBytes[ep.peak]; total > 0 {
+		ratio := roundTo(float64(gap)/float64(total), 6)
+		r.Evidence.PeakGapRatio = &ratio
+	}
+	if best.marker >= 0 {
+		r.MarkerTimesNs = []int64{rd.Markers[best.marker].StartNs}
+	}
+	if best.marker >= 0 && best.coll != NoCollective {
+		r.Collective = d.collectiveMatch(best)
+	}
+	return r, true
+}
+
+func (d *decider) collectiveMatch(c choice) *attribution.CollectiveMatch {
+	coll := &d.in.Collectives[c.coll]
+	members := d.m.members[c.coll]
+	out := &attribution.CollectiveMatch{
+		CommID:                coll.CommID,
+		Op:                    coll.Op,
+		Seq:                   coll.Seq,
+		CommRanks:             max(coll.NRanks, int64(len(coll.Ranks)), int64(len(members))),
+		SynchronizedCommRanks: int64(c.sync.synced),
+		Members:               make([]attribution.MemberMarker, len(members)),
+	}
+	for i, ref := range members {
+		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
+		out.Members[i] = attribution.MemberMarker{
+			Rank: d.in.Ranks[ref.rank].Rank, StartNs: mk.StartNs, EndNs: mk.EndNs,
+			Synchronized: c.sync.episode[i] >= 0,
+		}
+	}
+	return out
+}
+
+// markersIn counts the markers whose interval meets [start, end]; no
+// marker lasts longer than maxDur.
+func markersIn(markers []Marker, maxDur, start, end int64) int {
+	first, _ := slices.BinarySearchFunc(markers, satSub(start, maxDur), func(mk Marker, t int64) int {
+		return cmp.Compare(mk.StartNs, t)
+	})
+	n := 0
+	for i := first; i < len(markers); i++ {
+		if markers[i].StartNs > end {
+			break
+		}
+		if markers[i].EndNs >= start {
+			n++
+		}
+	}
+	return n
+}
+
+func roundTo(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,269 @@
+package evidence
+
+import "slices"
+
+// memberRef is one member rank's marker of a collective.
+type memberRef struct {
+	rank   int32 // index into Input.Ranks
+	marker int32 // index into that rank's Markers
+}
+
+// synchrony is how a collective's members behaved at their own marker of it.
+type synchrony struct {
+	done     bool
+	observed int     // members with enough samples to be judged
+	synced   int     // of those, members with a change rising at their marker
+	strong   int     // of those, members whose change clears their threshold on its own
+	episode  []int32 // per member (collective's members order): episode index or -1
+	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
+	// NCCL's accounting on the synchronized members, counted once asked
+	// for: members where a report during the change covers it, and where
+	// one shows it did not grow.
+	accountingDone             bool
+	accountCovers, accountDeny int
+}
+
+// matcher finds the collective a change belongs to and how its members
+// behaved. It caches the synchrony of each collective.
+type matcher struct {
+	in       *Input
+	cfg      *Config
+	analyses []rankAnalysis
+	members  [][]memberRef // per collective
+	sync     []synchrony   // per collective
+	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
+	maxDur   []int64       // per rank: longest marker
+	world    []worldRise   // every episode's rise, by time (bare markers)
+}
+
+type worldRise struct {
+	t    int64
+	rank int32
+}
+
+func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
+	m := &matcher{
+		in: in, cfg: cfg, analyses: analyses,
+		members:  make([][]memberRef, len(in.Collectives)),
+		sync:     make([]synchrony, len(in.Collectives)),
+		firstUse: make([][]bool, len(in.Ranks)),
+		maxDur:   make([]int64, len(in.Ranks)),
+	}
+	type commOp struct{ comm, op string }
+	for ri := range in.Ranks {
+		markers := in.Ranks[ri].Markers
+		seen := map[commOp]bool{}
+		first := make([]bool, len(markers))
+		for mi, mk := range markers {
+			m.maxDur[ri] = max(m.maxDur[ri], mk.EndNs-mk.StartNs)
+			if mk.Collective == NoCollective {
+				continue
+			}
+			c := &in.Collectives[mk.Collective]
+			key := commOp{c.CommID, c.Op}
+			if !seen[key] {
+				seen[key] = true
+				first[mi] = true
+			}
+			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
+		}
+		m.firstUse[ri] = first
+		for _, ep := range analyses[ri].episodes {
+			if !ep.weak {
+				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
+			}
+		}
+	}
+	slices.SortFunc(m.world, func(a, b worldRise) int {
+		switch {
+		case a.t < b.t:
+			return -1
+		case a.t > b.t:
+			return 1
+		}
+		return 0
+	})
+	return m
+}
+
+// tolerance is how far a marker's interval is widened when matching.
+func (m *matcher) tolerance(mk *Marker) int64 {
+	p := &m.cfg.Evidence
+	switch {
+	case mk.Approximate:
+		return p.ApproximateToleranceNs
+	case mk.Collective == NoCollective:
+		return max(p.MatchToleranceNs, m.cfg.MarkerWindowNs)
+	}
+	return p.MatchToleranceNs
+}
+
+// riseMatches reports whether a change that began in (riseLo, riseHi] can
+// have begun during the marker's interval, widened by tol.
+func riseMatches(mk *Marker, riseLo, riseHi, tol int64) bool {
+	return satSub(mk.StartNs, tol) <= riseHi && satAdd(mk.EndNs, tol) > riseLo
+}
+
+// candidates calls fn for each marker of rank ri whose interval matches the
+// rise of ep.
+func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
+	markers := m.in.Ranks[ri].Markers
+	p := &m.cfg.Evidence
+	widest := max(p.ApproximateToleranceNs, p.MatchToleranceNs, m.cfg.MarkerWindowNs)
+	hi, _ := slices.BinarySearchFunc(markers, satAdd(ep.riseHi, widest)+1, func(mk Marker, t int64) int {
+		switch {
+		case mk.StartNs < t:
+			return -1
+		case mk.StartNs > t:
+			return 1
+		}
+		return 0
+	})
+	lowest := satSub(satSub(ep.riseLo, widest), m.maxDur[ri])
+	for mi := hi - 1; mi >= 0 && markers[mi].StartNs >= lowest; mi-- {
+		mk := &markers[mi]
+		if riseMatches(mk, ep.riseLo, ep.riseHi, m.tolerance(mk)) {
+			fn(int32(mi))
+		}
+	}
+}
+
+// memberEpisode is the index of rank ri's change that rose during marker
+// mk (one that clears the threshold on its own when there are several), or
+// -1.
+func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
+	eps := m.analyses[ri].episodes
+	tol := m.tolerance(mk)
+	lo := satSub(mk.StartNs, tol)
+	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int {
+		switch {
+		case e.riseHi < t:
+			return -1
+		case e.riseHi > t:
+			return 1
+		}
+		return 0
+	})
+	found := int32(-1)
+	for ; i < len(eps); i++ {
+		e := &eps[i]
+		if e.riseLo >= satAdd(mk.EndNs, tol) {
+			break
+		}
+		if riseMatches(mk, e.riseLo, e.riseHi, tol) {
+			if !e.weak {
+				return int32(i)
+			}
+			if found < 0 {
+				found = int32(i)
+			}
+		}
+	}
+	return found
+}
+
+// synchronyOf judges collective c on every member with enough samples.
+func (m *matcher) synchronyOf(c int32) *synchrony {
+	s := &m.sync[c]
+	if s.done {
+		return s
+	}
+	s.done = true
+	members := m.members[c]
+	s.episode = make([]int32, len(members))
+	s.resolved = true
+	tol := m.cfg.Evidence.MatchToleranceNs
+	for i, ref := range members {
+		s.episode[i] = -1
+		ra := &m.analyses[ref.rank]
+		if ra.interval == 0 {
+			continue // too few samples to judge this member
+		}
+		s.observed++
+		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
+		ei := m.memberEpisode(ref.rank, mk)
+		s.episode[i] = ei
+		if ei < 0 {
+			s.resolved = false
+			continue
+		}
+		s.synced++
+		e := &ra.episodes[ei]
+		if !e.weak {
+			s.strong++
+		}
+		iv := ra.interval
+		dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv)
+		resolved := dense && !e.persistent && !mk.Approximate &&
+			e.riseLo >= satSub(mk.StartNs, tol) && e.riseHi <= satAdd(mk.StartNs, tol+iv) &&
+			e.fallHi >= satSub(mk.EndNs, tol) && e.fallLo <= satAdd(mk.EndNs, tol) &&
+			e.fallHi <= satAdd(mk.EndNs, tol+iv)
+		if !resolved {
+			s.resolved = false
+		}
+	}
+	if s.observed < 2 || s.synced < s.observed {
+		s.resolved = false
+	}
+	return s
+}
+
+// corroborated reports whether enough members show the change for it to
+// stand out of their noise: members whose change is only weak count when
+// others' are strong, or when many members show it (by chance a weak
+// excess comes in a few percent of a rank's marker intervals, four or more
+// members at once far more rarely).
+func (s *synchrony) corroborated() bool {
+	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4
+}
+
+// memberAccounting counts, over collective c's synchronized members, those
+// whose NCCL accounting covers their change and those where a report
+// during the change shows no matching growth.
+func (m *matcher) memberAccounting(c int32) *synchrony {
+	s := m.synchronyOf(c)
+	if s.accountingDone {
+		return s
+	}
+	s.accountingDone = true
+	for i, ref := range m.members[c] {
+		ei := s.episode[i]
+		if ei < 0 {
+			continue
+		}
+		ra := &m.analyses[ref.rank]
+		ep := &ra.episodes[ei]
+		v := accountingOf(&m.in.Ranks[ref.rank], ep)
+		switch {
+		case !v.present:
+		case v.covers(ep, ra.threshold):
+			s.accountCovers++
+		case v.sampled && v.growth < ra.threshold:
+			s.accountDeny++
+		}
+	}
+	return s
+}
+
+// worldSynchrony counts the distinct ranks with a change rising within
+// ±window of t (bare markers carry no members to judge by).
+func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int {
+	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
+		switch {
+		case w.t < x:
+			return -1
+		case w.t > x:
+			return 1
+		}
+		return 0
+	})
+	count := 0
+	for i := lo; i < len(m.world) && m.world[i].t <= satAdd(t, window); i++ {
+		r := m.world[i].rank
+		if stamp[r] != mark {
+			stamp[r] = mark
+			count++
+		}
+	}
+	return count
+}

@@ -1,0 +1,45 @@
+package evidence
+
+// Reason codes of evidence-mode results: each says which evidence decided
+// the result (listed with their meaning in the README).
+const (
+	// The change.
+	ReasonExcessOverBaseline = "excess_over_baseline"           // a transient spike above the rank's own baseline by more than its spread and the size floor
+	ReasonPersistentStep     = "persistent_step"                // the rank's level rose and stayed (reported once, at its onset)
+	ReasonExcessCorroborated = "excess_corroborated_by_members" // a spike within the rank's noise alone (robust_zscore_threshold spreads, not twice), reported because the collective's members show it too
+
+	// The collective.
+	ReasonCollectiveMarker      = "collective_marker_overlap"     // the change began inside a collective's marker interval on this rank
+	ReasonNoCollectiveMarker    = "no_collective_marker"          // no marker of this rank matches the change's onset
+	ReasonMarkerWithoutIdentity = "marker_without_identity"       // only markers without communicator and sequence number match: synchrony judged by wall clock over the world
+	ReasonMemberSynchrony       = "member_synchrony"              // enough of the communicator's members change at their own marker of the same collective
+	ReasonInsufficientSynchrony = "insufficient_member_synchrony" // too few members change at their marker of it
+	ReasonWorldSynchrony        = "world_synchrony"               // bare markers: enough ranks change within the synchrony window
+
+	// NCCL's accounting.
+	ReasonAccountingCovers    = "nccl_accounting_covers"    // NCCL's reported memory grew by the excess: confirmed
+	ReasonAccountingPartial   = "nccl_accounting_partial"   // NCCL's memory grew, but by less than the excess: part of the change is not NCCL's
+	ReasonAccountingUncovered = "nccl_accounting_uncovered" // NCCL reported during the change and its memory did not grow: not collective
+	ReasonAccountingUnsampled = "nccl_accounting_unsampled" // NCCL reports exist, but none while the change was surely under way
+	// With no report of its own during the change, the collective's other
+	// synchronized members decide when they agree.
+	ReasonAccountingMembersCover     = "nccl_accounting_members_cover"     // on the members NCCL's memory grew by their excess: confirmed
+	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // on the members NCCL reported during the change without growth: not collective
+
+	// What separates a collective cause from a co-timed one without
+	// accounting.
+	ReasonStepAtFirstUse     = "step_at_first_use"               // a step at the first use of a communicator's op on every synchronized member: NCCL's lazy buffers
+	ReasonResolvedInInterval = "resolved_in_collective_interval" // on every member the spike rose at the launch and fell at the end of the collective, sampled densely
+	ReasonCotimedOnly        = "cotimed_without_accounting"      // co-timed with the collective on its members, and nothing tells it from a co-timed non-collective cause: at most likely
+	ReasonApproximateTiming  = "approximate_marker_timing"       // the marker's time is approximate: not enough alone for confident
+)
+
+// AllReasonCodes lists every evidence-mode reason code.
+var AllReasonCodes = []string{
+	ReasonExcessOverBaseline, ReasonPersistentStep, ReasonExcessCorroborated,
+	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
+	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
+	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled,
+	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
+	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
+}
