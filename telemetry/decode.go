@@ -50,6 +50,14 @@ var fieldNames = [numFields]string{
 	"job_id", "rank", "local_rank", "world_size",
 }
 
+// quotedFieldNames are the keys as JSON strings.
+var quotedFieldNames = func() (q [numFields]string) {
+	for f, name := range fieldNames {
+		q[f] = `"` + name + `"`
+	}
+	return q
+}()
+
 // lookupField maps a key to its field; a switch on the key text beats a map
 // lookup on the hot path (every key of every record).
 func lookupField(key []byte) (field, bool) {
@@ -137,7 +145,13 @@ type Decoder struct {
 	slots    [numFields]slot
 	unknown  []string
 	metadata map[string]map[string]any // interned metadata by raw text
-	last     [numFields]string         // previous string value per field
+	last     [numFields]string         // previous string value per field …
+	lastRaw  [numFields][]byte         // … and its JSON text when that is the value quoted
+	// follows[f] is the key that followed f in the previous record
+	// (follows[numFields]: its first key). Records of one writer list their
+	// keys in one order: the predicted key is checked with one comparison
+	// instead of being scanned and looked up.
+	follows [numFields + 1]field
 	lastMeta []byte                    // previous metadata text …
 	lastMap  map[string]any            // … and its map
 }
@@ -182,7 +196,7 @@ func (d *Decoder) Decode(data []byte) (Event, error) {
 // result slice); on error *e holds a partial record.
 func (d *Decoder) decodeInto(data []byte, e *Event) error {
 	if d.sc.intern == nil {
-		d.sc.intern = make(map[string]string, 64)
+		d.sc.intern = newInternTables()
 	}
 	d.sc.data, d.sc.pos, d.sc.depth = data, 0, 0
 	isObject, err := d.scanRecord()
@@ -220,17 +234,25 @@ func (d *Decoder) scanRecord() (bool, error) {
 		s.pos++
 		return true, s.expectEnd()
 	}
+	prev := field(numFields)
 	for {
 		if s.peek() != '"' {
 			return false, s.fail("expected object key")
 		}
-		kb, err := s.stringBytes()
-		if err != nil {
-			return false, err
+		f, known := d.follows[prev], true
+		if q := quotedFieldNames[f]; len(s.data)-s.pos >= len(q) && string(s.data[s.pos:s.pos+len(q)]) == q {
+			s.pos += len(q)
+		} else {
+			kb, err := s.stringBytes()
+			if err != nil {
+				return false, err
+			}
+			if f, known = lookupField(kb); !known {
+				d.unknown = append(d.unknown, string(kb))
+			}
 		}
-		f, known := lookupField(kb)
-		if !known {
-			d.unknown = append(d.unknown, string(kb))
+		if known {
+			d.follows[prev], prev = f, f
 		}
 		if s.peek() != ':' {
 			return false, s.fail("expected ':' after object key")
@@ -268,18 +290,31 @@ func (d *Decoder) scanField(f field) error {
 			return err
 		}
 		// Consecutive records almost always repeat event_type, collector,
-		// host and the ids: compare with this field's previous value before
-		// consulting the intern table.
+		// host and the ids: compare with this field's previous value, first
+		// as text, before consulting the intern table.
+		if raw := d.lastRaw[f]; raw != nil && len(s.data)-s.pos >= len(raw) && string(s.data[s.pos:s.pos+len(raw)]) == string(raw) {
+			s.pos += len(raw)
+			sl.s = d.last[f]
+			return nil
+		}
+		start := s.pos
 		b, err := s.stringBytes()
 		if err != nil {
 			return err
 		}
 		if last := d.last[f]; string(b) == last {
 			sl.s = last
-			return nil
+		} else {
+			sl.s = s.internBytes(b)
+			d.last[f] = sl.s
 		}
-		sl.s = s.internBytes(b)
-		d.last[f] = sl.s
+		// The text stands for the value only without escapes or invalid
+		// UTF-8: it is then the value quoted.
+		if raw := s.data[start:s.pos]; string(raw[1:len(raw)-1]) == sl.s {
+			d.lastRaw[f] = append(d.lastRaw[f][:0], raw...)
+		} else {
+			d.lastRaw[f] = nil
+		}
 		return nil
 	case c == 'n':
 		sl.kind = kNull

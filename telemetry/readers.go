@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // RecordError is a bad record: Line is the 1-based line it starts on (0 when
@@ -175,8 +176,47 @@ func readHead(r io.Reader) ([]byte, error) {
 		if c := s.peek(); c != 0 && (c != '{' || bytes.IndexByte(head[s.pos:n], '\n') >= 0) {
 			return head[:n], nil
 		}
-		head = append(head, make([]byte, len(head))...)
+		head = grow(r, head[:n])
+		head = head[:cap(head)]
 	}
+}
+
+// readRest appends the rest of r to data.
+func readRest(r io.Reader, data []byte) ([]byte, error) {
+	for {
+		if len(data) == cap(data) {
+			data = grow(r, data)
+		}
+		m, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+m]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// grow makes room in data for the rest of r: all of it at once when r is a
+// regular file of known size (a document is read whole, and growing it by
+// doubling would copy it and hold up to twice its size), else twice as much.
+func grow(r io.Reader, data []byte) []byte {
+	more := max(len(data), 64<<10)
+	if rd, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
+		more = max(rd.Len()+1, 64<<10)
+	} else if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && fi.Size() > off {
+				more = int(fi.Size()-off) + 1 // +1: reach EOF without growing again
+			}
+		}
+	}
+	// make, not slices.Grow or append: those clear the new memory, while a
+	// large make takes pages the OS has zeroed.
+	grown := make([]byte, len(data), len(data)+more)
+	copy(grown, data)
+	return grown
 }
 
 type lineKind int

@@ -31,8 +31,54 @@ type scanner struct {
 	data   []byte
 	pos    int
 	depth  int
-	intern map[string]string
-	buf    []byte // scratch for strings with escapes
+	intern *internTables // nil: no interning
+	buf    []byte        // scratch for strings with escapes
+}
+
+// internTables are a Decoder's interned values, shared by its scanners.
+// Boxed values are shared between metadata maps, which are read-only.
+type internTables struct {
+	strings map[string]string
+	boxed   map[boxKey]any // short metadata strings and numbers as interface values
+	// sizes[d] is the size of the last object decoded at depth d: objects at
+	// one depth of one stream's metadata tend to have the same keys, and a
+	// map made at its final size is not grown and rehashed.
+	sizes [8]int
+}
+
+type boxKey struct {
+	number bool
+	text   string
+}
+
+// maxInterned bounds each intern table, so a stream of all-distinct values
+// costs only the lookups that miss.
+const maxInterned = 4096
+
+func newInternTables() *internTables {
+	return &internTables{strings: make(map[string]string, 64), boxed: make(map[boxKey]any, 64)}
+}
+
+// box returns the text as a string or json.Number in an interface value,
+// shared with earlier equal short values.
+func (s *scanner) box(b []byte, number bool) any {
+	if s.intern == nil || len(b) > 32 {
+		if number {
+			return json.Number(b)
+		}
+		return string(b)
+	}
+	if v, ok := s.intern.boxed[boxKey{number, string(b)}]; ok {
+		return v
+	}
+	var v any = string(b)
+	if number {
+		v = json.Number(b)
+	}
+	if len(s.intern.boxed) < maxInterned {
+		s.intern.boxed[boxKey{number, string(b)}] = v
+	}
+	return v
 }
 
 func (s *scanner) fail(msg string) error {
@@ -61,6 +107,9 @@ func (s *scanner) expectEnd() error {
 
 // peek returns the next non-whitespace byte, or 0 at the end.
 func (s *scanner) peek() byte {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return s.data[s.pos]
+	}
 	s.skipWS()
 	if s.pos >= len(s.data) {
 		return 0
@@ -228,12 +277,12 @@ func (s *scanner) internBytes(b []byte) string {
 	if s.intern == nil || len(b) > 64 {
 		return string(b)
 	}
-	if v, ok := s.intern[string(b)]; ok {
+	if v, ok := s.intern.strings[string(b)]; ok {
 		return v
 	}
 	v := string(b)
-	if len(s.intern) < 4096 {
-		s.intern[v] = v
+	if len(s.intern.strings) < maxInterned {
+		s.intern.strings[v] = v
 	}
 	return v
 }
@@ -268,14 +317,23 @@ func (s *scanner) number() ([]byte, numberKind, int64, error) {
 	case d[i] == '0':
 		i++
 	case d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		end := i
+		for end < len(d) && d[end]-'0' <= 9 {
+			end++
+		}
+		if end-i <= 18 { // below 10^18: cannot overflow
+			for ; i < end; i++ {
+				v = v*10 + uint64(d[i]-'0')
+			}
+			break
+		}
+		for ; i < end; i++ {
 			digit := uint64(d[i] - '0')
 			if v > (1<<63)/10 || v*10 > (1<<63)-digit {
 				overflow = true
 			} else {
 				v = v*10 + digit
 			}
-			i++
 		}
 	default:
 		s.pos = i
@@ -326,7 +384,11 @@ func (s *scanner) number() ([]byte, numberKind, int64, error) {
 func (s *scanner) value() (any, error) {
 	switch c := s.peek(); {
 	case c == '"':
-		return s.str(false)
+		b, err := s.stringBytes()
+		if err != nil {
+			return nil, err
+		}
+		return s.box(b, false), nil
 	case c == '{':
 		return s.object()
 	case c == '[':
@@ -342,7 +404,7 @@ func (s *scanner) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Number(lex), nil
+		return s.box(lex, true), nil
 	case c == 0:
 		return nil, s.fail("unexpected end of input")
 	default:
@@ -371,6 +433,11 @@ func (s *scanner) object() (map[string]any, error) {
 		s.pos++
 		return map[string]any{}, nil
 	}
+	size := 4
+	if s.intern != nil && s.depth < len(s.intern.sizes) {
+		size = max(size, s.intern.sizes[s.depth])
+		defer func() { s.intern.sizes[s.depth] = len(m) }()
+	}
 	for {
 		if s.peek() != '"' {
 			return nil, s.fail("expected object key")
@@ -388,7 +455,7 @@ func (s *scanner) object() (map[string]any, error) {
 			return nil, err
 		}
 		if m == nil {
-			m = make(map[string]any, 4)
+			m = make(map[string]any, size)
 		}
 		m[k] = v
 		switch s.peek() {
@@ -478,6 +545,9 @@ func (s *scanner) skipValue() error {
 				return s.fail("expected ',' or closing bracket")
 			}
 		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, _, _, err := s.number()
+		return err
 	default:
 		_, err := s.value()
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Stream reads TelemetryEvent records from r, JSON Lines or one JSON
@@ -32,17 +33,32 @@ func Stream(r io.Reader, fn func(chunk []Event) error) error {
 	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
-		return streamDocument(r, head, false, fn)
+		return streamDocument(r, head, nil, fn)
 	case '{':
+		first := head
+		if i := bytes.IndexByte(head[s.pos:], '\n'); i >= 0 {
+			first = head[:s.pos+i]
+		}
+		if len(first) > longFirstLine {
+			// json.dump's one-line {"events": [...]}: classifying it as
+			// firstLineKind does would check the whole document in one
+			// sequential pass. The light split tells it; the document's
+			// check and decoding confirm it, or go the exact way.
+			if spans, events, ok := splitDocument(first); ok && events {
+				return streamDocument(r, head, &split{end: len(first), spans: spans}, fn)
+			}
+		}
 		switch firstLineKind(head[s.pos:]) {
-		case eventsWrapper:
-			return streamDocument(r, head, false, fn)
-		case incompleteLine:
-			return streamDocument(r, head, true, fn)
+		case eventsWrapper, incompleteLine:
+			return streamDocument(r, head, nil, fn)
 		}
 	}
 	return streamJSONL(r, head, fn)
 }
+
+// longFirstLine is the first-line length from which a line opening an
+// object is split lightly before it is classified.
+const longFirstLine = 1 << 20
 
 // ReadAuto reads either JSON Lines or one JSON document, deciding by content:
 // input whose first non-blank byte is '[' is a document; so is one object with
@@ -308,53 +324,112 @@ func isBlankLine(b []byte) bool {
 	return true
 }
 
+// split is the element spans of the first end bytes of a document.
+type split struct {
+	end   int
+	spans [][2]int
+}
+
 // streamDocument reads the rest of r and streams the records of one JSON
 // document. Its elements are found by a light scan that only tracks strings
-// and brackets, and decoded in parallel by the strict record decoder, which
-// checks each element's syntax in full. When anything fails (malformed JSON
-// anywhere, or a bad record), the document is read again by ReadDocument,
-// whose whole-text check and in-order decode give the error the reference's
-// order implies. When the document shape was only a guess (an incomplete
-// first line) and the text is not valid JSON, it is read as JSON Lines, so
-// that the error names the bad line.
-func streamDocument(r io.Reader, head []byte, guessed bool, fn func([]Event) error) error {
-	rest, err := io.ReadAll(r)
+// and brackets (or taken from pre when the first line held the document),
+// their syntax is checked in parallel, and they are decoded in parallel by
+// the strict record decoder. When the document is not valid JSON, or not of
+// a shape the light scan knows, nothing has been delivered yet and
+// streamExact decides as ReadAuto always did (a malformed one-line document
+// without a newline, for one, is a truncated JSON Lines tail: no records).
+// When a record is bad, ReadDocument's in-order decode gives the error.
+func streamDocument(r io.Reader, head []byte, pre *split, fn func([]Event) error) error {
+	data, err := readRest(r, head)
 	if err != nil {
 		return err
 	}
-	data := append(head, rest...)
-	delivered := 0
-	if spans, ok := splitDocument(data); ok {
-		var fnErr error
-		delivered, ok, fnErr = streamSpans(data, spans, fn)
-		if fnErr != nil {
-			return fnErr
-		}
-		if ok {
-			return nil
-		}
+	var spans [][2]int
+	ok := false
+	if pre != nil && isJSONSpace(data[pre.end:]) {
+		spans, ok = pre.spans, true
+	} else {
+		spans, _, ok = splitDocument(data)
 	}
-	// The exact error, and the records before it do not matter: the caller
-	// discards what it was given.
-	if guessed {
-		s := &scanner{data: data}
-		if s.skipValue() != nil || s.expectEnd() != nil {
-			// Its first line is an incomplete value, so JSON Lines fail on
-			// line 1 before delivering anything.
-			return streamJSONL(bytes.NewReader(data), nil, fn)
-		}
+	if !ok || !checkSpans(data, spans) {
+		return streamExact(data, fn)
+	}
+	delivered, ok, err := streamSpans(data, spans, fn)
+	if err != nil || ok {
+		return err
 	}
 	events, err := ReadDocument(data)
 	if err != nil {
 		return err
 	}
-	// ReadDocument accepts documents the fast path leaves to it (nesting
-	// near the limit): deliver the events not delivered yet, which are the
-	// same records decoded the same way.
+	// Not reached for a valid document whose records all decode one by one,
+	// but should ReadDocument accept it, deliver what is left.
 	if len(events) > delivered {
 		return fn(events[delivered:])
 	}
 	return nil
+}
+
+// streamExact reads an in-memory input as ReadAuto did before streaming:
+// the first line classified strictly, a document read by ReadDocument.
+func streamExact(data []byte, fn func([]Event) error) error {
+	deliver := func(events []Event, err error) error {
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		return fn(events)
+	}
+	s := &scanner{data: data}
+	switch s.peek() {
+	case '[':
+		return deliver(ReadDocument(data))
+	case '{':
+		switch firstLineKind(data[s.pos:]) {
+		case eventsWrapper:
+			return deliver(ReadDocument(data))
+		case incompleteLine:
+			// An incomplete first line that is not part of a valid document
+			// is read as JSON Lines, so the error names the bad line.
+			s := &scanner{data: data}
+			if s.skipValue() == nil && s.expectEnd() == nil {
+				return deliver(ReadDocument(data))
+			}
+		}
+	}
+	return streamJSONL(bytes.NewReader(data), nil, fn)
+}
+
+// checkSpans checks the syntax of each element in parallel, as ReadDocument's
+// whole-text check would.
+func checkSpans(data []byte, spans [][2]int) bool {
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(spans)/64))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := range workers {
+		part := spans[len(spans)*w/workers : len(spans)*(w+1)/workers]
+		wg.Go(func() {
+			for _, sp := range part {
+				s := &scanner{data: data[sp[0]:sp[1]]}
+				if s.skipValue() != nil || s.expectEnd() != nil || failed.Load() {
+					failed.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return !failed.Load()
+}
+
+func isJSONSpace(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // streamSpans decodes the element spans of data in parallel batches and
@@ -418,18 +493,18 @@ func (d *Decoder) decodeSpans(b *batch) {
 // elements' syntax, which their decoding does. ok is false for anything it
 // does not handle (malformed structure, no events), which ReadDocument then
 // reports.
-func splitDocument(data []byte) (spans [][2]int, ok bool) {
+func splitDocument(data []byte) (spans [][2]int, events, ok bool) {
 	s := &scanner{data: data}
 	switch s.peek() {
 	case '[':
 		spans, ok = splitArray(s)
 	case '{':
-		spans, ok = splitWrapper(s)
+		spans, events, ok = splitWrapper(s)
 	}
 	if !ok || s.expectEnd() != nil {
-		return nil, false
+		return nil, false, false
 	}
-	return spans, true
+	return spans, events, true
 }
 
 // splitArray returns the spans of the elements of the array at s.pos and
@@ -509,33 +584,31 @@ func skipStringLight(data []byte, i int) int {
 // array when it has one (the last "events" key deciding, as in
 // documentRecords), else the object itself when it looks like a record.
 // Members other than the events array are checked strictly here.
-func splitWrapper(s *scanner) ([][2]int, bool) {
+func splitWrapper(s *scanner) (spans [][2]int, events, ok bool) {
 	start := s.pos
-	s.pos++ // '{'
+	s.pos++   // '{'
 	s.depth++ // members nest as deep as in documentRecords' walk
-	var spans [][2]int
 	hasEvents, looksLike := false, false
 	if s.peek() == '}' {
 		s.pos++
-		return nil, false
+		return nil, false, false
 	}
 	for {
 		if s.peek() != '"' {
-			return nil, false
+			return nil, false, false
 		}
 		kb, err := s.stringBytes()
 		if err != nil {
-			return nil, false
+			return nil, false, false
 		}
 		key := string(kb)
 		if s.peek() != ':' {
-			return nil, false
+			return nil, false, false
 		}
 		s.pos++
 		if key == "events" && s.peek() == '[' {
-			var ok bool
 			if spans, ok = splitArray(s); !ok {
-				return nil, false
+				return nil, false, false
 			}
 			hasEvents = true
 		} else {
@@ -543,7 +616,7 @@ func splitWrapper(s *scanner) ([][2]int, bool) {
 				hasEvents = false
 			}
 			if s.skipValue() != nil {
-				return nil, false
+				return nil, false, false
 			}
 		}
 		switch key {
@@ -557,13 +630,13 @@ func splitWrapper(s *scanner) ([][2]int, bool) {
 			s.pos++
 			switch {
 			case hasEvents:
-				return spans, true
+				return spans, true, true
 			case looksLike:
-				return [][2]int{{start, s.pos}}, true
+				return [][2]int{{start, s.pos}}, false, true
 			}
-			return nil, false
+			return nil, false, false
 		default:
-			return nil, false
+			return nil, false, false
 		}
 	}
 }

@@ -27,11 +27,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -78,11 +76,6 @@ names the line, and the index in a JSON array); 2 usage or configuration error.
 `
 
 func main() {
-	// A one-shot batch run whose live heap only grows while the event slice
-	// fills: collect less often than the default unless GOGC says otherwise.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -126,7 +119,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	events, err := telemetry.ReadAuto(in)
+	runIn, err := readRun(in, opts.phases)
 	if err != nil {
 		var recErr *telemetry.RecordError
 		if !errors.As(err, &recErr) {
@@ -136,14 +129,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 
-	var resolver attribution.PhaseResolver
-	if opts.phases {
-		resolver = phase.NewIndex(events, nil)
-	}
 	// As the reference: records are loaded first (an invalid one is exit 1),
 	// an empty run is [] whatever the configuration, then the preset and
 	// overrides are resolved (a config error is exit 2).
-	results, err := attribution.AttributeWithPreset(events, opts.preset, overrides, resolver)
+	results, err := runIn.attribute(opts.preset, overrides)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
