@@ -151,9 +151,9 @@ type Decoder struct {
 	// (follows[numFields]: its first key). Records of one writer list their
 	// keys in one order: the predicted key is checked with one comparison
 	// instead of being scanned and looked up.
-	follows [numFields + 1]field
-	lastMeta []byte                    // previous metadata text …
-	lastMap  map[string]any            // … and its map
+	follows  [numFields + 1]field
+	lastMeta []byte         // previous metadata text …
+	lastMap  map[string]any // … and its map
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent

@@ -410,8 +410,8 @@ type oldLineKind int
 
 const (
 	oldRecordLine     oldLineKind = iota // a complete value: JSON Lines
-	oldEventsWrapper                  // {"events": [...]} on one line
-	oldIncompleteLine                 // the value continues past the first line
+	oldEventsWrapper                     // {"events": [...]} on one line
+	oldIncompleteLine                    // the value continues past the first line
 )
 
 // oldFirstLineKind classifies the first line of text (which starts at '{').
