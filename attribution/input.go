@@ -196,19 +196,14 @@ func (b *InputBuilder) newSeries(rank int64) int32 {
 // (telemetry.Decoder interns them) and generated or converted events often
 // share one map outright, so scanning metadata — the expensive part — happens
 // once per distinct map instead of once per event. Maps are compared by
-// identity and must not be modified while the cache is in use; the cache
-// holds the maps it remembers, so that a map of a streamed event, dropped by
-// its decoder, cannot be freed and its address reused by another.
+// identity and must not be modified while the cache is in use. The keys
+// are pointers the garbage collector follows: a map of a streamed event
+// that its decoder has dropped stays allocated while cached, so its address
+// cannot be reused by another map.
 type markerCache struct {
 	lastKey   unsafe.Pointer // most recent map, checked before seen
-	lastMap   map[string]any
 	lastValue bool
-	seen      map[unsafe.Pointer]markerVerdict
-}
-
-type markerVerdict struct {
-	metadata map[string]any // held: see markerCache
-	marker   bool
+	seen      map[unsafe.Pointer]bool
 }
 
 func (c *markerCache) isMarker(e *telemetry.Event) bool {
@@ -229,14 +224,14 @@ func (c *markerCache) isMarker(e *telemetry.Event) bool {
 	if !ok {
 		v = c.scan(key, e.Metadata)
 	}
-	c.lastKey, c.lastMap, c.lastValue = key, e.Metadata, v.marker
-	return v.marker
+	c.lastKey, c.lastValue = key, v
+	return v
 }
 
-func (c *markerCache) scan(key unsafe.Pointer, metadata map[string]any) markerVerdict {
-	v := markerVerdict{metadata: metadata, marker: anyStringMatches(metadata)}
+func (c *markerCache) scan(key unsafe.Pointer, metadata map[string]any) bool {
+	v := anyStringMatches(metadata)
 	if c.seen == nil {
-		c.seen = make(map[unsafe.Pointer]markerVerdict)
+		c.seen = make(map[unsafe.Pointer]bool)
 	}
 	if len(c.seen) < 4096 {
 		c.seen[key] = v
