@@ -154,6 +154,9 @@ type Decoder struct {
 	follows  [numFields + 1]field
 	lastMeta []byte         // previous metadata text …
 	lastMap  map[string]any // … and its map
+	// metadataMisses counts metadata texts decoded since the last one
+	// found in the interning table.
+	metadataMisses int
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -366,24 +369,37 @@ const (
 func (d *Decoder) scanMetadata(sl *slot) error {
 	s := &d.sc
 	start := s.pos
-	if err := s.skipValue(); err != nil {
-		return err
-	}
-	raw := s.data[start:s.pos]
-	if d.lastMeta != nil && string(raw) == string(d.lastMeta) {
+	// The previous record's text again: it is a whole object, so the value
+	// here is exactly that text.
+	if n := len(d.lastMeta); n > 0 && len(s.data)-start >= n && string(s.data[start:start+n]) == string(d.lastMeta) {
+		s.pos += n
 		sl.meta = d.lastMap
 		return nil
 	}
-	if m, ok := d.metadata[string(raw)]; ok {
-		sl.meta = m
-		d.lastMeta, d.lastMap = append(d.lastMeta[:0], raw...), m
-		return nil
+	if d.lookUpMetadata() {
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		if m, ok := d.metadata[string(s.data[start:s.pos])]; ok {
+			d.metadataMisses = 0
+			sl.meta = m
+			d.lastMeta, d.lastMap = append(d.lastMeta[:0], s.data[start:s.pos]...), m
+			return nil
+		}
+		s.pos = start
 	}
-	sub := scanner{data: raw, intern: s.intern}
-	m, err := sub.object()
+	d.metadataMisses++
+	m, err := s.object()
 	if err != nil {
+		// skipValue words some errors differently, and its words are the
+		// ones this decoder has always reported.
+		s.pos, s.depth = start, 0
+		if err := s.skipValue(); err != nil {
+			return err
+		}
 		return err
 	}
+	raw := s.data[start:s.pos]
 	if len(m) == 0 {
 		m = nil
 	}
@@ -398,6 +414,14 @@ func (d *Decoder) scanMetadata(sl *slot) error {
 		}
 	}
 	return nil
+}
+
+// lookUpMetadata says whether to look a metadata text up in the interning
+// table: always while it fills, then while lookups hit now and then. A
+// stream whose metadata are all distinct (a sequence number in each) would
+// otherwise hash every text for nothing; one lookup in 16 keeps watching.
+func (d *Decoder) lookUpMetadata() bool {
+	return len(d.metadata) < maxInternedMetadata || d.metadataMisses < 64 || d.metadataMisses%16 == 0
 }
 
 // ValidationError is a well-formed record that breaks a TelemetryEvent rule.
