@@ -16,7 +16,9 @@
 // resolved, and an empty input prints [] whatever the preset or overrides
 // (the reference returns [] for no events before resolving its
 // configuration); an invalid record wins over an invalid configuration.
-// JSON Lines are streamed in chunks; a JSON array is read whole.
+// Records are decoded in parallel as they stream in and kept only as the
+// per-rank columns attribution reads (read.go); a JSON document's text is
+// read whole.
 package main
 
 import (
