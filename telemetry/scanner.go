@@ -44,6 +44,73 @@ type internTables struct {
 	// one depth of one stream's metadata tend to have the same keys, and a
 	// map made at its final size is not grown and rehashed.
 	sizes [8]int
+	// members[d][i] is the i-th member of the last object at depth d.
+	members [8][16]memberMemo
+}
+
+// memberMemo remembers an object member: its key, and its value when that
+// is a short string or number, each with the JSON text that stands for it.
+// Metadata objects at one depth of a stream list their keys in one order and
+// repeat many values: comparing the text saves scanning, looking up and
+// boxing them.
+type memberMemo struct {
+	keyText   []byte // `"key"`; empty when the key's text had escapes
+	key       string
+	valueText []byte // empty when the value is not remembered
+	value     any
+}
+
+func (m *memberMemo) keyTextOrNil() []byte {
+	if m == nil {
+		return nil
+	}
+	return m.keyText
+}
+
+// remember sets the memo's key from its text.
+func (m *memberMemo) remember(key string, text []byte) {
+	m.key = key
+	m.keyText = m.keyText[:0]
+	if string(text[1:len(text)-1]) == key {
+		m.keyText = append(m.keyText, text...)
+	}
+	m.valueText, m.value = m.valueText[:0], nil
+}
+
+// rememberValue keeps v, decoded from text, when it is a short string
+// without escapes or a number.
+func (m *memberMemo) rememberValue(v any, text []byte) {
+	m.valueText, m.value = m.valueText[:0], nil
+	if len(text) > 34 {
+		return
+	}
+	switch x := v.(type) {
+	case json.Number:
+	case string:
+		if string(text[1:len(text)-1]) != x {
+			return
+		}
+	default:
+		return
+	}
+	m.valueText, m.value = append(m.valueText, text...), v
+}
+
+// valueAt reports whether the remembered value's text is the value at
+// data[pos:]: a string's text ends itself; a number's must not go on.
+func (m *memberMemo) valueAt(data []byte, pos int) bool {
+	n := len(m.valueText)
+	if n == 0 || len(data)-pos < n || string(data[pos:pos+n]) != string(m.valueText) {
+		return false
+	}
+	if m.valueText[0] == '"' || pos+n == len(data) {
+		return true
+	}
+	switch c := data[pos+n]; {
+	case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		return false
+	}
+	return true
 }
 
 type boxKey struct {
@@ -438,21 +505,45 @@ func (s *scanner) object() (map[string]any, error) {
 		size = max(size, s.intern.sizes[s.depth])
 		defer func() { s.intern.sizes[s.depth] = len(m) }()
 	}
-	for {
+	for i := 0; ; i++ {
 		if s.peek() != '"' {
 			return nil, s.fail("expected object key")
 		}
-		k, err := s.str(true)
-		if err != nil {
-			return nil, err
+		var memo *memberMemo
+		if s.intern != nil && s.depth < len(s.intern.members) && i < len(s.intern.members[0]) {
+			memo = &s.intern.members[s.depth][i]
+		}
+		var k string
+		if n := len(memo.keyTextOrNil()); n > 0 && len(s.data)-s.pos >= n && string(s.data[s.pos:s.pos+n]) == string(memo.keyText) {
+			k = memo.key
+			s.pos += n
+		} else {
+			start := s.pos
+			var err error
+			if k, err = s.str(true); err != nil {
+				return nil, err
+			}
+			if memo != nil {
+				memo.remember(k, s.data[start:s.pos])
+			}
 		}
 		if s.peek() != ':' {
 			return nil, s.fail("expected ':' after object key")
 		}
 		s.pos++
-		v, err := s.value()
-		if err != nil {
-			return nil, err
+		var v any
+		if s.peek() != 0 && memo != nil && memo.valueAt(s.data, s.pos) {
+			v = memo.value
+			s.pos += len(memo.valueText)
+		} else {
+			start := s.pos
+			var err error
+			if v, err = s.value(); err != nil {
+				return nil, err
+			}
+			if memo != nil {
+				memo.rememberValue(v, s.data[start:s.pos])
+			}
 		}
 		if m == nil {
 			m = make(map[string]any, size)
