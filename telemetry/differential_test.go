@@ -170,7 +170,11 @@ func TestStreamMatchesOracleAtBlockBoundaries(t *testing.T) {
 	for name, in := range forms(lines) {
 		checkAgainstOracle(t, "large "+name, in)
 	}
-	for _, b := range boundaries[:2] {
+	checked := boundaries[:2]
+	if testing.Short() {
+		checked = boundaries[:1]
+	}
+	for _, b := range checked {
 		for _, at := range []int{b - 1, b, b + 1} {
 			for _, bad := range []string{badLines[0], badLines[4]} {
 				with := append([]string{}, lines...)
@@ -200,7 +204,11 @@ func TestStreamMatchesOracleOnMutations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 4))
 	lines := corpusLines()
 	edits := []string{"", " ", "\n", "\r\n", ",", "}", "{", "]", "[", `"`, `\`, "0", "-", "\x00", "\xff", `\u0000`, "null", "true", `"events":`}
-	for round := range 3000 {
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	for round := range rounds {
 		ls := make([]string, 1+rng.IntN(6))
 		for i := range ls {
 			ls[i] = lines[rng.IntN(len(lines))]
@@ -240,4 +248,22 @@ func FuzzStreamMatchesOracle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstOracle(t, "fuzz", data)
 	})
+}
+
+// TestNumberBoundariesMatchOracle: integers around the int64 limits, with
+// 18, 19 and 20 digits, as the old scanner classified them.
+func TestNumberBoundariesMatchOracle(t *testing.T) {
+	for _, lex := range []string{
+		"0", "7", "999999999999999999", "1000000000000000000", "9223372036854775807",
+		"9223372036854775808", "9999999999999999999", "10000000000000000000",
+		"-9223372036854775808", "-9223372036854775809", "-1", "12.5", "1e3", "123456789012345678901234567890",
+	} {
+		s := &scanner{data: []byte(lex + ",")}
+		o := &oldScanner{data: []byte(lex + ",")}
+		gotLex, gotKind, gotV, gotErr := s.number()
+		wantLex, wantKind, wantV, wantErr := o.number()
+		if string(gotLex) != string(wantLex) || int(gotKind) != int(wantKind) || gotV != wantV || (gotErr == nil) != (wantErr == nil) || s.pos != o.pos {
+			t.Errorf("%s: got %q %d %d %v at %d, want %q %d %d %v at %d", lex, gotLex, gotKind, gotV, gotErr, s.pos, wantLex, wantKind, wantV, wantErr, o.pos)
+		}
+	}
 }

@@ -384,17 +384,12 @@ func (s *scanner) number() ([]byte, numberKind, int64, error) {
 	case d[i] == '0':
 		i++
 	case d[i] >= '1' && d[i] <= '9':
-		end := i
-		for end < len(d) && d[end]-'0' <= 9 {
-			end++
+		// 18 digits stay below 10^18 and cannot overflow; only longer
+		// numbers are checked digit by digit.
+		for unchecked := min(len(d), i+18); i < unchecked && d[i]-'0' <= 9; i++ {
+			v = v*10 + uint64(d[i]-'0')
 		}
-		if end-i <= 18 { // below 10^18: cannot overflow
-			for ; i < end; i++ {
-				v = v*10 + uint64(d[i]-'0')
-			}
-			break
-		}
-		for ; i < end; i++ {
+		for ; i < len(d) && d[i]-'0' <= 9; i++ {
 			digit := uint64(d[i] - '0')
 			if v > (1<<63)/10 || v*10 > (1<<63)-digit {
 				overflow = true
