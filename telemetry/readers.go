@@ -160,11 +160,11 @@ func arrayElements(s *scanner) [][2]int {
 // until the first non-blank byte and, when that opens an object, the end of
 // its line. json.dump writes a whole {"events": [...]} document on one line,
 // and from its first 64 KiB alone it would pass for a record line.
-func readHead(r io.Reader) ([]byte, error) {
+func (in *input) readHead() ([]byte, error) {
 	head := make([]byte, 64<<10)
 	n := 0
 	for {
-		m, err := io.ReadFull(r, head[n:])
+		m, err := io.ReadFull(in.r, head[n:])
 		n += m
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return head[:n], nil
@@ -176,18 +176,20 @@ func readHead(r io.Reader) ([]byte, error) {
 		if c := s.peek(); c != 0 && (c != '{' || bytes.IndexByte(head[s.pos:n], '\n') >= 0) {
 			return head[:n], nil
 		}
-		head = grow(r, head[:n])
+		// Double while the line may still be a long record; past
+		// longFirstLine it is most likely a one-line document, read whole.
+		head = in.grow(head[:n], len(head) >= longFirstLine)
 		head = head[:cap(head)]
 	}
 }
 
-// readRest appends the rest of r to data.
-func readRest(r io.Reader, data []byte) ([]byte, error) {
+// readRest appends the rest of the input to data.
+func (in *input) readRest(data []byte) ([]byte, error) {
 	for {
 		if len(data) == cap(data) {
-			data = grow(r, data)
+			data = in.grow(data, true)
 		}
-		m, err := r.Read(data[len(data):cap(data)])
+		m, err := in.r.Read(data[len(data):cap(data)])
 		data = data[:len(data)+m]
 		if err == io.EOF {
 			return data, nil
@@ -198,25 +200,51 @@ func readRest(r io.Reader, data []byte) ([]byte, error) {
 	}
 }
 
-// grow makes room in data for the rest of r: all of it at once when r is a
-// regular file of known size (a document is read whole, and growing it by
-// doubling would copy it and hold up to twice its size), else twice as much.
-func grow(r io.Reader, data []byte) []byte {
+// input is a reader and the large buffers read from it, which release
+// frees.
+type input struct {
+	r        io.Reader
+	releases []func()
+}
+
+func (in *input) release() {
+	for _, f := range in.releases {
+		f()
+	}
+	in.releases = nil
+}
+
+// grow makes room in data: with all, for the rest of the input at once when
+// its size is known (a document is read whole, and growing it by doubling
+// would copy it and hold up to twice its size); else for as much again.
+func (in *input) grow(data []byte, all bool) []byte {
 	more := max(len(data), 64<<10)
-	if rd, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
-		more = max(rd.Len()+1, 64<<10)
-	} else if f, ok := r.(*os.File); ok {
+	if rest, ok := in.remaining(); all && ok {
+		more = rest + 1 // +1: reach EOF without growing again
+	}
+	grown, release := textBuffer(len(data) + more)
+	if release != nil {
+		in.releases = append(in.releases, release)
+	}
+	grown = grown[:len(data)]
+	copy(grown, data)
+	return grown
+}
+
+// remaining is the number of bytes left in a bytes.Reader, strings.Reader
+// or regular file.
+func (in *input) remaining() (int, bool) {
+	if rd, ok := in.r.(interface{ Len() int }); ok {
+		return rd.Len(), true
+	}
+	if f, ok := in.r.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if off, err := f.Seek(0, io.SeekCurrent); err == nil && fi.Size() > off {
-				more = int(fi.Size()-off) + 1 // +1: reach EOF without growing again
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && fi.Size() >= off {
+				return int(fi.Size() - off), true
 			}
 		}
 	}
-	// make, not slices.Grow or append: those clear the new memory, while a
-	// large make takes pages the OS has zeroed.
-	grown := make([]byte, len(data), len(data)+more)
-	copy(grown, data)
-	return grown
+	return 0, false
 }
 
 type lineKind int

@@ -26,14 +26,17 @@ import (
 // error fn returns, or the read error. fn may have been called with the
 // records before the bad one: on an error, discard what it was given.
 func Stream(r io.Reader, fn func(chunk []Event) error) error {
-	head, err := readHead(r)
+	in := &input{r: r}
+	// Events do not refer to the text they are decoded from.
+	defer in.release()
+	head, err := in.readHead()
 	if err != nil {
 		return err
 	}
 	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
-		return streamDocument(r, head, nil, fn)
+		return streamDocument(in, head, nil, fn)
 	case '{':
 		first := head
 		if i := bytes.IndexByte(head[s.pos:], '\n'); i >= 0 {
@@ -45,12 +48,12 @@ func Stream(r io.Reader, fn func(chunk []Event) error) error {
 			// sequential pass. The light split tells it; the document's
 			// check and decoding confirm it, or go the exact way.
 			if spans, events, ok := splitDocument(first); ok && events {
-				return streamDocument(r, head, &split{end: len(first), spans: spans}, fn)
+				return streamDocument(in, head, &split{end: len(first), spans: spans}, fn)
 			}
 		}
 		switch firstLineKind(head[s.pos:]) {
 		case eventsWrapper, incompleteLine:
-			return streamDocument(r, head, nil, fn)
+			return streamDocument(in, head, nil, fn)
 		}
 	}
 	return streamJSONL(r, head, fn)
@@ -339,8 +342,8 @@ type split struct {
 // streamExact decides as ReadAuto always did (a malformed one-line document
 // without a newline, for one, is a truncated JSON Lines tail: no records).
 // When a record is bad, ReadDocument's in-order decode gives the error.
-func streamDocument(r io.Reader, head []byte, pre *split, fn func([]Event) error) error {
-	data, err := readRest(r, head)
+func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) error {
+	data, err := in.readRest(head)
 	if err != nil {
 		return err
 	}
