@@ -335,13 +335,15 @@ type split struct {
 
 // streamDocument reads the rest of r and streams the records of one JSON
 // document. Its elements are found by a light scan that only tracks strings
-// and brackets (or taken from pre when the first line held the document),
-// their syntax is checked in parallel, and they are decoded in parallel by
-// the strict record decoder. When the document is not valid JSON, or not of
-// a shape the light scan knows, nothing has been delivered yet and
-// streamExact decides as ReadAuto always did (a malformed one-line document
-// without a newline, for one, is a truncated JSON Lines tail: no records).
-// When a record is bad, ReadDocument's in-order decode gives the error.
+// and brackets (or taken from pre when the first line held the document)
+// and decoded in parallel by the strict record decoder, which checks each
+// one's syntax in full. When the document is not of a shape the light scan
+// knows, nothing has been delivered and streamExact decides as ReadAuto
+// always did. A one-line object without a newline, malformed, would be a
+// truncated JSON Lines tail (no records, no error): its elements' syntax is
+// checked, in parallel, before anything is delivered. When an element does
+// not decode, ReadDocument's whole-text check and in-order decode give the
+// error.
 func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) error {
 	data, err := in.readRest(head)
 	if err != nil {
@@ -354,23 +356,24 @@ func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) 
 	} else {
 		spans, _, ok = splitDocument(data)
 	}
-	if !ok || !checkSpans(data, spans) {
+	if !ok || (malformedIsTail(data) && !checkSpans(data, spans)) {
 		return streamExact(data, fn)
 	}
 	delivered, ok, err := streamSpans(data, spans, fn)
 	if err != nil || ok {
 		return err
 	}
-	events, err := ReadDocument(data)
-	if err != nil {
-		return err
-	}
-	// Not reached for a valid document whose records all decode one by one,
-	// but should ReadDocument accept it, deliver what is left.
-	if len(events) > delivered {
-		return fn(events[delivered:])
-	}
-	return nil
+	// An element did not decode: the exact reading gives the error. Should
+	// it accept the document after all, the records it delivers first are
+	// the ones already delivered, decoded the same way: skip them.
+	return streamExact(data, func(chunk []Event) error {
+		skip := min(delivered, len(chunk))
+		delivered -= skip
+		if skip == len(chunk) {
+			return nil
+		}
+		return fn(chunk[skip:])
+	})
 }
 
 // streamExact reads an in-memory input as ReadAuto did before streaming:
@@ -400,6 +403,17 @@ func streamExact(data []byte, fn func([]Event) error) error {
 		}
 	}
 	return streamJSONL(bytes.NewReader(data), nil, fn)
+}
+
+// malformedIsTail reports whether the input, were it malformed, would be a
+// truncated JSON Lines tail — an object on one line without a newline, as
+// json.dump writes it — and so no records and no error. Only then must the
+// syntax of the whole document be known before the first chunk is
+// delivered; any other malformed document is an error, whatever was
+// delivered before it is found.
+func malformedIsTail(data []byte) bool {
+	s := &scanner{data: data}
+	return s.peek() == '{' && bytes.IndexByte(data[s.pos:], '\n') < 0
 }
 
 // checkSpans checks the syntax of each element in parallel, as ReadDocument's
@@ -566,21 +580,15 @@ func splitArray(s *scanner) ([][2]int, bool) {
 // skipStringLight returns the index after the string starting at data[i]
 // ('"'), honouring backslash escapes, or -1 when it does not end.
 func skipStringLight(data []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexAny(data[i:], `"\`)
-		if j < 0 {
-			return -1
-		}
-		i += j
-		if data[i] == '"' {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '"':
 			return i + 1
-		}
-		i += 2 // a backslash and the byte it escapes
-		if i > len(data) {
-			return -1
+		case '\\':
+			i++ // the escaped byte
 		}
 	}
+	return -1
 }
 
 // splitWrapper handles a top-level object: the elements of its "events"
