@@ -35,7 +35,7 @@ FUZZTIME  ?= 10s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 
-.PHONY: all build collector cli tools generate test test-unit demo bench fuzz lint fmt-check vet staticcheck ci clean
+.PHONY: all build collector cli tools generate test test-unit demo bench bench-cli fuzz lint fmt-check vet staticcheck ci clean
 
 all: build
 
@@ -90,6 +90,14 @@ demo: build
 ## bench: every benchmark once
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-cli: `collectiveattr attribute` of BENCH_BASE against this tree's on one gpujobsim
+## file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS alternating runs each: wall time, peak RSS
+BENCH_BASE   ?= 8c9c5f4
+BENCH_RANKS  ?= 64
+BENCH_ROUNDS ?= 5
+bench-cli:
+	BASE=$(BENCH_BASE) RANKS=$(BENCH_RANKS) ROUNDS=$(BENCH_ROUNDS) GO=$(GO) bash cmd/collectiveattr/bench-cli.sh
 
 ## fuzz: a short run of every Fuzz target (FUZZTIME each)
 fuzz:

@@ -72,78 +72,81 @@ const denseRanks = 1 << 16
 // samples in time order (ties in input order, as after the reference's stable
 // sort) and the marker timestamps ascending, plus the expected world size and
 // the trace start over all events. Ranks appear in ascending rank order;
-// ranks with markers but no samples are left out (they cannot spike).
-//
-// It makes a single pass over the events: with ~300-byte events, memory
-// bandwidth is the cost that matters at this size.
+// ranks with markers but no samples are left out (they cannot spike). It is
+// an InputBuilder fed every event.
 func BuildInput(events []telemetry.Event) Input {
+	var b InputBuilder
+	if len(events) > 0 {
+		// Per-rank capacity guess: events spread evenly over world_size ranks.
+		b.perRank = len(events)
+		if ws := events[0].WorldSize; ws > 1 {
+			b.perRank = len(events)/int(min(ws, int64(len(events)))) + 16
+		}
+	}
+	b.AddEvents(events)
+	return b.Input()
+}
+
+// InputBuilder builds the Input of a run from its events fed one at a time
+// in input order (a decoded stream), keeping per rank only the columns the
+// algorithm reads: samples reduced to Sample, and marker times. Its zero
+// value is ready to use.
+type InputBuilder struct {
+	dense    []int32 // rank → 1 + index into series
+	sparse   map[int64]int32
+	series   []RankSeries
+	markers  markerCache
+	events   int
+	minTs    int64
+	maxWorld int64
+	// perRank is the capacity of a new rank's samples (0: grow as needed).
+	perRank int
+}
+
+// Add adds one event. The builder keeps no reference to e, but may keep its
+// Metadata map (read-only) to remember the map's marker verdict.
+func (b *InputBuilder) Add(e *telemetry.Event) {
+	if b.events == 0 || e.TimestampNs < b.minTs {
+		b.minTs = e.TimestampNs
+	}
+	b.events++
+	if e.WorldSize > b.maxWorld {
+		b.maxWorld = e.WorldSize
+	}
+	sample, marker := IsSample(e), b.markers.isMarker(e)
+	g := b.lookup(e.Rank)
+	if sample {
+		b.series[g].Samples = append(b.series[g].Samples, SampleOf(e))
+	}
+	if marker {
+		b.series[g].Markers = append(b.series[g].Markers, e.TimestampNs)
+	}
+}
+
+// AddEvents adds events in order.
+func (b *InputBuilder) AddEvents(events []telemetry.Event) {
+	for i := range events {
+		b.Add(&events[i])
+	}
+}
+
+// Events is the number of events added.
+func (b *InputBuilder) Events() int { return b.events }
+
+// Input returns the grouped run, as BuildInput over the events added. The
+// Input owns the builder's slices: call it once, after the last Add.
+func (b *InputBuilder) Input() Input {
 	var in Input
-	if len(events) == 0 {
+	if b.events == 0 {
 		return in
 	}
-	var (
-		dense  []int32 // rank → 1 + index into series
-		sparse map[int64]int32
-		series []RankSeries
-	)
-	// Per-rank capacity guess: events spread evenly over world_size ranks.
-	perRank := len(events)
-	if ws := events[0].WorldSize; ws > 1 {
-		perRank = len(events)/int(min(ws, int64(len(events)))) + 16
+	in.TraceStartNs = max(0, b.minTs)
+	in.ExpectedWorldSize = b.maxWorld
+	if b.maxWorld <= 0 {
+		in.ExpectedWorldSize = int64(max(len(b.series), 1))
 	}
-	newSeries := func(rank int64) int32 {
-		series = append(series, RankSeries{Rank: rank, Samples: make([]Sample, 0, perRank)})
-		return int32(len(series) - 1)
-	}
-	lookup := func(rank int64) int32 {
-		if rank >= 0 && rank < denseRanks {
-			if int(rank) >= len(dense) {
-				dense = slices.Grow(dense, int(rank)+1-len(dense))[:rank+1]
-			}
-			if g := dense[rank]; g != 0 {
-				return g - 1
-			}
-			g := newSeries(rank)
-			dense[rank] = g + 1
-			return g
-		}
-		if g, ok := sparse[rank]; ok {
-			return g
-		}
-		if sparse == nil {
-			sparse = make(map[int64]int32)
-		}
-		g := newSeries(rank)
-		sparse[rank] = g
-		return g
-	}
-
-	markers := markerCache{}
-	minTs := int64(math.MaxInt64)
-	var maxWorld int64
-	for i := range events {
-		e := &events[i]
-		minTs = min(minTs, e.TimestampNs)
-		if e.WorldSize > maxWorld {
-			maxWorld = e.WorldSize
-		}
-		sample, marker := IsSample(e), markers.isMarker(e)
-		g := lookup(e.Rank)
-		if sample {
-			series[g].Samples = append(series[g].Samples, SampleOf(e))
-		}
-		if marker {
-			series[g].Markers = append(series[g].Markers, e.TimestampNs)
-		}
-	}
-	in.TraceStartNs = max(0, minTs)
-	in.ExpectedWorldSize = maxWorld
-	if maxWorld <= 0 {
-		in.ExpectedWorldSize = int64(max(len(series), 1))
-	}
-
-	in.Ranks = series[:0]
-	for _, rs := range series {
+	in.Ranks = b.series[:0]
+	for _, rs := range b.series {
 		if len(rs.Samples) == 0 {
 			continue
 		}
@@ -159,12 +162,44 @@ func BuildInput(events []telemetry.Event) Input {
 	return in
 }
 
+// lookup returns the index of rank's series, adding it when new.
+func (b *InputBuilder) lookup(rank int64) int32 {
+	if rank >= 0 && rank < denseRanks {
+		if int(rank) >= len(b.dense) {
+			b.dense = slices.Grow(b.dense, int(rank)+1-len(b.dense))[:rank+1]
+		}
+		if g := b.dense[rank]; g != 0 {
+			return g - 1
+		}
+		g := b.newSeries(rank)
+		b.dense[rank] = g + 1
+		return g
+	}
+	if g, ok := b.sparse[rank]; ok {
+		return g
+	}
+	if b.sparse == nil {
+		b.sparse = make(map[int64]int32)
+	}
+	g := b.newSeries(rank)
+	b.sparse[rank] = g
+	return g
+}
+
+func (b *InputBuilder) newSeries(rank int64) int32 {
+	b.series = append(b.series, RankSeries{Rank: rank, Samples: make([]Sample, 0, b.perRank)})
+	return int32(len(b.series) - 1)
+}
+
 // markerCache answers IsMarker, remembering the verdict on each metadata map
 // it has scanned. Decoded streams share one map per distinct metadata text
 // (telemetry.Decoder interns them) and generated or converted events often
 // share one map outright, so scanning metadata — the expensive part — happens
 // once per distinct map instead of once per event. Maps are compared by
-// identity; they are not modified during BuildInput.
+// identity and must not be modified while the cache is in use. The keys
+// are pointers the garbage collector follows: a map of a streamed event
+// that its decoder has dropped stays allocated while cached, so its address
+// cannot be reused by another map.
 type markerCache struct {
 	lastKey   unsafe.Pointer // most recent map, checked before seen
 	lastValue bool

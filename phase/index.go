@@ -22,19 +22,56 @@ type Index struct {
 
 // NewIndex builds an index (PhaseReplayIndex.from_events, §3.2) by replaying
 // the boundary events, and adds already-replayed spans (e.g. phase spans that
-// arrived as OTLP spans) as they are. Either input may be empty.
-//
-// NewIndex takes spans over: it sorts them in place and keeps sub-slices of
+// arrived as OTLP spans) as they are. Either input may be empty. It is an
+// IndexBuilder fed events, then IndexBuilder.Index(spans).
+func NewIndex(events []telemetry.Event, spans []Span) *Index {
+	var b IndexBuilder
+	for i := range events {
+		b.Add(&events[i])
+	}
+	return b.Index(spans)
+}
+
+// IndexBuilder builds an Index from events fed one at a time in input
+// order, keeping only what the replay reads: the phase boundaries and each
+// (session, rank)'s last event time (where a scope still open at the end
+// ends). Its zero value is ready to use.
+type IndexBuilder struct {
+	sessionEnd map[groupKey]int64
+	boundaries []boundaryAt
+}
+
+// Add records what e contributes to the index: nothing unless it has a
+// session. The builder keeps strings and maps of e's boundary (its phase
+// scope's attributes), not e.
+func (b *IndexBuilder) Add(e *telemetry.Event) {
+	if e.SessionID == "" {
+		return
+	}
+	k := groupKey{e.SessionID, e.Rank}
+	if b.sessionEnd == nil {
+		b.sessionEnd = make(map[groupKey]int64)
+	}
+	if end, ok := b.sessionEnd[k]; !ok || e.TimestampNs > end {
+		b.sessionEnd[k] = e.TimestampNs
+	}
+	if bd, ok := ParseBoundary(e); ok {
+		b.boundaries = append(b.boundaries, boundaryAt{rank: e.Rank, b: bd})
+	}
+}
+
+// Index replays the boundaries added so far and adds spans, as NewIndex
+// does. It takes spans over: it sorts them in place and keeps sub-slices of
 // it, so the caller must not modify spans while the index is in use. A
 // processor rebuilds its index from hundreds of thousands of buffered phase
 // spans every evaluation; copying them into per-group slices grown one
 // append at a time cost more than the attribution. Spans of one (session,
 // rank) that come one after another become their group as they are; a
 // group whose spans are spread out, or that also has replayed spans, is
-// copied.
-func NewIndex(events []telemetry.Event, spans []Span) *Index {
+// copied. Index sorts the builder's boundaries: call it once.
+func (b *IndexBuilder) Index(spans []Span) *Index {
 	ix := &Index{groups: make(map[groupKey][]Span)}
-	for _, s := range replay(events) {
+	for _, s := range b.replay() {
 		k := groupKey{s.SessionID, s.Rank}
 		ix.groups[k] = append(ix.groups[k], s)
 	}
@@ -76,22 +113,8 @@ type threadKey struct {
 // closed scopes as their exits are replayed, then scopes still open (ending
 // synthetically at the group's last event) in the order their thread stacks
 // were (re)created.
-func replay(events []telemetry.Event) []Span {
-	sessionEnd := make(map[groupKey]int64)
-	var boundaries []boundaryAt
-	for i := range events {
-		e := &events[i]
-		if e.SessionID == "" {
-			continue
-		}
-		k := groupKey{e.SessionID, e.Rank}
-		if end, ok := sessionEnd[k]; !ok || e.TimestampNs > end {
-			sessionEnd[k] = e.TimestampNs
-		}
-		if b, ok := ParseBoundary(e); ok {
-			boundaries = append(boundaries, boundaryAt{rank: e.Rank, b: b})
-		}
-	}
+func (b *IndexBuilder) replay() []Span {
+	sessionEnd, boundaries := b.sessionEnd, b.boundaries
 	if len(boundaries) == 0 {
 		return nil
 	}

@@ -85,3 +85,12 @@ func scopes(g []Span) []string {
 	}
 	return out
 }
+
+// replay is the builder's replay of events.
+func replay(events []telemetry.Event) []Span {
+	var b IndexBuilder
+	for i := range events {
+		b.Add(&events[i])
+	}
+	return b.replay()
+}

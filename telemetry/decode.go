@@ -50,6 +50,14 @@ var fieldNames = [numFields]string{
 	"job_id", "rank", "local_rank", "world_size",
 }
 
+// quotedFieldNames are the keys as JSON strings.
+var quotedFieldNames = func() (q [numFields]string) {
+	for f, name := range fieldNames {
+		q[f] = `"` + name + `"`
+	}
+	return q
+}()
+
 // lookupField maps a key to its field; a switch on the key text beats a map
 // lookup on the hot path (every key of every record).
 func lookupField(key []byte) (field, bool) {
@@ -137,9 +145,18 @@ type Decoder struct {
 	slots    [numFields]slot
 	unknown  []string
 	metadata map[string]map[string]any // interned metadata by raw text
-	last     [numFields]string         // previous string value per field
-	lastMeta []byte                    // previous metadata text …
-	lastMap  map[string]any            // … and its map
+	last     [numFields]string         // previous string value per field …
+	lastRaw  [numFields][]byte         // … and its JSON text when that is the value quoted
+	// follows[f] is the key that followed f in the previous record
+	// (follows[numFields]: its first key). Records of one writer list their
+	// keys in one order: the predicted key is checked with one comparison
+	// instead of being scanned and looked up.
+	follows  [numFields + 1]field
+	lastMeta []byte         // previous metadata text …
+	lastMap  map[string]any // … and its map
+	// metadataMisses counts metadata texts decoded since the last one
+	// found in the interning table.
+	metadataMisses int
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -182,7 +199,7 @@ func (d *Decoder) Decode(data []byte) (Event, error) {
 // result slice); on error *e holds a partial record.
 func (d *Decoder) decodeInto(data []byte, e *Event) error {
 	if d.sc.intern == nil {
-		d.sc.intern = make(map[string]string, 64)
+		d.sc.intern = newInternTables()
 	}
 	d.sc.data, d.sc.pos, d.sc.depth = data, 0, 0
 	isObject, err := d.scanRecord()
@@ -220,17 +237,25 @@ func (d *Decoder) scanRecord() (bool, error) {
 		s.pos++
 		return true, s.expectEnd()
 	}
+	prev := field(numFields)
 	for {
 		if s.peek() != '"' {
 			return false, s.fail("expected object key")
 		}
-		kb, err := s.stringBytes()
-		if err != nil {
-			return false, err
+		f, known := d.follows[prev], true
+		if q := quotedFieldNames[f]; len(s.data)-s.pos >= len(q) && string(s.data[s.pos:s.pos+len(q)]) == q {
+			s.pos += len(q)
+		} else {
+			kb, err := s.stringBytes()
+			if err != nil {
+				return false, err
+			}
+			if f, known = lookupField(kb); !known {
+				d.unknown = append(d.unknown, string(kb))
+			}
 		}
-		f, known := lookupField(kb)
-		if !known {
-			d.unknown = append(d.unknown, string(kb))
+		if known {
+			d.follows[prev], prev = f, f
 		}
 		if s.peek() != ':' {
 			return false, s.fail("expected ':' after object key")
@@ -268,18 +293,31 @@ func (d *Decoder) scanField(f field) error {
 			return err
 		}
 		// Consecutive records almost always repeat event_type, collector,
-		// host and the ids: compare with this field's previous value before
-		// consulting the intern table.
+		// host and the ids: compare with this field's previous value, first
+		// as text, before consulting the intern table.
+		if raw := d.lastRaw[f]; raw != nil && len(s.data)-s.pos >= len(raw) && string(s.data[s.pos:s.pos+len(raw)]) == string(raw) {
+			s.pos += len(raw)
+			sl.s = d.last[f]
+			return nil
+		}
+		start := s.pos
 		b, err := s.stringBytes()
 		if err != nil {
 			return err
 		}
 		if last := d.last[f]; string(b) == last {
 			sl.s = last
-			return nil
+		} else {
+			sl.s = s.internBytes(b)
+			d.last[f] = sl.s
 		}
-		sl.s = s.internBytes(b)
-		d.last[f] = sl.s
+		// The text stands for the value only without escapes or invalid
+		// UTF-8: it is then the value quoted.
+		if raw := s.data[start:s.pos]; string(raw[1:len(raw)-1]) == sl.s {
+			d.lastRaw[f] = append(d.lastRaw[f][:0], raw...)
+		} else {
+			d.lastRaw[f] = nil
+		}
 		return nil
 	case c == 'n':
 		sl.kind = kNull
@@ -331,24 +369,37 @@ const (
 func (d *Decoder) scanMetadata(sl *slot) error {
 	s := &d.sc
 	start := s.pos
-	if err := s.skipValue(); err != nil {
-		return err
-	}
-	raw := s.data[start:s.pos]
-	if d.lastMeta != nil && string(raw) == string(d.lastMeta) {
+	// The previous record's text again: it is a whole object, so the value
+	// here is exactly that text.
+	if n := len(d.lastMeta); n > 0 && len(s.data)-start >= n && string(s.data[start:start+n]) == string(d.lastMeta) {
+		s.pos += n
 		sl.meta = d.lastMap
 		return nil
 	}
-	if m, ok := d.metadata[string(raw)]; ok {
-		sl.meta = m
-		d.lastMeta, d.lastMap = append(d.lastMeta[:0], raw...), m
-		return nil
+	if d.lookUpMetadata() {
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		if m, ok := d.metadata[string(s.data[start:s.pos])]; ok {
+			d.metadataMisses = 0
+			sl.meta = m
+			d.lastMeta, d.lastMap = append(d.lastMeta[:0], s.data[start:s.pos]...), m
+			return nil
+		}
+		s.pos = start
 	}
-	sub := scanner{data: raw, intern: s.intern}
-	m, err := sub.object()
+	d.metadataMisses++
+	m, err := s.object()
 	if err != nil {
+		// skipValue words some errors differently, and its words are the
+		// ones this decoder has always reported.
+		s.pos, s.depth = start, 0
+		if err := s.skipValue(); err != nil {
+			return err
+		}
 		return err
 	}
+	raw := s.data[start:s.pos]
 	if len(m) == 0 {
 		m = nil
 	}
@@ -363,6 +414,14 @@ func (d *Decoder) scanMetadata(sl *slot) error {
 		}
 	}
 	return nil
+}
+
+// lookUpMetadata says whether to look a metadata text up in the interning
+// table: always while it fills, then while lookups hit now and then. A
+// stream whose metadata are all distinct (a sequence number in each) would
+// otherwise hash every text for nothing; one lookup in 16 keeps watching.
+func (d *Decoder) lookUpMetadata() bool {
+	return len(d.metadata) < maxInternedMetadata || d.metadataMisses < 64 || d.metadataMisses%16 == 0
 }
 
 // ValidationError is a well-formed record that breaks a TelemetryEvent rule.

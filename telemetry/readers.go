@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"slices"
-	"sync"
 )
 
 // RecordError is a bad record: Line is the 1-based line it starts on (0 when
@@ -31,204 +28,6 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
-
-// ReadJSONL reads TelemetryEvent records, one JSON object per line (the
-// reference's JSONL loader): blank lines are skipped; an unparsable last line
-// without a trailing newline is a truncated tail (a writer still appending)
-// and is dropped; any other bad line fails the whole read with a
-// *RecordError naming the line, e.g. "line 7: rank must be < world_size".
-//
-// Lines are split on "\n" only ("\r\n" works: "\r" is JSON whitespace);
-// Python's splitlines would also split inside a raw U+2028 in a string.
-//
-// The input is streamed in chunks (decoded in parallel), so memory holds the
-// events plus one chunk, not the whole text. Events share one Metadata map
-// per distinct metadata text: treat Metadata as read-only.
-func ReadJSONL(r io.Reader) ([]Event, error) {
-	return readJSONL(r, nil)
-}
-
-// DecodeJSONL is ReadJSONL over an in-memory buffer.
-func DecodeJSONL(data []byte) ([]Event, error) {
-	var jr jsonlReader
-	if err := jr.decodeChunk(data, true); err != nil {
-		return nil, err
-	}
-	return jr.out[:len(jr.out):len(jr.out)], nil
-}
-
-const (
-	// chunkBytes is the streaming read size.
-	chunkBytes = 8 << 20
-	// minParallelBytes is the chunk size below which splitting across
-	// goroutines costs more than it saves.
-	minParallelBytes = 1 << 20
-)
-
-// readJSONL streams r; head holds bytes already read from r.
-func readJSONL(r io.Reader, head []byte) ([]Event, error) {
-	var sizeHint int64
-	if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
-		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
-			sizeHint = fi.Size()
-		}
-	}
-	var jr jsonlReader
-	buf := make([]byte, max(chunkBytes, 2*len(head)))
-	n := copy(buf, head)
-	consumed := int64(0)
-	for {
-		m, err := io.ReadFull(r, buf[n:])
-		n += m
-		eof := err == io.EOF || err == io.ErrUnexpectedEOF
-		if err != nil && !eof {
-			return nil, err
-		}
-		if eof {
-			if err := jr.decodeChunk(buf[:n], true); err != nil {
-				return nil, err
-			}
-			return jr.out[:len(jr.out):len(jr.out)], nil
-		}
-		cut := bytes.LastIndexByte(buf[:n], '\n') + 1
-		if cut == 0 { // one line longer than the buffer
-			buf = append(buf, make([]byte, len(buf))...)
-			continue
-		}
-		if err := jr.decodeChunk(buf[:cut], false); err != nil {
-			return nil, err
-		}
-		consumed += int64(cut)
-		if sizeHint > 0 && consumed == int64(cut) && len(jr.out) > 0 {
-			// Size the result once from the first chunk's bytes per event,
-			// instead of growing (and copying) it repeatedly.
-			want := int(float64(sizeHint)/float64(cut)*float64(len(jr.out))*1.02) + 16
-			jr.out = slices.Grow(jr.out, want-len(jr.out))
-		}
-		n = copy(buf, buf[cut:n])
-	}
-}
-
-// jsonlReader decodes successive chunks of complete lines into out.
-type jsonlReader struct {
-	decoders []Decoder // one per worker, kept across chunks for interning
-	out      []Event
-	filled   []bool
-	line     int // lines before the current chunk
-}
-
-// decodeChunk decodes the lines of data (which ends at a line boundary
-// unless final) and appends the events.
-func (jr *jsonlReader) decodeChunk(data []byte, final bool) error {
-	lines := bytes.Count(data, []byte{'\n'})
-	if final && len(data) > 0 && data[len(data)-1] != '\n' {
-		lines++
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if len(data) < minParallelBytes || workers < 2 {
-		workers = 1
-	}
-	for len(jr.decoders) < workers {
-		jr.decoders = append(jr.decoders, Decoder{})
-	}
-	base := len(jr.out)
-	jr.out = slices.Grow(jr.out, lines)[:base+lines]
-	out := jr.out[base:]
-	if cap(jr.filled) < lines {
-		jr.filled = make([]bool, lines)
-	}
-	filled := jr.filled[:lines]
-	clear(filled)
-
-	type part struct {
-		start, end, firstLine int
-		err                   *RecordError
-	}
-	parts := make([]part, 0, workers)
-	start, line := 0, 0
-	for w := 1; w <= workers; w++ {
-		end := len(data)
-		if w < workers {
-			end = max(start, len(data)*w/workers)
-			if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
-				end += i + 1
-			} else {
-				end = len(data)
-			}
-		}
-		parts = append(parts, part{start: start, end: end, firstLine: line})
-		line += bytes.Count(data[start:end], []byte{'\n'})
-		start = end
-	}
-	var wg sync.WaitGroup
-	for i := range parts {
-		p := &parts[i]
-		d := &jr.decoders[i]
-		wg.Go(func() {
-			p.err = d.decodeLines(data, p.start, p.end, p.firstLine, lines, final, jr.line, out, filled)
-		})
-	}
-	wg.Wait()
-	for _, p := range parts {
-		if p.err != nil {
-			return p.err
-		}
-	}
-	// Compact away blank and dropped lines.
-	n := 0
-	for i := range out {
-		if filled[i] {
-			out[n] = out[i]
-			n++
-		}
-	}
-	clear(out[n:])
-	jr.out = jr.out[:base+n]
-	jr.line += lines
-	return nil
-}
-
-// decodeLines decodes data[start:end] whose first line has index line within
-// the chunk; lineBase is the number of lines before the chunk.
-func (d *Decoder) decodeLines(data []byte, start, end, line, chunkLines int, final bool, lineBase int, out []Event, filled []bool) *RecordError {
-	for pos := start; pos < end; line++ {
-		next := end
-		lineEnd := end
-		if i := bytes.IndexByte(data[pos:end], '\n'); i >= 0 {
-			lineEnd = pos + i
-			next = lineEnd + 1
-		}
-		text := data[pos:lineEnd]
-		pos = next
-		if isBlankLine(text) {
-			continue
-		}
-		if err := d.decodeInto(text, &out[line]); err != nil {
-			var syn *SyntaxError
-			truncatedTail := final && line == chunkLines-1 && lineEnd == len(data)
-			if errors.As(err, &syn) && truncatedTail {
-				continue
-			}
-			if errors.As(err, &syn) {
-				err = fmt.Errorf("malformed JSON record: %s", syn.Msg)
-			}
-			return &RecordError{Line: lineBase + line + 1, Index: -1, Err: err}
-		}
-		filled[line] = true
-	}
-	return nil
-}
-
-func isBlankLine(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\v', '\f':
-		default:
-			return false
-		}
-	}
-	return true
-}
 
 // ReadDocument reads a JSON document holding TelemetryEvent records: an array
 // of records, an object with an "events" array, or a single record object
@@ -357,39 +156,15 @@ func arrayElements(s *scanner) [][2]int {
 	return spans
 }
 
-// ReadAuto reads either JSON Lines or one JSON document, deciding by content:
-// input whose first non-blank byte is '[' is a document; so is one object with
-// an "events" array, or one object spread over several lines (a pretty-printed
-// record); anything else is streamed as JSON Lines.
-func ReadAuto(r io.Reader) ([]Event, error) {
-	head, err := readHead(r)
-	if err != nil {
-		return nil, err
-	}
-	s := &scanner{data: head}
-	switch s.peek() {
-	case '[':
-		return readDocument(r, head, false)
-	case '{':
-		switch firstLineKind(head[s.pos:]) {
-		case eventsWrapper:
-			return readDocument(r, head, false)
-		case incompleteLine:
-			return readDocument(r, head, true)
-		}
-	}
-	return readJSONL(r, head)
-}
-
 // readHead reads the start of r that tells its format: 64 KiB, or more
 // until the first non-blank byte and, when that opens an object, the end of
 // its line. json.dump writes a whole {"events": [...]} document on one line,
 // and from its first 64 KiB alone it would pass for a record line.
-func readHead(r io.Reader) ([]byte, error) {
+func (in *input) readHead() ([]byte, error) {
 	head := make([]byte, 64<<10)
 	n := 0
 	for {
-		m, err := io.ReadFull(r, head[n:])
+		m, err := io.ReadFull(in.r, head[n:])
 		n += m
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return head[:n], nil
@@ -401,27 +176,75 @@ func readHead(r io.Reader) ([]byte, error) {
 		if c := s.peek(); c != 0 && (c != '{' || bytes.IndexByte(head[s.pos:n], '\n') >= 0) {
 			return head[:n], nil
 		}
-		head = append(head, make([]byte, len(head))...)
+		// Double while the line may still be a long record; past
+		// longFirstLine it is most likely a one-line document, read whole.
+		head = in.grow(head[:n], len(head) >= longFirstLine)
+		head = head[:cap(head)]
 	}
 }
 
-// readDocument reads the rest of r and decodes one document. When the
-// document shape was only a guess (an incomplete first line) and the text is
-// not valid JSON, it is decoded as JSON Lines instead, so the error names
-// the bad line.
-func readDocument(r io.Reader, head []byte, guessed bool) ([]Event, error) {
-	rest, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	data := append(head, rest...)
-	if guessed {
-		s := &scanner{data: data}
-		if s.skipValue() != nil || s.expectEnd() != nil {
-			return DecodeJSONL(data)
+// readRest appends the rest of the input to data.
+func (in *input) readRest(data []byte) ([]byte, error) {
+	for {
+		if len(data) == cap(data) {
+			data = in.grow(data, true)
+		}
+		m, err := in.r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+m]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	return ReadDocument(data)
+}
+
+// input is a reader and the large buffers read from it, which release
+// frees.
+type input struct {
+	r        io.Reader
+	releases []func()
+}
+
+func (in *input) release() {
+	for _, f := range in.releases {
+		f()
+	}
+	in.releases = nil
+}
+
+// grow makes room in data: with all, for the rest of the input at once when
+// its size is known (a document is read whole, and growing it by doubling
+// would copy it and hold up to twice its size); else for as much again.
+func (in *input) grow(data []byte, all bool) []byte {
+	more := max(len(data), 64<<10)
+	if rest, ok := in.remaining(); all && ok {
+		more = rest + 1 // +1: reach EOF without growing again
+	}
+	grown, release := textBuffer(len(data) + more)
+	if release != nil {
+		in.releases = append(in.releases, release)
+	}
+	grown = grown[:len(data)]
+	copy(grown, data)
+	return grown
+}
+
+// remaining is the number of bytes left in a bytes.Reader, strings.Reader
+// or regular file.
+func (in *input) remaining() (int, bool) {
+	if rd, ok := in.r.(interface{ Len() int }); ok {
+		return rd.Len(), true
+	}
+	if f, ok := in.r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && fi.Size() >= off {
+				return int(fi.Size() - off), true
+			}
+		}
+	}
+	return 0, false
 }
 
 type lineKind int

@@ -68,7 +68,7 @@ func TestReadJSONL(t *testing.T) {
 func TestDecodeJSONLParallelMatchesSequential(t *testing.T) {
 	var buf bytes.Buffer
 	n := 0
-	for buf.Len() < 3*minParallelBytes {
+	for buf.Len() < 3*blockBytes {
 		buf.WriteString(record(n, n%4))
 		buf.WriteByte('\n')
 		n++

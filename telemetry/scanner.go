@@ -31,8 +31,121 @@ type scanner struct {
 	data   []byte
 	pos    int
 	depth  int
-	intern map[string]string
-	buf    []byte // scratch for strings with escapes
+	intern *internTables // nil: no interning
+	buf    []byte        // scratch for strings with escapes
+}
+
+// internTables are a Decoder's interned values, shared by its scanners.
+// Boxed values are shared between metadata maps, which are read-only.
+type internTables struct {
+	strings map[string]string
+	boxed   map[boxKey]any // short metadata strings and numbers as interface values
+	// sizes[d] is the size of the last object decoded at depth d: objects at
+	// one depth of one stream's metadata tend to have the same keys, and a
+	// map made at its final size is not grown and rehashed.
+	sizes [8]int
+	// members[d][i] is the i-th member of the last object at depth d.
+	members [8][16]memberMemo
+}
+
+// memberMemo remembers an object member: its key, and its value when that
+// is a short string or number, each with the JSON text that stands for it.
+// Metadata objects at one depth of a stream list their keys in one order and
+// repeat many values: comparing the text saves scanning, looking up and
+// boxing them.
+type memberMemo struct {
+	keyText   []byte // `"key"`; empty when the key's text had escapes
+	key       string
+	valueText []byte // empty when the value is not remembered
+	value     any
+}
+
+func (m *memberMemo) keyTextOrNil() []byte {
+	if m == nil {
+		return nil
+	}
+	return m.keyText
+}
+
+// remember sets the memo's key from its text.
+func (m *memberMemo) remember(key string, text []byte) {
+	m.key = key
+	m.keyText = m.keyText[:0]
+	if string(text[1:len(text)-1]) == key {
+		m.keyText = append(m.keyText, text...)
+	}
+	m.valueText, m.value = m.valueText[:0], nil
+}
+
+// rememberValue keeps v, decoded from text, when it is a short string
+// without escapes or a number.
+func (m *memberMemo) rememberValue(v any, text []byte) {
+	m.valueText, m.value = m.valueText[:0], nil
+	if len(text) > 34 {
+		return
+	}
+	switch x := v.(type) {
+	case json.Number:
+	case string:
+		if string(text[1:len(text)-1]) != x {
+			return
+		}
+	default:
+		return
+	}
+	m.valueText, m.value = append(m.valueText, text...), v
+}
+
+// valueAt reports whether the remembered value's text is the value at
+// data[pos:]: a string's text ends itself; a number's must not go on.
+func (m *memberMemo) valueAt(data []byte, pos int) bool {
+	n := len(m.valueText)
+	if n == 0 || len(data)-pos < n || string(data[pos:pos+n]) != string(m.valueText) {
+		return false
+	}
+	if m.valueText[0] == '"' || pos+n == len(data) {
+		return true
+	}
+	switch c := data[pos+n]; {
+	case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		return false
+	}
+	return true
+}
+
+type boxKey struct {
+	number bool
+	text   string
+}
+
+// maxInterned bounds each intern table, so a stream of all-distinct values
+// costs only the lookups that miss.
+const maxInterned = 4096
+
+func newInternTables() *internTables {
+	return &internTables{strings: make(map[string]string, 64), boxed: make(map[boxKey]any, 64)}
+}
+
+// box returns the text as a string or json.Number in an interface value,
+// shared with earlier equal short values.
+func (s *scanner) box(b []byte, number bool) any {
+	if s.intern == nil || len(b) > 32 {
+		if number {
+			return json.Number(b)
+		}
+		return string(b)
+	}
+	if v, ok := s.intern.boxed[boxKey{number, string(b)}]; ok {
+		return v
+	}
+	var v any = string(b)
+	if number {
+		v = json.Number(b)
+	}
+	if len(s.intern.boxed) < maxInterned {
+		s.intern.boxed[boxKey{number, string(b)}] = v
+	}
+	return v
 }
 
 func (s *scanner) fail(msg string) error {
@@ -61,6 +174,9 @@ func (s *scanner) expectEnd() error {
 
 // peek returns the next non-whitespace byte, or 0 at the end.
 func (s *scanner) peek() byte {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return s.data[s.pos]
+	}
 	s.skipWS()
 	if s.pos >= len(s.data) {
 		return 0
@@ -228,12 +344,12 @@ func (s *scanner) internBytes(b []byte) string {
 	if s.intern == nil || len(b) > 64 {
 		return string(b)
 	}
-	if v, ok := s.intern[string(b)]; ok {
+	if v, ok := s.intern.strings[string(b)]; ok {
 		return v
 	}
 	v := string(b)
-	if len(s.intern) < 4096 {
-		s.intern[v] = v
+	if len(s.intern.strings) < maxInterned {
+		s.intern.strings[v] = v
 	}
 	return v
 }
@@ -268,14 +384,18 @@ func (s *scanner) number() ([]byte, numberKind, int64, error) {
 	case d[i] == '0':
 		i++
 	case d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		// 18 digits stay below 10^18 and cannot overflow; only longer
+		// numbers are checked digit by digit.
+		for unchecked := min(len(d), i+18); i < unchecked && d[i]-'0' <= 9; i++ {
+			v = v*10 + uint64(d[i]-'0')
+		}
+		for ; i < len(d) && d[i]-'0' <= 9; i++ {
 			digit := uint64(d[i] - '0')
 			if v > (1<<63)/10 || v*10 > (1<<63)-digit {
 				overflow = true
 			} else {
 				v = v*10 + digit
 			}
-			i++
 		}
 	default:
 		s.pos = i
@@ -326,7 +446,11 @@ func (s *scanner) number() ([]byte, numberKind, int64, error) {
 func (s *scanner) value() (any, error) {
 	switch c := s.peek(); {
 	case c == '"':
-		return s.str(false)
+		b, err := s.stringBytes()
+		if err != nil {
+			return nil, err
+		}
+		return s.box(b, false), nil
 	case c == '{':
 		return s.object()
 	case c == '[':
@@ -342,7 +466,7 @@ func (s *scanner) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Number(lex), nil
+		return s.box(lex, true), nil
 	case c == 0:
 		return nil, s.fail("unexpected end of input")
 	default:
@@ -371,24 +495,53 @@ func (s *scanner) object() (map[string]any, error) {
 		s.pos++
 		return map[string]any{}, nil
 	}
-	for {
+	size := 4
+	if s.intern != nil && s.depth < len(s.intern.sizes) {
+		size = max(size, s.intern.sizes[s.depth])
+		defer func() { s.intern.sizes[s.depth] = len(m) }()
+	}
+	for i := 0; ; i++ {
 		if s.peek() != '"' {
 			return nil, s.fail("expected object key")
 		}
-		k, err := s.str(true)
-		if err != nil {
-			return nil, err
+		var memo *memberMemo
+		if s.intern != nil && s.depth < len(s.intern.members) && i < len(s.intern.members[0]) {
+			memo = &s.intern.members[s.depth][i]
+		}
+		var k string
+		if n := len(memo.keyTextOrNil()); n > 0 && len(s.data)-s.pos >= n && string(s.data[s.pos:s.pos+n]) == string(memo.keyText) {
+			k = memo.key
+			s.pos += n
+		} else {
+			start := s.pos
+			var err error
+			if k, err = s.str(true); err != nil {
+				return nil, err
+			}
+			if memo != nil {
+				memo.remember(k, s.data[start:s.pos])
+			}
 		}
 		if s.peek() != ':' {
 			return nil, s.fail("expected ':' after object key")
 		}
 		s.pos++
-		v, err := s.value()
-		if err != nil {
-			return nil, err
+		var v any
+		if s.peek() != 0 && memo != nil && memo.valueAt(s.data, s.pos) {
+			v = memo.value
+			s.pos += len(memo.valueText)
+		} else {
+			start := s.pos
+			var err error
+			if v, err = s.value(); err != nil {
+				return nil, err
+			}
+			if memo != nil {
+				memo.rememberValue(v, s.data[start:s.pos])
+			}
 		}
 		if m == nil {
-			m = make(map[string]any, 4)
+			m = make(map[string]any, size)
 		}
 		m[k] = v
 		switch s.peek() {
@@ -478,6 +631,9 @@ func (s *scanner) skipValue() error {
 				return s.fail("expected ',' or closing bracket")
 			}
 		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, _, _, err := s.number()
+		return err
 	default:
 		_, err := s.value()
 		return err

@@ -49,29 +49,59 @@ func inspectorFiles(paths []string) ([]string, error) {
 	return files, nil
 }
 
+// inspectorJoin joins NCCL Inspector records to the ranks of a run: it
+// learns each rank's (host, pid) from the run's records as they stream in,
+// then reads the Inspector files and converts every joined record.
+type inspectorJoin struct {
+	paths  []string
+	joiner *inspector.Joiner
+	// last is the identity of the previous record learned: consecutive
+	// records nearly always come from the same rank.
+	last    identityKey
+	hasLast bool
+}
+
+// identityKey is what a record tells the joiner about its rank.
+type identityKey struct {
+	host, job, session string
+	pid, rank, world   int64
+}
+
+func newInspectorJoin(paths []string) *inspectorJoin {
+	// The whole run is one moment: no mapping expires while it is read.
+	return &inspectorJoin{paths: paths, joiner: inspector.NewJoiner(0, 0, func() time.Time { return time.Time{} })}
+}
+
+// learn records the (host, pid) → (job, rank) mapping that e carries.
+func (ij *inspectorJoin) learn(e *telemetry.Event) {
+	k := identityKey{host: e.Host, job: e.JobID, session: e.SessionID, pid: e.PID, rank: e.Rank, world: e.WorldSize}
+	if ij.hasLast && k == ij.last {
+		return
+	}
+	ij.joiner.LearnEvent(e)
+	ij.last, ij.hasLast = k, true
+}
+
 // addInspectorMarkers reads the NCCL Inspector files under paths, joins
-// each record to the rank of events whose host and pid it names, and
-// appends the record's marker events as markers gives them (the mode's
-// conversion). The whole of events counts as one moment: a host and pid
-// that events give to two ranks is ambiguous and its records stay out.
-// What is not joined, and lines that do not parse, are counted on stderr.
+// their records to the ranks of events by (host, pid), and appends the
+// markers that markers makes of each joined record. Counts of records that
+// could not be joined or read go to stderr.
 func addInspectorMarkers(events []telemetry.Event, paths []string, markers inspector.MarkerFunc, stderr io.Writer) ([]telemetry.Event, error) {
-	files, err := inspectorFiles(paths)
+	ij := newInspectorJoin(paths)
+	for i := range events {
+		ij.learn(&events[i])
+	}
+	return ij.appendMarkers(events, markers, stderr)
+}
+
+// appendMarkers reads the Inspector files, joins their records to the ranks
+// learned so far and appends the markers that markers makes of each.
+func (ij *inspectorJoin) appendMarkers(events []telemetry.Event, markers inspector.MarkerFunc, stderr io.Writer) ([]telemetry.Event, error) {
+	files, err := inspectorFiles(ij.paths)
 	if err != nil {
 		return nil, fmt.Errorf("--nccl-inspector: %w", err)
 	}
-	joiner := inspector.NewJoiner(0, 0, func() time.Time { return time.Time{} })
-	var last *telemetry.Event
-	for i := range events {
-		e := &events[i]
-		// Records of one rank come in runs: learn each run once.
-		if last != nil && e.Host == last.Host && e.PID == last.PID && e.JobID == last.JobID &&
-			e.SessionID == last.SessionID && e.Rank == last.Rank && e.WorldSize == last.WorldSize {
-			continue
-		}
-		joiner.LearnEvent(e)
-		last = e
-	}
+	joiner := ij.joiner
 
 	type joinedOp struct {
 		op    inspector.Op

@@ -16,7 +16,9 @@
 // resolved, and an empty input prints [] whatever the preset or overrides
 // (the reference returns [] for no events before resolving its
 // configuration); an invalid record wins over an invalid configuration.
-// JSON Lines are streamed in chunks; a JSON array is read whole.
+// Records are decoded in parallel as they stream in and kept only as the
+// per-rank columns attribution reads (read.go); a JSON document's text is
+// read whole.
 package main
 
 import (
@@ -27,12 +29,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/inspector"
-	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -101,11 +100,6 @@ names the line, and the index in a JSON array); 2 usage or configuration error.
 `
 
 func main() {
-	// A one-shot batch run whose live heap only grows while the event slice
-	// fills: collect less often than the default unless GOGC says otherwise.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -141,7 +135,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr: --overrides: %v\n", err)
 		return exitConfig
 	}
-	if _, err := parseOverrides(opts.evidence); err != nil {
+	evidenceKeys, err := parseOverrides(opts.evidence)
+	if err != nil {
 		fmt.Fprintf(stderr, "collectiveattr: --evidence: %v\n", err)
 		return exitConfig
 	}
@@ -155,7 +150,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	events, err := telemetry.ReadAuto(in)
+	runIn, err := readRun(in, opts)
 	if err != nil {
 		var recErr *telemetry.RecordError
 		if !errors.As(err, &recErr) {
@@ -164,28 +159,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitInput
 	}
-	if len(opts.inspector) > 0 {
-		markers := inspector.ReferenceMarkers
-		if opts.mode == attribution.ModeEvidence {
-			markers = inspector.EvidenceMarker
-		}
-		if events, err = addInspectorMarkers(events, opts.inspector, markers, stderr); err != nil {
-			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-			return exitInput
-		}
+	if err := runIn.addInspectorMarkers(stderr); err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
+		return exitInput
 	}
 
-	var resolver attribution.PhaseResolver
-	if opts.phases {
-		resolver = phase.NewIndex(events, nil)
-	}
-	if opts.mode == attribution.ModeEvidence {
-		return runEvidence(events, opts, overrides, resolver, stdout, stderr)
-	}
 	// As the reference: records are loaded first (an invalid one is exit 1),
 	// an empty run is [] whatever the configuration, then the preset and
 	// overrides are resolved (a config error is exit 2).
-	results, err := attribution.AttributeWithPreset(events, opts.preset, overrides, resolver)
+	results, err := runIn.attribute(opts.preset, overrides, evidenceKeys)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitConfig

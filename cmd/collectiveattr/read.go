@@ -1,0 +1,114 @@
+package main
+
+import (
+	"io"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/inspector"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// runInput is what `attribute` keeps of its input, built while the records
+// stream in instead of from a slice of every event: the grouped samples and
+// markers of the selected mode, with --phases the phase boundaries, and with
+// --nccl-inspector the (host, pid) of every rank.
+type runInput struct {
+	mode      string
+	events    int
+	reference attribution.InputBuilder
+	evidence  *evidence.Builder   // evidence mode only
+	phases    *phase.IndexBuilder // nil without --phases
+	inspector *inspectorJoin      // nil without --nccl-inspector
+}
+
+// readRun streams the records of r into the builders opts asks for.
+func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
+	ri := &runInput{mode: opts.mode}
+	if opts.mode == attribution.ModeEvidence {
+		ri.evidence = evidence.NewBuilder()
+	}
+	if opts.phases {
+		ri.phases = &phase.IndexBuilder{}
+	}
+	if len(opts.inspector) > 0 {
+		ri.inspector = newInspectorJoin(opts.inspector)
+	}
+	err := telemetry.Stream(r, func(chunk []telemetry.Event) error {
+		ri.add(chunk)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ri, nil
+}
+
+// add feeds events to every builder of the run.
+func (ri *runInput) add(events []telemetry.Event) {
+	ri.events += len(events)
+	if ri.evidence == nil {
+		ri.reference.AddEvents(events)
+	}
+	for i := range events {
+		e := &events[i]
+		if ri.evidence != nil {
+			ri.evidence.Add(e)
+		}
+		if ri.phases != nil {
+			ri.phases.Add(e)
+		}
+		if ri.inspector != nil {
+			ri.inspector.learn(e)
+		}
+	}
+}
+
+// addInspectorMarkers reads the run's NCCL Inspector files and adds the
+// markers of every record joined to one of its ranks, converted as the
+// run's mode reads them. They come after the run's own records, as if
+// appended to its input.
+func (ri *runInput) addInspectorMarkers(stderr io.Writer) error {
+	if ri.inspector == nil {
+		return nil
+	}
+	markers := inspector.ReferenceMarkers
+	if ri.mode == attribution.ModeEvidence {
+		markers = inspector.EvidenceMarker
+	}
+	events, err := ri.inspector.appendMarkers(nil, markers, stderr)
+	if err != nil {
+		return err
+	}
+	ri.inspector = nil // the markers are not (host, pid) telemetry
+	ri.add(events)
+	return nil
+}
+
+// attribute attributes the run in its mode, as the reference's
+// attribute_collective_memory does: an empty run has no results whatever the
+// configuration; otherwise the preset and overrides (and in evidence mode
+// the evidence keys) are resolved, a config error is returned, and the run
+// is attributed.
+func (ri *runInput) attribute(preset string, overrides, evidenceKeys map[string]any) ([]attribution.Result, error) {
+	if ri.events == 0 {
+		return nil, nil
+	}
+	var resolver attribution.PhaseResolver
+	if ri.phases != nil {
+		resolver = ri.phases.Index(nil)
+	}
+	if ri.evidence != nil {
+		cfg, err := evidence.ResolveConfig(preset, overrides, evidenceKeys)
+		if err != nil {
+			return nil, err
+		}
+		return evidence.Attribute(ri.evidence.Input(), cfg, resolver), nil
+	}
+	cfg, err := attribution.ResolveConfig(preset, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return attribution.AttributeInput(ri.reference.Input(), cfg, resolver), nil
+}

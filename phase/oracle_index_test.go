@@ -1,0 +1,169 @@
+// NewIndex as of commit 8c9c5f4, before IndexBuilder: the oracle of the
+// differential tests.
+
+package phase
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// oracleNewIndex builds an index (PhaseReplayIndex.from_events, §3.2) by replaying
+// the boundary events, and adds already-replayed spans (e.g. phase spans that
+// arrived as OTLP spans) as they are. Either input may be empty.
+//
+// oracleNewIndex takes spans over: it sorts them in place and keeps sub-slices of
+// it, so the caller must not modify spans while the index is in use. A
+// processor rebuilds its index from hundreds of thousands of buffered phase
+// spans every evaluation; copying them into per-group slices grown one
+// append at a time cost more than the attribution. Spans of one (session,
+// rank) that come one after another become their group as they are; a
+// group whose spans are spread out, or that also has replayed spans, is
+// copied.
+func oracleNewIndex(events []telemetry.Event, spans []Span) *Index {
+	ix := &Index{groups: make(map[groupKey][]Span)}
+	for _, s := range oracleReplay(events) {
+		k := groupKey{s.SessionID, s.Rank}
+		ix.groups[k] = append(ix.groups[k], s)
+	}
+	for i := 0; i < len(spans); {
+		k := groupKey{spans[i].SessionID, spans[i].Rank}
+		j := i + 1
+		for j < len(spans) && spans[j].SessionID == k.session && spans[j].Rank == k.rank {
+			j++
+		}
+		if g, ok := ix.groups[k]; ok {
+			ix.groups[k] = append(g, spans[i:j]...)
+		} else {
+			// Full slice expression: a later append to the group copies
+			// instead of overwriting the spans after it.
+			ix.groups[k] = spans[i:j:j]
+		}
+		i = j
+	}
+	for _, g := range ix.groups {
+		slices.SortStableFunc(g, func(a, b Span) int {
+			return cmp.Or(cmp.Compare(a.StartNs, b.StartNs), cmp.Compare(a.EndNs, b.EndNs))
+		})
+	}
+	return ix
+}
+
+// oracleReplay turns boundaries into spans in the reference's emission order:
+// closed scopes as their exits are replayed, then scopes still open (ending
+// synthetically at the group's last event) in the order their thread stacks
+// were (re)created.
+func oracleReplay(events []telemetry.Event) []Span {
+	sessionEnd := make(map[groupKey]int64)
+	var boundaries []boundaryAt
+	for i := range events {
+		e := &events[i]
+		if e.SessionID == "" {
+			continue
+		}
+		k := groupKey{e.SessionID, e.Rank}
+		if end, ok := sessionEnd[k]; !ok || e.TimestampNs > end {
+			sessionEnd[k] = e.TimestampNs
+		}
+		if b, ok := ParseBoundary(e); ok {
+			boundaries = append(boundaries, boundaryAt{rank: e.Rank, b: b})
+		}
+	}
+	if len(boundaries) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(boundaries, func(x, y boundaryAt) int {
+		return cmp.Or(
+			strings.Compare(x.b.SessionID, y.b.SessionID),
+			cmp.Compare(x.rank, y.rank),
+			cmp.Compare(x.b.TimestampNs, y.b.TimestampNs),
+			cmp.Compare(x.b.Sequence, y.b.Sequence),
+			strings.Compare(x.b.ScopeID, y.b.ScopeID),
+		)
+	})
+
+	type stack struct {
+		order  int
+		scopes []Boundary
+	}
+	stacks := make(map[threadKey]*stack)
+	created := 0
+	var spans []Span
+	for _, ba := range boundaries {
+		b := &ba.b
+		tk := threadKey{b.SessionID, ba.rank, b.ThreadID}
+		st := stacks[tk]
+		if b.Action == "enter" {
+			if st == nil {
+				st = &stack{order: created}
+				created++
+				stacks[tk] = st
+			}
+			st.scopes = append(st.scopes, *b)
+			continue
+		}
+		if st == nil || len(st.scopes) == 0 || st.scopes[len(st.scopes)-1].ScopeID != b.ScopeID {
+			// The reference ignores an exit that does not close the top
+			// scope of its thread (but creates the empty stack entry).
+			if st == nil {
+				stacks[tk] = &stack{order: created}
+				created++
+			}
+			continue
+		}
+		opened := st.scopes[len(st.scopes)-1]
+		st.scopes = st.scopes[:len(st.scopes)-1]
+		if len(st.scopes) == 0 {
+			delete(stacks, tk)
+		}
+		spans = append(spans, Span{
+			SessionID:    b.SessionID,
+			Rank:         ba.rank,
+			ThreadID:     b.ThreadID,
+			ThreadIDBool: b.ThreadIDBool,
+			ThreadName:   b.ThreadName,
+			ScopeID:      b.ScopeID,
+			Path:         opened.Path,
+			StartNs:      opened.TimestampNs,
+			EndNs:        b.TimestampNs,
+			Sequence:     opened.Sequence,
+		})
+	}
+
+	type open struct {
+		key threadKey
+		st  *stack
+	}
+	var remaining []open
+	for k, st := range stacks {
+		if len(st.scopes) > 0 {
+			remaining = append(remaining, open{k, st})
+		}
+	}
+	slices.SortFunc(remaining, func(a, b open) int { return cmp.Compare(a.st.order, b.st.order) })
+	for _, o := range remaining {
+		end, ok := sessionEnd[groupKey{o.key.session, o.key.rank}]
+		if !ok {
+			continue
+		}
+		for _, s := range o.st.scopes {
+			spans = append(spans, Span{
+				SessionID:    o.key.session,
+				Rank:         o.key.rank,
+				ThreadID:     s.ThreadID,
+				ThreadIDBool: s.ThreadIDBool,
+				ThreadName:   s.ThreadName,
+				ScopeID:      s.ScopeID,
+				Path:         s.Path,
+				StartNs:      s.TimestampNs,
+				EndNs:        end,
+				Sequence:     s.Sequence,
+				SyntheticEnd: true,
+			})
+		}
+	}
+	return spans
+}
