@@ -62,8 +62,8 @@ func (p *pipelines) shutdown(t *testing.T) {
 func jobEvents(c *core, job string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if j := c.jobs[job]; j != nil {
-		return j.events
+	if j, ok := c.store.InspectJob(job); ok {
+		return j.Events
 	}
 	return -1
 }

@@ -428,7 +428,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 	step := int64(time.Second) / benchHz
 	start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
 	c.mu.Lock()
-	c.batchNow = time.Now()
+	now := time.Now()
 	for r := range int64(ranks) {
 		run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
 		for i := range int64(samples) {
@@ -436,16 +436,16 @@ func BenchmarkEvaluationTick(b *testing.B) {
 			gap := baselineGap(i)
 			if i%100 == 50 {
 				gap = spikeGap
-				c.addMarkerRun(&ingest.MarkerRun{JobID: "big", Rank: r, WorldSize: ranks, Spans: []ingest.MarkerSpan{
+				c.store.AddMarkerRun(&ingest.MarkerRun{JobID: "big", Rank: r, WorldSize: ranks, Spans: []ingest.MarkerSpan{
 					{Ref: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}, TimesNs: []int64{ts}},
-				}})
+				}}, now)
 			}
 			run.Samples = append(run.Samples, ingest.SamplePoint{
 				TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,
 				DeviceUsed: baseReserved + gap, DeviceTotal: deviceTotal, Has: ingest.HasDeviceTotal,
 			})
 		}
-		c.addSampleRun(&run)
+		c.store.AddSampleRun(&run, now)
 	}
 	c.publishSizes()
 	c.mu.Unlock()
@@ -459,9 +459,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 // evaluationRound runs one evaluation round in which job has new data.
 func evaluationRound(b *testing.B, c *core, job string) {
 	c.mu.Lock()
-	js := c.jobs[job]
-	js.dirty = true
-	js.lastSeen = time.Now()
+	c.store.Touch(job, time.Now())
 	c.mu.Unlock()
 	if err := c.evaluate(context.Background(), false); err != nil {
 		b.Fatal(err)

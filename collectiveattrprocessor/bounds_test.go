@@ -18,6 +18,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // bufferSizes returns, under the lock, the tracked jobs, the largest rank
@@ -25,14 +26,17 @@ import (
 func bufferSizes(c *core) (jobs, maxRanks, maxRankLen, events int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, j := range c.jobs {
-		maxRanks = max(maxRanks, len(j.ranks))
-		for _, rb := range j.ranks {
-			maxRankLen = max(maxRankLen, rb.len())
-			events += rb.len()
-		}
-	}
-	return len(c.jobs), maxRanks, maxRankLen, events
+	jobs, _, _ = c.store.Sizes()
+	c.store.EachJob(func(id string) {
+		ranks := 0
+		c.store.EachRank(id, func(_ int64, v store.RankView) {
+			ranks++
+			maxRankLen = max(maxRankLen, v.Len)
+			events += v.Len
+		})
+		maxRanks = max(maxRanks, ranks)
+	})
+	return jobs, maxRanks, maxRankLen, events
 }
 
 // startBounded starts the three pipelines of one component with the
@@ -124,11 +128,11 @@ func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
 	}
 	c := p.logs.core
 	c.mu.Lock()
-	rb := c.jobs["one"].ranks[0]
-	require.Equal(t, 64, rb.samples.len())
-	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.samples.front().TimestampNs, "the newest are kept")
-	assert.LessOrEqual(t, len(rb.samples.buf), 64, "storage never grows past the cap")
+	rb, _ := c.store.InspectRank("one", 0)
 	c.mu.Unlock()
+	require.Len(t, rb.SampleTimesNs, 64)
+	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.SampleTimesNs[0], "the newest are kept")
+	assert.LessOrEqual(t, rb.SampleCapacity, 64, "storage never grows past the cap")
 	assertEvicted(t, tel, "max_events_per_rank", n-64)
 }
 
@@ -193,14 +197,13 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 
 	c := p.logs.core
 	c.mu.Lock()
-	rb := c.jobs["edge"].ranks[0]
-	require.Equal(t, 1, rb.markers.len())
-	m := rb.markers.at(0)
-	assert.Equal(t, base+15*int64(time.Second), m.TimestampNs)
-	ref, ok := rb.markerRef(m)
+	rb, _ := c.store.InspectRank("edge", 0)
 	c.mu.Unlock()
-	require.True(t, ok)
-	assert.Equal(t, ingest.SpanRef{TraceID: [16]byte{1}, SpanID: [8]byte{2}}, ref)
+	require.Len(t, rb.Markers, 1)
+	m := rb.Markers[0]
+	assert.Equal(t, base+15*int64(time.Second), m.TimestampNs)
+	require.True(t, m.HasRef)
+	assert.Equal(t, ingest.SpanRef{TraceID: [16]byte{1}, SpanID: [8]byte{2}}, m.Ref)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{{
 		Attributes: attribute.NewSet(attribute.String("reason", "stale"), attribute.String("signal", "traces")),
 		Value:      1,
@@ -212,12 +215,8 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 func sampleTimes(c *core, job string, rank int64) []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var times []int64
-	rb := c.jobs[job].ranks[rank]
-	for i := range rb.samples.len() {
-		times = append(times, rb.samples.at(i).TimestampNs)
-	}
-	return times
+	rb, _ := c.store.InspectRank(job, rank)
+	return rb.SampleTimesNs
 }
 
 // samplesMetrics is one batch of device-used and allocator-reserved gauges
@@ -264,8 +263,9 @@ func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
 	c := p.logs.core
 	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, sampleTimes(c, "w", 0))
 	c.mu.Lock()
-	ranks, newest := len(c.jobs["w"].ranks), c.jobs["w"].newestNs
+	jv, _ := c.store.InspectJob("w")
 	c.mu.Unlock()
+	ranks, newest := jv.Ranks, jv.NewestNs
 	assert.Equal(t, 1, ranks)
 	assert.Equal(t, base+75*sec, newest)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{
@@ -342,13 +342,11 @@ func TestMarkerSpansOfABatch(t *testing.T) {
 			c := p.logs.core
 			c.mu.Lock()
 			links := map[int64][]link{}
-			for rank, rb := range c.jobs["m"].ranks {
-				for i := range rb.markers.len() {
-					m := rb.markers.at(i)
-					ref, _ := rb.markerRef(m)
-					links[rank] = append(links[rank], link{ref.SpanID[0], m.TimestampNs})
+			c.store.EachRank("m", func(rank int64, rb store.RankView) {
+				for _, m := range rb.Markers {
+					links[rank] = append(links[rank], link{m.Ref.SpanID[0], m.TimestampNs})
 				}
-			}
+			})
 			c.mu.Unlock()
 			span := func(ids ...byte) []link {
 				var out []link

@@ -125,7 +125,8 @@ func nopSettings() processor.Settings { return processortest.NewNopSettings(meta
 func jobsTracked(c *core) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.jobs)
+	jobs, _, _ := c.store.Sizes()
+	return jobs
 }
 
 // markerSpanTraces is one NCCL kernel span of (job, rank) with trace id

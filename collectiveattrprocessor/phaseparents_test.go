@@ -146,16 +146,15 @@ func bufferedPhasePaths(t *testing.T, c *core, job string) (map[string][]string,
 	defer c.evalMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	j := c.jobs[job]
+	j := c.store.Job(job)
 	require.NotNil(t, j)
-	c.buildInput(j)
-	rb := j.ranks[0]
+	c.store.Snapshot(j, &c.scratch)
+	rb, _ := c.store.InspectRank(job, 0)
 	paths := map[string][]string{}
-	for i := range rb.phaseSpans.len() {
-		e := rb.phaseSpans.at(i)
+	for _, e := range rb.PhaseSpans {
 		paths[pcommon.TraceID(e.TraceID).String()+"/"+e.ScopeID] = e.Path
 	}
-	return paths, rb.phaseWaiting
+	return paths, rb.PhaseWaiting
 }
 
 // TestPhasePathsCompleteAcrossRequests sends random trace forests of phase
@@ -252,21 +251,6 @@ func TestPhaseParentSentTwiceIsTheLaterOne(t *testing.T) {
 	got, waiting := bufferedPhasePaths(t, p.traces.core, "twice")
 	assert.Zero(t, waiting)
 	assert.Equal(t, []string{"z", "y", "x"}, got[trace.String()+"/"+pcommon.SpanID{2}.String()])
-}
-
-// TestPhasePathJoinsKeyOnBothParts: a remembered join is reused only for
-// the same two slices, lengths included.
-func TestPhasePathJoinsKeyOnBothParts(t *testing.T) {
-	var pp phaseParents
-	outer, inner := []string{"train", "step"}, []string{"forward"}
-	whole := pp.join(outer, inner)
-	assert.Equal(t, []string{"train", "step", "forward"}, whole)
-	assert.Same(t, &whole[0], &pp.join(outer, inner)[0], "the same parts give the same path")
-	assert.Equal(t, []string{"train", "forward"}, pp.join(outer[:1], inner))
-	assert.Equal(t, []string{"train", "step"}, pp.join(outer[:1], outer[1:]))
-	both := []string{"forward", "backward"}
-	assert.Equal(t, []string{"train", "step", "forward"}, pp.join(outer, both[:1]))
-	assert.Equal(t, []string{"train", "step", "forward", "backward"}, pp.join(outer, both))
 }
 
 // TestPhaseSpansWaitingGauge: the self-telemetry gauge counts the spans

@@ -102,6 +102,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		TimestampNs: ev.TimestampNs,
 		Event:       ev,
 	}
+	c.rec.Stormlog = classifyStormlog(&c.rec.Event)
 	emit(&c.rec)
 }
 
