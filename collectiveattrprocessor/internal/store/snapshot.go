@@ -24,8 +24,12 @@ type Scratch struct {
 	spans    []phase.Span
 	ends     []sessionEnd
 	rows     []sampleRow
+	runs     []seriesRuns
 	parents  phaseParents
 }
+
+// seriesRuns are the ranges of a series' runs in totals and sessions.
+type seriesRuns struct{ totals, sessions [2]int }
 
 // sessionEnd is the newest event time of one (session, rank): the phase
 // index closes scopes still open there (reference-semantics §3.2 step 5).
@@ -82,8 +86,7 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 		ranksWithAn int64
 		earliest    = int64(math.MaxInt64)
 	)
-	type runSpan struct{ totals, sessions [2]int }
-	var spans []runSpan // the runs of each series, in sc.totals and sc.sessions
+	sc.runs = sc.runs[:0]
 	for _, r := range sc.rankIDs {
 		rb := job.ranks[r]
 		withEnds := s.cfg.Phases && rb.boundaries.len() > 0
@@ -166,14 +169,15 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 		worldSize = max(worldSize, rb.worldSize)
 		if len(times) > 0 {
 			sc.ranks = append(sc.ranks, attribution.ColumnSeries{Rank: r, TimestampsNs: times, GapBytes: sc.gaps[s0:], Markers: markers})
-			spans = append(spans, runSpan{[2]int{t0, len(sc.totals)}, [2]int{ss0, len(sc.sessions)}})
+			sc.runs = append(sc.runs, seriesRuns{[2]int{t0, len(sc.totals)}, [2]int{ss0, len(sc.sessions)}})
 		}
 	}
 	// The run tables are complete (no more appends move them): point each
 	// series at its runs.
 	for i := range sc.ranks {
-		sc.ranks[i].Totals = sc.totals[spans[i].totals[0]:spans[i].totals[1]]
-		sc.ranks[i].Sessions = sc.sessions[spans[i].sessions[0]:spans[i].sessions[1]]
+		runs := sc.runs[i]
+		sc.ranks[i].Totals = sc.totals[runs.totals[0]:runs.totals[1]]
+		sc.ranks[i].Sessions = sc.sessions[runs.sessions[0]:runs.sessions[1]]
 	}
 	if worldSize <= 0 {
 		worldSize = max(ranksWithAn, 1)
@@ -209,8 +213,8 @@ func (sc *Scratch) copySamples(rb *rankBuffer, cutoff int64) {
 		return
 	}
 	s0 := len(sc.times)
-	sc.times = sc.times[:s0+c.n]
-	sc.gaps = sc.gaps[:s0+c.n]
+	sc.times = slices.Grow(sc.times, c.n)[:s0+c.n]
+	sc.gaps = slices.Grow(sc.gaps, c.n)[:s0+c.n]
 	c.copyTo(sc.times[s0:], sc.gaps[s0:])
 	front := c.frontSeq()
 	for _, run := range c.totals {
