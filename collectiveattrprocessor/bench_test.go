@@ -346,7 +346,8 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 		return w.ConsumeMetrics(context.Background(), md)
 	},
 	convert: func(conv *ingest.Converter, md pmetric.Metrics) {
-		conv.ConvertMetrics(md, func(*ingest.SampleRun) {}, func(ingest.Skip) {})
+		for range conv.Metrics(md) {
+		}
 	},
 	create: func(b *testing.B, cfg *Config) (func(pmetric.Metrics) error, func()) {
 		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
@@ -368,7 +369,8 @@ var tracesBench = consumeBench[ptrace.Traces]{
 		return w.ConsumeTraces(context.Background(), td)
 	},
 	convert: func(conv *ingest.Converter, td ptrace.Traces) {
-		conv.ConvertTraces(td, func(*ingest.Record) {}, func(*ingest.MarkerRun) {}, func(ingest.Skip) {})
+		for range conv.Traces(td) {
+		}
 	},
 	create: func(b *testing.B, cfg *Config) (func(ptrace.Traces) error, func()) {
 		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())

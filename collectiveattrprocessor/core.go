@@ -3,9 +3,9 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 import (
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -206,76 +206,49 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 }
 
 func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
-	c.mu.Lock()
-	in := c.ingestCall(signalTraces)
-	c.conv.ConvertTraces(td, in.addRecord, in.addMarkerRun, in.skip)
-	b := in.finish()
-	c.mu.Unlock()
-	c.tel.addBatch(ctx, signalTraces, &b)
+	c.ingest(ctx, signalTraces, c.conv.Traces(td))
 }
 
 func (c *core) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
-	c.mu.Lock()
-	in := c.ingestCall(signalMetrics)
-	c.conv.ConvertMetrics(md, in.addSampleRun, in.skip)
-	b := in.finish()
-	c.mu.Unlock()
-	c.tel.addBatch(ctx, signalMetrics, &b)
+	c.ingest(ctx, signalMetrics, c.conv.Metrics(md))
 }
 
 func (c *core) consumeLogs(ctx context.Context, ld plog.Logs) {
+	c.ingest(ctx, signalLogs, c.conv.Logs(ld))
+}
+
+// ingest buffers what the converter reads of one batch of sig, counts it
+// and logs what was skipped. The conversion runs as reads is ranged over,
+// under mu.
+func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Read]) {
+	var b batchCounts
 	c.mu.Lock()
-	in := c.ingestCall(signalLogs)
-	c.conv.ConvertLogs(ld, in.addRecord, in.skip)
-	b := in.finish()
+	now := c.clock.now()
+	for r := range reads {
+		switch {
+		case r.SampleRun != nil:
+			run := r.SampleRun
+			for i := c.store.AddSampleRun(run, now); i < len(run.Samples); i++ {
+				p := &run.Samples[i]
+				c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
+			}
+		case r.MarkerRun != nil:
+			c.store.AddMarkerRun(r.MarkerRun, now)
+		case r.Record != nil:
+			rec := r.Record
+			if c.store.AddRecord(rec, now) && rec.Kind == ingest.KindStormlog && rec.Stormlog&ingest.StormlogSample != 0 {
+				e := &rec.Event
+				c.addHidden(rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
+			}
+		case r.Skip != nil:
+			b.skipped[reasonIndex(r.Skip.Reason)]++
+			c.skips.log(sig, *r.Skip, 1)
+		}
+	}
+	c.takeStoreTally(sig, &b)
+	c.publishSizes()
 	c.mu.Unlock()
-	c.tel.addBatch(ctx, signalLogs, &b)
-}
-
-// ingestCall is one Consume call's conversion into the store: its signal,
-// its wall clock and its skip counts. Its methods are called with mu held.
-type ingestCall struct {
-	c     *core
-	sig   signal
-	now   time.Time
-	batch batchCounts
-}
-
-func (c *core) ingestCall(sig signal) *ingestCall {
-	return &ingestCall{c: c, sig: sig, now: c.clock.now()}
-}
-
-// skip counts and (rate-limited) logs an item that is not converted.
-func (in *ingestCall) skip(s ingest.Skip) {
-	in.batch.skipped[reasonIndex(s.Reason)]++
-	in.c.skips.log(in.sig, s, 1)
-}
-
-func (in *ingestCall) addRecord(rec *ingest.Record) {
-	c := in.c
-	if c.store.AddRecord(rec, in.now) && rec.Kind == ingest.KindStormlog && rec.Stormlog&ingest.StormlogSample != 0 {
-		e := &rec.Event
-		c.addHidden(rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
-	}
-}
-
-func (in *ingestCall) addMarkerRun(run *ingest.MarkerRun) { in.c.store.AddMarkerRun(run, in.now) }
-
-func (in *ingestCall) addSampleRun(run *ingest.SampleRun) {
-	c := in.c
-	first := c.store.AddSampleRun(run, in.now)
-	for i := first; i < len(run.Samples); i++ {
-		p := &run.Samples[i]
-		c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
-	}
-}
-
-// finish takes the store's counts of the call, logs what it refused and
-// publishes the buffer sizes; it returns the call's counts.
-func (in *ingestCall) finish() batchCounts {
-	in.c.takeStoreTally(in.sig, &in.batch)
-	in.c.publishSizes()
-	return in.batch
+	c.tel.addBatch(ctx, sig, &b)
 }
 
 // takeStoreTally adds what the store did since it was last asked to b, and

@@ -27,7 +27,7 @@ func convertLogs(t *testing.T, c *Converter, ld plog.Logs) collected {
 	before, err := m.MarshalLogs(ld)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertLogs(ld, got.emit, got.skip)
+	got.collect(c.Logs(ld))
 	after, err := m.MarshalLogs(ld)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "input mutated")

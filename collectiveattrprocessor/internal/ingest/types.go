@@ -14,12 +14,12 @@ type Kind uint8
 
 const (
 	// KindSample is a sample formed from metrics (Event is set, event_type
-	// "sample"). ConvertMetrics hands samples over in SampleRuns, which
+	// "sample"). Metrics hands samples over in SampleRuns, which
 	// expand into such Records.
 	KindSample Kind = iota + 1
 	// KindMarker is the marker timestamps of one span (MarkerTimesNs): its
 	// start and end when it is a marker span, and each span event whose
-	// name matches. ConvertTraces hands markers over in MarkerRuns, which
+	// name matches. Traces hands markers over in MarkerRuns, which
 	// expand into such Records.
 	KindMarker
 	// KindPhaseSpan is a phase span from traces (PhaseSpan is set).
