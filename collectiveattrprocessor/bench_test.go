@@ -58,8 +58,10 @@ func benchConfig() *Config {
 // read), the least per-item work any processor that looks at items does
 // (filter, attributes, transform). A bare forward costs nothing per item,
 // which would make any per-item ratio meaningless; reading more than that
-// would flatter the processor. Both run unwrapped (no processorhelper
-// obsreport), on the same batches, in the same benchmark.
+// would flatter the processor. Both run on the same batches, in the same
+// benchmark; the processor inside processorhelper, as a collector runs it,
+// the baseline without it, so that the helper's per-batch accounting counts
+// as the processor's cost.
 type walkingProcessor struct {
 	metrics consumer.Metrics
 	traces  consumer.Traces
@@ -421,12 +423,9 @@ func BenchmarkPipelineTraces(b *testing.B) { tracesBench.run(b, true) }
 func BenchmarkEvaluationTick(b *testing.B) {
 	const ranks, samples = 1024, 3000
 	cfg := createDefaultConfig().(*Config)
-	p, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := newCoreLogs(b, cfg)
 	defer func() { _ = p.Shutdown(context.Background()) }()
-	c := p.(*logsProcessor).core
+	c := p.core
 	step := int64(time.Second) / benchHz
 	start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
 	c.mu.Lock()
@@ -489,11 +488,12 @@ func BenchmarkEvaluationTickPhases(b *testing.B) {
 
 func benchEvaluationTickPhases(b *testing.B, batch func(startNs int64) (ptrace.Traces, int)) {
 	cfg := phaseTracesBench.cfg()
-	tp, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	f := newFactory(defaultClock())
+	tp, err := f.processorFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
-	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func benchEvaluationTickPhases(b *testing.B, batch func(startNs int64) (ptrace.T
 		pdatashift.Metrics(metrics[j], benchBatchSeconds*time.Second)
 		pdatashift.Traces(traces[j], benchBatchSeconds*time.Second)
 	}
-	c := tp.(*tracesProcessor).core
+	c := f.cores[cfg]
 	evaluationRound(b, c, "bench-job") // the first round grows the evaluation scratch
 	b.ReportAllocs()
 	for b.Loop() {

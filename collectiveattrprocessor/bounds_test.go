@@ -84,7 +84,7 @@ func TestFloodStaysWithinLimits(t *testing.T) {
 		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
 	}
 
-	gotJobs, maxRanks, maxRankLen, events := bufferSizes(p.logs.core)
+	gotJobs, maxRanks, maxRankLen, events := bufferSizes(p.core)
 	assert.Equal(t, 5, gotJobs)
 	assert.Equal(t, 4, maxRanks)
 	assert.Equal(t, 50, maxRankLen)
@@ -123,10 +123,10 @@ func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
 			lines = append(lines, stormlogLine("one", 0, 1, now-int64(time.Second)+i*int64(time.Microsecond), "sample", baselineGap(i)))
 		}
 		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
-		_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+		_, _, maxRankLen, _ := bufferSizes(p.core)
 		require.LessOrEqual(t, maxRankLen, 64)
 	}
-	c := p.logs.core
+	c := p.core
 	c.mu.Lock()
 	rb, _ := c.store.InspectRank("one", 0)
 	c.mu.Unlock()
@@ -150,7 +150,7 @@ func TestWindowEvictsOldEvents(t *testing.T) {
 		lines = append(lines, stormlogLine("w", 0, 1, now-10*int64(time.Minute)+i*10*int64(time.Second), "sample", baselineGap(i)))
 	}
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
-	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	_, _, maxRankLen, _ := bufferSizes(p.core)
 	assert.Equal(t, 7, maxRankLen, "the newest sample and the six within the minute before it")
 	assertEvicted(t, tel, "window", 53)
 }
@@ -174,7 +174,7 @@ func TestFullRankEvictsPastTheWindowFirst(t *testing.T) {
 	lines = append(lines, stormlogLine("w", 0, 1, base+60500*int64(time.Millisecond), "sample", baselineGap(10)))
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
 
-	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	_, _, maxRankLen, _ := bufferSizes(p.core)
 	assert.Equal(t, 6, maxRankLen)
 	assertEvicted(t, tel, "window", 5)
 }
@@ -195,7 +195,7 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 	td := markerSpanTraces("edge", 0, 2, base+5*int64(time.Second), base+15*int64(time.Second))
 	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
 
-	c := p.logs.core
+	c := p.core
 	c.mu.Lock()
 	rb, _ := c.store.InspectRank("edge", 0)
 	c.mu.Unlock()
@@ -260,7 +260,7 @@ func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 0, base+5*sec, base+8*sec, base+20*sec, base+75*sec)))
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 1, base+71*sec, base+72*sec, base+73*sec)))
 
-	c := p.logs.core
+	c := p.core
 	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, sampleTimes(c, "w", 0))
 	c.mu.Lock()
 	jv, _ := c.store.InspectJob("w")
@@ -292,7 +292,7 @@ func TestSamplesFromMetricsOnAFullRank(t *testing.T) {
 	}
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("full", 0, times...)))
 
-	assert.Equal(t, times[6:], sampleTimes(p.logs.core, "full", 0))
+	assert.Equal(t, times[6:], sampleTimes(p.core, "full", 0))
 	assertEvicted(t, tel, "max_events_per_rank", 6)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 10},
@@ -339,7 +339,7 @@ func TestMarkerSpansOfABatch(t *testing.T) {
 				span byte
 				ts   int64
 			}
-			c := p.logs.core
+			c := p.core
 			c.mu.Lock()
 			links := map[int64][]link{}
 			c.store.EachRank("m", func(rank int64, rb store.RankView) {

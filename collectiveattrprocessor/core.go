@@ -42,7 +42,10 @@ type core struct {
 	logger  *zap.Logger
 	clock   clock
 	tel     *selfTelemetry
-	refs    int // guarded by cores
+	// factory holds the core for its component ID while refs (guarded
+	// by the factory) processors use it.
+	factory *factory
+	refs    int
 
 	mu     sync.Mutex
 	conv   *ingest.Converter
@@ -192,7 +195,7 @@ func (c *core) run(ctx context.Context) {
 func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 	err := c.evaluate(ctx, true)
 	c.unregister(l)
-	if releaseCore(c) {
+	if c.factory.release(c) {
 		c.lifeMu.Lock()
 		if c.cancel != nil {
 			c.cancel()

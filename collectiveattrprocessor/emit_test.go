@@ -75,9 +75,10 @@ func TestResultMetrics(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Emit = EmitOnJobEnd
 	msink := new(consumertest.MetricsSink)
-	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	f := NewFactory()
+	mp, err := f.CreateMetrics(context.Background(), nopSettings(), cfg, msink)
 	require.NoError(t, err)
-	lp, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	lp, err := f.CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	require.NoError(t, err)
 	require.NoError(t, mp.Start(context.Background(), nil))
 	require.NoError(t, lp.Start(context.Background(), nil))

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/processor"
 )
 
 // heapRanks × heapSamples is the buffered job of BenchmarkBufferedSampleHeap:
@@ -68,22 +67,24 @@ func BenchmarkBufferedSampleHeap(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		cfg := createDefaultConfig().(*Config)
 		cfg.EvaluationInterval = time.Hour
-		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+		f := newFactory(defaultClock())
+		p, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
+		c := f.cores[cfg]
 		start := time.Now().Add(-10*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)
 		for s := range int64(heapSamples / 10) {
 			if err := p.ConsumeMetrics(context.Background(), heapBatch(start+s*int64(time.Second))); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if got := bufferedEvents(p); got != heapRanks*heapSamples {
+		if got := bufferedEvents(c); got != heapRanks*heapSamples {
 			b.Fatalf("%d events buffered, want %d", got, heapRanks*heapSamples)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&filled)
-		if err := evaluateOnce(p); err != nil {
+		if err := evaluateOnce(c); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
@@ -100,14 +101,13 @@ func BenchmarkBufferedSampleHeap(b *testing.B) {
 	}
 }
 
-// evaluateOnce runs one evaluation round of p's core.
-func evaluateOnce(p processor.Metrics) error {
-	return p.(*metricsProcessor).core.evaluate(context.Background(), false)
+// evaluateOnce runs one evaluation round of c.
+func evaluateOnce(c *core) error {
+	return c.evaluate(context.Background(), false)
 }
 
-// bufferedEvents is the number of entries p's core buffers.
-func bufferedEvents(p processor.Metrics) int {
-	c := p.(*metricsProcessor).core
+// bufferedEvents is the number of entries c buffers.
+func bufferedEvents(c *core) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, _, events := c.store.Sizes()

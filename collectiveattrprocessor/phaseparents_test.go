@@ -187,10 +187,10 @@ func TestPhasePathsCompleteAcrossRequests(t *testing.T) {
 			require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces(job, rest[:n], endNs)))
 			rest = rest[n:]
 			if len(rest) > 0 && rng.IntN(2) == 0 {
-				bufferedPhasePaths(t, p.traces.core, job)
+				bufferedPhasePaths(t, p.core, job)
 			}
 		}
-		got, waiting := bufferedPhasePaths(t, p.traces.core, job)
+		got, waiting := bufferedPhasePaths(t, p.core, job)
 		require.Equal(t, want, got, "round %d", round)
 		wantWaiting := 0
 		for _, w := range waits {
@@ -224,14 +224,14 @@ func TestPhaseParentCyclesEnd(t *testing.T) {
 	} {
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("cycle", batch, endNs)))
 	}
-	got, waiting := bufferedPhasePaths(t, p.traces.core, "cycle")
+	got, waiting := bufferedPhasePaths(t, p.core, "cycle")
 	assert.Zero(t, waiting)
 	require.Len(t, got, 3)
 	for key, path := range got {
 		assert.LessOrEqual(t, len(path), ingest.MaxPhaseDepth+1, key)
 		assert.Greater(t, len(path), 1, "%s went round the cycle", key)
 	}
-	again, _ := bufferedPhasePaths(t, p.traces.core, "cycle")
+	again, _ := bufferedPhasePaths(t, p.core, "cycle")
 	assert.Equal(t, got, again, "a finished span is not joined again")
 }
 
@@ -248,7 +248,7 @@ func TestPhaseParentSentTwiceIsTheLaterOne(t *testing.T) {
 	} {
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("twice", []forestSpan{batch}, endNs)))
 	}
-	got, waiting := bufferedPhasePaths(t, p.traces.core, "twice")
+	got, waiting := bufferedPhasePaths(t, p.core, "twice")
 	assert.Zero(t, waiting)
 	assert.Equal(t, []string{"z", "y", "x"}, got[trace.String()+"/"+pcommon.SpanID{2}.String()])
 }
@@ -267,7 +267,7 @@ func TestPhaseSpansWaitingGauge(t *testing.T) {
 	round := func(waiting int64, spans ...forestSpan) {
 		t.Helper()
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("gauge", spans, endNs)))
-		require.NoError(t, p.traces.core.evaluate(context.Background(), false))
+		require.NoError(t, p.core.evaluate(context.Background(), false))
 		metadatatest.AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t, tel, []metricdata.DataPoint[int64]{{Value: waiting}}, metricdatatest.IgnoreTimestamp())
 	}
 	round(2,

@@ -173,7 +173,7 @@ func TestPhasesOffBuffersNoPhases(t *testing.T) {
 			require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{stormlogLine(job, 0, 1, endNs, "phase_enter", 0)})))
 			require.Equal(t, 3, p.tsink.SpanCount(), "every span passes through")
 
-			c := p.traces.core
+			c := p.core
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			rb, _ := c.store.InspectRank(job, 0)
