@@ -118,13 +118,22 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 		}
 
 		m0 := len(sc.markers)
-		for i := range rb.markers.len() {
-			ts := rb.markers.at(i)
-			if ts < cutoff {
-				continue
+		if mk := &rb.markers; !withEnds && !mk.disordered && (mk.n == 0 || mk.frontNs() >= cutoff) {
+			// In order and inside the window: the column as it is.
+			sc.markers = sc.markers[:m0+mk.n]
+			mk.copyTo(sc.markers[m0:], nil)
+			if mk.n > 0 {
+				earliest = min(earliest, sc.markers[m0])
 			}
-			sc.markers = append(sc.markers, ts)
-			seen(ts, rb.markers.auxAt(i).session)
+		} else {
+			for i := range mk.len() {
+				ts := mk.at(i)
+				if ts < cutoff {
+					continue
+				}
+				sc.markers = append(sc.markers, ts)
+				seen(ts, mk.auxAt(i).session)
+			}
 		}
 		markers := sc.markers[m0:]
 		slices.Sort(markers)
