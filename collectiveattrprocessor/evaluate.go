@@ -89,11 +89,13 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 }
 
 // evaluateDetached evaluates and finalises a job Sweep detached: no other
-// goroutine can reach it, so no lock is needed. The store's methods only
-// read the job and its own configuration.
+// goroutine can reach the job, so its snapshot is taken without the lock;
+// the claims take it, as the store's own state may record them.
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
 	snap := c.store.Snapshot(job, &c.scratch)
 	results := c.attribute(ctx, snap)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.claimResults(job, results, true, items)
 }
 

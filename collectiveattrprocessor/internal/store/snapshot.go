@@ -61,6 +61,9 @@ type Snapshot struct {
 // phases on, the phase index gets the stormlog phase boundaries, each
 // (session, rank)'s newest event time and the phase spans from traces,
 // whose paths it first completes with parents that arrived since.
+//
+// It reads only the job and the store's configuration (and completes the
+// job's phase paths in place): a detached job's snapshot needs no lock.
 func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 	cutoff := job.cutoffNs(s.cfg.Window)
 	nSamples, nMarkers := 0, 0
