@@ -27,11 +27,12 @@ import (
 const maxHiddenPointsPerTick = 1 << 16
 
 // core is the state shared by the traces, metrics and logs processors of one
-// component ID: the converter, the per-job buffers, the evaluation loop and
+// component ID: the converter, the buffer store, the evaluation loop and
 // the result sinks.
 //
-// Locking: mu guards the converter and the buffers and is held only while
-// converting a batch or copying a job out for evaluation, so Consume calls
+// Locking: mu guards the converter and the store and is held while a batch
+// is converted and buffered, a job is snapshotted for evaluation, or its
+// results are claimed, never while the attribution runs, so Consume calls
 // never wait for an evaluation. evalMu serialises evaluation rounds (the
 // ticker's and Shutdown's) and guards what only they touch: the scratch
 // space, the result metrics state and the emission itself, which happens
