@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -23,9 +24,11 @@ import (
 
 // pipelines are the three processors of one component ID, sharing a core.
 type pipelines struct {
-	traces  *tracesProcessor
-	metrics *metricsProcessor
-	logs    *logsProcessor
+	factory *factory
+	core    *core
+	traces  processor.Traces
+	metrics processor.Metrics
+	logs    processor.Logs
 	tsink   *consumertest.TracesSink
 	msink   *consumertest.MetricsSink
 	lsink   *consumertest.LogsSink
@@ -34,17 +37,19 @@ type pipelines struct {
 func newPipelines(t *testing.T, cfg *Config, tel *componenttest.Telemetry) *pipelines {
 	t.Helper()
 	set := metadatatest.NewSettings(tel)
-	f := NewFactory()
-	p := &pipelines{tsink: new(consumertest.TracesSink), msink: new(consumertest.MetricsSink), lsink: new(consumertest.LogsSink)}
-	tp, err := f.CreateTraces(context.Background(), set, cfg, p.tsink)
+	f := newFactory(defaultClock())
+	pf := f.processorFactory()
+	p := &pipelines{factory: f, tsink: new(consumertest.TracesSink), msink: new(consumertest.MetricsSink), lsink: new(consumertest.LogsSink)}
+	var err error
+	p.traces, err = pf.CreateTraces(context.Background(), set, cfg, p.tsink)
 	require.NoError(t, err)
-	mp, err := f.CreateMetrics(context.Background(), set, cfg, p.msink)
+	p.metrics, err = pf.CreateMetrics(context.Background(), set, cfg, p.msink)
 	require.NoError(t, err)
-	lp, err := f.CreateLogs(context.Background(), set, cfg, p.lsink)
+	p.logs, err = pf.CreateLogs(context.Background(), set, cfg, p.lsink)
 	require.NoError(t, err)
-	p.traces, p.metrics, p.logs = tp.(*tracesProcessor), mp.(*metricsProcessor), lp.(*logsProcessor)
-	require.Same(t, p.traces.core, p.logs.core, "one core per component ID")
-	require.Same(t, p.metrics.core, p.logs.core)
+	require.Len(t, f.cores, 1, "one core per component ID")
+	p.core = f.cores[cfg]
+	require.Equal(t, 3, p.core.refs)
 	require.NoError(t, p.traces.Start(context.Background(), nil))
 	require.NoError(t, p.metrics.Start(context.Background(), nil))
 	require.NoError(t, p.logs.Start(context.Background(), nil))
@@ -62,8 +67,8 @@ func (p *pipelines) shutdown(t *testing.T) {
 func jobEvents(c *core, job string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if j := c.jobs[job]; j != nil {
-		return j.events
+	if j, ok := c.store.InspectJob(job); ok {
+		return j.Events
 	}
 	return -1
 }
@@ -221,7 +226,7 @@ func TestBadInput(t *testing.T) {
 			defer p.shutdown(t)
 
 			require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(good.lines(now-2*s, now))))
-			goodEvents := jobEvents(p.logs.core, "good")
+			goodEvents := jobEvents(p.core, "good")
 			require.Positive(t, goodEvents)
 			p.lsink.Reset()
 
@@ -250,9 +255,9 @@ func TestBadInput(t *testing.T) {
 				Attributes: attribute.NewSet(attribute.String("reason", tt.reason), attribute.String("signal", tt.signal)),
 				Value:      tt.skipped,
 			}}, metricdatatest.IgnoreTimestamp())
-			assert.Equal(t, goodEvents, jobEvents(p.logs.core, "good"), "the healthy job is untouched")
-			assert.Equal(t, -1, jobEvents(p.logs.core, "bad"), "rejected data leaves no state")
-			assert.Equal(t, tt.wantJobs, jobsTracked(p.logs.core))
+			assert.Equal(t, goodEvents, jobEvents(p.core, "good"), "the healthy job is untouched")
+			assert.Equal(t, -1, jobEvents(p.core, "bad"), "rejected data leaves no state")
+			assert.Equal(t, tt.wantJobs, jobsTracked(p.core))
 		})
 	}
 }

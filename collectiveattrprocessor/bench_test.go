@@ -58,8 +58,10 @@ func benchConfig() *Config {
 // read), the least per-item work any processor that looks at items does
 // (filter, attributes, transform). A bare forward costs nothing per item,
 // which would make any per-item ratio meaningless; reading more than that
-// would flatter the processor. Both run unwrapped (no processorhelper
-// obsreport), on the same batches, in the same benchmark.
+// would flatter the processor. Both run on the same batches, in the same
+// benchmark; the processor inside processorhelper, as a collector runs it,
+// the baseline without it, so that the helper's per-batch accounting counts
+// as the processor's cost.
 type walkingProcessor struct {
 	metrics consumer.Metrics
 	traces  consumer.Traces
@@ -346,7 +348,8 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 		return w.ConsumeMetrics(context.Background(), md)
 	},
 	convert: func(conv *ingest.Converter, md pmetric.Metrics) {
-		conv.ConvertMetrics(md, func(*ingest.SampleRun) {}, func(ingest.Skip) {})
+		for range conv.Metrics(md) {
+		}
 	},
 	create: func(b *testing.B, cfg *Config) (func(pmetric.Metrics) error, func()) {
 		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
@@ -368,7 +371,8 @@ var tracesBench = consumeBench[ptrace.Traces]{
 		return w.ConsumeTraces(context.Background(), td)
 	},
 	convert: func(conv *ingest.Converter, td ptrace.Traces) {
-		conv.ConvertTraces(td, func(*ingest.Record) {}, func(*ingest.MarkerRun) {}, func(ingest.Skip) {})
+		for range conv.Traces(td) {
+		}
 	},
 	create: func(b *testing.B, cfg *Config) (func(ptrace.Traces) error, func()) {
 		p, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
@@ -419,16 +423,13 @@ func BenchmarkPipelineTraces(b *testing.B) { tracesBench.run(b, true) }
 func BenchmarkEvaluationTick(b *testing.B) {
 	const ranks, samples = 1024, 3000
 	cfg := createDefaultConfig().(*Config)
-	p, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := newCoreLogs(b, cfg)
 	defer func() { _ = p.Shutdown(context.Background()) }()
-	c := p.(*logsProcessor).core
+	c := p.core
 	step := int64(time.Second) / benchHz
 	start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
 	c.mu.Lock()
-	c.batchNow = time.Now()
+	now := time.Now()
 	for r := range int64(ranks) {
 		run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
 		for i := range int64(samples) {
@@ -436,16 +437,16 @@ func BenchmarkEvaluationTick(b *testing.B) {
 			gap := baselineGap(i)
 			if i%100 == 50 {
 				gap = spikeGap
-				c.addMarkerRun(&ingest.MarkerRun{JobID: "big", Rank: r, WorldSize: ranks, Spans: []ingest.MarkerSpan{
+				c.store.AddMarkerRun(&ingest.MarkerRun{JobID: "big", Rank: r, WorldSize: ranks, Spans: []ingest.MarkerSpan{
 					{Ref: ingest.SpanRef{SpanID: [8]byte{byte(i), byte(r)}}, TimesNs: []int64{ts}},
-				}})
+				}}, now)
 			}
 			run.Samples = append(run.Samples, ingest.SamplePoint{
 				TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,
 				DeviceUsed: baseReserved + gap, DeviceTotal: deviceTotal, Has: ingest.HasDeviceTotal,
 			})
 		}
-		c.addSampleRun(&run)
+		c.store.AddSampleRun(&run, now)
 	}
 	c.publishSizes()
 	c.mu.Unlock()
@@ -459,9 +460,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 // evaluationRound runs one evaluation round in which job has new data.
 func evaluationRound(b *testing.B, c *core, job string) {
 	c.mu.Lock()
-	js := c.jobs[job]
-	js.dirty = true
-	js.lastSeen = time.Now()
+	c.store.Touch(job, time.Now())
 	c.mu.Unlock()
 	if err := c.evaluate(context.Background(), false); err != nil {
 		b.Fatal(err)
@@ -489,11 +488,12 @@ func BenchmarkEvaluationTickPhases(b *testing.B) {
 
 func benchEvaluationTickPhases(b *testing.B, batch func(startNs int64) (ptrace.Traces, int)) {
 	cfg := phaseTracesBench.cfg()
-	tp, err := NewFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	f := newFactory(defaultClock())
+	tp, err := f.processorFactory().CreateTraces(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
-	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func benchEvaluationTickPhases(b *testing.B, batch func(startNs int64) (ptrace.T
 		pdatashift.Metrics(metrics[j], benchBatchSeconds*time.Second)
 		pdatashift.Traces(traces[j], benchBatchSeconds*time.Second)
 	}
-	c := tp.(*tracesProcessor).core
+	c := f.cores[cfg]
 	evaluationRound(b, c, "bench-job") // the first round grows the evaluation scratch
 	b.ReportAllocs()
 	for b.Loop() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // bufferSizes returns, under the lock, the tracked jobs, the largest rank
@@ -25,14 +26,17 @@ import (
 func bufferSizes(c *core) (jobs, maxRanks, maxRankLen, events int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, j := range c.jobs {
-		maxRanks = max(maxRanks, len(j.ranks))
-		for _, rb := range j.ranks {
-			maxRankLen = max(maxRankLen, rb.len())
-			events += rb.len()
-		}
-	}
-	return len(c.jobs), maxRanks, maxRankLen, events
+	jobs, _, _ = c.store.Sizes()
+	c.store.EachJob(func(id string) {
+		ranks := 0
+		c.store.EachRank(id, func(_ int64, v store.RankView) {
+			ranks++
+			maxRankLen = max(maxRankLen, v.Len)
+			events += v.Len
+		})
+		maxRanks = max(maxRanks, ranks)
+	})
+	return jobs, maxRanks, maxRankLen, events
 }
 
 // startBounded starts the three pipelines of one component with the
@@ -80,7 +84,7 @@ func TestFloodStaysWithinLimits(t *testing.T) {
 		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
 	}
 
-	gotJobs, maxRanks, maxRankLen, events := bufferSizes(p.logs.core)
+	gotJobs, maxRanks, maxRankLen, events := bufferSizes(p.core)
 	assert.Equal(t, 5, gotJobs)
 	assert.Equal(t, 4, maxRanks)
 	assert.Equal(t, 50, maxRankLen)
@@ -119,16 +123,16 @@ func TestFloodOfOneRankKeepsItsBufferAtCap(t *testing.T) {
 			lines = append(lines, stormlogLine("one", 0, 1, now-int64(time.Second)+i*int64(time.Microsecond), "sample", baselineGap(i)))
 		}
 		require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
-		_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+		_, _, maxRankLen, _ := bufferSizes(p.core)
 		require.LessOrEqual(t, maxRankLen, 64)
 	}
-	c := p.logs.core
+	c := p.core
 	c.mu.Lock()
-	rb := c.jobs["one"].ranks[0]
-	require.Equal(t, 64, rb.samples.len())
-	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.samples.front().TimestampNs, "the newest are kept")
-	assert.LessOrEqual(t, len(rb.samples.buf), 64, "storage never grows past the cap")
+	rb, _ := c.store.InspectRank("one", 0)
 	c.mu.Unlock()
+	require.Len(t, rb.SampleTimesNs, 64)
+	assert.Equal(t, now-int64(time.Second)+(n-64)*int64(time.Microsecond), rb.SampleTimesNs[0], "the newest are kept")
+	assert.LessOrEqual(t, rb.SampleCapacity, 64, "storage never grows past the cap")
 	assertEvicted(t, tel, "max_events_per_rank", n-64)
 }
 
@@ -146,7 +150,7 @@ func TestWindowEvictsOldEvents(t *testing.T) {
 		lines = append(lines, stormlogLine("w", 0, 1, now-10*int64(time.Minute)+i*10*int64(time.Second), "sample", baselineGap(i)))
 	}
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
-	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	_, _, maxRankLen, _ := bufferSizes(p.core)
 	assert.Equal(t, 7, maxRankLen, "the newest sample and the six within the minute before it")
 	assertEvicted(t, tel, "window", 53)
 }
@@ -170,7 +174,7 @@ func TestFullRankEvictsPastTheWindowFirst(t *testing.T) {
 	lines = append(lines, stormlogLine("w", 0, 1, base+60500*int64(time.Millisecond), "sample", baselineGap(10)))
 	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
 
-	_, _, maxRankLen, _ := bufferSizes(p.logs.core)
+	_, _, maxRankLen, _ := bufferSizes(p.core)
 	assert.Equal(t, 6, maxRankLen)
 	assertEvicted(t, tel, "window", 5)
 }
@@ -191,16 +195,15 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 	td := markerSpanTraces("edge", 0, 2, base+5*int64(time.Second), base+15*int64(time.Second))
 	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
 
-	c := p.logs.core
+	c := p.core
 	c.mu.Lock()
-	rb := c.jobs["edge"].ranks[0]
-	require.Equal(t, 1, rb.markers.len())
-	m := rb.markers.at(0)
-	assert.Equal(t, base+15*int64(time.Second), m.TimestampNs)
-	ref, ok := rb.markerRef(m)
+	rb, _ := c.store.InspectRank("edge", 0)
 	c.mu.Unlock()
-	require.True(t, ok)
-	assert.Equal(t, ingest.SpanRef{TraceID: [16]byte{1}, SpanID: [8]byte{2}}, ref)
+	require.Len(t, rb.Markers, 1)
+	m := rb.Markers[0]
+	assert.Equal(t, base+15*int64(time.Second), m.TimestampNs)
+	require.True(t, m.HasRef)
+	assert.Equal(t, ingest.SpanRef{TraceID: [16]byte{1}, SpanID: [8]byte{2}}, m.Ref)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{{
 		Attributes: attribute.NewSet(attribute.String("reason", "stale"), attribute.String("signal", "traces")),
 		Value:      1,
@@ -212,12 +215,8 @@ func TestMarkerSpanAcrossTheWindowEdge(t *testing.T) {
 func sampleTimes(c *core, job string, rank int64) []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var times []int64
-	rb := c.jobs[job].ranks[rank]
-	for i := range rb.samples.len() {
-		times = append(times, rb.samples.at(i).TimestampNs)
-	}
-	return times
+	rb, _ := c.store.InspectRank(job, rank)
+	return rb.SampleTimesNs
 }
 
 // samplesMetrics is one batch of device-used and allocator-reserved gauges
@@ -261,11 +260,12 @@ func TestSamplesFromMetricsAreBoundedOneByOne(t *testing.T) {
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 0, base+5*sec, base+8*sec, base+20*sec, base+75*sec)))
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("w", 1, base+71*sec, base+72*sec, base+73*sec)))
 
-	c := p.logs.core
+	c := p.core
 	assert.Equal(t, []int64{base + 70*sec, base + 20*sec, base + 75*sec}, sampleTimes(c, "w", 0))
 	c.mu.Lock()
-	ranks, newest := len(c.jobs["w"].ranks), c.jobs["w"].newestNs
+	jv, _ := c.store.InspectJob("w")
 	c.mu.Unlock()
+	ranks, newest := jv.Ranks, jv.NewestNs
 	assert.Equal(t, 1, ranks)
 	assert.Equal(t, base+75*sec, newest)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsSkipped(t, tel, []metricdata.DataPoint[int64]{
@@ -292,7 +292,7 @@ func TestSamplesFromMetricsOnAFullRank(t *testing.T) {
 	}
 	require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), samplesMetrics("full", 0, times...)))
 
-	assert.Equal(t, times[6:], sampleTimes(p.logs.core, "full", 0))
+	assert.Equal(t, times[6:], sampleTimes(p.core, "full", 0))
 	assertEvicted(t, tel, "max_events_per_rank", 6)
 	metadatatest.AssertEqualProcessorCollectiveattrItemsConverted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: attribute.NewSet(attribute.String("signal", "metrics")), Value: 10},
@@ -339,16 +339,14 @@ func TestMarkerSpansOfABatch(t *testing.T) {
 				span byte
 				ts   int64
 			}
-			c := p.logs.core
+			c := p.core
 			c.mu.Lock()
 			links := map[int64][]link{}
-			for rank, rb := range c.jobs["m"].ranks {
-				for i := range rb.markers.len() {
-					m := rb.markers.at(i)
-					ref, _ := rb.markerRef(m)
-					links[rank] = append(links[rank], link{ref.SpanID[0], m.TimestampNs})
+			c.store.EachRank("m", func(rank int64, rb store.RankView) {
+				for _, m := range rb.Markers {
+					links[rank] = append(links[rank], link{m.Ref.SpanID[0], m.TimestampNs})
 				}
-			}
+			})
 			c.mu.Unlock()
 			span := func(ids ...byte) []link {
 				var out []link

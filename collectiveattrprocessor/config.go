@@ -9,6 +9,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // EmitMode says when results leave the processor (contract §4).
@@ -230,5 +231,16 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		IdentityTTL:         cfg.IdentityTTL,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
+	}
+}
+
+// storeConfig is the buffer store's view of the configuration.
+func (cfg *Config) storeConfig() store.Config {
+	return store.Config{
+		MaxJobs:          cfg.Limits.MaxJobs,
+		MaxRanksPerJob:   cfg.Limits.MaxRanksPerJob,
+		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
+		Window:           cfg.Window,
+		Phases:           cfg.Phases,
 	}
 }

@@ -5,12 +5,13 @@
 // OpenTelemetry Collector pipeline (processor type `collectiveattr`).
 //
 // The component is a thin adapter: internal/ingest turns OTLP items into
-// engine records, the attribution and phase packages decide, internal/output
-// shapes the results. What this package decides, where the contract leaves
-// room:
+// engine records, internal/store buffers them per job and rank, the
+// attribution and phase packages decide, internal/output shapes the
+// results. What this package decides, where the contract leaves room:
 //
 //   - One state per component ID. Traces, metrics and logs pipelines naming
-//     the same `collectiveattr/<name>` share one core. Results go to every
+//     the same `collectiveattr/<name>` share one core, held by the factory.
+//     Each processor is built with processorhelper. Results go to every
 //     signal that has a pipeline (result spans, result metrics, result log
 //     records); a component named in two pipelines of the same signal merges
 //     their inputs and reports each result once, to the first of them.

@@ -75,9 +75,10 @@ func TestResultMetrics(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Emit = EmitOnJobEnd
 	msink := new(consumertest.MetricsSink)
-	mp, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	f := NewFactory()
+	mp, err := f.CreateMetrics(context.Background(), nopSettings(), cfg, msink)
 	require.NoError(t, err)
-	lp, err := NewFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	lp, err := f.CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	require.NoError(t, err)
 	require.NoError(t, mp.Start(context.Background(), nil))
 	require.NoError(t, lp.Start(context.Background(), nil))
@@ -134,17 +135,28 @@ func TestSkipLogIsRateLimited(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := skipLog{logger: zap.New(core), now: func() time.Time { return now }}
 	for range 5 {
-		l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "negative memory value"})
+		l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "negative memory value"}, 1)
 	}
-	l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipNoIdentity, Detail: "no rank"})
+	l.log(signalMetrics, ingest.Skip{Reason: ingest.SkipNoIdentity, Detail: "no rank"}, 1)
 	require.Equal(t, 2, logs.Len(), "one line per reason")
 	now = now.Add(59 * time.Second)
-	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"})
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"}, 1)
 	require.Equal(t, 2, logs.Len())
 	now = now.Add(time.Second)
-	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"})
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "bad record"}, 1)
 	require.Equal(t, 3, logs.Len())
 	last := logs.All()[2].ContextMap()
 	assert.Equal(t, "invalid_value", last["reason"])
 	assert.Equal(t, int64(5), last["suppressed_since_last_log"])
+
+	// n items at once log as n calls of one: the first may log, the rest
+	// are suppressed.
+	now = now.Add(time.Minute)
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "stale"}, 4)
+	require.Equal(t, 4, logs.Len())
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "stale"}, 2)
+	now = now.Add(time.Minute)
+	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "stale"}, 1)
+	require.Equal(t, 5, logs.Len())
+	assert.Equal(t, int64(5), logs.All()[4].ContextMap()["suppressed_since_last_log"])
 }

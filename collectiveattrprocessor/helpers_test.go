@@ -112,11 +112,28 @@ func intervalKey(m map[string]any) string {
 	return fmt.Sprintf("%v/%v/%v", m["job_id"], m["rank"], m["interval_start_ns"])
 }
 
-func newTestLogsProcessor(t *testing.T, cfg *Config, set processor.Settings, next *consumertest.LogsSink) *logsProcessor {
+// testLogs is a logs processor and its core.
+type testLogs struct {
+	processor.Logs
+	core *core
+}
+
+func newTestLogsProcessor(t *testing.T, cfg *Config, set processor.Settings, next *consumertest.LogsSink) *testLogs {
 	t.Helper()
-	p, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
+	f := newFactory(defaultClock())
+	p, err := f.processorFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
-	return p.(*logsProcessor)
+	return &testLogs{Logs: p, core: f.cores[cfg]}
+}
+
+// newCoreLogs is newTestLogsProcessor for benchmarks.
+func newCoreLogs(b *testing.B, cfg *Config) *testLogs {
+	f := newFactory(defaultClock())
+	p, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &testLogs{Logs: p, core: f.cores[cfg]}
 }
 
 func nopSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }
@@ -125,7 +142,8 @@ func nopSettings() processor.Settings { return processortest.NewNopSettings(meta
 func jobsTracked(c *core) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.jobs)
+	jobs, _, _ := c.store.Sizes()
+	return jobs
 }
 
 // markerSpanTraces is one NCCL kernel span of (job, rank) with trace id

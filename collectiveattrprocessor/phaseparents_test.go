@@ -146,16 +146,15 @@ func bufferedPhasePaths(t *testing.T, c *core, job string) (map[string][]string,
 	defer c.evalMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	j := c.jobs[job]
+	j := c.store.Job(job)
 	require.NotNil(t, j)
-	c.buildInput(j)
-	rb := j.ranks[0]
+	c.store.Snapshot(j, &c.scratch)
+	rb, _ := c.store.InspectRank(job, 0)
 	paths := map[string][]string{}
-	for i := range rb.phaseSpans.len() {
-		e := rb.phaseSpans.at(i)
+	for _, e := range rb.PhaseSpans {
 		paths[pcommon.TraceID(e.TraceID).String()+"/"+e.ScopeID] = e.Path
 	}
-	return paths, rb.phaseWaiting
+	return paths, rb.PhaseWaiting
 }
 
 // TestPhasePathsCompleteAcrossRequests sends random trace forests of phase
@@ -188,10 +187,10 @@ func TestPhasePathsCompleteAcrossRequests(t *testing.T) {
 			require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces(job, rest[:n], endNs)))
 			rest = rest[n:]
 			if len(rest) > 0 && rng.IntN(2) == 0 {
-				bufferedPhasePaths(t, p.traces.core, job)
+				bufferedPhasePaths(t, p.core, job)
 			}
 		}
-		got, waiting := bufferedPhasePaths(t, p.traces.core, job)
+		got, waiting := bufferedPhasePaths(t, p.core, job)
 		require.Equal(t, want, got, "round %d", round)
 		wantWaiting := 0
 		for _, w := range waits {
@@ -225,14 +224,14 @@ func TestPhaseParentCyclesEnd(t *testing.T) {
 	} {
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("cycle", batch, endNs)))
 	}
-	got, waiting := bufferedPhasePaths(t, p.traces.core, "cycle")
+	got, waiting := bufferedPhasePaths(t, p.core, "cycle")
 	assert.Zero(t, waiting)
 	require.Len(t, got, 3)
 	for key, path := range got {
 		assert.LessOrEqual(t, len(path), ingest.MaxPhaseDepth+1, key)
 		assert.Greater(t, len(path), 1, "%s went round the cycle", key)
 	}
-	again, _ := bufferedPhasePaths(t, p.traces.core, "cycle")
+	again, _ := bufferedPhasePaths(t, p.core, "cycle")
 	assert.Equal(t, got, again, "a finished span is not joined again")
 }
 
@@ -249,24 +248,9 @@ func TestPhaseParentSentTwiceIsTheLaterOne(t *testing.T) {
 	} {
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("twice", []forestSpan{batch}, endNs)))
 	}
-	got, waiting := bufferedPhasePaths(t, p.traces.core, "twice")
+	got, waiting := bufferedPhasePaths(t, p.core, "twice")
 	assert.Zero(t, waiting)
 	assert.Equal(t, []string{"z", "y", "x"}, got[trace.String()+"/"+pcommon.SpanID{2}.String()])
-}
-
-// TestPhasePathJoinsKeyOnBothParts: a remembered join is reused only for
-// the same two slices, lengths included.
-func TestPhasePathJoinsKeyOnBothParts(t *testing.T) {
-	var pp phaseParents
-	outer, inner := []string{"train", "step"}, []string{"forward"}
-	whole := pp.join(outer, inner)
-	assert.Equal(t, []string{"train", "step", "forward"}, whole)
-	assert.Same(t, &whole[0], &pp.join(outer, inner)[0], "the same parts give the same path")
-	assert.Equal(t, []string{"train", "forward"}, pp.join(outer[:1], inner))
-	assert.Equal(t, []string{"train", "step"}, pp.join(outer[:1], outer[1:]))
-	both := []string{"forward", "backward"}
-	assert.Equal(t, []string{"train", "step", "forward"}, pp.join(outer, both[:1]))
-	assert.Equal(t, []string{"train", "step", "forward", "backward"}, pp.join(outer, both))
 }
 
 // TestPhaseSpansWaitingGauge: the self-telemetry gauge counts the spans
@@ -283,7 +267,7 @@ func TestPhaseSpansWaitingGauge(t *testing.T) {
 	round := func(waiting int64, spans ...forestSpan) {
 		t.Helper()
 		require.NoError(t, p.traces.ConsumeTraces(context.Background(), forestTraces("gauge", spans, endNs)))
-		require.NoError(t, p.traces.core.evaluate(context.Background(), false))
+		require.NoError(t, p.core.evaluate(context.Background(), false))
 		metadatatest.AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t, tel, []metricdata.DataPoint[int64]{{Value: waiting}}, metricdatatest.IgnoreTimestamp())
 	}
 	round(2,

@@ -173,20 +173,20 @@ func TestPhasesOffBuffersNoPhases(t *testing.T) {
 			require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs([]string{stormlogLine(job, 0, 1, endNs, "phase_enter", 0)})))
 			require.Equal(t, 3, p.tsink.SpanCount(), "every span passes through")
 
-			c := p.traces.core
+			c := p.core
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			rb := c.jobs[job].ranks[0]
-			assert.Equal(t, 2, rb.markers.len(), "the marker span's start and end")
+			rb, _ := c.store.InspectRank(job, 0)
+			assert.Len(t, rb.Markers, 2, "the marker span's start and end")
 			if phases {
-				assert.Equal(t, 2, rb.phaseSpans.len())
-				assert.Equal(t, 1, rb.boundaries.len())
-				assert.Zero(t, rb.others.len())
+				assert.Len(t, rb.PhaseSpans, 2)
+				assert.Equal(t, 1, rb.Boundaries)
+				assert.Zero(t, rb.Others)
 				return
 			}
-			assert.Zero(t, rb.phaseSpans.len())
-			assert.Zero(t, rb.boundaries.len())
-			assert.Equal(t, 1, rb.others.len(), "the boundary, as a plain record")
+			assert.Empty(t, rb.PhaseSpans)
+			assert.Zero(t, rb.Boundaries)
+			assert.Equal(t, 1, rb.Others, "the boundary, as a plain record")
 		})
 	}
 }

@@ -9,10 +9,27 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 )
 
-// lifecycle is the Start/Shutdown half every signal's processor shares.
-// Shutdown is safe without Start and more than once.
+// Each signal's processor is a processorhelper processor (which reports the
+// standard incoming and outgoing item counts) whose function reads the
+// batch into the core and returns it unchanged: the helper hands it to the
+// next consumer and returns that consumer's error. Reading comes first
+// because the batch belongs to the next consumer once handed on (the batch
+// processor, for one, moves its contents away); whatever the conversion
+// thinks of an item, the item passes through.
+//
+// Results are not part of any batch: the core's evaluation loop sends them
+// to the next consumers captured here (lifecycle), on its own schedule.
+
+// capabilities: the processor reads its input and passes it on unchanged.
+var capabilities = consumer.Capabilities{MutatesData: false}
+
+// lifecycle is the Start/Shutdown half every signal's processor shares,
+// and the next consumer results of its signal go to. Shutdown is safe
+// without Start and more than once.
 type lifecycle struct {
 	core   *core
 	signal signal
@@ -24,73 +41,62 @@ type lifecycle struct {
 	logs    consumer.Logs
 }
 
-func (l *lifecycle) Start(ctx context.Context, _ component.Host) error {
+func (l *lifecycle) start(ctx context.Context, _ component.Host) error {
 	l.core.start(ctx)
 	return nil
 }
 
-func (l *lifecycle) Shutdown(ctx context.Context) error {
+func (l *lifecycle) shutdown(ctx context.Context) error {
 	l.once.Do(func() {
 		l.err = l.core.shutdownSignal(ctx, l)
 	})
 	return l.err
 }
 
-// Capabilities: the processor reads its input and passes it on unchanged.
-func (*lifecycle) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
+func (l *lifecycle) options() []processorhelper.Option {
+	return []processorhelper.Option{
+		processorhelper.WithCapabilities(capabilities),
+		processorhelper.WithStart(l.start),
+		processorhelper.WithShutdown(l.shutdown),
+	}
 }
 
-// Each Consume converts the batch into the core's buffers and then hands it,
-// unchanged, to the next consumer, returning that consumer's error. Reading
-// comes first because the batch belongs to the next consumer once handed on
-// (the batch processor, for one, moves its contents away); whatever the
-// conversion thinks of an item, the item passes through.
-
-type tracesProcessor struct {
-	lifecycle
-	next consumer.Traces
+// register adds l to the core and gives the reference it took back when
+// the processor cannot be built.
+func (l *lifecycle) register(err error) error {
+	if err != nil {
+		if l.core.factory.release(l.core) {
+			l.core.tel.tb.Shutdown()
+		}
+		return err
+	}
+	l.core.register(l)
+	return nil
 }
 
-func newTracesProcessor(c *core, next consumer.Traces) *tracesProcessor {
-	p := &tracesProcessor{lifecycle: lifecycle{core: c, signal: signalTraces, traces: next}, next: next}
-	c.register(&p.lifecycle)
-	return p
+func newTracesProcessor(ctx context.Context, set processor.Settings, c *core, next consumer.Traces) (processor.Traces, error) {
+	l := &lifecycle{core: c, signal: signalTraces, traces: next}
+	p, err := processorhelper.NewTraces(ctx, set, c.cfg, next, func(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+		c.consumeTraces(ctx, td)
+		return td, nil
+	}, l.options()...)
+	return p, l.register(err)
 }
 
-func (p *tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	p.core.consumeTraces(ctx, td)
-	return p.next.ConsumeTraces(ctx, td)
+func newMetricsProcessor(ctx context.Context, set processor.Settings, c *core, next consumer.Metrics) (processor.Metrics, error) {
+	l := &lifecycle{core: c, signal: signalMetrics, metrics: next}
+	p, err := processorhelper.NewMetrics(ctx, set, c.cfg, next, func(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+		c.consumeMetrics(ctx, md)
+		return md, nil
+	}, l.options()...)
+	return p, l.register(err)
 }
 
-type metricsProcessor struct {
-	lifecycle
-	next consumer.Metrics
-}
-
-func newMetricsProcessor(c *core, next consumer.Metrics) *metricsProcessor {
-	p := &metricsProcessor{lifecycle: lifecycle{core: c, signal: signalMetrics, metrics: next}, next: next}
-	c.register(&p.lifecycle)
-	return p
-}
-
-func (p *metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	p.core.consumeMetrics(ctx, md)
-	return p.next.ConsumeMetrics(ctx, md)
-}
-
-type logsProcessor struct {
-	lifecycle
-	next consumer.Logs
-}
-
-func newLogsProcessor(c *core, next consumer.Logs) *logsProcessor {
-	p := &logsProcessor{lifecycle: lifecycle{core: c, signal: signalLogs, logs: next}, next: next}
-	c.register(&p.lifecycle)
-	return p
-}
-
-func (p *logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	p.core.consumeLogs(ctx, ld)
-	return p.next.ConsumeLogs(ctx, ld)
+func newLogsProcessor(ctx context.Context, set processor.Settings, c *core, next consumer.Logs) (processor.Logs, error) {
+	l := &lifecycle{core: c, signal: signalLogs, logs: next}
+	p, err := processorhelper.NewLogs(ctx, set, c.cfg, next, func(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+		c.consumeLogs(ctx, ld)
+		return ld, nil
+	}, l.options()...)
+	return p, l.register(err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // signal is a pipeline signal; it indexes per-signal state.
@@ -47,15 +48,6 @@ func reasonIndex(r ingest.SkipReason) int {
 	return 1 // an unknown reason from the converter is an invalid value
 }
 
-// bound is a buffer bound that evicts events.
-type bound int
-
-const (
-	boundWindow bound = iota
-	boundMaxEventsPerRank
-	numBounds
-)
-
 var classifications = [...]string{"collective_confident", "collective_likely", "collective_suspect"}
 
 // selfTelemetry records the otelcol_processor_collectiveattr_* metrics. The
@@ -65,7 +57,7 @@ type selfTelemetry struct {
 
 	converted      [numSignals]metric.AddOption
 	skipped        [numSignals][numReasons]metric.AddOption
-	evicted        [numBounds]metric.AddOption
+	evicted        [store.NumBounds]metric.AddOption
 	emitted        map[string]metric.AddOption
 	emitFailures   [numSignals]metric.AddOption
 	jobs, ranks    atomic.Int64
@@ -85,8 +77,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 			t.skipped[s][i] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", string(r))))
 		}
 	}
-	t.evicted[boundWindow] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "window")))
-	t.evicted[boundMaxEventsPerRank] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "max_events_per_rank")))
+	for b := range store.NumBounds {
+		t.evicted[b] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", b.String())))
+	}
 	for _, c := range classifications {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
 	}
@@ -123,7 +116,7 @@ func (t *selfTelemetry) recordLimits(ctx context.Context, l LimitsConfig) {
 type batchCounts struct {
 	converted int64
 	skipped   [numReasons]int64
-	evicted   [numBounds]int64
+	evicted   [store.NumBounds]int64
 }
 
 func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
@@ -138,7 +131,7 @@ func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) 
 	t.addEvicted(ctx, b.evicted)
 }
 
-func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [numBounds]int64) {
+func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [store.NumBounds]int64) {
 	for i, n := range evicted {
 		if n > 0 {
 			t.tb.ProcessorCollectiveattrEventsEvicted.Add(ctx, n, t.evicted[i])
@@ -165,11 +158,12 @@ type skipLog struct {
 
 const skipLogPeriod = time.Minute
 
-func (l *skipLog) log(s signal, skip ingest.Skip) {
+// log logs n items skipped for one reason at once, as n calls of one.
+func (l *skipLog) log(s signal, skip ingest.Skip, n int64) {
 	i := reasonIndex(skip.Reason)
 	now := l.now()
 	if !l.last[i].IsZero() && now.Sub(l.last[i]) < skipLogPeriod {
-		l.suppressed[i]++
+		l.suppressed[i] += n
 		return
 	}
 	l.logger.Warn("collectiveattr: input item not converted; it still passes through",
@@ -178,5 +172,5 @@ func (l *skipLog) log(s signal, skip ingest.Skip) {
 		zap.String("detail", skip.Detail),
 		zap.Int64("suppressed_since_last_log", l.suppressed[i]))
 	l.last[i] = now
-	l.suppressed[i] = 0
+	l.suppressed[i] = n - 1
 }

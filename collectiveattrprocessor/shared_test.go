@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func resultSpanCount(batches []ptrace.Traces) int {
@@ -84,9 +85,9 @@ func TestPipelinesShareOneCore(t *testing.T) {
 
 	require.NoError(t, p.logs.Shutdown(context.Background()))
 	assert.Len(t, resultLogs(t, p.lsink), 5)
-	cores.Lock()
-	_, registered := cores.m[cfg]
-	cores.Unlock()
+	p.factory.mu.Lock()
+	_, registered := p.factory.cores[cfg]
+	p.factory.mu.Unlock()
 	assert.False(t, registered, "the last Shutdown releases the shared core")
 	// Shutdown twice is harmless.
 	require.NoError(t, p.logs.Shutdown(context.Background()))
@@ -141,4 +142,35 @@ func TestConcurrentPipelines(t *testing.T) {
 		seen[intervalKey(r)] = true
 	}
 	assert.NotEmpty(t, seen)
+}
+
+// TestStandardItemMetrics: each processor reports the collector's standard
+// incoming and outgoing item counts; the batch passes through whole, and
+// results, sent on the evaluation loop's own schedule, are not among them.
+func TestStandardItemMetrics(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit = EmitOnJobEnd
+	p := newPipelines(t, cfg, tel)
+
+	const s = int64(time.Second)
+	now := time.Now().UnixNano() / s * s
+	job := jobTraffic{job: "a", ranks: 2, stepNs: s / 10, spikes: []int64{now - s}}
+	lines := job.lines(now-2*s, now)
+	require.NoError(t, p.logs.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+	p.shutdown(t)
+	require.NotEmpty(t, resultLogs(t, p.lsink), "results were emitted")
+
+	for _, name := range []string{"otelcol_processor_incoming_items", "otelcol_processor_outgoing_items"} {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		sum, ok := m.Data.(metricdata.Sum[int64])
+		require.True(t, ok, name)
+		total := int64(0)
+		for _, dp := range sum.DataPoints {
+			total += dp.Value
+		}
+		assert.Equal(t, int64(len(lines)), total, name)
+	}
 }

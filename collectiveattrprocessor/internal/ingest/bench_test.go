@@ -189,13 +189,13 @@ func BenchmarkConvertMetrics(b *testing.B) {
 			records := 0
 			emit := func(run *SampleRun) { records += len(run.Samples) }
 			skip := func(Skip) {}
-			c.ConvertMetrics(batches[0], emit, skip) // learn the device mapping
+			c.convertMetrics(batches[0], emit, skip) // learn the device mapping
 			records = 0
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				batch := batches[i%benchBatches]
-				c.ConvertMetrics(batch, emit, skip)
+				c.convertMetrics(batch, emit, skip)
 				i++
 				b.StopTimer()
 				pdatashift.Metrics(batch, benchBatches*time.Second)
@@ -224,7 +224,7 @@ func BenchmarkConvertTraces(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		batch := batches[i%benchBatches]
-		c.ConvertTraces(batch, emit, emitMarkers, skip)
+		c.convertTraces(batch, emit, emitMarkers, skip)
 		i++
 		b.StopTimer()
 		pdatashift.Traces(batch, benchBatches*time.Second)
@@ -267,7 +267,7 @@ func BenchmarkConvertLogs(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		c.ConvertLogs(ld, emit, skip)
+		c.convertLogs(ld, emit, skip)
 		i++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*records), "ns/record")

@@ -15,11 +15,11 @@ import (
 // concurrent use: the processor core serialises calls. It never mutates its
 // input and never panics on malformed input.
 //
-// The Convert methods hand each Record (ConvertMetrics: each SampleRun) to
-// emit by pointer: it is the Converter's and is reused for the next item, so
-// emit must copy what it keeps and must not modify it. A Record holds a
-// whole telemetry.Event (about 400 bytes): passing it by value cost more
-// than the conversion.
+// Metrics, Traces and Logs return what they read as a sequence of Reads
+// (records, runs, skips) in input order, each handed over by pointer: it
+// is the Converter's and is reused for the next item, so the consumer
+// copies what it keeps and modifies nothing. Internally each conversion
+// hands its output to emit functions that the sequence turns into Reads.
 type Converter struct {
 	cfg   Config
 	now   func() time.Time
@@ -113,7 +113,7 @@ type Converter struct {
 	// markerTimes.
 	markerRun   MarkerRun
 	markerTimes []int64
-	// run is the SampleRun handed to ConvertMetrics' emit.
+	// run is the SampleRun handed to convertMetrics' emit.
 	run SampleRun
 	// noZip turns the zip path of joinBatch off and noResourceMemo the
 	// resource memo (the differential tests' references); fast counts how

@@ -222,13 +222,13 @@ func FuzzConvert(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
 		if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
-			c.ConvertMetrics(md, expand, nopSkip)
+			c.convertMetrics(md, expand, nopSkip)
 		}
 		if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
-			c.ConvertTraces(td, nop, expandMarkers, nopSkip)
+			c.convertTraces(td, nop, expandMarkers, nopSkip)
 		}
 		if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
-			c.ConvertLogs(ld, nop, nopSkip)
+			c.convertLogs(ld, nop, nopSkip)
 		}
 		c.Expire()
 	})

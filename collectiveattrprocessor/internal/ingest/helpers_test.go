@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"iter"
 	"path/filepath"
 	"testing"
 	"time"
@@ -59,6 +60,22 @@ func (c *collected) emitMarkers(run *MarkerRun) {
 }
 func (c *collected) skip(s Skip) { c.skips = append(c.skips, s) }
 
+// collect keeps every Read of a conversion's sequence.
+func (c *collected) collect(reads iter.Seq[Read]) {
+	for r := range reads {
+		switch {
+		case r.Record != nil:
+			c.emit(r.Record)
+		case r.SampleRun != nil:
+			c.emitRun(r.SampleRun)
+		case r.MarkerRun != nil:
+			c.emitMarkers(r.MarkerRun)
+		case r.Skip != nil:
+			c.skip(*r.Skip)
+		}
+	}
+}
+
 // emitRun keeps each sample of run as the Record it stands for.
 func (c *collected) emitRun(run *SampleRun) {
 	c.samples = append(c.samples, run.Samples...)
@@ -82,14 +99,14 @@ func readMetrics(t *testing.T, name string) pmetric.Metrics {
 	return md
 }
 
-// convertMetrics runs ConvertMetrics and checks that the input is unchanged.
+// convertMetrics runs Metrics and checks that the input is unchanged.
 func convertMetrics(t *testing.T, c *Converter, md pmetric.Metrics) collected {
 	t.Helper()
 	var m pmetric.ProtoMarshaler
 	before, err := m.MarshalMetrics(md)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertMetrics(md, got.emitRun, got.skip)
+	got.collect(c.Metrics(md))
 	after, err := m.MarshalMetrics(md)
 	require.NoError(t, err)
 	// Byte comparison: exact, and NaN-safe unlike a value comparison.

@@ -12,7 +12,7 @@ import (
 
 const schemaVersionKey = `"schema_version"`
 
-// ConvertLogs parses stormlog TelemetryEvent records (contract §3.4) from log
+// convertLogs parses stormlog TelemetryEvent records (contract §3.4) from log
 // bodies: a string holding a JSON object, or a map (converted to JSON, see
 // appendJSONValue). A record is stormlog's when its schema_version is 2, 3
 // or 4; it is then decoded with the reference's full validation, and a
@@ -23,7 +23,7 @@ const schemaVersionKey = `"schema_version"`
 // The record's job is its job_id, else its session_id, else the job id of
 // the log record's or resource's attributes (contract §2 keys), else "".
 // Its rank is the record's own.
-func (c *Converter) ConvertLogs(ld plog.Logs, emit func(*Record), skip func(Skip)) {
+func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -102,6 +102,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		TimestampNs: ev.TimestampNs,
 		Event:       ev,
 	}
+	c.rec.Stormlog = classifyStormlog(&c.rec.Event)
 	emit(&c.rec)
 }
 

@@ -27,7 +27,7 @@ func convertLogs(t *testing.T, c *Converter, ld plog.Logs) collected {
 	before, err := m.MarshalLogs(ld)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertLogs(ld, got.emit, got.skip)
+	got.collect(c.Logs(ld))
 	after, err := m.MarshalLogs(ld)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "input mutated")
@@ -62,10 +62,10 @@ func TestConvertLogsStormlogRecords(t *testing.T) {
 		`"context":"NCCL all_reduce \"bucket 3\" \u00e9","metadata":{"backend":"cuda","tags":["a",true,0.5]}}`)
 
 	want := []Record{
-		{Kind: KindStormlog, JobID: "run-7f3c", Rank: 1, WorldSize: 8, Host: "node-a", TimestampNs: 1767225600123456789, Event: ev0},
-		{Kind: KindStormlog, JobID: "sess-1", Rank: 0, WorldSize: 2, Host: "", TimestampNs: 1767225600200000000, Event: ev1},
-		{Kind: KindStormlog, JobID: "res-job", Rank: 0, WorldSize: 1, Host: "node-z", TimestampNs: 1767225600300000000, Event: ev2},
-		{Kind: KindStormlog, JobID: "sess-map", Rank: 1, WorldSize: 2, Host: "node-0", TimestampNs: 1767225600000000000, Event: evMap},
+		{Kind: KindStormlog, JobID: "run-7f3c", Rank: 1, WorldSize: 8, Host: "node-a", TimestampNs: 1767225600123456789, Event: ev0, Stormlog: StormlogSample},
+		{Kind: KindStormlog, JobID: "sess-1", Rank: 0, WorldSize: 2, Host: "", TimestampNs: 1767225600200000000, Event: ev1, Stormlog: StormlogMarker | StormlogBoundary},
+		{Kind: KindStormlog, JobID: "res-job", Rank: 0, WorldSize: 1, Host: "node-z", TimestampNs: 1767225600300000000, Event: ev2, Stormlog: StormlogMarker},
+		{Kind: KindStormlog, JobID: "sess-map", Rank: 1, WorldSize: 2, Host: "node-0", TimestampNs: 1767225600000000000, Event: evMap, Stormlog: StormlogSample | StormlogMarker},
 	}
 	assert.Equal(t, want, got.records)
 	assert.Equal(t, "phase_enter", got.records[1].Event.EventType, "boundaries keep every field")

@@ -24,13 +24,13 @@ func isMiB(m pmetric.Metric) bool {
 	return u == "MiB" || u == "MiBy"
 }
 
-// ConvertMetrics forms samples (contract §3.1) from the memory metrics in md.
+// convertMetrics forms samples (contract §3.1) from the memory metrics in md.
 // Points of the configured names are buffered per (job, rank) and role; at
 // the end of the call every device-used point that has an allocator-reserved
 // point within SampleJoinTolerance (from this or an earlier call) becomes a
 // sample, handed to emit in one SampleRun per (job, rank). Other metrics are
 // ignored without a Skip.
-func (c *Converter) ConvertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
+func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]

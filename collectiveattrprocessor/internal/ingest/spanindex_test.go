@@ -173,7 +173,7 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 		}
 		want, spans, missing := oraclePaths(td, phaseNames)
 		var got collected
-		c.ConvertTraces(td, got.emit, got.emitMarkers, got.skip)
+		c.convertTraces(td, got.emit, got.emitMarkers, got.skip)
 		var paths [][]string
 		var links []string
 		for _, r := range got.records {

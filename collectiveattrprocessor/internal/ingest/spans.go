@@ -29,7 +29,7 @@ const (
 	MaxPhaseDepth = 64
 )
 
-// ConvertTraces hands the markers of spans to emitMarkers, in one MarkerRun
+// convertTraces hands the markers of spans to emitMarkers, in one MarkerRun
 // per run of spans of one (job, rank), and phase spans to emit as
 // KindPhaseSpan Records (contract §3.2); both in input order. A marker span
 // (name or a string attribute value of the span or of its events matches a
@@ -47,7 +47,7 @@ const (
 // reaches a parent the batch does not hold (an SDK exports a parent after
 // its children), the Record names that parent (PhaseParentID) so that the
 // processor can complete the path once the parent, a phase span, arrives.
-func (c *Converter) ConvertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
+func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	indexed := false
 	rss := td.ResourceSpans()

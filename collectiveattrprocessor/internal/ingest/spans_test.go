@@ -29,7 +29,7 @@ func convertTraces(t *testing.T, c *Converter, td ptrace.Traces) collected {
 	before, err := m.MarshalTraces(td)
 	require.NoError(t, err)
 	var got collected
-	c.ConvertTraces(td, got.emit, got.emitMarkers, got.skip)
+	got.collect(c.Traces(td))
 	after, err := m.MarshalTraces(td)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "input mutated")
@@ -194,7 +194,7 @@ func TestConvertTracesMarkerRuns(t *testing.T) {
 	}
 	var runs [][]span
 	var ranks []int64
-	c.ConvertTraces(td, func(r *Record) { ranks = append(ranks, -1) }, func(run *MarkerRun) {
+	c.convertTraces(td, func(r *Record) { ranks = append(ranks, -1) }, func(run *MarkerRun) {
 		var got []span
 		for _, sp := range run.Spans {
 			got = append(got, span{sp.Ref.SpanID[0], slices.Clone(sp.TimesNs)})

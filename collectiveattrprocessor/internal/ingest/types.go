@@ -4,6 +4,7 @@
 package ingest
 
 import (
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -13,21 +14,50 @@ type Kind uint8
 
 const (
 	// KindSample is a sample formed from metrics (Event is set, event_type
-	// "sample"). ConvertMetrics hands samples over in SampleRuns, which
+	// "sample"). Metrics hands samples over in SampleRuns, which
 	// expand into such Records.
 	KindSample Kind = iota + 1
 	// KindMarker is the marker timestamps of one span (MarkerTimesNs): its
 	// start and end when it is a marker span, and each span event whose
-	// name matches. ConvertTraces hands markers over in MarkerRuns, which
+	// name matches. Traces hands markers over in MarkerRuns, which
 	// expand into such Records.
 	KindMarker
 	// KindPhaseSpan is a phase span from traces (PhaseSpan is set).
 	KindPhaseSpan
 	// KindStormlog is a validated stormlog TelemetryEvent from a log body
 	// (Event is set; it may be a sample, a marker, a phase boundary, or any
-	// other record, exactly as stormlog would read it).
+	// other record, exactly as stormlog would read it: Stormlog says which).
 	KindStormlog
 )
+
+// StormlogClass says what the reference reads a stormlog record as; a
+// record may be several at once, or none (then it only counts for the
+// trace start and its session's end).
+type StormlogClass uint8
+
+const (
+	// StormlogSample is a usable sample (reference-semantics §2.3 S3).
+	StormlogSample StormlogClass = 1 << iota
+	// StormlogMarker matches a collective token (§2.3 S2).
+	StormlogMarker
+	// StormlogBoundary is a phase_enter or phase_exit record (§3.2).
+	StormlogBoundary
+)
+
+// classifyStormlog is the class of a validated stormlog event.
+func classifyStormlog(e *telemetry.Event) StormlogClass {
+	var c StormlogClass
+	if attribution.IsSample(e) {
+		c |= StormlogSample
+	}
+	if attribution.IsMarker(e) {
+		c |= StormlogMarker
+	}
+	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {
+		c |= StormlogBoundary
+	}
+	return c
+}
 
 // SpanRef identifies the marker span that produced a marker, for result links.
 type SpanRef struct {
@@ -48,6 +78,8 @@ type Record struct {
 	TimestampNs int64
 	// Event is set for KindSample and KindStormlog.
 	Event telemetry.Event
+	// Stormlog is the class of a KindStormlog record's Event.
+	Stormlog StormlogClass
 	// Marker is set for KindMarker.
 	Marker SpanRef
 	// MarkerTimesNs are the marker times of a KindMarker record, in the

@@ -1,4 +1,4 @@
-package collectiveattrprocessor
+package store
 
 import (
 	"math"
@@ -14,7 +14,6 @@ import (
 // wrap around their storage; and on rings out of order.
 func TestOlderFindsTheCut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	tsOf := func(e *sampleEntry) int64 { return e.TimestampNs }
 	spreads := []func(i int) int64{
 		func(int) int64 { return 100_000_000 },                  // 10 Hz
 		func(int) int64 { return int64(rng.IntN(3)) },           // repeats
@@ -28,10 +27,10 @@ func TestOlderFindsTheCut(t *testing.T) {
 		},
 	}
 	for trial := range 3000 {
-		var r timedRing[sampleEntry]
+		var r timedRing[int64]
 		// Start the ring somewhere in its storage, so that it wraps.
 		for range rng.IntN(40) {
-			r.push(sampleEntry{}, 0, 1<<20)
+			r.push(0, 0, 1<<20)
 		}
 		r.dropFront(r.len())
 		n := rng.IntN(300)
@@ -52,7 +51,7 @@ func TestOlderFindsTheCut(t *testing.T) {
 			if trial%11 == 10 && rng.IntN(20) == 0 {
 				ts -= 5 // out of order
 			}
-			r.push(sampleEntry{TimestampNs: ts}, ts, 1<<20)
+			r.push(ts, 0, 1<<20)
 		}
 		for range 20 {
 			var cutoff int64
@@ -60,15 +59,15 @@ func TestOlderFindsTheCut(t *testing.T) {
 			case n == 0 || k == 0:
 				cutoff = rng.Int64() - rng.Int64()
 			case k == 1:
-				cutoff = r.at(rng.IntN(n)).TimestampNs
+				cutoff = r.at(rng.IntN(n))
 			default:
-				cutoff = r.at(rng.IntN(n)).TimestampNs + int64(rng.IntN(3)) - 1
+				cutoff = r.at(rng.IntN(n)) + int64(rng.IntN(3)) - 1
 			}
 			want := 0
-			for want < r.len() && r.at(want).TimestampNs < cutoff {
+			for want < r.len() && r.at(want) < cutoff {
 				want++
 			}
-			require.Equal(t, want, r.older(cutoff, tsOf), "trial %d, cutoff %d", trial, cutoff)
+			require.Equal(t, want, r.older(cutoff), "trial %d, cutoff %d", trial, cutoff)
 		}
 	}
 }
@@ -78,19 +77,19 @@ func TestOlderFindsTheCut(t *testing.T) {
 // full window would read a dozen, each a cache miss on a cold ring.
 func TestOlderReadsFewEntries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var r timedRing[sampleEntry]
+	var r timedRing[int64]
 	const step = int64(100_000_000)
 	for i := range int64(3000) {
 		ts := 1_767_225_600_000_000_000 + i*step + rng.Int64N(step/10) // 10 Hz, with jitter
-		r.push(sampleEntry{TimestampNs: ts}, ts, 1<<20)
+		r.push(ts, 0, 1<<20)
 	}
 	most := 0
 	for range 1000 {
-		cutoff := r.at(0).TimestampNs + rng.Int64N(3000*step)
+		cutoff := r.at(0) + rng.Int64N(3000*step)
 		reads := 0
-		got := r.older(cutoff, func(e *sampleEntry) int64 { reads++; return e.TimestampNs })
-		require.True(t, got == r.len() || r.at(got).TimestampNs >= cutoff)
-		require.True(t, got == 0 || r.at(got-1).TimestampNs < cutoff)
+		got := r.olderBy(cutoff, func(i int) int64 { reads++; return r.at(i) })
+		require.True(t, got == r.len() || r.at(got) >= cutoff)
+		require.True(t, got == 0 || r.at(got-1) < cutoff)
 		most = max(most, reads)
 	}
 	t.Logf("at most %d entries read", most)

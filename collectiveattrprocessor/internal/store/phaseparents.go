@@ -1,4 +1,4 @@
-package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+package store
 
 import (
 	"encoding/hex"

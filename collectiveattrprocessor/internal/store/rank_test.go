@@ -1,4 +1,4 @@
-package collectiveattrprocessor
+package store
 
 import (
 	"math"
@@ -19,7 +19,7 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 	const maxCap = 64
 	for _, start := range []uint32{0, markerSeq - 3, ^uint32(0) - 3} {
 		rng := rand.New(rand.NewPCG(1, uint64(start)))
-		rb := &rankBuffer{refFront: start}
+		rb := &rankBuffer{markers: markerColumns{refFront: start}}
 		type want struct {
 			ts  int64
 			ref ingest.SpanRef
@@ -29,38 +29,37 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 		for range 5000 {
 			switch {
 			case rng.IntN(3) == 0 && len(model) > 0:
-				rb.popMarker()
+				rb.markers.popFront()
 				model = model[1:]
 			case rng.IntN(4) == 0:
 				ts++
-				rb.pushMarker(ts, ingest.SpanRef{}, 0, maxCap)
+				rb.markers.pushRef(ts, ingest.SpanRef{}, 0, maxCap)
 				model = append(model, want{ts: ts})
 			default:
 				span++
 				ref := ingest.SpanRef{TraceID: [16]byte{span, 1}, SpanID: [8]byte{span}}
 				for range 1 + rng.IntN(3) {
 					ts++
-					rb.pushMarker(ts, ref, 0, maxCap)
+					rb.markers.pushRef(ts, ref, 0, maxCap)
 					model = append(model, want{ts: ts, ref: ref})
 				}
 			}
 			for len(model) > maxCap {
-				rb.popMarker()
+				rb.markers.popFront()
 				model = model[1:]
 			}
 			require.Equal(t, len(model), rb.markers.len())
 			withRef := 0
 			for i, w := range model {
-				m := rb.markers.at(i)
-				require.Equal(t, w.ts, m.TimestampNs)
-				ref, ok := rb.markerRef(m)
+				require.Equal(t, w.ts, rb.markers.at(i))
+				ref, ok := rb.markers.ref(i)
 				require.Equal(t, w.ref != ingest.SpanRef{}, ok)
 				require.Equal(t, w.ref, ref)
 				if ok {
 					withRef++
 				}
 			}
-			require.LessOrEqual(t, rb.spanRefs.len(), withRef+1)
+			require.LessOrEqual(t, rb.markers.spanRefs.len(), withRef+1)
 		}
 	}
 }
@@ -91,8 +90,8 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				at -= int64(rng.IntN(40)) // late
 			}
-			rb.samples.push(sampleEntry{TimestampNs: at}, at, maxCap)
-			rb.frontNs = min(rb.frontNs, at) // as the core keeps it
+			rb.samples.push(at, 0, 0, 0, maxCap)
+			rb.frontNs = min(rb.frontNs, at) // as the store keeps it
 			samples = append(samples, at)
 		case 4, 5, 6, 7:
 			ts += int64(rng.IntN(5))
@@ -106,7 +105,7 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 				at -= int64(rng.IntN(40))
 			}
 			for range 1 + rng.IntN(2) {
-				rb.pushMarker(at, ref, 0, maxCap)
+				rb.markers.pushRef(at, ref, 0, maxCap)
 				markers = append(markers, marker{at, ref})
 			}
 			rb.frontNs = min(rb.frontNs, at)
@@ -126,22 +125,21 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 			require.Equal(t, want, dropped, "step %d", step)
 		}
 		for len(samples) > maxCap {
-			rb.samples.popFront()
+			rb.samples.dropFront(1)
 			samples = samples[1:]
 		}
 		for len(markers) > maxCap {
-			rb.popMarker()
+			rb.markers.popFront()
 			markers = markers[1:]
 		}
 		require.Equal(t, len(samples), rb.samples.len(), "step %d", step)
 		for i, want := range samples {
-			require.Equal(t, want, rb.samples.at(i).TimestampNs, "step %d", step)
+			require.Equal(t, want, rb.samples.at(i), "step %d", step)
 		}
 		require.Equal(t, len(markers), rb.markers.len(), "step %d", step)
 		for i, want := range markers {
-			m := rb.markers.at(i)
-			ref, _ := rb.markerRef(m)
-			require.Equal(t, want, marker{m.TimestampNs, ref}, "step %d marker %d", step, i)
+			ref, _ := rb.markers.ref(i)
+			require.Equal(t, want, marker{rb.markers.at(i), ref}, "step %d marker %d", step, i)
 		}
 	}
 	t.Logf("%d trims of rings out of order", disordered)
@@ -182,7 +180,7 @@ func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
 // TestJobRanksByIndex: a rank is found whether it is held by index or only
 // in the map, and the index grows only while the ranks are dense.
 func TestJobRanksByIndex(t *testing.T) {
-	job := &jobState{ranks: map[int64]*rankBuffer{}}
+	job := &Job{ranks: map[int64]*rankBuffer{}}
 	added := map[int64]*rankBuffer{}
 	add := func(r int64) {
 		rb := &rankBuffer{}

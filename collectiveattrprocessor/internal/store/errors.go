@@ -1,0 +1,86 @@
+package store
+
+import (
+	"errors"
+	"iter"
+)
+
+// ErrStale is the error of an entry older than its job's window: its time
+// is before the job's newest event time minus the window.
+var ErrStale = errors.New("event time is older than the job's newest event minus window")
+
+// LimitError is the error of data refused because a count limit is
+// reached; Limit is the configuration key.
+type LimitError struct {
+	Limit string
+	what  string
+}
+
+func (e *LimitError) Error() string {
+	return e.Limit + " reached: data of a new " + e.what + " is not buffered"
+}
+
+// The count limits a record can hit, as errors.
+var (
+	ErrJobLimit  = &LimitError{Limit: "limits.max_jobs", what: "job"}
+	ErrRankLimit = &LimitError{Limit: "limits.max_ranks_per_job", what: "rank"}
+)
+
+// rejection indexes the errors a Tally counts.
+type rejection uint8
+
+const (
+	rejectStale rejection = iota
+	rejectJobLimit
+	rejectRankLimit
+	numRejections
+)
+
+var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit}
+
+// Bound is a buffer bound that evicts entries.
+type Bound uint8
+
+const (
+	// BoundWindow evicts entries that fell out of the window.
+	BoundWindow Bound = iota
+	// BoundMaxEventsPerRank evicts a full rank's oldest entry.
+	BoundMaxEventsPerRank
+	NumBounds
+)
+
+// String is the bound's self-telemetry label.
+func (b Bound) String() string {
+	return [...]string{"window", "max_events_per_rank"}[b]
+}
+
+// Tally counts what the store did since it was last taken (Store.Take):
+// records buffered, records (or marker times) refused, by error, and
+// entries evicted, by bound.
+type Tally struct {
+	Buffered int64
+	rejected [numRejections]int64
+	Evicted  [NumBounds]int64
+}
+
+// Rejections yields each error that refused data, with how many items it
+// refused.
+func (t *Tally) Rejections() iter.Seq2[error, int64] {
+	return func(yield func(error, int64) bool) {
+		for i, n := range t.rejected {
+			if n > 0 && !yield(rejectionErrs[i], n) {
+				return
+			}
+		}
+	}
+}
+
+// Rejected is how many items err refused.
+func (t *Tally) Rejected(err error) int64 {
+	for i, e := range rejectionErrs {
+		if e == err {
+			return t.rejected[i]
+		}
+	}
+	return 0
+}

@@ -1,0 +1,224 @@
+package store
+
+import (
+	"math"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// otherEntry is a stormlog record that is neither a sample, a marker nor a
+// phase boundary. The reference still counts it for the trace start
+// (reference-semantics §2.3 S6) and the phase index's session end (§3.2),
+// so its time and session are kept.
+type otherEntry struct {
+	TimestampNs int64
+	session     uint32
+}
+
+// phaseSpanEntry is a buffered phase span from traces: a phase.Span without
+// the fields the converter derives from others (ingest.Record's PhaseSpan):
+// its session is the job id, its rank the buffer's, its sequence its start,
+// and it is neither a boolean-thread nor a synthetic-end span.
+//
+// TraceID and ScopeID (its span id in hex) let a later span find it as its
+// parent. ParentID is set while Path lacks the ancestors of that parent,
+// which had not arrived when the span did (phaseParents).
+type phaseSpanEntry struct {
+	ThreadName string
+	ScopeID    string
+	Path       []string
+	ThreadID   int64
+	StartNs    int64
+	EndNs      int64
+	TraceID    [16]byte
+	ParentID   [8]byte
+}
+
+func phaseSpanEntryOf(rec *ingest.Record) phaseSpanEntry {
+	s := &rec.PhaseSpan
+	return phaseSpanEntry{
+		ThreadName: s.ThreadName, ScopeID: s.ScopeID, Path: s.Path, ThreadID: s.ThreadID, StartNs: s.StartNs, EndNs: s.EndNs,
+		TraceID: rec.PhaseTraceID, ParentID: rec.PhaseParentID,
+	}
+}
+
+// span is the phase.Span of e, buffered for job on rank.
+func (e *phaseSpanEntry) span(job string, rank int64) phase.Span {
+	return phase.Span{
+		SessionID: job, Rank: rank, ThreadID: e.ThreadID, ThreadName: e.ThreadName, ScopeID: e.ScopeID,
+		Path: e.Path, StartNs: e.StartNs, EndNs: e.EndNs, Sequence: e.StartNs,
+	}
+}
+
+// rankBuffer is everything buffered for one (job, rank). Its rings together
+// hold at most max_events_per_rank entries; each is in arrival order.
+// Samples and markers, nearly all the buffered data, hold no pointers.
+type rankBuffer struct {
+	samples sampleColumns
+	markers markerColumns
+	// sessions are the distinct session ids ("": none) of the rank's
+	// samples, markers and other entries.
+	sessions  []string
+	compactAt int
+	others    ring[otherEntry]
+	// boundaries are stormlog phase_enter / phase_exit records, kept whole
+	// for the phase index.
+	boundaries ring[telemetry.Event]
+	// phaseSpans are phase spans from traces. At most phaseWaiting of them
+	// wait for a parent (ParentID set); evictions leave it too high, and
+	// the next snapshot sets it right.
+	phaseSpans   ring[phaseSpanEntry]
+	phaseWaiting int
+
+	// frontNs is at most the earliest front time of the rings: while the
+	// window's cutoff is not past it, trim has nothing to do.
+	frontNs int64
+
+	// worldSize is the largest declared world size (0: none declared).
+	worldSize int64
+	host      string
+
+	// emittedEndNs is the end of the latest interval emitted for this rank
+	// (valid when emitted): a later result starting at or before it is the
+	// same interval, grown by new data, and is not emitted again.
+	emittedEndNs int64
+	emitted      bool
+}
+
+// sessionIndex returns the index of session in the rank's session table,
+// adding it on first use. Ranks see one session, or a few over restarts.
+func (rb *rankBuffer) sessionIndex(session string) uint32 {
+	for i := len(rb.sessions) - 1; i >= 0; i-- {
+		if rb.sessions[i] == session {
+			return uint32(i)
+		}
+	}
+	if len(rb.sessions) >= max(compactSessionsAt, rb.compactAt) {
+		rb.compactSessions()
+		rb.compactAt = 2 * len(rb.sessions)
+	}
+	rb.sessions = append(rb.sessions, session)
+	return uint32(len(rb.sessions) - 1)
+}
+
+// compactSessionsAt is the session table size at which sessions no longer
+// referenced by a buffered entry are dropped, so that a rank cycling
+// through session ids keeps a table no larger than its buffer.
+const compactSessionsAt = 64
+
+func (rb *rankBuffer) compactSessions() {
+	remap := make(map[uint32]uint32, len(rb.sessions))
+	var kept []string
+	use := func(idx *uint32) {
+		j, ok := remap[*idx]
+		if !ok {
+			j = uint32(len(kept))
+			kept = append(kept, rb.sessions[*idx])
+			remap[*idx] = j
+		}
+		*idx = j
+	}
+	for i := range rb.samples.sessions {
+		use(&rb.samples.sessions[i].session)
+	}
+	for i := range rb.markers.len() {
+		use(&rb.markers.auxAt(i).session)
+	}
+	for i := range rb.others.len() {
+		use(&rb.others.at(i).session)
+	}
+	rb.sessions = kept
+}
+
+func (rb *rankBuffer) len() int {
+	return rb.samples.len() + rb.markers.len() + rb.others.len() + rb.boundaries.len() + rb.phaseSpans.len()
+}
+
+// ringID names one of a rankBuffer's rings.
+type ringID uint8
+
+const (
+	ringNone ringID = iota
+	ringSamples
+	ringMarkers
+	ringOthers
+	ringBoundaries
+	ringPhaseSpans
+)
+
+// oldest returns the ring whose front entry has the earliest event time.
+func (rb *rankBuffer) oldest() (ringID, int64) {
+	id, ts := ringNone, int64(math.MaxInt64)
+	if rb.samples.len() > 0 && rb.samples.frontNs() < ts {
+		id, ts = ringSamples, rb.samples.frontNs()
+	}
+	if rb.markers.len() > 0 && rb.markers.frontNs() < ts {
+		id, ts = ringMarkers, rb.markers.frontNs()
+	}
+	if rb.others.len() > 0 && rb.others.front().TimestampNs < ts {
+		id, ts = ringOthers, rb.others.front().TimestampNs
+	}
+	if rb.boundaries.len() > 0 && rb.boundaries.front().TimestampNs < ts {
+		id, ts = ringBoundaries, rb.boundaries.front().TimestampNs
+	}
+	if rb.phaseSpans.len() > 0 && rb.phaseSpans.front().EndNs < ts {
+		id, ts = ringPhaseSpans, rb.phaseSpans.front().EndNs
+	}
+	return id, ts
+}
+
+// evictOldest drops the entry with the earliest front time; it makes room
+// for one more entry when the rank is at max_events_per_rank.
+func (rb *rankBuffer) evictOldest() {
+	id, _ := rb.oldest()
+	switch id {
+	case ringSamples:
+		rb.samples.dropFront(1)
+	case ringMarkers:
+		rb.markers.popFront()
+	case ringOthers:
+		rb.others.popFront()
+	case ringBoundaries:
+		rb.boundaries.popFront()
+	case ringPhaseSpans:
+		rb.phaseSpans.popFront()
+	}
+}
+
+// trim drops front entries older than cutoffNs (phase spans by their end)
+// and returns how many it dropped. Rings are in arrival order, so an old
+// entry behind a newer front one stays until it reaches the front; a
+// snapshot leaves such entries out. Each ring is trimmed on its own:
+// dropping the globally oldest front entry until every front is at or
+// after the cutoff leaves the same rings, one pass per ring is cheaper.
+func (rb *rankBuffer) trim(cutoffNs int64) int {
+	if rb.frontNs >= cutoffNs {
+		return 0
+	}
+	k := rb.samples.older(cutoffNs)
+	rb.samples.dropFront(k)
+	dropped := k
+	dropped += rb.markers.trim(cutoffNs)
+	k = 0
+	for k < rb.others.len() && rb.others.at(k).TimestampNs < cutoffNs {
+		k++
+	}
+	rb.others.dropFront(k)
+	dropped += k
+	k = 0
+	for k < rb.boundaries.len() && rb.boundaries.at(k).TimestampNs < cutoffNs {
+		k++
+	}
+	rb.boundaries.dropFront(k)
+	dropped += k
+	k = 0
+	for k < rb.phaseSpans.len() && rb.phaseSpans.at(k).EndNs < cutoffNs {
+		k++
+	}
+	rb.phaseSpans.dropFront(k)
+	dropped += k
+	_, rb.frontNs = rb.oldest()
+	return dropped
+}
