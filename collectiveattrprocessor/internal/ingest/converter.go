@@ -409,8 +409,8 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if !id.hasDevice() || id.host == "" {
 		return SkipNoIdentity, "no rank and no host and device to join on"
 	}
-	if !c.dev.join(id, nowNs) {
-		return SkipUnjoinable, "no rank has reported this host and device within identity_ttl"
+	if refused := c.dev.join(id, nowNs); refused != "" {
+		return SkipUnjoinable, refused
 	}
 	id.host = c.names.intern(id.host)
 	return "", ""

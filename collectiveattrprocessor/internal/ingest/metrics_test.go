@@ -57,19 +57,63 @@ func TestConvertMetricsIdentityMappingExpires(t *testing.T) {
 	}
 }
 
-func TestConvertMetricsIdentityMappingKeptWhileUsed(t *testing.T) {
+// TestConvertMetricsIdentityMappingExpiresWhileUsed: device points joined
+// to a mapping do not keep it alive; it expires identity_ttl after its
+// owner's last own item, however many device points use it in between.
+func TestConvertMetricsIdentityMappingExpiresWhileUsed(t *testing.T) {
 	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
 	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
 	clk.advance(50 * time.Second)
 	c.Expire()
 	require.Equal(t, 1, c.Stats().IdentityMappings)
-	// A DCGM point uses the mapping, which restarts its TTL.
-	md := dcgmUsed("node-a", "3", 1767225610000000000, 100)
-	got := convertMetrics(t, c, md)
-	assert.Empty(t, got.skips)
+	got := convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225610000000000, 100))
+	require.Empty(t, got.skips, "50 s after the owner's last item: joined")
+	clk.advance(11 * time.Second)
+	// Before any Expire call the lookup itself refuses the stale mapping.
+	got = convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225611000000000, 100))
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons(), "61 s after the owner's last item, used 11 s ago")
+	c.Expire()
+	assert.Equal(t, 0, c.Stats().IdentityMappings, "expired although used")
+}
+
+// TestConvertMetricsOwnerRefreshesItsMapping: the owner's own telemetry
+// keeps its mapping alive past identity_ttl.
+func TestConvertMetricsOwnerRefreshesItsMapping(t *testing.T) {
+	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
+	clk.advance(50 * time.Second)
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
 	clk.advance(50 * time.Second)
 	c.Expire()
-	assert.Equal(t, 1, c.Stats().IdentityMappings, "used 50 s ago: still alive")
+	require.Equal(t, 1, c.Stats().IdentityMappings)
+	got := convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225610000000000, 100))
+	assert.Empty(t, got.skips)
+}
+
+// TestConvertMetricsDevicePointKeepsItsOwnJob: a device point that carries
+// a job id is joined only to a mapping of that job; the GPU's last user
+// being another job makes it unjoinable, never that job's data.
+func TestConvertMetricsDevicePointKeepsItsOwnJob(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml")) // (node-a, 3) -> (job-a, 3)
+
+	pointOf := func(job string) pmetric.Metrics {
+		return gaugeBatch(nil, gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: 1767225600020000000, value: 100,
+			attrs: map[string]any{"Hostname": "node-a", "gpu": "3", "training.job.id": job}})
+	}
+	got := convertMetrics(t, c, pointOf("job-b"))
+	assert.Empty(t, got.records, "job-b's point must not become job-a's")
+	require.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons())
+	assert.Contains(t, got.skips[0].Detail, "job id")
+
+	got = convertMetrics(t, c, pointOf("job-a"))
+	assert.Empty(t, got.skips, "the point of the mapping's own job joins")
+
+	// The job id on the resource counts as the point's own too.
+	md := dcgmUsed("node-a", "3", 1767225600020000000, 100)
+	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("k8s.job.name", "job-b")
+	got = convertMetrics(t, c, md)
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons())
 }
 
 // TestConvertMetricsDeviceResourceFollowsItsMapping: a resource that names
