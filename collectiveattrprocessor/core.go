@@ -70,6 +70,11 @@ type core struct {
 	scratch evalScratch
 	results resultMetrics
 	ids     output.IDSource
+	// emitter delivers result batches off the evaluation goroutine.
+	emitter *emitter
+	// emitDeadline bounds the wait for the downstream over the whole
+	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
+	emitDeadline time.Time
 
 	// sinks are the processors sharing the core, in creation order. Results
 	// go to the first live one of each signal: a component named in two
@@ -116,6 +121,8 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		results: newResultMetrics(),
 		ids:     output.NewRandomIDSource(),
 	}
+	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
+	cfg.logWarnings(set.Logger)
 	c.addFn = c.addRecord
 	c.addRunFn = c.addSampleRun
 	c.addMarkersFn = c.addMarkerRun
@@ -211,9 +218,16 @@ func (c *core) run(ctx context.Context) {
 // shutdownSignal is one processor's Shutdown: it evaluates every job one
 // last time and emits what is pending to every pipeline still alive,
 // including this one's, then unregisters this pipeline's consumer. The last
-// processor of the core also stops the evaluation loop.
+// processor of the core also stops the evaluation loop and the emitter.
+//
+// The wait for the downstream is bounded over the whole shutdown, whatever
+// the downstream does: by ctx, and by emit_timeout from the first
+// processor's Shutdown (the collector's own shutdown context has no
+// deadline). What is not delivered by then is dropped and counted
+// (emit_failures, reason shutdown); that is not an error of Shutdown.
 func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 	err := c.evaluate(ctx, true)
+	c.flushEmitter(ctx)
 	c.unregister(l)
 	if releaseCore(c) {
 		c.lifeMu.Lock()
@@ -223,9 +237,27 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 			c.cancel = nil
 		}
 		c.lifeMu.Unlock()
+		c.emitter.stop()
 		c.tel.tb.Shutdown()
 	}
 	return err
+}
+
+// flushEmitter waits for the emitter to deliver what is queued, until ctx
+// ends or the shutdown's emission deadline passes; then it stops the
+// emitter, so that nothing reaches a pipeline after its Shutdown.
+func (c *core) flushEmitter(ctx context.Context) {
+	c.lifeMu.Lock()
+	if c.emitDeadline.IsZero() {
+		c.emitDeadline = time.Now().Add(c.cfg.EmitTimeout)
+	}
+	deadline := c.emitDeadline
+	c.lifeMu.Unlock()
+	flushCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if !c.emitter.flush(flushCtx) {
+		c.emitter.stop()
+	}
 }
 
 func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {

@@ -122,9 +122,9 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		}
 		items = c.evaluateLive(ctx, p.id, items)
 	}
-	if err := c.emit(ctx, items, hidden, now, forget); err != nil {
-		errs = append(errs, err)
-	}
+	// Emission call site: hands the round's batches to c.emitter, never
+	// waits for the downstream.
+	c.emit(ctx, items, hidden, now, forget)
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
 	c.publishPhaseWaiting()

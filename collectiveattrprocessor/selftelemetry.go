@@ -67,7 +67,7 @@ type selfTelemetry struct {
 	skipped        [numSignals][numReasons]metric.AddOption
 	evicted        [numBounds]metric.AddOption
 	emitted        map[string]metric.AddOption
-	emitFailures   [numSignals]metric.AddOption
+	emitFailures   [numSignals][numEmitFailures]metric.AddOption
 	jobs, ranks    atomic.Int64
 	eventsBuffered atomic.Int64
 	// phaseSpansWaiting is the sum of the ranks' phaseWaiting after each
@@ -80,7 +80,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	for s := range numSignals {
 		sig := attribute.String("signal", s.String())
 		t.converted[s] = metric.WithAttributeSet(attribute.NewSet(sig))
-		t.emitFailures[s] = t.converted[s]
+		for f := range numEmitFailures {
+			t.emitFailures[s][f] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", f.String())))
+		}
 		for i, r := range skipReasons {
 			t.skipped[s][i] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", string(r))))
 		}
@@ -144,6 +146,11 @@ func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [numBounds]int64
 			t.tb.ProcessorCollectiveattrEventsEvicted.Add(ctx, n, t.evicted[i])
 		}
 	}
+}
+
+// emitFailed counts n result batches of signal s not delivered for reason f.
+func (t *selfTelemetry) emitFailed(s signal, f emitFailure, n int64) {
+	t.tb.ProcessorCollectiveattrEmitFailures.Add(context.Background(), n, t.emitFailures[s][f])
 }
 
 func (t *selfTelemetry) resultEmitted(ctx context.Context, classification string) {
