@@ -668,7 +668,11 @@ func (c *core) pushStormlog(job *jobState, rb *rankBuffer, e *telemetry.Event) i
 // addHidden records a gpu.memory.hidden point (device used − allocator
 // reserved, signed) of a sample when a metrics pipeline will report it.
 func (c *core) addHidden(job string, rank, ts, used, reserved int64) {
-	if !c.wantHidden || len(c.hidden) >= maxHiddenPointsPerTick {
+	if !c.wantHidden {
+		return
+	}
+	if len(c.hidden) >= maxHiddenPointsPerTick {
+		c.batch.hiddenDropped++ // counted, not silent
 		return
 	}
 	c.hidden = append(c.hidden, output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved})

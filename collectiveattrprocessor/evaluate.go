@@ -70,6 +70,12 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		b.skipped[reasonIndex(ingest.SkipUnjoinable)] += int64(n)
 		c.skips.log(signalMetrics, ingest.Skip{Reason: ingest.SkipUnjoinable, Detail: "device-used points found no allocator-reserved partner in time"})
 	}
+	// Partner points the join buffers dropped without a device-used point
+	// (the Convert calls report the others as Skips).
+	if n := c.conv.TakeOrphaned(); n > 0 {
+		b.skipped[reasonIndex(ingest.SkipOrphaned)] += int64(n)
+		c.skips.log(signalMetrics, ingest.Skip{Reason: ingest.SkipOrphaned, Detail: "partner points expired with no device-used point of their rank within sample_join_tolerance"})
+	}
 	var todo []pendingJob
 	for id, job := range c.jobs {
 		for _, rb := range job.ranks {

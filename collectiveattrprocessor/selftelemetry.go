@@ -34,6 +34,8 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipStale,
 	ingest.SkipOverLimit,
 	ingest.SkipUnjoinable,
+	ingest.SkipDuplicate,
+	ingest.SkipOrphaned,
 }
 
 const numReasons = len(skipReasons)
@@ -126,6 +128,9 @@ type batchCounts struct {
 	converted int64
 	skipped   [numReasons]int64
 	evicted   [numBounds]int64
+	// hiddenDropped counts gpu.memory.hidden points past
+	// maxHiddenPointsPerTick.
+	hiddenDropped int64
 }
 
 func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
@@ -138,6 +143,9 @@ func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) 
 		}
 	}
 	t.addEvicted(ctx, b.evicted)
+	if b.hiddenDropped > 0 {
+		t.tb.ProcessorCollectiveattrHiddenPointsDropped.Add(ctx, b.hiddenDropped)
+	}
 }
 
 func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [numBounds]int64) {

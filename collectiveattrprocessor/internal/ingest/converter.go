@@ -123,6 +123,8 @@ type Converter struct {
 	fast           fastPathCounts
 
 	stats Stats
+	// orphaned counts partner points that Expire dropped (TakeOrphaned).
+	orphaned int
 }
 
 // fastPathCounts counts the batches joined by the zip path, the resources
@@ -221,6 +223,7 @@ func (c *Converter) Expire() (unjoined int) {
 	cutoff := nowNs - int64(c.cfg.PendingTTL)
 	for k, s := range c.series {
 		unjoined += s.expire(cutoff)
+		c.orphaned += s.dropped.takeOrphaned()
 		if s.empty() {
 			delete(c.series, k)
 			c.seriesEpoch++

@@ -319,7 +319,8 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 			name:    "pending until a reserved point past it arrives",
 			batches: [][]gaugePoint{{used(t0, 100)}, {reserved(t0-tol-1, 40)}, {reserved(t0+tol+1, 50)}},
 			emitted: []int{0, 0, 0},
-			skips:   []SkipReason{SkipUnjoinable},
+			// the reserved point before the horizon leaves unpartnered
+			skips: []SkipReason{SkipOrphaned, SkipUnjoinable},
 		},
 		{
 			name:    "nearest reserved wins",
@@ -340,6 +341,7 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 			name:    "a resent batch forms no second sample",
 			batches: [][]gaugePoint{{used(t0, 1), reserved(t0, 50)}, {used(t0, 1), reserved(t0, 50)}},
 			emitted: []int{1, 0}, wantTs: []int64{t0}, wantResv: []int64{50},
+			skips: []SkipReason{SkipDuplicate, SkipDuplicate},
 		},
 		{
 			name: "a resent batch older than the tolerance forms no second sample",
@@ -348,14 +350,23 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 				{used(t0, 1), reserved(t0, 50), used(t0+4*tol, 2), reserved(t0+4*tol, 51)},
 			},
 			emitted: []int{2, 0}, wantTs: []int64{t0, t0 + 4*tol}, wantResv: []int64{50, 51},
-			// the resent point at t0 is counted; the one at t0+4*tol is a
-			// duplicate of a point still buffered and is ignored
-			skips: []SkipReason{SkipUnjoinable},
+			// the resent device-used point at t0 is too old to join; the
+			// points at t0+4*tol are duplicates of points still buffered;
+			// the resent reserved point at t0 finds its row gone and leaves
+			// again with no device-used partner
+			skips: []SkipReason{SkipUnjoinable, SkipDuplicate, SkipDuplicate, SkipOrphaned},
 		},
 		{
 			name:    "the first point of a time wins",
 			batches: [][]gaugePoint{{reserved(t0, 50), reserved(t0, 70)}, {used(t0, 1)}},
 			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{50},
+			skips: []SkipReason{SkipDuplicate},
+		},
+		{
+			name:    "allocator points without device-used points are orphaned as they leave",
+			batches: [][]gaugePoint{{reserved(t0, 50)}, {reserved(t0+2*tol, 51), used(t0+2*tol, 1)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0 + 2*tol}, wantResv: []int64{51},
+			skips: []SkipReason{SkipOrphaned},
 		},
 		{
 			name: "a device-used point older than the newest by more than the tolerance is refused",
