@@ -288,7 +288,9 @@ func spikyJobLogs(job string, t0 int64) plog.Logs {
 // accepts and never answers, with its sending queue off and a 60 s retry budget, as in
 // issue 16 (where SIGTERM did not finish in 150 s). Results go to the exporter off the
 // evaluation goroutine with a deadline, and shutdown waits for the downstream at most
-// emit_timeout in all: the collector exits cleanly within a few seconds.
+// emit_timeout in all: the collector exits cleanly within a few seconds. The
+// configuration holds no key the collector before the fix lacks, so the same test runs
+// against that one.
 func TestShutdownWithDeadDownstream(t *testing.T) {
 	ports := freePorts(t, 3)
 	httpPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
@@ -307,7 +309,6 @@ processors:
   collectiveattr:
     evaluation_interval: 500ms
     settle_delay: 1s
-    emit_timeout: 2s
 exporters:
   otlp_http/dead:
     endpoint: http://%s
@@ -363,6 +364,7 @@ service:
 	took := time.Since(start)
 	t.Logf("shutdown with a dead downstream took %s", took.Round(10*time.Millisecond))
 	require.NoError(t, c.exitErr, "exit status:\n%s", c.logTail(40))
-	assert.Less(t, took, 10*time.Second, "SIGTERM to exit")
+	// emit_timeout (5 s by default) bounds the wait for the downstream.
+	assert.Less(t, took, 15*time.Second, "SIGTERM to exit")
 	assert.Regexp(t, `"reason": "(timeout|shutdown)"`, c.log(), "the undelivered batches are logged with their reason")
 }
