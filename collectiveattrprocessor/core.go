@@ -243,23 +243,6 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 	return err
 }
 
-// flushEmitter waits for the emitter to deliver what is queued, until ctx
-// ends or the shutdown's emission deadline passes; then it stops the
-// emitter, so that nothing reaches a pipeline after its Shutdown.
-func (c *core) flushEmitter(ctx context.Context) {
-	c.lifeMu.Lock()
-	if c.emitDeadline.IsZero() {
-		c.emitDeadline = time.Now().Add(c.cfg.EmitTimeout)
-	}
-	deadline := c.emitDeadline
-	c.lifeMu.Unlock()
-	flushCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if !c.emitter.flush(flushCtx) {
-		c.emitter.stop()
-	}
-}
-
 func (c *core) consumeTraces(ctx context.Context, td ptrace.Traces) {
 	c.mu.Lock()
 	c.batchSig = signalTraces

@@ -9,6 +9,23 @@ import (
 	"go.uber.org/zap"
 )
 
+// flushEmitter waits for the emitter to deliver what is queued, until ctx
+// ends or the shutdown's emission deadline passes; then it stops the
+// emitter, so that nothing reaches a pipeline after its Shutdown.
+func (c *core) flushEmitter(ctx context.Context) {
+	c.lifeMu.Lock()
+	if c.emitDeadline.IsZero() {
+		c.emitDeadline = time.Now().Add(c.cfg.EmitTimeout)
+	}
+	deadline := c.emitDeadline
+	c.lifeMu.Unlock()
+	flushCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if !c.emitter.flush(flushCtx) {
+		c.emitter.stop()
+	}
+}
+
 // emitQueueBatches bounds the result batches waiting per signal. A round
 // of evaluation makes at most one batch per signal, so this is as many
 // rounds as a slow downstream may fall behind before batches are dropped;
