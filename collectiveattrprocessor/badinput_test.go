@@ -202,6 +202,28 @@ func TestBadInput(t *testing.T) {
 			signal: "traces", reason: "invalid_value", skipped: 1, wantJobs: 1,
 		},
 		{
+			// Issue 16 item 7: the second point used to vanish uncounted.
+			name: "duplicate point of one rank, metric and timestamp",
+			metrics: func() pmetric.Metrics {
+				md := memoryPoint("gpu.memory.device.used", now, rankAttrs("bad", 0, 2), intValue(gib))
+				dps := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints()
+				dps.At(0).CopyTo(dps.AppendEmpty())
+				dps.At(1).SetIntValue(2 * gib)
+				return md
+			},
+			signal: "metrics", reason: "duplicate", skipped: 1, wantJobs: 1,
+		},
+		{
+			// Issue 16 item 2: the good job's rank 0 last reported (node-0,
+			// GPU 0); a point there that names another job is not the good
+			// job's, and no mapping of its own job exists.
+			name: "device point naming another job than its GPU's",
+			metrics: func() pmetric.Metrics {
+				return memoryPoint("DCGM_FI_DEV_FB_USED", now, map[string]any{"Hostname": "node-0", "gpu": "0", "training.job.id": "bad"}, intValue(1024))
+			},
+			signal: "metrics", reason: "unjoinable", skipped: 1, wantJobs: 1,
+		},
+		{
 			name:   "new job over limits.max_jobs",
 			cfg:    func(c *Config) { c.Limits.MaxJobs = 1 },
 			logs:   func() plog.Logs { return stormlogLogs([]string{stormlogLine("bad", 0, 1, now, "sample", gib)}) },

@@ -53,7 +53,10 @@ type Config struct {
 	SampleJoinTolerance time.Duration `mapstructure:"sample_join_tolerance"`
 	// IdentityTTL is how long an unused (host, device) → (job, rank) mapping
 	// is kept for joining device-level metrics.
-	IdentityTTL    time.Duration  `mapstructure:"identity_ttl"`
+	IdentityTTL time.Duration `mapstructure:"identity_ttl"`
+	// EmitTimeout is the deadline of one delivery of a result batch to the
+	// next consumer, and the most shutdown waits for the downstream.
+	EmitTimeout    time.Duration  `mapstructure:"emit_timeout"`
 	Limits         LimitsConfig   `mapstructure:"limits"`
 	Identity       IdentityConfig `mapstructure:"identity"`
 	Metrics        MetricsConfig  `mapstructure:"metrics"`
@@ -119,6 +122,7 @@ func createDefaultConfig() component.Config {
 		JobIdleTimeout:      60 * time.Second,
 		SampleJoinTolerance: 250 * time.Millisecond,
 		IdentityTTL:         10 * time.Minute,
+		EmitTimeout:         5 * time.Second,
 		Limits: LimitsConfig{
 			MaxJobs:          1000,
 			MaxRanksPerJob:   16384,
@@ -153,34 +157,10 @@ func (cfg *Config) Validate() error {
 	if _, err := attribution.ResolveConfig(cfg.Preset, cfg.Overrides); err != nil {
 		return err
 	}
-	var errs []error
-	positive := func(field string, d time.Duration) {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be > 0, got %s", field, d))
-		}
-	}
-	nonNegative := func(field string, d time.Duration) {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s must be >= 0, got %s", field, d))
-		}
-	}
-	atLeastOne := func(field string, n int) {
-		if n < 1 {
-			errs = append(errs, fmt.Errorf("%s must be >= 1, got %d", field, n))
-		}
-	}
-	positive("window", cfg.Window)
-	positive("evaluation_interval", cfg.EvaluationInterval)
+	errs := cfg.validateRanges()
 	if cfg.Emit != EmitOnSettle && cfg.Emit != EmitOnJobEnd {
 		errs = append(errs, fmt.Errorf("emit must be one of on_settle, on_job_end, got %q", cfg.Emit))
 	}
-	nonNegative("settle_delay", cfg.SettleDelay)
-	positive("job_idle_timeout", cfg.JobIdleTimeout)
-	positive("sample_join_tolerance", cfg.SampleJoinTolerance)
-	positive("identity_ttl", cfg.IdentityTTL)
-	atLeastOne("limits.max_jobs", cfg.Limits.MaxJobs)
-	atLeastOne("limits.max_ranks_per_job", cfg.Limits.MaxRanksPerJob)
-	atLeastOne("limits.max_events_per_rank", cfg.Limits.MaxEventsPerRank)
 	noBlank := func(field string, names []string) {
 		for i, n := range names {
 			if n == "" {

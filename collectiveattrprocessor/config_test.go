@@ -29,6 +29,7 @@ func TestLoadConfig(t *testing.T) {
 		JobIdleTimeout:      30 * time.Second,
 		SampleJoinTolerance: 100 * time.Millisecond,
 		IdentityTTL:         5 * time.Minute,
+		EmitTimeout:         2 * time.Second,
 		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
@@ -43,26 +44,51 @@ func TestLoadConfig(t *testing.T) {
 		PhaseSpanNames: []string{"train", "optimizer"},
 	}
 
+	boolOverride := createDefaultConfig().(*Config)
+	boolOverride.Overrides = map[string]any{"min_gap_bytes": true}
+	nearSettle := createDefaultConfig().(*Config)
+	nearSettle.Window, nearSettle.EvaluationInterval = 5*time.Second, 10*time.Second
+	noRankKeys := createDefaultConfig().(*Config)
+	noRankKeys.Identity.Rank = []string{}
+
 	tests := []struct {
-		name    string
-		want    component.Config
-		wantErr string
+		name        string
+		want        component.Config
+		wantErr     string
+		wantWarning string
 	}{
 		{name: "", want: createDefaultConfig()},
 		{name: "full", want: full},
 		{name: "unknown_preset", wantErr: "Unknown collective attribution preset: 'bogus' (known: high, low, medium)"},
 		{name: "unknown_override", wantErr: "Unknown collective attribution override fields: bogus, preset"},
 		{name: "bad_override_value", wantErr: "min_samples_per_rank must be >= 3"},
-		{name: "window", wantErr: "window must be > 0, got 0s"},
-		{name: "evaluation_interval", wantErr: "evaluation_interval must be > 0, got -1s"},
+		{name: "window", wantErr: "window must be >= 1s, got 0s"},
+		{name: "evaluation_interval", wantErr: "evaluation_interval must be >= 100ms, got -1s"},
 		{name: "emit", wantErr: `emit must be one of on_settle, on_job_end, got "sometimes"`},
-		{name: "settle_delay", wantErr: "settle_delay must be >= 0, got -1s"},
-		{name: "job_idle_timeout", wantErr: "job_idle_timeout must be > 0, got 0s"},
+		{name: "settle_delay", wantErr: "settle_delay must be >= 0s, got -1s"},
+		{name: "job_idle_timeout", wantErr: "job_idle_timeout must be >= 1s, got 0s"},
 		{name: "sample_join_tolerance", wantErr: "sample_join_tolerance must be > 0, got 0s"},
-		{name: "identity_ttl", wantErr: "identity_ttl must be > 0, got 0s"},
-		{name: "max_jobs", wantErr: "limits.max_jobs must be >= 1, got 0"},
-		{name: "max_ranks_per_job", wantErr: "limits.max_ranks_per_job must be >= 1, got -1"},
-		{name: "max_events_per_rank", wantErr: "limits.max_events_per_rank must be >= 1, got 0"},
+		{name: "identity_ttl", wantErr: "identity_ttl must be >= 1s, got 0s"},
+		{name: "max_jobs", wantErr: "limits.max_jobs must be an integer in [1, 9223372036854775807], got 0"},
+		{name: "max_ranks_per_job", wantErr: "limits.max_ranks_per_job must be an integer in [1, 9223372036854775807], got -1"},
+		{name: "max_events_per_rank", wantErr: "limits.max_events_per_rank must be an integer in [1, 9223372036854775807], got 0"},
+		// Issue 16 item 7: values that were accepted and did harm.
+		{name: "window_bare_number", wantErr: "window: 5 has no unit and would be read as nanoseconds; write the unit, e.g. 5s"},
+		{name: "window_short", wantErr: "window must be >= 1s, got 500ms"},
+		{name: "evaluation_interval_1ns", wantErr: "evaluation_interval must be >= 100ms, got 1ns"},
+		{name: "settle_past_window", wantErr: "settle_delay must be < window (2s) with emit: on_settle, got 2s"},
+		{name: "emit_timeout", wantErr: "emit_timeout must be >= 100ms, got 10ms"},
+		{name: "device_used_empty", wantErr: "metrics.device_used must list at least one metric name, got []"},
+		{name: "allocator_reserved_empty", wantErr: "metrics.allocator_reserved must list at least one metric name, got []"},
+		{name: "max_jobs_past_int64", wantErr: "limits.max_jobs must be an integer in [1, 9223372036854775807], got 9223372036854775808"},
+		{name: "max_jobs_past_uint64", wantErr: "limits.max_jobs must be an integer in [1, 9223372036854775807], got 1e+20"},
+		{name: "max_events_fraction", wantErr: "limits.max_events_per_rank must be an integer in [1, 9223372036854775807], got 2.5"},
+		{name: "max_ranks_bool", wantErr: "max_ranks_per_job"},
+		{name: "window_bool", wantErr: "window"},
+		// Legal, as in the reference, but probably not meant: warned.
+		{name: "bool_override", want: boolOverride, wantWarning: "overrides.min_gap_bytes: true is taken as 1, as the reference (Python) takes a bool for an int; write the number"},
+		{name: "window_near_settle", want: nearSettle, wantWarning: "window (5s) < settle_delay (2s) + evaluation_interval (10s)"},
+		{name: "no_rank_keys", want: noRankKeys, wantWarning: "identity.rank: []"},
 		{name: "blank_identity_key", wantErr: "identity.rank[1] must be a non-empty string"},
 		{name: "blank_metric_name", wantErr: "metrics.device_used[0] must be a non-empty string"},
 	}
@@ -71,8 +97,10 @@ func TestLoadConfig(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig()
 			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.name).String())
 			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
+			err = sub.Unmarshal(cfg)
+			if err == nil {
+				err = confmap.Validate(cfg)
+			}
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -80,6 +108,13 @@ func TestLoadConfig(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, cfg)
+			warnings := cfg.(*Config).warnings()
+			if tt.wantWarning == "" {
+				assert.Empty(t, warnings)
+			} else {
+				require.Len(t, warnings, 1)
+				assert.Contains(t, warnings[0], tt.wantWarning)
+			}
 		})
 	}
 }
@@ -90,6 +125,6 @@ func TestConfigValidateReportsEveryBadField(t *testing.T) {
 	cfg.Limits.MaxJobs = 0
 	err := cfg.Validate()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "window must be > 0")
-	assert.Contains(t, err.Error(), "limits.max_jobs must be >= 1")
+	assert.Contains(t, err.Error(), "window must be >= 1s")
+	assert.Contains(t, err.Error(), "limits.max_jobs must be an integer in [1, 9223372036854775807], got 0")
 }

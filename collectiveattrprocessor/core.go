@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -61,6 +62,11 @@ type core struct {
 	scratch store.Scratch
 	results resultMetrics
 	ids     output.IDSource
+	// emitter delivers result batches off the evaluation goroutine.
+	emitter *emitter
+	// emitDeadline bounds the wait for the downstream over the whole
+	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
+	emitDeadline time.Time
 
 	// sinks are the processors sharing the core, in creation order. Results
 	// go to the first live one of each signal: a component named in two
@@ -101,6 +107,8 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		results: newResultMetrics(),
 		ids:     output.NewRandomIDSource(),
 	}
+	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
+	cfg.logWarnings(set.Logger)
 	return c, nil
 }
 
@@ -192,9 +200,16 @@ func (c *core) run(ctx context.Context) {
 // shutdownSignal is one processor's Shutdown: it evaluates every job one
 // last time and emits what is pending to every pipeline still alive,
 // including this one's, then unregisters this pipeline's consumer. The last
-// processor of the core also stops the evaluation loop.
+// processor of the core also stops the evaluation loop and the emitter.
+//
+// The wait for the downstream is bounded over the whole shutdown, whatever
+// the downstream does: by ctx, and by emit_timeout from the first
+// processor's Shutdown (the collector's own shutdown context has no
+// deadline). What is not delivered by then is dropped and counted
+// (emit_failures, reason shutdown); that is not an error of Shutdown.
 func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 	err := c.evaluate(ctx, true)
+	c.flushEmitter(ctx)
 	c.unregister(l)
 	if c.factory.release(c) {
 		c.lifeMu.Lock()
@@ -204,6 +219,7 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 			c.cancel = nil
 		}
 		c.lifeMu.Unlock()
+		c.emitter.stop()
 		c.tel.tb.Shutdown()
 	}
 	return err
@@ -234,7 +250,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			run := r.SampleRun
 			for i := c.store.AddSampleRun(run, now); i < len(run.Samples); i++ {
 				p := &run.Samples[i]
-				c.addHidden(run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
+				c.addHidden(&b, run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
 			}
 		case r.MarkerRun != nil:
 			c.store.AddMarkerRun(r.MarkerRun, now)
@@ -242,7 +258,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			rec := r.Record
 			if c.store.AddRecord(rec, now) && rec.Kind == ingest.KindStormlog && rec.Stormlog&ingest.StormlogSample != 0 {
 				e := &rec.Event
-				c.addHidden(rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
+				c.addHidden(&b, rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
 			}
 		case r.Skip != nil:
 			b.skipped[reasonIndex(r.Skip.Reason)]++
@@ -291,8 +307,12 @@ func (c *core) publishSizes() {
 
 // addHidden records a gpu.memory.hidden point (device used − allocator
 // reserved, signed) of a sample when a metrics pipeline will report it.
-func (c *core) addHidden(job string, rank, ts, used, reserved int64) {
-	if !c.wantHidden || len(c.hidden) >= maxHiddenPointsPerTick {
+func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved int64) {
+	if !c.wantHidden {
+		return
+	}
+	if len(c.hidden) >= maxHiddenPointsPerTick {
+		b.hiddenDropped++ // counted, not silent
 		return
 	}
 	c.hidden = append(c.hidden, output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved})

@@ -56,10 +56,16 @@
 //     size is the largest declared one, else the number of ranks seen.
 //   - Shutdown. The first pipeline to shut down evaluates every job and emits
 //     to every pipeline still running; later ones flush what arrived since.
-//     A downstream error there is returned; on a tick it is logged and
-//     counted (otelcol_processor_collectiveattr_emit_failures).
+//   - Emission. Result batches are delivered off the evaluation goroutine,
+//     one bounded queue per signal, each send with a deadline
+//     (emit_timeout); shutdown waits for the downstream at most emit_timeout
+//     in all. A batch refused, timed out, finding its queue full or still
+//     pending at that deadline is logged and counted
+//     (otelcol_processor_collectiveattr_emit_failures, by reason); it is not
+//     an error of Shutdown.
 //   - gpu.memory.hidden reports device used − allocator reserved (signed) of
-//     every sample since the previous tick, at most 65 536 points per tick.
+//     every sample since the previous tick, at most 65 536 points per tick
+//     (the rest counted in hidden_points_dropped).
 //   - Skipped items are counted by signal and reason and logged at most once
 //     per reason per minute, with the number suppressed since.
 package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"

@@ -3,8 +3,6 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
 )
@@ -95,44 +92,37 @@ func (m *resultMetrics) forget(jobs []string) {
 	}
 }
 
-// emit sends this round's results and result metrics to the live pipelines.
-// Called with evalMu held and mu not held. A downstream error is logged,
-// counted and returned; the other signals are still tried.
-func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string) error {
+// emit hands this round's results and result metrics to the emitter, which
+// delivers them to the live pipelines off this goroutine (emitter.go).
+// Called with evalMu held and mu not held.
+func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string) {
 	nowNs := now.UnixNano()
 	for i := range items {
 		c.results.record(&items[i], nowNs)
 		c.tel.resultEmitted(ctx, items[i].Result.Classification)
 	}
 	traces, metrics, logs := c.currentSinks()
-	var errs []error
-	fail := func(s signal, err error) {
-		c.tel.tb.ProcessorCollectiveattrEmitFailures.Add(ctx, 1, c.tel.emitFailures[s])
-		c.logger.Error("collectiveattr: the next consumer refused results", zap.String("signal", s.String()), zap.Error(err))
-		errs = append(errs, fmt.Errorf("emitting result %s: %w", s, err))
-	}
 	if traces != nil && len(items) > 0 {
 		td := ptrace.NewTraces()
 		output.AppendTraces(td, items, c.ids)
-		if err := traces.ConsumeTraces(ctx, td); err != nil {
-			fail(signalTraces, err)
-		}
+		c.emitter.enqueue(signalTraces, resultBatch{results: len(items), send: func(ctx context.Context) error {
+			return traces.ConsumeTraces(ctx, td)
+		}})
 	}
 	if logs != nil && len(items) > 0 {
 		ld := plog.NewLogs()
 		output.AppendLogs(ld, items, c.cfg.Phases)
-		if err := logs.ConsumeLogs(ctx, ld); err != nil {
-			fail(signalLogs, err)
-		}
+		c.emitter.enqueue(signalLogs, resultBatch{results: len(items), send: func(ctx context.Context) error {
+			return logs.ConsumeLogs(ctx, ld)
+		}})
 	}
 	if metrics != nil && (len(hidden) > 0 || len(c.results.counts) > 0) {
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
 		output.AppendMetrics(md, hidden, counts, latest, nowNs)
-		if err := metrics.ConsumeMetrics(ctx, md); err != nil {
-			fail(signalMetrics, err)
-		}
+		c.emitter.enqueue(signalMetrics, resultBatch{send: func(ctx context.Context) error {
+			return metrics.ConsumeMetrics(ctx, md)
+		}})
 	}
 	c.results.forget(forget)
-	return errors.Join(errs...)
 }

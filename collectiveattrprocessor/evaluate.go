@@ -30,6 +30,12 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		b.skipped[reasonIndex(ingest.SkipUnjoinable)] += int64(n)
 		c.skips.log(signalMetrics, ingest.Skip{Reason: ingest.SkipUnjoinable, Detail: "device-used points found no allocator-reserved partner in time"}, int64(n))
 	}
+	// Partner points the join buffers dropped without a device-used point
+	// (the Convert calls report the others as Skips).
+	if n := c.conv.TakeOrphaned(); n > 0 {
+		b.skipped[reasonIndex(ingest.SkipOrphaned)] += int64(n)
+		c.skips.log(signalMetrics, ingest.Skip{Reason: ingest.SkipOrphaned, Detail: "partner points expired with no device-used point of their rank within sample_join_tolerance"}, int64(n))
+	}
 	// on_job_end emits nothing before the job ends, so it skips the
 	// per-tick evaluation altogether.
 	due := c.store.Sweep(now, c.cfg.JobIdleTimeout, final, c.cfg.Emit == EmitOnSettle)
@@ -60,9 +66,9 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		}
 		items = c.evaluateLive(ctx, d.ID, items)
 	}
-	if err := c.emit(ctx, items, hidden, now, forget); err != nil {
-		errs = append(errs, err)
-	}
+	// Emission call site: hands the round's batches to c.emitter, never
+	// waits for the downstream.
+	c.emit(ctx, items, hidden, now, forget)
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
 	c.tel.phaseSpansWaiting.Store(int64(c.store.PhaseSpansWaiting()))

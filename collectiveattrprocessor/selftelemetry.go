@@ -35,6 +35,8 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipStale,
 	ingest.SkipOverLimit,
 	ingest.SkipUnjoinable,
+	ingest.SkipDuplicate,
+	ingest.SkipOrphaned,
 }
 
 const numReasons = len(skipReasons)
@@ -59,7 +61,7 @@ type selfTelemetry struct {
 	skipped        [numSignals][numReasons]metric.AddOption
 	evicted        [store.NumBounds]metric.AddOption
 	emitted        map[string]metric.AddOption
-	emitFailures   [numSignals]metric.AddOption
+	emitFailures   [numSignals][numEmitFailures]metric.AddOption
 	jobs, ranks    atomic.Int64
 	eventsBuffered atomic.Int64
 	// phaseSpansWaiting is the sum of the ranks' phaseWaiting after each
@@ -72,7 +74,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	for s := range numSignals {
 		sig := attribute.String("signal", s.String())
 		t.converted[s] = metric.WithAttributeSet(attribute.NewSet(sig))
-		t.emitFailures[s] = t.converted[s]
+		for f := range numEmitFailures {
+			t.emitFailures[s][f] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", f.String())))
+		}
 		for i, r := range skipReasons {
 			t.skipped[s][i] = metric.WithAttributeSet(attribute.NewSet(sig, attribute.String("reason", string(r))))
 		}
@@ -117,6 +121,9 @@ type batchCounts struct {
 	converted int64
 	skipped   [numReasons]int64
 	evicted   [store.NumBounds]int64
+	// hiddenDropped counts gpu.memory.hidden points past
+	// maxHiddenPointsPerTick.
+	hiddenDropped int64
 }
 
 func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
@@ -129,6 +136,9 @@ func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) 
 		}
 	}
 	t.addEvicted(ctx, b.evicted)
+	if b.hiddenDropped > 0 {
+		t.tb.ProcessorCollectiveattrHiddenPointsDropped.Add(ctx, b.hiddenDropped)
+	}
 }
 
 func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [store.NumBounds]int64) {
@@ -137,6 +147,11 @@ func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [store.NumBounds
 			t.tb.ProcessorCollectiveattrEventsEvicted.Add(ctx, n, t.evicted[i])
 		}
 	}
+}
+
+// emitFailed counts n result batches of signal s not delivered for reason f.
+func (t *selfTelemetry) emitFailed(s signal, f emitFailure, n int64) {
+	t.tb.ProcessorCollectiveattrEmitFailures.Add(context.Background(), n, t.emitFailures[s][f])
 }
 
 func (t *selfTelemetry) resultEmitted(ctx context.Context, classification string) {

@@ -41,6 +41,7 @@ func (c *Converter) newZipRows(n int) int {
 // path when the series' state allows it; any others are added row by row
 // (add) and joined by formSamples, exactly as the points arrived.
 func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
+	defer s.dropped.report(skip)
 	if blk := s.block; blk.n > 0 {
 		// Read in lockstep: s.batch is empty.
 		s.block = zipBlock{}
@@ -173,6 +174,12 @@ func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*S
 		s.maxReservedTs, s.hasReserved = newest, true
 	}
 	s.horizonNs, s.pruned = newest-c.tolNs, true
+	// Every row of the block forms (or is refused as) a sample: the old rows
+	// within the tolerance of its first had a device-used partner, as the
+	// row path's markServed finds before its prune.
+	for j := len(s.rows) - 1; j >= 0 && rows[0].TimestampNs-s.rows[j].tsNs <= c.tolNs; j-- {
+		s.rows[j].served = true
+	}
 	// The rows prune would drop: the old ones before the new horizon (none
 	// holds a pending point).
 	drop := 0
@@ -193,7 +200,7 @@ func (c *Converter) zipBlock(s *series, blk *zipBlock, nowNs int64, emit func(*S
 			// invalid) and left.
 			s.insertRow(len(s.rows), ts)
 			row := &s.rows[len(s.rows)-1]
-			row.vals, row.has, row.formed, row.arrivalNs = *p.counters(), blk.roles&^usedBit, true, nowNs
+			row.vals, row.has, row.formed, row.served, row.arrivalNs = *p.counters(), blk.roles&^usedBit, true, true, nowNs
 			for has := row.has; has != 0; has &= has - 1 {
 				s.roleCount[bits.TrailingZeros16(has)]++
 			}

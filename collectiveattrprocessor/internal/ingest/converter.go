@@ -123,6 +123,8 @@ type Converter struct {
 	fast           fastPathCounts
 
 	stats Stats
+	// orphaned counts partner points that Expire dropped (TakeOrphaned).
+	orphaned int
 }
 
 // fastPathCounts counts the batches joined by the zip path, the resources
@@ -221,6 +223,7 @@ func (c *Converter) Expire() (unjoined int) {
 	cutoff := nowNs - int64(c.cfg.PendingTTL)
 	for k, s := range c.series {
 		unjoined += s.expire(cutoff)
+		c.orphaned += s.dropped.takeOrphaned()
 		if s.empty() {
 			delete(c.series, k)
 			c.seriesEpoch++
@@ -409,8 +412,8 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if !id.hasDevice() || id.host == "" {
 		return SkipNoIdentity, "no rank and no host and device to join on"
 	}
-	if !c.dev.join(id, nowNs) {
-		return SkipUnjoinable, "no rank has reported this host and device within identity_ttl"
+	if refused := c.dev.join(id, nowNs); refused != "" {
+		return SkipUnjoinable, refused
 	}
 	id.host = c.names.intern(id.host)
 	return "", ""

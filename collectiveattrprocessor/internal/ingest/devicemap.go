@@ -8,18 +8,26 @@ type deviceRef struct {
 
 // rankRef is the (job, rank) a device was last seen serving.
 type rankRef struct {
-	job        string
-	rank       int64
-	localRank  int64
-	hasLocal   bool
-	worldSize  int64
-	lastUsedNs int64
+	job       string
+	rank      int64
+	localRank int64
+	hasLocal  bool
+	worldSize int64
+	// ownNs is the wall-clock time of the owner's last own item (one that
+	// named its rank and this host and device).
+	ownNs int64
 }
 
 // deviceMap remembers, per (host, device), the (job, rank) that last
 // reported telemetry carrying that host and device (contract §3.3), so that
 // device-level points (DCGM, NVML) that carry no rank can be attributed.
-// A mapping neither refreshed nor used for ttl expires.
+//
+// Only the owner's own telemetry keeps a mapping alive: it expires ttl after
+// the owner's last own item, however often device points use it. Were joins
+// to refresh it, a GPU's DCGM points would keep a finished job's mapping
+// forever and recreate that job from them. And a device point that names its
+// job is joined only to a mapping of that job: the GPU's last user being
+// another job must not move its data there.
 type deviceMap struct {
 	m     map[deviceRef]*rankRef
 	ttlNs int64
@@ -70,17 +78,21 @@ func (d *deviceMap) put(in *interner, key deviceRef, id *identity, nowNs int64) 
 	if r.job != id.job {
 		r.job = in.intern(id.job)
 	}
-	r.rank, r.localRank, r.hasLocal, r.lastUsedNs = id.rank, id.localRank, id.hasLocal, nowNs
+	r.rank, r.localRank, r.hasLocal, r.ownNs = id.rank, id.localRank, id.hasLocal, nowNs
 	if id.worldSize > 0 {
 		r.worldSize = id.worldSize
 	}
 }
 
 // join fills id's job and rank from the mapping of its host and device (the
-// index first, then the opaque id). It reports whether a mapping was found.
-func (d *deviceMap) join(id *identity, nowNs int64) bool {
+// index first, then the opaque id). It reports whether a mapping was found
+// and taken: "" when it was, else why not (as a skip detail). A mapping of
+// another job than the one id carries is not taken, and id is then left as
+// it was. A join does not refresh the mapping.
+func (d *deviceMap) join(id *identity, nowNs int64) (refused string) {
+	const none = "no rank has reported this host and device within identity_ttl"
 	if id.host == "" {
-		return false
+		return none
 	}
 	probe := deviceRef{host: id.host, dev: deviceKey{Index: id.devIndex, Opaque: id.devOpaque}}
 	var r *rankRef
@@ -94,34 +106,37 @@ func (d *deviceMap) join(id *identity, nowNs int64) bool {
 			r = d.lookup(deviceRef{host: id.host, dev: deviceKey{Index: -1, Opaque: id.devOpaque}}, nowNs)
 		}
 		if r == nil {
-			return false
+			return none
 		}
 		d.last, d.lastRef, d.lastAtNs = probe, r, nowNs
 	}
-	r.lastUsedNs = nowNs
+	if id.hasJob && id.job != r.job {
+		return "the point's job id is not the job of the rank last seen on this host and device"
+	}
 	id.job, id.hasJob = r.job, true
 	id.rank, id.hasRank = r.rank, true
 	id.localRank, id.hasLocal = r.localRank, r.hasLocal
 	if id.worldSize == 0 {
 		id.worldSize = r.worldSize
 	}
-	return true
+	return ""
 }
 
 func (d *deviceMap) lookup(key deviceRef, nowNs int64) *rankRef {
 	r, ok := d.m[key]
-	if !ok || nowNs-r.lastUsedNs > d.ttlNs {
+	if !ok || nowNs-r.ownNs > d.ttlNs {
 		return nil
 	}
 	return r
 }
 
-// expire drops mappings unused for longer than the TTL.
+// expire drops mappings whose owner sent no item of its own for longer than
+// the TTL.
 func (d *deviceMap) expire(nowNs int64) {
 	d.lastRef = nil
 	d.version++
 	for k, r := range d.m {
-		if nowNs-r.lastUsedNs > d.ttlNs {
+		if nowNs-r.ownNs > d.ttlNs {
 			delete(d.m, k)
 		}
 	}

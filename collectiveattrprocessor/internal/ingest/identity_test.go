@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -142,10 +143,10 @@ func TestDeviceMapJoinsByUUIDWhenIndexUnknown(t *testing.T) {
 	learned := identity{job: "j", hasJob: true, rank: 2, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
 	d.learn(in, &learned, 0)
 	dcgm := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	assert.True(t, d.join(&dcgm, 1))
+	assert.Empty(t, d.join(&dcgm, 1))
 	assert.Equal(t, int64(2), dcgm.rank)
 	other := identity{host: "h2", devIndex: 0, devOpaque: "GPU-u"}
-	assert.False(t, d.join(&other, 1), "same device id on another host")
+	assert.NotEmpty(t, d.join(&other, 1), "same device id on another host")
 }
 
 func TestDeviceMapBound(t *testing.T) {
@@ -160,7 +161,7 @@ func TestDeviceMapBound(t *testing.T) {
 	a.rank = 5 // re-learning a known device still updates it
 	d.learn(in, &a, 0)
 	q := identity{host: "h", devIndex: 0}
-	assert.True(t, d.join(&q, 0))
+	assert.Empty(t, d.join(&q, 0))
 	assert.Equal(t, int64(5), q.rank)
 }
 
@@ -170,13 +171,67 @@ func TestDeviceMapJoinCacheSeesNewMappings(t *testing.T) {
 	byUUID := identity{job: "j", rank: 1, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
 	d.learn(in, &byUUID, 5)
 	q := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	require.True(t, d.join(&q, 5))
+	require.Empty(t, d.join(&q, 5))
 	assert.Equal(t, int64(1), q.rank)
 	byIndex := identity{job: "j", rank: 2, hasRank: true, host: "h", devIndex: 0}
 	d.learn(in, &byIndex, 5)
 	q = identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	require.True(t, d.join(&q, 5))
+	require.Empty(t, d.join(&q, 5))
 	assert.Equal(t, int64(2), q.rank, "the index mapping learned in the same call wins")
+}
+
+// TestDeviceMapJoin covers who may use a mapping and when it expires: an
+// identity with a job id joins only its own job's mapping; joins never
+// refresh a mapping, only its owner's learn does.
+func TestDeviceMapJoin(t *testing.T) {
+	const ttl = int64(60e9)
+	owner := identity{job: "a", hasJob: true, rank: 3, hasRank: true, host: "h", devIndex: 3}
+	tests := []struct {
+		name     string
+		learnAt  []int64 // the owner's own items
+		joinAt   []int64 // earlier joins of a point without a job id
+		probe    identity
+		probeAt  int64
+		wantJoin bool
+	}{
+		{name: "no job id", learnAt: []int64{0}, probe: identity{host: "h", devIndex: 3}, probeAt: 1, wantJoin: true},
+		{name: "same job id", learnAt: []int64{0}, probe: identity{job: "a", hasJob: true, host: "h", devIndex: 3}, probeAt: 1, wantJoin: true},
+		{name: "other job id", learnAt: []int64{0}, probe: identity{job: "b", hasJob: true, host: "h", devIndex: 3}, probeAt: 1},
+		{name: "other job id by uuid", learnAt: []int64{0}, probe: identity{job: "b", hasJob: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}, probeAt: 1},
+		{name: "within ttl of the owner", learnAt: []int64{0, 50e9}, probe: identity{host: "h", devIndex: 3}, probeAt: 100e9, wantJoin: true},
+		{name: "past ttl of the owner", learnAt: []int64{0}, probe: identity{host: "h", devIndex: 3}, probeAt: ttl + 1},
+		{name: "joins do not refresh", learnAt: []int64{0}, joinAt: []int64{30e9, 59e9}, probe: identity{host: "h", devIndex: 3}, probeAt: ttl + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := newInterner(16)
+			d := newDeviceMap(ttl, 16)
+			for _, at := range tt.learnAt {
+				o := owner
+				o.devOpaque = "GPU-u"
+				d.learn(in, &o, at)
+			}
+			for _, at := range tt.joinAt {
+				q := identity{host: "h", devIndex: 3}
+				require.Empty(t, d.join(&q, at))
+			}
+			probe := tt.probe
+			wantJob := probe.job
+			got := d.join(&probe, tt.probeAt) == ""
+			assert.Equal(t, tt.wantJoin, got)
+			if got {
+				assert.Equal(t, "a", probe.job)
+				assert.Equal(t, int64(3), probe.rank)
+			} else {
+				assert.Equal(t, wantJob, probe.job, "a refused join leaves the identity as it was")
+				assert.False(t, probe.hasRank)
+			}
+			d.expire(tt.probeAt)
+			if tt.probeAt-slices.Max(tt.learnAt) > ttl {
+				assert.Empty(t, d.m, "expired identity_ttl after the owner's last item")
+			}
+		})
+	}
 }
 
 // TestKeyIndexMatchesAMap checks the key table against a plain map of the

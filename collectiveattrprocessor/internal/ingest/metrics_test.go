@@ -57,19 +57,63 @@ func TestConvertMetricsIdentityMappingExpires(t *testing.T) {
 	}
 }
 
-func TestConvertMetricsIdentityMappingKeptWhileUsed(t *testing.T) {
+// TestConvertMetricsIdentityMappingExpiresWhileUsed: device points joined
+// to a mapping do not keep it alive; it expires identity_ttl after its
+// owner's last own item, however many device points use it in between.
+func TestConvertMetricsIdentityMappingExpiresWhileUsed(t *testing.T) {
 	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
 	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
 	clk.advance(50 * time.Second)
 	c.Expire()
 	require.Equal(t, 1, c.Stats().IdentityMappings)
-	// A DCGM point uses the mapping, which restarts its TTL.
-	md := dcgmUsed("node-a", "3", 1767225610000000000, 100)
-	got := convertMetrics(t, c, md)
-	assert.Empty(t, got.skips)
+	got := convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225610000000000, 100))
+	require.Empty(t, got.skips, "50 s after the owner's last item: joined")
+	clk.advance(11 * time.Second)
+	// Before any Expire call the lookup itself refuses the stale mapping.
+	got = convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225611000000000, 100))
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons(), "61 s after the owner's last item, used 11 s ago")
+	c.Expire()
+	assert.Equal(t, 0, c.Stats().IdentityMappings, "expired although used")
+}
+
+// TestConvertMetricsOwnerRefreshesItsMapping: the owner's own telemetry
+// keeps its mapping alive past identity_ttl.
+func TestConvertMetricsOwnerRefreshesItsMapping(t *testing.T) {
+	c, clk := newTestConverter(Config{IdentityTTL: time.Minute})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
+	clk.advance(50 * time.Second)
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml"))
 	clk.advance(50 * time.Second)
 	c.Expire()
-	assert.Equal(t, 1, c.Stats().IdentityMappings, "used 50 s ago: still alive")
+	require.Equal(t, 1, c.Stats().IdentityMappings)
+	got := convertMetrics(t, c, dcgmUsed("node-a", "3", 1767225610000000000, 100))
+	assert.Empty(t, got.skips)
+}
+
+// TestConvertMetricsDevicePointKeepsItsOwnJob: a device point that carries
+// a job id is joined only to a mapping of that job; the GPU's last user
+// being another job makes it unjoinable, never that job's data.
+func TestConvertMetricsDevicePointKeepsItsOwnJob(t *testing.T) {
+	c, _ := newTestConverter(Config{})
+	convertMetrics(t, c, readMetrics(t, "allocator_node_a.yaml")) // (node-a, 3) -> (job-a, 3)
+
+	pointOf := func(job string) pmetric.Metrics {
+		return gaugeBatch(nil, gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: 1767225600020000000, value: 100,
+			attrs: map[string]any{"Hostname": "node-a", "gpu": "3", "training.job.id": job}})
+	}
+	got := convertMetrics(t, c, pointOf("job-b"))
+	assert.Empty(t, got.records, "job-b's point must not become job-a's")
+	require.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons())
+	assert.Contains(t, got.skips[0].Detail, "job id")
+
+	got = convertMetrics(t, c, pointOf("job-a"))
+	assert.Empty(t, got.skips, "the point of the mapping's own job joins")
+
+	// The job id on the resource counts as the point's own too.
+	md := dcgmUsed("node-a", "3", 1767225600020000000, 100)
+	md.ResourceMetrics().At(0).Resource().Attributes().PutStr("k8s.job.name", "job-b")
+	got = convertMetrics(t, c, md)
+	assert.Equal(t, []SkipReason{SkipUnjoinable}, got.reasons())
 }
 
 // TestConvertMetricsDeviceResourceFollowsItsMapping: a resource that names
@@ -275,7 +319,8 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 			name:    "pending until a reserved point past it arrives",
 			batches: [][]gaugePoint{{used(t0, 100)}, {reserved(t0-tol-1, 40)}, {reserved(t0+tol+1, 50)}},
 			emitted: []int{0, 0, 0},
-			skips:   []SkipReason{SkipUnjoinable},
+			// the reserved point before the horizon leaves unpartnered
+			skips: []SkipReason{SkipOrphaned, SkipUnjoinable},
 		},
 		{
 			name:    "nearest reserved wins",
@@ -296,6 +341,7 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 			name:    "a resent batch forms no second sample",
 			batches: [][]gaugePoint{{used(t0, 1), reserved(t0, 50)}, {used(t0, 1), reserved(t0, 50)}},
 			emitted: []int{1, 0}, wantTs: []int64{t0}, wantResv: []int64{50},
+			skips: []SkipReason{SkipDuplicate, SkipDuplicate},
 		},
 		{
 			name: "a resent batch older than the tolerance forms no second sample",
@@ -304,14 +350,23 @@ func TestConvertMetricsAsOfJoinAcrossBatches(t *testing.T) {
 				{used(t0, 1), reserved(t0, 50), used(t0+4*tol, 2), reserved(t0+4*tol, 51)},
 			},
 			emitted: []int{2, 0}, wantTs: []int64{t0, t0 + 4*tol}, wantResv: []int64{50, 51},
-			// the resent point at t0 is counted; the one at t0+4*tol is a
-			// duplicate of a point still buffered and is ignored
-			skips: []SkipReason{SkipUnjoinable},
+			// the resent device-used point at t0 is too old to join; the
+			// points at t0+4*tol are duplicates of points still buffered;
+			// the resent reserved point at t0 finds its row gone and leaves
+			// again with no device-used partner
+			skips: []SkipReason{SkipUnjoinable, SkipDuplicate, SkipDuplicate, SkipOrphaned},
 		},
 		{
 			name:    "the first point of a time wins",
 			batches: [][]gaugePoint{{reserved(t0, 50), reserved(t0, 70)}, {used(t0, 1)}},
 			emitted: []int{0, 1}, wantTs: []int64{t0}, wantResv: []int64{50},
+			skips: []SkipReason{SkipDuplicate},
+		},
+		{
+			name:    "allocator points without device-used points are orphaned as they leave",
+			batches: [][]gaugePoint{{reserved(t0, 50)}, {reserved(t0+2*tol, 51), used(t0+2*tol, 1)}},
+			emitted: []int{0, 1}, wantTs: []int64{t0 + 2*tol}, wantResv: []int64{51},
+			skips: []SkipReason{SkipOrphaned},
 		},
 		{
 			name: "a device-used point older than the newest by more than the tolerance is refused",

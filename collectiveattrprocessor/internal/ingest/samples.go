@@ -41,6 +41,10 @@ type joinRow struct {
 	// given up: a device-used point of the same time arriving later (a
 	// resent point) is a duplicate.
 	formed bool
+	// served says a device-used point within the join tolerance formed a
+	// sample, so the row's partner points had one: when a row leaves
+	// without it, they are counted as orphaned.
+	served bool
 }
 
 // series is the as-of join state of one (job, rank): its recent points as
@@ -95,6 +99,9 @@ type series struct {
 	// block is the points of the current call when they were all read in
 	// lockstep (convertLockstep) instead: batch is then empty.
 	block zipBlock
+	// dropped counts the points dropped silently until reported
+	// (dropcounts.go).
+	dropped dropCounts
 }
 
 func (s *series) empty() bool { return len(s.rows) == 0 }
@@ -182,6 +189,7 @@ func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUs
 	row := &s.rows[i]
 	s.cursor = i
 	if row.has&bit != 0 || (r == roleDeviceUsed && row.formed) {
+		s.dropped.duplicates++
 		return droppedUsed
 	}
 	row.has |= bit
@@ -240,6 +248,7 @@ func (s *series) forget(row *joinRow) (pendingUsed int) {
 	for has := row.has; has != 0; has &= has - 1 {
 		s.roleCount[bits.TrailingZeros16(has)]--
 	}
+	s.dropped.noteLeaving(row)
 	if row.has&(1<<roleDeviceUsed) != 0 {
 		return 1
 	}
@@ -310,6 +319,7 @@ func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip
 		p := &run.Samples[len(run.Samples)-1]
 		has := s.joined(i, reserved, tol, p.counters())
 		s.consumeUsed(row)
+		s.markServed(i, tol)
 		if !c.formSample(p, has, skip) {
 			run.Samples = run.Samples[:len(run.Samples)-1]
 		}

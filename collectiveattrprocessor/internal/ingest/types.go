@@ -109,6 +109,13 @@ const (
 	SkipStale        SkipReason = "stale"
 	SkipOverLimit    SkipReason = "over_limit"
 	SkipUnjoinable   SkipReason = "unjoinable"
+	// SkipDuplicate is a metric point of a (rank, metric role, timestamp)
+	// already received: the first one wins.
+	SkipDuplicate SkipReason = "duplicate"
+	// SkipOrphaned is a partner point (allocator reserved, device free,
+	// ...) that left the join buffer with no device-used point of its rank
+	// within sample_join_tolerance: it never took part in a sample.
+	SkipOrphaned SkipReason = "orphaned"
 )
 
 // Skip is one skipped item with a human-readable detail for the rate-limited log.

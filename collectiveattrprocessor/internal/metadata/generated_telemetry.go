@@ -25,23 +25,24 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                     metric.Meter
-	mu                                        sync.Mutex
-	registrations                             []metric.Registration
-	ProcessorCollectiveattrEmitFailures       metric.Int64Counter
-	ProcessorCollectiveattrEvaluationDuration metric.Float64Histogram
-	ProcessorCollectiveattrEvaluations        metric.Int64Counter
-	ProcessorCollectiveattrEventsBuffered     metric.Int64ObservableGauge
-	ProcessorCollectiveattrEventsEvicted      metric.Int64Counter
-	ProcessorCollectiveattrEventsPerRankLimit metric.Int64Gauge
-	ProcessorCollectiveattrItemsConverted     metric.Int64Counter
-	ProcessorCollectiveattrItemsSkipped       metric.Int64Counter
-	ProcessorCollectiveattrJobsLimit          metric.Int64Gauge
-	ProcessorCollectiveattrJobsTracked        metric.Int64ObservableGauge
-	ProcessorCollectiveattrPhaseSpansWaiting  metric.Int64ObservableGauge
-	ProcessorCollectiveattrRanksPerJobLimit   metric.Int64Gauge
-	ProcessorCollectiveattrRanksTracked       metric.Int64ObservableGauge
-	ProcessorCollectiveattrResultsEmitted     metric.Int64Counter
+	meter                                      metric.Meter
+	mu                                         sync.Mutex
+	registrations                              []metric.Registration
+	ProcessorCollectiveattrEmitFailures        metric.Int64Counter
+	ProcessorCollectiveattrEvaluationDuration  metric.Float64Histogram
+	ProcessorCollectiveattrEvaluations         metric.Int64Counter
+	ProcessorCollectiveattrEventsBuffered      metric.Int64ObservableGauge
+	ProcessorCollectiveattrEventsEvicted       metric.Int64Counter
+	ProcessorCollectiveattrEventsPerRankLimit  metric.Int64Gauge
+	ProcessorCollectiveattrHiddenPointsDropped metric.Int64Counter
+	ProcessorCollectiveattrItemsConverted      metric.Int64Counter
+	ProcessorCollectiveattrItemsSkipped        metric.Int64Counter
+	ProcessorCollectiveattrJobsLimit           metric.Int64Gauge
+	ProcessorCollectiveattrJobsTracked         metric.Int64ObservableGauge
+	ProcessorCollectiveattrPhaseSpansWaiting   metric.Int64ObservableGauge
+	ProcessorCollectiveattrRanksPerJobLimit    metric.Int64Gauge
+	ProcessorCollectiveattrRanksTracked        metric.Int64ObservableGauge
+	ProcessorCollectiveattrResultsEmitted      metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -145,7 +146,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorCollectiveattrEmitFailures, err = builder.meter.Int64Counter(
 		"otelcol_processor_collectiveattr_emit_failures",
-		metric.WithDescription("Number of result batches whose downstream consumer returned an error. [Alpha]"),
+		metric.WithDescription("Number of result batches not delivered to the next consumer, by reason (refused, timeout, queue_full, shutdown). [Alpha]"),
 		metric.WithUnit("{batch}"),
 	)
 	errs = errors.Join(errs, err)
@@ -178,6 +179,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_events_per_rank_limit",
 		metric.WithDescription("The configured limit on buffered events per rank (limits.max_events_per_rank). [Alpha]"),
 		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrHiddenPointsDropped, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_hidden_points_dropped",
+		metric.WithDescription("Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); the samples themselves are buffered and attributed. [Alpha]"),
+		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrItemsConverted, err = builder.meter.Int64Counter(

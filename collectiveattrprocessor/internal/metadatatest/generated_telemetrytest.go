@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 func AssertEqualProcessorCollectiveattrEmitFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_emit_failures",
-		Description: "Number of result batches whose downstream consumer returned an error. [Alpha]",
+		Description: "Number of result batches not delivered to the next consumer, by reason (refused, timeout, queue_full, shutdown). [Alpha]",
 		Unit:        "{batch}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -108,6 +108,22 @@ func AssertEqualProcessorCollectiveattrEventsPerRankLimit(t *testing.T, tt *comp
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_collectiveattr_events_per_rank_limit")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorCollectiveattrHiddenPointsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_hidden_points_dropped",
+		Description: "Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); the samples themselves are buffered and attributed. [Alpha]",
+		Unit:        "{point}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_hidden_points_dropped")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

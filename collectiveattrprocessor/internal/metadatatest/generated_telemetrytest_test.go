@@ -41,6 +41,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrEvaluations.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrEventsEvicted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrEventsPerRankLimit.Record(context.Background(), 1)
+	tb.ProcessorCollectiveattrHiddenPointsDropped.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrItemsConverted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrItemsSkipped.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrJobsLimit.Record(context.Background(), 1)
@@ -62,6 +63,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrEventsPerRankLimit(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrHiddenPointsDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrItemsConverted(t, testTel,
