@@ -90,9 +90,13 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 	if len(spikes) == 0 {
 		return nil
 	}
-	markSynchrony(spikes, cfg.SynchronyWindowNs, len(in.Ranks))
+	return resultsOfSpikes(spikes, len(in.Ranks), in.ExpectedWorldSize, in.TraceStartNs, cfg, resolver)
+}
 
-	ews := in.ExpectedWorldSize
+// resultsOfSpikes is S5–S12 on the spikes detected in a run of ranks series
+// (AttributeInput and AttributeColumns).
+func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Config, resolver PhaseResolver) []Result {
+	markSynchrony(spikes, cfg.SynchronyWindowNs, ranks)
 	totalMarkers := 0
 	for i := range spikes {
 		totalMarkers += len(spikes[i].markers)
@@ -121,7 +125,7 @@ func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
 		if !(rounded >= cfg.MinConfidence) {
 			continue
 		}
-		start, end := interval(sp, in.TraceStartNs, cfg.IntervalPaddingNs)
+		start, end := interval(sp, traceStartNs, cfg.IntervalPaddingNs)
 		n := len(markerArena)
 		markerArena = append(markerArena, sp.markers...)
 		r := Result{
