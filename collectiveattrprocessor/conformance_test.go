@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,16 +25,13 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// loadConformanceCases loads both golden sets, skipping when ../shared is
-// absent.
+// loadConformanceCases loads both golden sets (testdata/conformance); missing
+// data fails.
 func loadConformanceCases(t *testing.T) []conformance.Case {
 	t.Helper()
 	var cases []conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
 		cs, err := conformance.Load(set)
-		if errors.Is(err, conformance.ErrSharedAbsent) {
-			t.Skip(err)
-		}
 		require.NoError(t, err)
 		cases = append(cases, cs...)
 	}

@@ -79,9 +79,6 @@ func TestCLIConformance(t *testing.T) {
 	var sets [][]conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
 		cases, err := conformance.Load(set)
-		if errors.Is(err, conformance.ErrSharedAbsent) {
-			t.Skip(err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
