@@ -62,7 +62,7 @@ func readEventLines(t *testing.T, dir string) []string {
 //
 // A case is one run for the reference, which pools every record it is
 // given whatever its job_id or session (reference open question 7), while
-// §3.4 splits records into jobs (job_id, else session_id). Each case is
+// contract §3.4 splits records into jobs (job_id, else session_id). Each case is
 // therefore fed through its own processor with every job_id set to the case
 // name: one job, and the attribution sees the same events. The window spans
 // the case's event times, so that the buffer holds the whole run (the

@@ -1,5 +1,5 @@
 // Command collectiveattr runs the collective attribution engine outside a
-// collector (processor contract §7):
+// collector (docs/processor-contract.md §7):
 //
 //	collectiveattr attribute [--preset P] [--overrides JSON] [--phases] FILE|-
 //

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// DESIGN. The defaults are chosen against the reference attribution (stormlog-reference
+// DESIGN. The defaults are chosen against the reference attribution (reference
 // §2.3/§2.4, medium preset) so that the demo separates the injected behaviours:
 //
 //   - Hidden memory (device used − allocator reserved) sits on a per-rank baseline that is

@@ -17,7 +17,6 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-
 // sampleKey is what the attribution reads of a sample.
 type sampleKey struct {
 	rank, ts, used, reserved int64
