@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
@@ -56,8 +57,6 @@ const (
 	numBounds
 )
 
-var classifications = [...]string{"collective_confident", "collective_likely", "collective_suspect"}
-
 // selfTelemetry records the otelcol_processor_collectiveattr_* metrics. The
 // attribute sets are built once so that recording allocates nothing.
 type selfTelemetry struct {
@@ -87,7 +86,7 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	}
 	t.evicted[boundWindow] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "window")))
 	t.evicted[boundMaxEventsPerRank] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", "max_events_per_rank")))
-	for _, c := range classifications {
+	for _, c := range attribution.Classifications() {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
 	}
 	observe := func(v *atomic.Int64) metric.Int64Callback {
