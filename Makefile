@@ -56,6 +56,7 @@ $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(PROCESSOR_SOURCES)
 	@touch $@
 
 $(OTELCOL_DEMO): $(OCB) builder-config-demo.yaml go.mod go.sum $(PROCESSOR_SOURCES)
+	@mkdir -p build
 	$(OCB) --config builder-config-demo.yaml
 	cp $(OTELCOL_DEMO_SRC)/otelcol-collectiveattr-demo $@
 
