@@ -10,7 +10,7 @@
 // its contract leaves room (bounds, evaluation, emission, shutdown) are in
 // README.md next to this file.
 //
-// Citations: "contract §N" refers to docs/processor-contract.md; "reference
-// §N", bare §N, the steps S0–S12 and the releases R1/R2 to
+// Citations: "contract §N" refers to docs/processor-contract.md;
+// "reference §N", bare §N, the steps S0–S12 and the releases R1/R2 to
 // docs/reference-semantics.md.
 package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"

@@ -153,8 +153,8 @@ func (t *selfTelemetry) resultEmitted(ctx context.Context, classification string
 	t.tb.ProcessorCollectiveattrResultsEmitted.Add(ctx, 1, opt)
 }
 
-// skipLog logs skipped items at most once per reason per minute (contract
-// §6), saying how many more were skipped in between. Callers serialise it.
+// skipLog logs skipped items at most once per reason per minute, saying how
+// many more were skipped in between (contract §6). Callers serialise it.
 type skipLog struct {
 	logger     *zap.Logger
 	now        func() time.Time

@@ -9,8 +9,8 @@ import (
 // cores holds one core per component ID. The service creates one processor
 // per pipeline that names a component, and hands each of those Create calls
 // the same *Config: keying on the pointer gives traces, metrics and logs
-// pipelines of one `collectiveattr/<name>` a single shared state (contract
-// §6). The entry lives from the first Create to the last Shutdown.
+// pipelines of one `collectiveattr/<name>` a single shared state
+// (contract §6). The entry lives from the first Create to the last Shutdown.
 var cores = struct {
 	sync.Mutex
 	m map[*Config]*core

@@ -1,7 +1,7 @@
 // Package conformance loads the golden cases kept in the repository
 // (testdata/conformance/cases.tar.gz, unpacked once into a temporary folder)
 // and compares JSON documents the way the conformance cases require
-// (docs/reference-semantics.md §5). It is used by the tests of the attribution
+// (docs/reference-semantics.md §5.4). It is used by the tests of the attribution
 // package, the CLI, the processor and the end-to-end suite.
 package conformance
 

@@ -9,8 +9,8 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 )
 
-// DESIGN. The defaults are chosen against the reference attribution (reference
-// §2.3/§2.4, medium preset) so that the demo separates the injected behaviours:
+// DESIGN. The defaults are chosen against the reference attribution
+// (reference §2.3/§2.4, medium preset) so that the demo separates the injected behaviours:
 //
 //   - Hidden memory (device used − allocator reserved) sits on a per-rank baseline that is
 //     quantised to 2 MiB and changes only rarely (NVML reports whole pages), so the
