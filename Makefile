@@ -1,7 +1,7 @@
 # collectiveattr: build, test, demo. Needs only Go: every tool is installed from the Go
 # module proxy into .tools/ on first use.
 #
-#   make demo    build the collector, run a simulated 16-rank job through it, show results
+#   make demo    build the demo collector, run a simulated 16-rank job through it, show results
 #   make test    unit, race, conformance and end-to-end tests (builds the collector first)
 
 SHELL := bash
@@ -17,6 +17,9 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck
 
 OTELCOL := build/otelcol-collectiveattr
+# The demo's distribution (builder-config-demo.yaml): only the components make demo runs.
+OTELCOL_DEMO     := build/otelcol-collectiveattr-demo
+OTELCOL_DEMO_SRC := build/otelcol-collectiveattr-demo-src
 # The repository packages the collector binary is built from (the processor and what it
 # imports), so that editing a test, the simulator or the CLI does not relink the collector.
 PROCESSOR_DIRS    := $(shell $(GO) list -deps -f '{{if not .Standard}}{{.Dir}}{{end}}' ./collectiveattrprocessor 2>/dev/null | grep '^$(CURDIR)/')
@@ -52,6 +55,11 @@ $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(PROCESSOR_SOURCES)
 	$(OCB) --config builder-config.yaml
 	@touch $@
 
+$(OTELCOL_DEMO): $(OCB) builder-config-demo.yaml go.mod go.sum $(PROCESSOR_SOURCES)
+	@mkdir -p build
+	$(OCB) --config builder-config-demo.yaml
+	cp $(OTELCOL_DEMO_SRC)/otelcol-collectiveattr-demo $@
+
 cli:
 	$(GO) build -o bin/collectiveattr ./cmd/collectiveattr
 	$(GO) build -o bin/gpujobsim ./cmd/gpujobsim
@@ -83,9 +91,9 @@ test-report:
 	COLLECTIVEATTR_CHROMIUM=$(CHROMIUM) COLLECTIVEATTR_REPORT_OUT=$(REPORT_OUT) COLLECTIVEATTR_REPORT_LARGE=$(REPORT_LARGE) \
 	$(GO) test -count=1 -timeout 30m -run 'TestReportInBrowser' -v ./cmd/collectiveattr/
 
-## demo: a 30 s simulated job through the collector, results next to the ground truth
-demo: build
-	bash examples/demo/run.sh
+## demo: a 30 s simulated job through the demo collector, results next to the ground truth
+demo: $(OTELCOL_DEMO) cli
+	OTELCOL=$(OTELCOL_DEMO) bash examples/demo/run.sh
 
 ## bench: every benchmark once
 bench:

@@ -9,16 +9,6 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// Classification values, weakest first.
-const (
-	CollectiveSuspect   = "collective_suspect"
-	CollectiveLikely    = "collective_likely"
-	CollectiveConfident = "collective_confident"
-	// CollectiveConfirmed is evidence mode's class for a change NCCL's own
-	// memory accounting covers; the reference mode never gives it.
-	CollectiveConfirmed = "collective_confirmed"
-)
-
 // Scoring weights and penalties (§2.3 S8).
 const (
 	markerWeight     = 0.34
@@ -353,8 +343,6 @@ func score(sp *spike, ews int64, cfg Config) (float64, uint8, bool) {
 	conf := 0.0
 	if marker {
 		conf += markerWeight
-	} else {
-		conf += 0.0
 	}
 	conf += float64(synchronyWeight * sync)
 	conf += float64(zscoreWeight * zs)
@@ -408,18 +396,6 @@ func classify(conf float64) string {
 	return CollectiveSuspect
 }
 
-func classRank(c string) int {
-	switch c {
-	case CollectiveSuspect:
-		return 0
-	case CollectiveLikely:
-		return 1
-	case CollectiveConfident:
-		return 2
-	}
-	return -1
-}
-
 // mergeRankIntervals is S12: stable sort by (rank, start), then fold each
 // result into the previous one of the same rank when its start is <= the
 // previous end (touching intervals merge).
@@ -452,7 +428,7 @@ func mergeRankIntervals(results []Result, masks []uint8) []Result {
 		}
 		prev.IntervalStartNs = min(prev.IntervalStartNs, cur.IntervalStartNs)
 		prev.IntervalEndNs = max(prev.IntervalEndNs, cur.IntervalEndNs)
-		if classRank(cur.Classification) > classRank(prev.Classification) {
+		if ClassificationRank(cur.Classification) > ClassificationRank(prev.Classification) {
 			prev.Classification = cur.Classification
 		}
 		prev.Confidence = pyMax(prev.Confidence, cur.Confidence)

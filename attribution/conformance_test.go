@@ -14,13 +14,10 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// loadCases loads one golden set, skipping when ../shared is absent.
+// loadCases loads one golden set (testdata/conformance); missing data fails.
 func loadCases(t *testing.T, set string) []conformance.Case {
 	t.Helper()
 	cases, err := conformance.Load(set)
-	if errors.Is(err, conformance.ErrSharedAbsent) {
-		t.Skip(err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 // Package attribution is a bit-exact Go port of stormlog's collective
 // attribution (reference §2): it decides which hidden-memory spikes of a
 // distributed job come from NCCL collective communication.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md.
 package attribution
 
 import (

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,16 +25,13 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// loadConformanceCases loads both golden sets, skipping when ../shared is
-// absent.
+// loadConformanceCases loads both golden sets (testdata/conformance); missing
+// data fails.
 func loadConformanceCases(t *testing.T) []conformance.Case {
 	t.Helper()
 	var cases []conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
 		cs, err := conformance.Load(set)
-		if errors.Is(err, conformance.ErrSharedAbsent) {
-			t.Skip(err)
-		}
 		require.NoError(t, err)
 		cases = append(cases, cs...)
 	}
@@ -66,7 +62,7 @@ func readEventLines(t *testing.T, dir string) []string {
 //
 // A case is one run for the reference, which pools every record it is
 // given whatever its job_id or session (reference open question 7), while
-// §3.4 splits records into jobs (job_id, else session_id). Each case is
+// contract §3.4 splits records into jobs (job_id, else session_id). Each case is
 // therefore fed through its own processor with every job_id set to the case
 // name: one job, and the attribution sees the same events. The window spans
 // the case's event times, so that the buffer holds the whole run (the

@@ -32,7 +32,7 @@ type forestSpan struct {
 // randomForest is n phase spans of one rank over a few traces, each the
 // child of an earlier span of its trace, a root, or the child of a span
 // that is never sent. Span ids are unique within a trace and repeat across
-// traces, so the contract's path (§3.2) is the parent's path (same trace)
+// traces, so the phase path (contract §3.2) is the parent's path (same trace)
 // and then the span's name, phase.path replacing both.
 func randomForest(rng *rand.Rand, names []string, n int) []forestSpan {
 	spans := make([]forestSpan, n)

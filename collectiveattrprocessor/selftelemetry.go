@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
@@ -50,8 +51,6 @@ func reasonIndex(r ingest.SkipReason) int {
 	return 1 // an unknown reason from the converter is an invalid value
 }
 
-var classifications = [...]string{"collective_confident", "collective_likely", "collective_suspect"}
-
 // selfTelemetry records the otelcol_processor_collectiveattr_* metrics. The
 // attribute sets are built once so that recording allocates nothing.
 type selfTelemetry struct {
@@ -84,7 +83,7 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	for b := range store.NumBounds {
 		t.evicted[b] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", b.String())))
 	}
-	for _, c := range classifications {
+	for _, c := range attribution.Classifications() {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
 	}
 	observe := func(v *atomic.Int64) metric.Int64Callback {
@@ -162,8 +161,8 @@ func (t *selfTelemetry) resultEmitted(ctx context.Context, classification string
 	t.tb.ProcessorCollectiveattrResultsEmitted.Add(ctx, 1, opt)
 }
 
-// skipLog logs skipped items at most once per reason per minute (contract
-// §6), saying how many more were skipped in between. Callers serialise it.
+// skipLog logs skipped items at most once per reason per minute, saying how
+// many more were skipped in between (contract §6). Callers serialise it.
 type skipLog struct {
 	logger     *zap.Logger
 	now        func() time.Time

@@ -19,7 +19,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/internal/conformance"
 )
 
-// conformanceCase is one public golden case: ../shared/conformance/<suite>/<name>/.
+// conformanceCase is one golden case: <suite>/<name>/ of testdata/conformance.
 type conformanceCase struct {
 	conformance.Case
 }
@@ -50,9 +50,6 @@ func loadConformanceCases(t *testing.T) []conformanceCase {
 	var cases []conformanceCase
 	for _, suite := range []string{"attribution", "phases"} {
 		cs, err := conformance.Load(suite)
-		if errors.Is(err, conformance.ErrSharedAbsent) {
-			t.Skip(err)
-		}
 		require.NoError(t, err)
 		for _, c := range cs {
 			cases = append(cases, conformanceCase{c})

@@ -2,6 +2,10 @@
 // real process on free loopback ports and checks what its exporters write. `make test`
 // builds the binary and passes its path in COLLECTIVEATTR_OTELCOL; without it the tests
 // skip, so `go test ./...` works on a machine that has not built the collector.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md; "contract §N" to
+// docs/processor-contract.md.
 package e2e
 
 import (

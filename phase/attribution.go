@@ -1,5 +1,8 @@
 // Package phase replays stormlog phase boundaries into phase spans and resolves
 // a timestamp to the active phase (reference §3).
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md.
 package phase
 
 // Attribution is the reference's PhaseAttribution. Optional fields are nil

@@ -64,11 +64,11 @@ func (b *IndexBuilder) Add(e *telemetry.Event) {
 // does. It takes spans over: it sorts them in place and keeps sub-slices of
 // it, so the caller must not modify spans while the index is in use. A
 // processor rebuilds its index from hundreds of thousands of buffered phase
-// spans every evaluation; copying them into per-group slices grown one
-// append at a time cost more than the attribution. Spans of one (session,
-// rank) that come one after another become their group as they are; a
-// group whose spans are spread out, or that also has replayed spans, is
-// copied. Index sorts the builder's boundaries: call it once.
+// spans every evaluation, so groups are not copied where they need not be:
+// spans of one (session, rank) that come one after another become their
+// group as they are; a group whose spans are spread out, or that also has
+// replayed spans, is copied. Index sorts the builder's boundaries: call it
+// once.
 func (b *IndexBuilder) Index(spans []Span) *Index {
 	ix := &Index{groups: make(map[groupKey][]Span)}
 	for _, s := range b.replay() {

@@ -3,6 +3,9 @@
 //
 // The package imports nothing from the OpenTelemetry Collector: it is the pure
 // data layer shared by the attribution engine, the CLI and the processor.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md.
 package telemetry
 
 // OptInt is a nullable integer field (JSON integer or null).

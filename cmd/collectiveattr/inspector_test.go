@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,9 +138,6 @@ func runInProcess(t *testing.T, args ...string) string {
 // time the record can carry.
 func TestInspectorMarkersCountAsStormlogMarkers(t *testing.T) {
 	cases, err := conformance.Load("attribution")
-	if errors.Is(err, conformance.ErrSharedAbsent) {
-		t.Skip(err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command collectiveattr runs the collective attribution engine outside a
-// collector (processor contract §7):
+// collector (docs/processor-contract.md §7):
 //
 //	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
 //

@@ -74,14 +74,11 @@ func runCLI(t *testing.T, bin string, stdin []byte, args ...string) cliResult {
 }
 
 // TestCLIConformance runs every golden case through the built binary, the
-// way an operator would (contract §7).
+// way an operator would (docs/processor-contract.md §7).
 func TestCLIConformance(t *testing.T) {
 	var sets [][]conformance.Case
 	for _, set := range []string{"attribution", "phases"} {
 		cases, err := conformance.Load(set)
-		if errors.Is(err, conformance.ErrSharedAbsent) {
-			t.Skip(err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

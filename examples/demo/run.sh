@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-OTELCOL=${OTELCOL:-build/otelcol-collectiveattr}
+OTELCOL=${OTELCOL:-build/otelcol-collectiveattr-demo}
 SIM=${SIM:-bin/gpujobsim}
 CLI=${CLI:-bin/collectiveattr}
 DURATION=${DEMO_DURATION:-30s}
@@ -19,7 +19,7 @@ export DEMO_OTLP_HTTP_PORT=${DEMO_OTLP_HTTP_PORT:-24318}
 export DEMO_TELEMETRY_PORT=${DEMO_TELEMETRY_PORT:-24888}
 
 for f in "$OTELCOL" "$SIM" "$CLI"; do
-  [[ -x $f ]] || { echo "demo: $f is missing: run make build" >&2; exit 1; }
+  [[ -x $f ]] || { echo "demo: $f is missing: run make demo (or make build and set OTELCOL)" >&2; exit 1; }
 done
 rm -rf "$DEMO_OUT_DIR"
 mkdir -p "$DEMO_OUT_DIR"

@@ -1,6 +1,7 @@
-// Package conformance loads the public golden cases in ../shared/conformance
-// (next to the module root) and compares JSON documents the way the
-// conformance contract requires. It is shared by the tests of the attribution
+// Package conformance loads the golden cases kept in the repository
+// (testdata/conformance/cases.tar.gz, unpacked once into a temporary folder)
+// and compares JSON documents the way the conformance cases require
+// (docs/reference-semantics.md §5.4). It is used by the tests of the attribution
 // package, the CLI, the processor and the end-to-end suite.
 package conformance
 
@@ -18,12 +19,11 @@ import (
 	"strings"
 )
 
-// ModulePath is the module whose root the cases are found next to.
+// ModulePath is the module whose root holds testdata/conformance.
 const ModulePath = "github.com/collectiveattr/collectiveattr"
 
-// ErrSharedAbsent is returned (wrapped) when ../shared does not exist next to
-// the module root: the golden cases are not available, and callers skip.
-var ErrSharedAbsent = errors.New("conformance cases not available")
+// ArchivePath is the golden cases' archive, relative to the module root.
+const ArchivePath = "testdata/conformance/cases.tar.gz"
 
 // Case is one golden folder <set>/<name>/ holding case.json and events.jsonl.
 type Case struct {
@@ -83,28 +83,34 @@ func isModuleRoot(dir string) bool {
 	return false
 }
 
-// Root returns ../shared/conformance next to the module root. The error
-// wraps ErrSharedAbsent when ../shared does not exist.
+// Root returns the folder holding the golden sets (attribution/ and
+// phases/), unpacked from ArchivePath. A missing or unreadable archive is an
+// error: the conformance tests fail without their data, they do not skip.
 func Root() (string, error) {
 	mod, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	shared := filepath.Join(mod, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: %s does not exist", ErrSharedAbsent, filepath.Clean(shared))
-		}
-		return "", err
+	return unpacked(filepath.Join(mod, filepath.FromSlash(ArchivePath)))
+}
+
+// SharedRoot returns ../shared/conformance next to the module root, the
+// upstream copy the archive was made from, and whether it exists.
+func SharedRoot() (string, bool) {
+	mod, err := ModuleRoot()
+	if err != nil {
+		return "", false
 	}
-	return filepath.Join(shared, "conformance"), nil
+	dir := filepath.Join(mod, "..", "shared", "conformance")
+	info, err := os.Stat(dir)
+	return dir, err == nil && info.IsDir()
 }
 
 // Load reads every case of one set ("attribution" or "phases"), sorted by
-// folder name. The error wraps ErrSharedAbsent when ../shared is absent; a
-// missing set folder, an unreadable or invalid case.json, or a case with
-// neither expected nor expected_error is an error too. A present set with no
-// cases returns none and no error.
+// folder name. A missing archive (see Root), a missing set folder, an
+// unreadable or invalid case.json, or a case with neither expected nor
+// expected_error is an error. A present set with no cases returns none and no
+// error.
 func Load(set string) ([]Case, error) {
 	root, err := Root()
 	if err != nil {

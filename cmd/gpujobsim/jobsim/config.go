@@ -3,6 +3,10 @@
 // NCCL collective spans and phase spans, with injected hidden-memory behaviour whose
 // ground truth is known. Everything is a pure function of the Config (and its seed), so
 // a run can be replayed exactly; only the real-time mode reads the wall clock.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md; "contract §N" to
+// docs/processor-contract.md.
 package jobsim
 
 import (

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
 )
 
 // Result is one collective attribution result as the collector emitted it.
@@ -230,19 +232,6 @@ func spanPhase(a pcommon.Map) string {
 	return ""
 }
 
-// classRank orders classifications: suspect < likely < confident; anything else is below.
-func classRank(c string) int {
-	switch c {
-	case "collective_confident":
-		return 3
-	case "collective_likely":
-		return 2
-	case "collective_suspect":
-		return 1
-	}
-	return 0
-}
-
 // InjectionVerdict says how the results matched one injection.
 type InjectionVerdict struct {
 	Injection TruthInjection
@@ -276,7 +265,7 @@ func Compare(t Truth, results []Result) Verdict {
 					continue
 				}
 				matched[i] = true
-				if classRank(r.Classification) > classRank(iv.Found[w.Rank]) {
+				if attribution.ClassificationRank(r.Classification) > attribution.ClassificationRank(iv.Found[w.Rank]) {
 					iv.Found[w.Rank] = r.Classification
 				}
 			}
@@ -284,7 +273,7 @@ func Compare(t Truth, results []Result) Verdict {
 		switch in.Kind {
 		case KindUnrelatedSpike:
 			for rank, c := range iv.Found {
-				if classRank(c) >= classRank("collective_likely") {
+				if attribution.ClassificationRank(c) >= attribution.ClassificationRank(attribution.CollectiveLikely) {
 					iv.OK = false
 					iv.Why = fmt.Sprintf("rank %d called %s", rank, c)
 				}
@@ -296,7 +285,7 @@ func Compare(t Truth, results []Result) Verdict {
 				switch {
 				case !ok:
 					missing = append(missing, fmt.Sprint(rank))
-				case classRank(c) < classRank(in.Expected):
+				case attribution.ClassificationRank(c) < attribution.ClassificationRank(in.Expected):
 					weak = append(weak, fmt.Sprintf("%d:%s", rank, strings.TrimPrefix(c, "collective_")))
 				}
 			}
@@ -313,7 +302,7 @@ func Compare(t Truth, results []Result) Verdict {
 			continue
 		}
 		v.Unmatched = append(v.Unmatched, r)
-		if classRank(r.Classification) >= classRank("collective_likely") {
+		if attribution.ClassificationRank(r.Classification) >= attribution.ClassificationRank(attribution.CollectiveLikely) {
 			v.OK = false
 		}
 	}
@@ -452,7 +441,9 @@ func foundSummary(found map[int]string) string {
 	for c := range byClass {
 		classes = append(classes, c)
 	}
-	sort.Slice(classes, func(i, j int) bool { return classRank(classes[i]) > classRank(classes[j]) })
+	sort.Slice(classes, func(i, j int) bool {
+		return attribution.ClassificationRank(classes[i]) > attribution.ClassificationRank(classes[j])
+	})
 	var parts []string
 	for _, c := range classes {
 		ranks := byClass[c]

@@ -5,10 +5,12 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
 )
 
-// DESIGN. The defaults are chosen against the reference attribution (stormlog-reference
-// §2.3/§2.4, medium preset) so that the demo separates the injected behaviours:
+// DESIGN. The defaults are chosen against the reference attribution
+// (reference §2.3/§2.4, medium preset) so that the demo separates the injected behaviours:
 //
 //   - Hidden memory (device used − allocator reserved) sits on a per-rank baseline that is
 //     quantised to 2 MiB and changes only rarely (NVML reports whole pages), so the
@@ -348,17 +350,17 @@ func expectedClassification(in *Injection, worldSize int) string {
 		return "not reported"
 	}
 	if k == 1 || worldSize <= 1 {
-		return "collective_suspect"
+		return attribution.CollectiveSuspect
 	}
 	sync := min(1.0, float64(k-1)/float64(worldSize-1))
 	conf := 0.34 + 0.34*sync + 0.16 + 0.16
 	switch {
 	case conf >= 0.8:
-		return "collective_confident"
+		return attribution.CollectiveConfident
 	case conf >= 0.6:
-		return "collective_likely"
+		return attribution.CollectiveLikely
 	default:
-		return "collective_suspect"
+		return attribution.CollectiveSuspect
 	}
 }
 

@@ -13,11 +13,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/internal/conformance"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
-
-// conformanceDir is ../shared/conformance relative to the repository root.
-var conformanceDir = filepath.Join("..", "..", "..", "..", "shared", "conformance")
 
 // sampleKey is what the attribution reads of a sample.
 type sampleKey struct {
@@ -31,10 +29,11 @@ type sampleKey struct {
 // point) and checks that the as-of join rebuilds exactly those samples, at
 // the cases' real sampling intervals (tens of ms, below the tolerance).
 func TestConformanceSamplesThroughMetrics(t *testing.T) {
-	cases, _ := filepath.Glob(filepath.Join(conformanceDir, "*", "*", "events.jsonl"))
-	if len(cases) == 0 {
-		t.Skip("no conformance cases at " + conformanceDir)
-	}
+	root, err := conformance.Root()
+	require.NoError(t, err)
+	cases, err := filepath.Glob(filepath.Join(root, "*", "*", "events.jsonl"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cases, "no conformance cases under %s", root)
 	for _, path := range cases {
 		name := filepath.Base(filepath.Dir(path))
 		t.Run(name, func(t *testing.T) {

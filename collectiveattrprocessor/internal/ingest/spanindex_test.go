@@ -17,7 +17,7 @@ type oracleKey struct {
 	span  pcommon.SpanID
 }
 
-// oraclePaths is the contract's phase path (§3.2) of every phase span of td,
+// oraclePaths is the phase path (contract §3.2) of every phase span of td,
 // in input order, worked out the plain way: a map of the batch's spans by
 // (trace, span) id, the later of two equal ids winning; a span's phase.path
 // (first occurrence; string "a / b" or string array), else the names of its

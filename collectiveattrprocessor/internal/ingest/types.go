@@ -1,6 +1,10 @@
 // Package ingest turns OTLP metrics, spans and log records into the engine's
 // records (reference §1 TelemetryEvents, marker timestamps, phase spans),
 // keyed by job and rank (contract §2, §3). It never mutates its input.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md; "contract §N" to
+// docs/processor-contract.md.
 package ingest
 
 import (

@@ -50,7 +50,7 @@ func putResource(m pcommon.Map, job, host string) {
 	}
 }
 
-// putResultAttributes writes the §5.1 attributes of it. training.world_size
+// putResultAttributes writes the contract §5.1 attributes of it. training.world_size
 // is the evidence's expected world size: the world the result was judged in.
 // The confidence is the reference's value, already rounded to 3 decimals.
 // Phase attributes appear only for a phase attribution, each only when the

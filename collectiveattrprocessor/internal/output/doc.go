@@ -1,6 +1,10 @@
 // Package output builds the processor's result telemetry (contract §5):
 // result spans, result metrics and result log records. Its functions are
 // pure: they append to the pdata they are given and keep no state.
+//
+// Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
+// refer to docs/reference-semantics.md; "contract §N" to
+// docs/processor-contract.md.
 package output
 
 import (

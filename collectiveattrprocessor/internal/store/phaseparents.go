@@ -21,8 +21,8 @@ var noParent [8]byte
 // could not find (ingest.Record.PhaseParentID). Once that parent is
 // buffered as a phase span of the same rank and trace, the child's path is
 // the parent's path followed by the names the child's own batch gave: what
-// the walk would have found with the whole trace in one request (contract
-// §3.2). A parent that is not a phase span is never buffered, so a child
+// the walk would have found with the whole trace in one request
+// (contract §3.2). A parent that is not a phase span is never buffered, so a child
 // whose missing parent is, say, an unnamed wrapper span keeps its partial
 // path; groupbytrace before the processor, or phase.path, covers that.
 //

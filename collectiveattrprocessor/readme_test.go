@@ -1,0 +1,68 @@
+package collectiveattrprocessor
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// configKeys returns the dotted configuration keys of a struct type's
+// mapstructure tags, descending into nested structs (limits.max_jobs).
+func configKeys(t reflect.Type, prefix string) []string {
+	var keys []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("mapstructure")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct {
+			keys = append(keys, configKeys(f.Type, prefix+tag+".")...)
+			continue
+		}
+		keys = append(keys, prefix+tag)
+	}
+	return keys
+}
+
+// TestReadmeConfigurationTable checks that the component README's
+// configuration table lists exactly the keys Config decodes, so that a key
+// added to one is added to the other.
+func TestReadmeConfigurationTable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\|").FindAllSubmatch(readme, -1) {
+		documented = append(documented, string(m[1]))
+	}
+	want := configKeys(reflect.TypeFor[Config](), "")
+	slices.Sort(want)
+	slices.Sort(documented)
+	assert.Equal(t, want, documented, "README.md's configuration table and Config's keys differ")
+}
+
+// TestMetadataClassificationsAreTheEngines checks that the classification
+// values declared for the results_emitted metric (metadata.yaml) are the
+// engine's list.
+func TestMetadataClassificationsAreTheEngines(t *testing.T) {
+	raw, err := os.ReadFile("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Attributes map[string]struct {
+			Enum []string `yaml:"enum"`
+		} `yaml:"attributes"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &md))
+	got := md.Attributes["classification"].Enum
+	want := attribution.Classifications()
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
+}
