@@ -51,8 +51,8 @@
 //
 // # Plugging in evidence mode
 //
-// Set evidenceMode in quality_test.go to a Mode that runs evidence mode and fills
-// QualityResult.Kind, or run the goals against a built CLI without code:
+// EvidenceMode runs evidence mode in process and is what TestEvidenceModeGoals checks;
+// the same goals run against a built CLI with:
 //
 //	COLLECTIVEATTR_QUALITY_CLI=./collectiveattr COLLECTIVEATTR_QUALITY_CLI_ARGS="--mode evidence" \
 //	    go test ./internal/quality -run EvidenceModeGoals -v
