@@ -10,10 +10,22 @@ import (
 // the preset and no overrides, Attribute), as `collectiveattr attribute --mode
 // evidence --preset P` does.
 func EvidenceMode(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
+	return runEvidence(events, preset, nil)
+}
+
+// EvidenceModeWith is EvidenceMode with evidence settings over the preset's
+// (the CLI's --evidence), e.g. {"approximate_tolerance_ns": 1e9}.
+func EvidenceModeWith(settings map[string]any) Mode {
+	return func(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
+		return runEvidence(events, preset, settings)
+	}
+}
+
+func runEvidence(events []telemetry.Event, preset string, settings map[string]any) ([]jobsim.QualityResult, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	cfg, err := evidence.ResolveConfig(preset, nil, nil)
+	cfg, err := evidence.ResolveConfig(preset, nil, settings)
 	if err != nil {
 		return nil, err
 	}
