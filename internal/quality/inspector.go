@@ -104,7 +104,9 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 	for p := range logs {
 		procs = append(procs, p)
 	}
-	slices.SortFunc(procs, func(a, b inspector.Process) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID)) })
+	slices.SortFunc(procs, func(a, b inspector.Process) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID))
+	})
 	for _, p := range procs {
 		var rd inspector.Reader
 		var joinErr error

@@ -56,7 +56,6 @@ var (
 	}
 )
 
-
 func inspectorVariants() []inspectorVariant {
 	second := map[string]any{"approximate_tolerance_ns": int64(time.Second)}
 	return []inspectorVariant{
