@@ -328,3 +328,34 @@ func TestApproximateMarkers(t *testing.T) {
 		}
 	}
 }
+
+// One collective instance makes one rise per member: allocator churn within
+// a rank's noise shortly before the collective (inside an approximate
+// marker's tolerance) is not corroborated by the members' spike, which
+// corroborates that rank's own spike at the collective.
+func TestWeakChangeCorroboratedOnlyAsTheMembersRise(t *testing.T) {
+	j := trainingJob(8, 50*ms)
+	j.noise = 30 << 20
+	for k := int64(0); k < j.duration/sec; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 8), k*sec+600*ms, 300*ms, true)
+	}
+	var churn []int64
+	for _, k := range []int64{6, 14, 22, 30} {
+		j.collectiveSpike(rankList(0, 8), k, gib)
+		j.change([]int{3}, k*sec+250*ms, k*sec+450*ms, 100<<20)
+		churn = append(churn, k*sec+300*ms)
+	}
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for _, at := range churn {
+		for _, res := range j.resultsAt(results, 3, at) {
+			if res.Classification != attribution.CollectiveSuspect && res.IntervalEndNs < uint64(t0+at+300*ms) {
+				t.Errorf("churn at %d ms claimed: %s %v", (at)/ms, res.Classification, res.ReasonCodes)
+			}
+		}
+		for r := 0; r < 8; r++ {
+			if got := j.resultsAt(results, r, at+400*ms); len(got) == 0 || got[0].Classification != attribution.CollectiveLikely {
+				t.Errorf("rank %d: the collective spike after %d ms: %+v, want likely", r, at/ms, got)
+			}
+		}
+	}
+}
