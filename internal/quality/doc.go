@@ -56,4 +56,11 @@
 //
 //	COLLECTIVEATTR_QUALITY_CLI=./collectiveattr COLLECTIVEATTR_QUALITY_CLI_ARGS="--mode evidence" \
 //	    go test ./internal/quality -run EvidenceModeGoals -v
+//
+// # Markers from NCCL Inspector logs
+//
+// ViaInspector(mode, layout) rewrites a case's identified markers as NCCL Inspector
+// records (verbose or default layout, with a dump interval) and reads them back as
+// `--nccl-inspector` does; TestInspectorLayoutQuality bounds what evidence mode keeps
+// with each (COLLECTIVEATTR_QUALITY_INSPECTOR=full: seeds 1–3, the README's figures).
 package quality

@@ -66,6 +66,9 @@ func inspectorVariants() []inspectorVariant {
 // dump intervals. Seed 1 by default; COLLECTIVEATTR_QUALITY_INSPECTOR=full
 // runs seeds 1-3 (the README's table).
 func TestInspectorLayoutQuality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("six marker sources × every family: skipped with -short")
+	}
 	seeds := []int64{1}
 	if os.Getenv("COLLECTIVEATTR_QUALITY_INSPECTOR") == "full" {
 		seeds = []int64{1, 2, 3}
