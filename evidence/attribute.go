@@ -127,6 +127,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 				c.ratio = float64(s.synced) / float64(s.observed)
 			}
 			c.ok = s.synced >= 2 && c.ratio >= cfg.MinSynchronyRatio && s.corroborated()
+			// A change within the rank's noise is corroborated only by the
+			// change the collective's synchrony counted on this rank: one
+			// collective instance makes one rise per member, and allocator
+			// churn shortly before it (inside a wide approximate tolerance)
+			// is not that rise.
+			if c.ok && ep.weak {
+				own := d.m.memberEpisode(ri, mk)
+				c.ok = own >= 0 && &d.m.analyses[ri].episodes[own] == ep
+			}
 			c.first = d.m.firstUse[ri][mi]
 		}
 		if d.better(best, c) {

@@ -47,10 +47,22 @@ type Builder struct {
 	Skipped int
 }
 
+// collectiveKey identifies one collective instance. The op is part of it
+// because NCCL numbers each collective type of a communicator on its own
+// counter (comm->seqNumber[func], the Inspector's coll_sn): an all_gather
+// and an all_reduce of one communicator share sequence numbers. A source
+// that numbers every op of a communicator on one counter gives the same
+// instances with or without the op. The two sides of a point-to-point
+// transfer are one instance: their ops differ (send on one member, recv on
+// the other), so both key as p2pKeyOp.
 type collectiveKey struct {
 	comm string
+	op   string
 	seq  int64
 }
+
+// p2pKeyOp is the op a send or a recv keys its instance with.
+const p2pKeyOp = "send/recv"
 
 type rankBuild struct {
 	rank       int64
@@ -184,22 +196,22 @@ func (rb *rankBuild) addAccounting(comm string, ts, total int64) {
 	a.Bytes = append(a.Bytes, total)
 }
 
-// collective returns the table index of (comm, seq), filling in what this
-// marker adds (op, size, members).
+// collective returns the table index of (comm, op, seq), filling in what
+// this marker adds (size, members). A marker without nccl.op has op "".
 func (b *Builder) collective(comm string, seq int64, md map[string]any) int32 {
-	key := collectiveKey{comm, seq}
+	op, _ := md[KeyOp].(string)
+	keyOp := op
+	if op == "send" || op == "recv" {
+		keyOp = p2pKeyOp
+	}
+	key := collectiveKey{comm, keyOp, seq}
 	i, ok := b.collIndex[key]
 	if !ok {
-		b.collectives = append(b.collectives, Collective{CommID: comm, Seq: seq})
+		b.collectives = append(b.collectives, Collective{CommID: comm, Seq: seq, Op: op})
 		i = int32(len(b.collectives) - 1)
 		b.collIndex[key] = i
 	}
 	c := &b.collectives[i]
-	if c.Op == "" {
-		if op, ok := md[KeyOp].(string); ok {
-			c.Op = op
-		}
-	}
 	if v, ok := intOf(md[KeyMessageBytes]); ok && v > c.MessageBytes {
 		c.MessageBytes = v
 	}

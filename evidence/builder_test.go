@@ -25,7 +25,7 @@ func TestBuilderColumns(t *testing.T) {
 			KeyCommNRanks: json.Number("2"), KeyCommRanks: []any{json.Number("1"), json.Number("0")},
 			KeyMessageBytes: json.Number("1024"), KeyTimeApproximate: true,
 		}),
-		event(1, 160, "nccl:all_reduce", map[string]any{KeyCommID: "0xab", KeySeq: json.Number("7")}),
+		event(1, 160, "nccl:all_reduce", map[string]any{KeyCommID: "0xab", KeySeq: json.Number("7"), KeyOp: "all_reduce"}),
 		event(0, 170, "ncclKernel", nil), // bare marker
 		event(0, 200, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}),
 		event(0, 210, AccountingEventType, map[string]any{KeyCommID: "0xab"}), // no total: skipped
@@ -88,6 +88,37 @@ func TestMedianOf(t *testing.T) {
 	} {
 		if got := medianOf(append([]int64(nil), tc.in...)); got != tc.want {
 			t.Errorf("medianOf(%v) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+// NCCL numbers each collective type on a communicator separately (the
+// Inspector's coll_sn is comm->seqNumber[func]): an all_gather and an
+// all_reduce with the same sequence number are two collectives, and the
+// same op and number on two ranks is one; so are a send and the peer's recv.
+func TestBuilderCollectiveIsCommOpSeq(t *testing.T) {
+	b := NewBuilder()
+	marker := func(rank int64, ts int64, op string, seq string) telemetry.Event {
+		return event(rank, ts, "nccl:"+op, map[string]any{KeyCommID: "0xab", KeySeq: json.Number(seq), KeyOp: op})
+	}
+	events := []telemetry.Event{
+		marker(0, 100, "all_gather", "0"), marker(1, 105, "all_gather", "0"),
+		marker(0, 200, "all_reduce", "0"), marker(1, 204, "all_reduce", "0"),
+		marker(0, 300, "all_reduce", "1"), marker(1, 301, "all_reduce", "1"),
+		marker(0, 400, "send", "2"), marker(1, 402, "recv", "2"),
+	}
+	for i := range events {
+		b.Add(&events[i])
+	}
+	in := b.Input()
+	if len(in.Collectives) != 4 {
+		t.Fatalf("%d collectives %+v, want 4 (all_gather 0, all_reduce 0, all_reduce 1, send/recv 2)", len(in.Collectives), in.Collectives)
+	}
+	for _, rd := range in.Ranks {
+		for i, m := range rd.Markers {
+			if m.Collective != int32(i) {
+				t.Errorf("rank %d marker %d is collective %d %+v, want %d", rd.Rank, i, m.Collective, in.Collectives[m.Collective], i)
+			}
 		}
 	}
 }

@@ -19,7 +19,7 @@ type Input struct {
 	// Ranks holds one entry per rank, ascending by Rank.
 	Ranks []RankData
 	// Collectives is the job's table of collective instances, one per
-	// (communicator, sequence number); markers point into it.
+	// (communicator, op, sequence number); markers point into it.
 	Collectives []Collective
 	// ExpectedWorldSize is the largest world_size seen (or the number of
 	// ranks when none was).
@@ -80,7 +80,7 @@ type Marker struct {
 	Approximate bool
 }
 
-// Collective is one collective instance of a job: the same (CommID, Seq) on
+// Collective is one collective instance of a job: the same (CommID, Op, Seq) on
 // every member rank.
 type Collective struct {
 	CommID       string

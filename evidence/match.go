@@ -86,22 +86,32 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 	return m
 }
 
-// tolerance is how far a marker's interval is widened when matching.
-func (m *matcher) tolerance(mk *Marker) int64 {
+// widening is how far a marker's interval is widened before and after it
+// when matching.
+type widening struct{ before, after int64 }
+
+// tolerance is how far a marker's interval is widened when matching. An
+// approximate marker's interval is the latest the op can have run (the
+// Inspector's default layout: it ended at or before the record's write
+// time, by up to the dump interval), so only its start side gets the
+// approximate tolerance; after it, the ordinary match tolerance covers
+// sampling as for any marker.
+func (m *matcher) tolerance(mk *Marker) widening {
 	p := &m.cfg.Evidence
 	switch {
 	case mk.Approximate:
-		return p.ApproximateToleranceNs
+		return widening{before: p.ApproximateToleranceNs, after: p.MatchToleranceNs}
 	case mk.Collective == NoCollective:
-		return max(p.MatchToleranceNs, m.cfg.MarkerWindowNs)
+		w := max(p.MatchToleranceNs, m.cfg.MarkerWindowNs)
+		return widening{w, w}
 	}
-	return p.MatchToleranceNs
+	return widening{p.MatchToleranceNs, p.MatchToleranceNs}
 }
 
 // riseMatches reports whether a change that began in (riseLo, riseHi] can
 // have begun during the marker's interval, widened by tol.
-func riseMatches(mk *Marker, riseLo, riseHi, tol int64) bool {
-	return satSub(mk.StartNs, tol) <= riseHi && satAdd(mk.EndNs, tol) > riseLo
+func riseMatches(mk *Marker, riseLo, riseHi int64, tol widening) bool {
+	return satSub(mk.StartNs, tol.before) <= riseHi && satAdd(mk.EndNs, tol.after) > riseLo
 }
 
 // candidates calls fn for each marker of rank ri whose interval matches the
@@ -134,7 +144,7 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	eps := m.analyses[ri].episodes
 	tol := m.tolerance(mk)
-	lo := satSub(mk.StartNs, tol)
+	lo := satSub(mk.StartNs, tol.before)
 	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int {
 		switch {
 		case e.riseHi < t:
@@ -147,7 +157,7 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]
-		if e.riseLo >= satAdd(mk.EndNs, tol) {
+		if e.riseLo >= satAdd(mk.EndNs, tol.after) {
 			break
 		}
 		if riseMatches(mk, e.riseLo, e.riseHi, tol) {

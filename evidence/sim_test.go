@@ -55,9 +55,9 @@ func (j *simJob) change(ranks []int, start, end, bytes int64) {
 	}
 }
 
-// collective adds one marker per rank of (comm, seq) at start+launch[i].
+// collective adds one marker per rank of (comm, op, seq) at start+launch[i].
 func (j *simJob) collective(comm string, seq int64, op string, ranks []int, start, dur int64, approximate bool) {
-	key := collectiveKey{comm, seq}
+	key := collectiveKey{comm, op, seq}
 	ci, ok := j.colls[key]
 	if !ok {
 		j.in.Collectives = append(j.in.Collectives, Collective{CommID: comm, Seq: seq, Op: op, NRanks: int64(len(ranks))})

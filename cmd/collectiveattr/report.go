@@ -11,13 +11,16 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON] [--phases]
-                           [--nccl-inspector FILE] FILE|- -o REPORT.html
+const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON]
+                           [--evidence JSON] [--phases] [--nccl-inspector PATH]...
+                           FILE|- -o REPORT.html
 
 Attribute FILE as "collectiveattr attribute" does and write one self-contained
 HTML page (no network needed to view it) that shows, per rank, the hidden
@@ -29,12 +32,13 @@ episodes across ranks and the configuration used. Drag across a lane to zoom.
 
 Flags:
   -o, --output FILE     the HTML file to write (required; "-" for stdout).
-  --mode M              attribution mode: reference (the default; the only one
-                        this build supports).
-  --preset P, --overrides JSON, --phases
+  --mode M              attribution mode: reference (the default) or evidence.
+  --preset P, --overrides JSON, --evidence JSON, --phases
                         as for "collectiveattr attribute".
-  --nccl-inspector FILE NCCL Inspector output to read beside FILE (not
-                        supported by this build yet).
+  --nccl-inspector PATH NCCL Inspector logs (a file, or a directory of *.log
+                        files; repeatable) whose ops become collective markers
+                        of the ranks whose host and pid they name, as for
+                        "collectiveattr attribute".
   --columns N           plot width in pixels, one downsampled column each
                         (default 1200).
   -h, --help            print this help.
@@ -45,19 +49,12 @@ output; 2 usage or configuration error.
 
 type reportOptions struct {
 	attributeOptions
-	mode          string
-	output        string
-	ncclInspector []string
-	columns       int
+	output  string
+	columns int
 }
 
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 func parseReportArgs(args []string) (reportOptions, error) {
-	o := reportOptions{mode: "reference", columns: report.DefaultColumns}
+	o := reportOptions{attributeOptions: attributeOptions{mode: attribution.ModeReference}, columns: report.DefaultColumns}
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.preset, "preset", "", "")
@@ -66,10 +63,14 @@ func parseReportArgs(args []string) (reportOptions, error) {
 	fs.StringVar(&o.mode, "mode", o.mode, "")
 	fs.StringVar(&o.output, "o", "", "")
 	fs.StringVar(&o.output, "output", "", "")
-	fs.Var((*stringList)(&o.ncclInspector), "nccl-inspector", "")
+	fs.StringVar(&o.evidence, "evidence", "", "")
+	fs.Var(&o.inspector, "nccl-inspector", "")
 	fs.IntVar(&o.columns, "columns", o.columns, "")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
+		return o, err
+	}
+	if err := checkMode(&o.attributeOptions); err != nil {
 		return o, err
 	}
 	switch {
@@ -117,19 +118,14 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr report: %v\n\n%s", err, reportUsage)
 		return exitConfig
 	}
-	// The evidence mode and NCCL Inspector inputs are other builds' work;
-	// the flags exist so that scripts can be written against them now.
-	if m := strings.ToLower(strings.TrimSpace(opts.mode)); m != "reference" {
-		fmt.Fprintf(stderr, "collectiveattr report: --mode %q is not supported by this build (only reference)\n", opts.mode)
-		return exitConfig
-	}
-	if len(opts.ncclInspector) > 0 {
-		fmt.Fprintln(stderr, "collectiveattr report: --nccl-inspector is not supported by this build")
-		return exitConfig
-	}
 	overrides, err := parseOverrides(opts.overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "collectiveattr report: --overrides: %v\n", err)
+		return exitConfig
+	}
+	evidenceKeys, err := parseOverrides(opts.evidence)
+	if err != nil {
+		fmt.Fprintf(stderr, "collectiveattr report: --evidence: %v\n", err)
 		return exitConfig
 	}
 
@@ -152,18 +148,23 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitInput
 	}
+	if len(opts.inspector) > 0 {
+		markers := inspector.ReferenceMarkers
+		if opts.mode == attribution.ModeEvidence {
+			markers = inspector.EvidenceMarker
+		}
+		if events, err = addInspectorMarkers(events, opts.inspector, markers, stderr); err != nil {
+			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+			return exitInput
+		}
+	}
 	// Unlike attribute, an empty input still makes a page, and the page
 	// shows the configuration: resolve it whatever the input.
-	cfg, err := attribution.ResolveConfig(opts.preset, overrides)
+	attributed, config, err := attributeForReport(events, opts.attributeOptions, overrides, evidenceKeys)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	var resolver attribution.PhaseResolver
-	if opts.phases {
-		resolver = phase.NewIndex(events, nil)
-	}
-	attributed := attribution.Attribute(events, cfg, resolver)
 
 	b := report.NewBuilder(opts.phases)
 	for i := range events {
@@ -184,13 +185,19 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Title:   opts.file,
 		Inputs: []report.Field{
 			{Key: "input", Value: opts.file},
-			{Key: "mode", Value: "reference"},
+			{Key: "mode", Value: opts.mode},
 			{Key: "phases", Value: strconv.FormatBool(opts.phases)},
 		},
-		Config: configFields(cfg),
+		Config: config,
 	}
 	if strings.TrimSpace(opts.overrides) != "" {
 		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "overrides", Value: opts.overrides})
+	}
+	if strings.TrimSpace(opts.evidence) != "" {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "evidence", Value: opts.evidence})
+	}
+	for _, p := range opts.inspector {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "nccl_inspector", Value: p})
 	}
 	if err := writeReport(opts.output, stdout, func(w io.Writer) error {
 		return report.Render(w, job, results, ropts)
@@ -240,5 +247,49 @@ func configFields(c attribution.Config) []report.Field {
 		{Key: "synchrony_window_ns", Value: i(c.SynchronyWindowNs)},
 		{Key: "min_synchrony_ratio", Value: f(c.MinSynchronyRatio)},
 		{Key: "min_confidence", Value: f(c.MinConfidence)},
+	}
+}
+
+// attributeForReport resolves the mode's configuration (whatever the
+// input: the page shows it) and attributes events, returning the results
+// and the configuration as the page lists it.
+func attributeForReport(events []telemetry.Event, opts attributeOptions, overrides, evidenceKeys map[string]any) ([]attribution.Result, []report.Field, error) {
+	var resolver attribution.PhaseResolver
+	if opts.phases {
+		resolver = phase.NewIndex(events, nil)
+	}
+	if opts.mode != attribution.ModeEvidence {
+		cfg, err := attribution.ResolveConfig(opts.preset, overrides)
+		if err != nil {
+			return nil, nil, err
+		}
+		return attribution.Attribute(events, cfg, resolver), configFields(cfg), nil
+	}
+	cfg, err := evidence.ResolveConfig(opts.preset, overrides, evidenceKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	fields := append(configFields(cfg.Config), evidenceConfigFields(cfg.Evidence)...)
+	if len(events) == 0 {
+		return nil, fields, nil
+	}
+	b := evidence.NewBuilder()
+	for i := range events {
+		b.Add(&events[i])
+	}
+	return evidence.Attribute(b.Input(), cfg, resolver), fields, nil
+}
+
+// evidenceConfigFields lists evidence mode's own settings under the key
+// the configuration gives them (evidence.*).
+func evidenceConfigFields(p evidence.Params) []report.Field {
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []report.Field{
+		{Key: "evidence.min_excess_bytes", Value: i(p.MinExcessBytes)},
+		{Key: "evidence.spread_floor_bytes", Value: i(p.SpreadFloorBytes)},
+		{Key: "evidence.baseline_window_ns", Value: i(p.BaselineWindowNs)},
+		{Key: "evidence.match_tolerance_ns", Value: i(p.MatchToleranceNs)},
+		{Key: "evidence.approximate_tolerance_ns", Value: i(p.ApproximateToleranceNs)},
+		{Key: "evidence.resolved_min_samples", Value: string(attribution.AppendFloat(nil, p.ResolvedMinSamples))},
 	}
 }

@@ -103,6 +103,7 @@ func TestReportInBrowser(t *testing.T) {
 	cases := []browserCase{
 		{name: "gpujobsim16_phases", write: gpujobsimInput(nil), args: []string{"--phases"}},
 		{name: "gpujobsim16", write: gpujobsimInput(nil)},
+		{name: "gpujobsim16_evidence", write: gpujobsimInput(nil), args: []string{"--mode", "evidence", "--phases"}},
 		{name: "gpujobsim16_hostile", write: gpujobsimInput(func(c *jobsim.Config) { c.JobID = hostileJobID }), args: []string{"--phases", "--preset", "high"}},
 		{name: "eventgen1024x3000", write: eventgenInput(eventgen.Default(1024)), large: true},
 	}
@@ -333,7 +334,7 @@ func expectedReport(t *testing.T, input string, reportArgs []string) (int, []str
 		switch reportArgs[i] {
 		case "--phases":
 			attrArgs = append(attrArgs, reportArgs[i])
-		case "--preset", "--overrides":
+		case "--preset", "--overrides", "--mode", "--evidence":
 			attrArgs = append(attrArgs, reportArgs[i], reportArgs[i+1])
 			i++
 		}

@@ -51,9 +51,16 @@
 //
 // # Plugging in evidence mode
 //
-// Set evidenceMode in quality_test.go to a Mode that runs evidence mode and fills
-// QualityResult.Kind, or run the goals against a built CLI without code:
+// EvidenceMode runs evidence mode in process and is what TestEvidenceModeGoals checks;
+// the same goals run against a built CLI with:
 //
 //	COLLECTIVEATTR_QUALITY_CLI=./collectiveattr COLLECTIVEATTR_QUALITY_CLI_ARGS="--mode evidence" \
 //	    go test ./internal/quality -run EvidenceModeGoals -v
+//
+// # Markers from NCCL Inspector logs
+//
+// ViaInspector(mode, layout) rewrites a case's identified markers as NCCL Inspector
+// records (verbose or default layout, with a dump interval) and reads them back as
+// `--nccl-inspector` does; TestInspectorLayoutQuality bounds what evidence mode keeps
+// with each (COLLECTIVEATTR_QUALITY_INSPECTOR=full: seeds 1–3, the README's figures).
 package quality

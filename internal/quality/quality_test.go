@@ -71,19 +71,10 @@ func TestReferenceModeIgnoresNCCLStats(t *testing.T) {
 	}
 }
 
-// ---------------------------------------------------------------------------------
-// EVIDENCE MODE GOALS (issue 17): switched on by setting evidenceMode, e.g. after the
-// evidence package is merged:
-//
-//	var evidenceMode Mode = func(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
-//		// run evidence mode with preset; map each result to jobsim.QualityResult,
-//		// Kind included ("transient" / "persistent")
-//	}
-//
-// or, without code, by naming a built CLI: COLLECTIVEATTR_QUALITY_CLI=path/to/collectiveattr
-// COLLECTIVEATTR_QUALITY_CLI_ARGS="--mode evidence" go test ./internal/quality -run Evidence
-// ---------------------------------------------------------------------------------
-var evidenceMode Mode
+// EVIDENCE MODE GOALS (issue 17): evidence mode in process; COLLECTIVEATTR_QUALITY_CLI
+// (with COLLECTIVEATTR_QUALITY_CLI_ARGS="--mode evidence") runs the same goals against
+// a built CLI instead.
+var evidenceMode Mode = EvidenceMode
 
 func TestEvidenceModeGoals(t *testing.T) {
 	mode := evidenceMode
