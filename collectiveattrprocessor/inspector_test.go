@@ -136,6 +136,7 @@ func TestInspectorHeldUntilTelemetryThenGivenUp(t *testing.T) {
 	require.Equal(t, 1, jobEvents(p.core, "insp"))
 	require.NoError(t, p.core.evaluate(ctx, false))
 	assert.Equal(t, 3, jobEvents(p.core, "insp"), "the held record's start and end markers joined rank 1")
+	metadatatest.AssertEqualProcessorCollectiveattrInspectorRecordsHeld(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 
 	*now = now.Add(5 * time.Second)
 	require.NoError(t, p.core.evaluate(ctx, false))
@@ -143,6 +144,12 @@ func TestInspectorHeldUntilTelemetryThenGivenUp(t *testing.T) {
 		Attributes: attribute.NewSet(attribute.String("reason", "unjoinable"), attribute.String("signal", "logs")),
 		Value:      1,
 	}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorCollectiveattrInspectorRecordsHeld(t, tel, []metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
+	outcome := func(o string, n int64) metricdata.DataPoint[int64] {
+		return metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("outcome", o)), Value: n}
+	}
+	metadatatest.AssertEqualProcessorCollectiveattrInspectorRecords(t, tel,
+		[]metricdata.DataPoint[int64]{outcome("read", 2), outcome("joined", 1)}, metricdatatest.IgnoreTimestamp())
 }
 
 // Two jobs on one host whose ranks share a rank number but not a pid: each
