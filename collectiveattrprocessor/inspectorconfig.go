@@ -55,7 +55,8 @@ func (cfg *Config) inspectorConfig() ingest.InspectorConfig {
 		PIDKeys:    cfg.Identity.PID,
 		Hold:       cfg.NCCLInspector.Hold,
 		MaxPending: cfg.NCCLInspector.MaxPending,
-		// Mode switch point: evidence mode uses inspector.EvidenceMarker.
+		// Mode switch point: evidence mode uses inspector.EvidenceMarker
+		// with CommRanks: true.
 		Markers: inspector.ReferenceMarkers,
 	}
 }

@@ -1,10 +1,10 @@
 package ingest
 
 import (
-	"bytes"
 	"errors"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -36,6 +36,10 @@ type InspectorConfig struct {
 	// Markers turns a joined op into marker events (nil:
 	// inspector.ReferenceMarkers).
 	Markers inspector.MarkerFunc
+	// CommRanks fills Joined.CommRanks (the communicator's global ranks,
+	// one allocation per record) for Markers that read it
+	// (inspector.EvidenceMarker).
+	CommRanks bool
 }
 
 // DefaultInspectorHostKeys and DefaultInspectorPIDKeys are the documented
@@ -102,6 +106,10 @@ type inspectorState struct {
 	members inspector.Members
 	events  []telemetry.Event
 	stats   InspectorStats
+	// op and joined are the record being converted, kept here so that
+	// neither is allocated per record.
+	op     inspector.Op
+	joined inspector.Joined
 }
 
 func newInspectorState(cfg InspectorConfig, ttl time.Duration, maxProcs int, now func() time.Time) *inspectorState {
@@ -141,11 +149,11 @@ func (s *inspectorState) parser(attrs pcommon.Map) *inspector.Parser {
 func (c *Converter) inspectorText(body pcommon.Value) (data []byte, ours bool, detail string) {
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
-		b := bytes.TrimSpace([]byte(body.Str()))
-		if len(b) < 2 || b[0] != '{' || !looksInspector(b) {
+		t := strings.TrimSpace(body.Str())
+		if len(t) < 2 || t[0] != '{' || !looksInspector(t) {
 			return nil, false, ""
 		}
-		c.jsonBuf = append(c.jsonBuf[:0], b...)
+		c.jsonBuf = append(c.jsonBuf[:0], t...)
 		return c.jsonBuf, true, ""
 	case pcommon.ValueTypeMap:
 		m := body.Map()
@@ -166,18 +174,18 @@ func (c *Converter) inspectorText(body pcommon.Value) (data []byte, ours bool, d
 	return nil, false, ""
 }
 
-var (
-	keyCollPerf = []byte(`"coll_perf"`)
-	keyP2PPerf  = []byte(`"p2p_perf"`)
-	keyVersion  = []byte(`"inspector_output_format_version"`)
+const (
+	keyCollPerf = `"coll_perf"`
+	keyP2PPerf  = `"p2p_perf"`
+	keyVersion  = `"inspector_output_format_version"`
 	// headerStart is how the plugin begins every record but a v4.3 op line:
 	// a line torn before its other keys is still recognised (and refused).
-	headerStart = []byte(`{"header":`)
+	headerStart = `{"header":`
 )
 
 // looksInspector is a cheap pre-filter: the parser decides.
-func looksInspector(b []byte) bool {
-	return bytes.HasPrefix(b, headerStart) || bytes.Contains(b, keyCollPerf) || bytes.Contains(b, keyP2PPerf) || bytes.Contains(b, keyVersion)
+func looksInspector(t string) bool {
+	return strings.HasPrefix(t, headerStart) || strings.Contains(t, keyCollPerf) || strings.Contains(t, keyP2PPerf) || strings.Contains(t, keyVersion)
 }
 
 // convertInspector reads one log record's body as an Inspector record and
@@ -194,7 +202,9 @@ func (c *Converter) convertInspector(lr plog.LogRecord, nowNs int64, emit func(*
 		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 		return true
 	}
-	op, err := s.parser(lr.Attributes()).Parse(data)
+	var err error
+	s.op, err = s.parser(lr.Attributes()).Parse(data)
+	op := &s.op
 	switch {
 	case errors.Is(err, inspector.ErrNotOpRecord):
 		// A dump_stats context line, or another program's JSON.
@@ -221,10 +231,10 @@ func (c *Converter) convertInspector(lr plog.LogRecord, nowNs int64, emit func(*
 	}
 	owner, err := s.joiner.Join(op.Host, op.PID)
 	if err != nil {
-		s.pending.Add(&op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
+		s.pending.Add(op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
 		return true
 	}
-	c.emitInspector(&op, owner, emit)
+	c.emitInspector(op, owner, emit)
 	return true
 }
 
@@ -235,8 +245,11 @@ func (c *Converter) emitInspector(op *inspector.Op, owner inspector.Owner, emit 
 	s.stats.Joined++
 	job := owner.Job()
 	s.members.Learn(job, op, owner.Rank)
-	j := inspector.Joined{Op: op, Owner: owner, CommRanks: s.members.Ranks(job, op)}
-	s.events = s.cfg.Markers(s.events[:0], &j)
+	s.joined = inspector.Joined{Op: op, Owner: owner}
+	if s.cfg.CommRanks {
+		s.joined.CommRanks = s.members.Ranks(job, op)
+	}
+	s.events = s.cfg.Markers(s.events[:0], &s.joined)
 	jobName := c.names.intern(job)
 	host := c.names.intern(op.Host)
 	for i := range s.events {
@@ -256,6 +269,7 @@ func (c *Converter) emitInspector(op *inspector.Op, owner inspector.Owner, emit 
 		emit(&c.rec)
 	}
 	clear(s.events)
+	s.joined = inspector.Joined{}
 }
 
 func (c *Converter) giveUpInspector(op *inspector.Op, err error, skip func(Skip)) {

@@ -243,6 +243,9 @@ func lastTopLevelKey(s, quotedKey string) int {
 // style forms included, so that the decoder reports them as errors of an
 // otherwise stormlog record).
 func isStormlogVersion(lex string) bool {
+	if lex == "" {
+		return false // no error value to allocate for the common non-stormlog body
+	}
 	f, err := strconv.ParseFloat(lex, 64)
 	return err == nil && (f == 2 || f == 3 || f == 4)
 }
