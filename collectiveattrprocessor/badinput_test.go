@@ -3,6 +3,7 @@ package collectiveattrprocessor
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +223,43 @@ func TestBadInput(t *testing.T) {
 				return memoryPoint("DCGM_FI_DEV_FB_USED", now, map[string]any{"Hostname": "node-0", "gpu": "0", "training.job.id": "bad"}, intValue(1024))
 			},
 			signal: "metrics", reason: "unjoinable", skipped: 1, wantJobs: 1,
+		},
+		{
+			name:   "NCCL Inspector record torn mid-line",
+			logs:   func() plog.Logs { return stormlogLogs([]string{inspectorLine(0, 2, 1, now, now)[:40]}) },
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL Inspector field of the wrong type",
+			logs: func() plog.Logs {
+				return stormlogLogs([]string{strings.Replace(inspectorLine(0, 2, 1, now, now), `"rank":0`, `"rank":"zero"`, 1)})
+			},
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL Inspector number past int64",
+			logs: func() plog.Logs {
+				return stormlogLogs([]string{strings.Replace(inspectorLine(0, 2, 1, now, now), `"coll_sn":1`, `"coll_sn":123456789012345678901234567890`, 1)})
+			},
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL Inspector unknown format version",
+			logs: func() plog.Logs {
+				return stormlogLogs([]string{strings.Replace(inspectorLine(0, 2, 1, now, now), `"v4.0"`, `"v5.0"`, 1)})
+			},
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL Inspector map body with a section of the wrong type",
+			logs: func() plog.Logs {
+				ld := plog.NewLogs()
+				m := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetEmptyMap()
+				m.PutEmptyMap("header").PutStr("id", "0x1")
+				m.PutStr("coll_perf", "AllReduce")
+				return ld
+			},
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
 		},
 		{
 			name:   "new job over limits.max_jobs",

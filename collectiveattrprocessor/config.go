@@ -56,11 +56,12 @@ type Config struct {
 	IdentityTTL time.Duration `mapstructure:"identity_ttl"`
 	// EmitTimeout is the deadline of one delivery of a result batch to the
 	// next consumer, and the most shutdown waits for the downstream.
-	EmitTimeout    time.Duration  `mapstructure:"emit_timeout"`
-	Limits         LimitsConfig   `mapstructure:"limits"`
-	Identity       IdentityConfig `mapstructure:"identity"`
-	Metrics        MetricsConfig  `mapstructure:"metrics"`
-	PhaseSpanNames []string       `mapstructure:"phase_span_names"`
+	EmitTimeout    time.Duration   `mapstructure:"emit_timeout"`
+	Limits         LimitsConfig    `mapstructure:"limits"`
+	Identity       IdentityConfig  `mapstructure:"identity"`
+	NCCLInspector  InspectorConfig `mapstructure:"nccl_inspector"`
+	Metrics        MetricsConfig   `mapstructure:"metrics"`
+	PhaseSpanNames []string        `mapstructure:"phase_span_names"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -88,6 +89,10 @@ type IdentityConfig struct {
 	WorldSize []string `mapstructure:"world_size"`
 	Host      []string `mapstructure:"host"`
 	Device    []string `mapstructure:"device"`
+	// ProcessHost and PID are the keys of the (host, pid) an NCCL
+	// Inspector record is joined by (inspectorconfig.go).
+	ProcessHost []string `mapstructure:"process_host"`
+	PID         []string `mapstructure:"pid"`
 }
 
 // MetricsConfig lists, per TelemetryEvent field, the metric names that carry
@@ -135,7 +140,11 @@ func createDefaultConfig() component.Config {
 			WorldSize: keys.WorldSize,
 			Host:      keys.Host,
 			Device:    keys.Device,
+			// NCCL Inspector join keys (inspectorconfig.go).
+			ProcessHost: ingest.DefaultInspectorHostKeys(),
+			PID:         ingest.DefaultInspectorPIDKeys(),
 		},
+		NCCLInspector: defaultInspectorConfig(),
 		Metrics: MetricsConfig{
 			DeviceUsed:         names.DeviceUsed,
 			DeviceFree:         names.DeviceFree,
@@ -183,6 +192,7 @@ func (cfg *Config) Validate() error {
 	noBlank("metrics.allocator_inactive", cfg.Metrics.AllocatorInactive)
 	noBlank("metrics.device_reserved", cfg.Metrics.DeviceReserved)
 	noBlank("phase_span_names", cfg.PhaseSpanNames)
+	errs = append(errs, cfg.validateInspector()...)
 	return errors.Join(errs...)
 }
 
@@ -211,6 +221,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		IdentityTTL:         cfg.IdentityTTL,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
+		Inspector:           cfg.inspectorConfig(),
 	}
 }
 

@@ -34,7 +34,9 @@ func TestLoadConfig(t *testing.T) {
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
 			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"},
+			ProcessHost: []string{"k8s.pod.name"}, PID: []string{"pid"},
 		},
+		NCCLInspector: InspectorConfig{Hold: 10 * time.Second, MaxPending: 100},
 		Metrics: MetricsConfig{
 			DeviceUsed: []string{"used"}, DeviceFree: []string{"free"}, DeviceTotal: []string{"total"},
 			AllocatorReserved: []string{"reserved"}, AllocatorAllocated: []string{"allocated"},
@@ -90,6 +92,9 @@ func TestLoadConfig(t *testing.T) {
 		{name: "window_near_settle", want: nearSettle, wantWarning: "window (5s) < settle_delay (2s) + evaluation_interval (10s)"},
 		{name: "no_rank_keys", want: noRankKeys, wantWarning: "identity.rank: []"},
 		{name: "blank_identity_key", wantErr: "identity.rank[1] must be a non-empty string"},
+		{name: "nccl_inspector_hold", wantErr: "nccl_inspector.hold must be positive, got 0s"},
+		{name: "nccl_inspector_max_pending", wantErr: "nccl_inspector.max_pending must be at least 1, got 0"},
+		{name: "no_pid_keys", wantErr: "identity.pid must name at least one key"},
 		{name: "blank_metric_name", wantErr: "metrics.device_used[0] must be a non-empty string"},
 	}
 	for _, tt := range tests {

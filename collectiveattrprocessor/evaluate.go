@@ -36,6 +36,7 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		b.skipped[reasonIndex(ingest.SkipOrphaned)] += int64(n)
 		c.skips.log(signalMetrics, ingest.Skip{Reason: ingest.SkipOrphaned, Detail: "partner points expired with no device-used point of their rank within sample_join_tolerance"}, int64(n))
 	}
+	inspected := c.retryInspector(now)
 	// on_job_end emits nothing before the job ends, so it skips the
 	// per-tick evaluation altogether.
 	due := c.store.Sweep(now, c.cfg.JobIdleTimeout, final, c.cfg.Emit == EmitOnSettle)
@@ -47,6 +48,7 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	c.publishSizes()
 	c.mu.Unlock()
 	c.tel.addBatch(ctx, signalMetrics, &b)
+	c.tel.addBatch(ctx, signalLogs, &inspected)
 
 	var (
 		items  []output.Item

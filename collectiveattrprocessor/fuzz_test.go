@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,20 @@ func FuzzPipelines(f *testing.F) {
 	f.Add(joinParts(mb, tb, lb))
 	f.Add(joinParts(mb, tb, nil))
 	f.Add(joinParts(nil, tb, lb))
+	// The spike's markers as NCCL Inspector records instead, joined by
+	// (host, pid) to the stormlog samples' ranks.
+	var inspLines []string
+	for _, l := range lines {
+		if !strings.Contains(l, `"event_type":"collective"`) {
+			inspLines = append(inspLines, l)
+		}
+	}
+	for r := range traffic.ranks {
+		inspLines = append(inspLines, inspectorLine(r, traffic.ranks, 1, traffic.spikes[0], traffic.spikes[0]+int64(time.Millisecond)))
+	}
+	ilb, err := (&plog.ProtoMarshaler{}).MarshalLogs(stormlogLogs(inspLines))
+	require.NoError(f, err)
+	f.Add(joinParts(mb, nil, ilb))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parts := splitParts(data, 3)

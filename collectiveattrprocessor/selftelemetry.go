@@ -66,6 +66,7 @@ type selfTelemetry struct {
 	// phaseSpansWaiting is the sum of the ranks' phaseWaiting after each
 	// evaluation round.
 	phaseSpansWaiting atomic.Int64
+	inspector         inspectorTelemetry
 }
 
 func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
@@ -102,6 +103,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 		return nil, err
 	}
 	if err := tb.RegisterProcessorCollectiveattrPhaseSpansWaitingCallback(observe(&t.phaseSpansWaiting)); err != nil {
+		return nil, err
+	}
+	if err := t.inspector.register(tb); err != nil {
 		return nil, err
 	}
 	return t, nil

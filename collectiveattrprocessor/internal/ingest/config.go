@@ -101,6 +101,8 @@ type Config struct {
 	// MaxFutureSkew is how far ahead of the wall clock an item's timestamp may
 	// be before it is rejected as invalid_value (default 1h).
 	MaxFutureSkew time.Duration
+	// Inspector configures NCCL Inspector records (InspectorConfig).
+	Inspector InspectorConfig
 }
 
 const (
@@ -135,5 +137,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxFutureSkew <= 0 {
 		cfg.MaxFutureSkew = defaultMaxFutureSkew
 	}
+	cfg.Inspector = cfg.Inspector.withDefaults()
 	return cfg
 }

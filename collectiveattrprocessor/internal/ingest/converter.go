@@ -102,6 +102,8 @@ type Converter struct {
 	// short strings across calls).
 	jsonBuf []byte
 	dec     telemetry.Decoder
+	// insp reads NCCL Inspector records and joins them by (host, pid).
+	insp *inspectorState
 
 	// rec is the Record handed to emit: emit reads it during the call and
 	// copies what it keeps, so no Record is copied or allocated per item.
@@ -174,6 +176,7 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 		dev:    newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
 		series: map[seriesKey]*series{},
 	}
+	c.insp = newInspectorState(cfg.Inspector, cfg.IdentityTTL, cfg.MaxIdentityMappings, now)
 	addRoles := func(r role, names []string) {
 		for _, n := range names {
 			if _, dup := c.roles[n]; !dup {

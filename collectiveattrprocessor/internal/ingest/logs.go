@@ -36,6 +36,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 				lr := lrs.At(k)
 				data, ours, detail := c.stormlogJSON(lr.Body())
 				if !ours {
+					c.convertInspector(lr, nowNs, emit, skip)
 					continue
 				}
 				if detail != "" {
@@ -93,6 +94,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		c.id.devIndex = ev.DeviceID
 	}
 	c.dev.learn(c.names, &c.id, nowNs)
+	c.learnStormlogProcess(&ev, c.id.job)
 	c.rec = Record{
 		Kind:        KindStormlog,
 		JobID:       c.id.job,
@@ -241,6 +243,9 @@ func lastTopLevelKey(s, quotedKey string) int {
 // style forms included, so that the decoder reports them as errors of an
 // otherwise stormlog record).
 func isStormlogVersion(lex string) bool {
+	if lex == "" {
+		return false // no error value to allocate for the common non-stormlog body
+	}
 	f, err := strconv.ParseFloat(lex, 64)
 	return err == nil && (f == 2 || f == 3 || f == 4)
 }

@@ -29,6 +29,7 @@ type Read struct {
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
+		c.learnMetricsProcesses(md)
 		c.convertMetrics(md, y.sampleRun, y.skip)
 	}
 }
@@ -38,6 +39,7 @@ func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 func (c *Converter) Traces(td ptrace.Traces) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
+		c.learnTracesProcesses(td)
 		c.convertTraces(td, y.record, y.markerRun, y.skip)
 	}
 }

@@ -25,24 +25,26 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                      metric.Meter
-	mu                                         sync.Mutex
-	registrations                              []metric.Registration
-	ProcessorCollectiveattrEmitFailures        metric.Int64Counter
-	ProcessorCollectiveattrEvaluationDuration  metric.Float64Histogram
-	ProcessorCollectiveattrEvaluations         metric.Int64Counter
-	ProcessorCollectiveattrEventsBuffered      metric.Int64ObservableGauge
-	ProcessorCollectiveattrEventsEvicted       metric.Int64Counter
-	ProcessorCollectiveattrEventsPerRankLimit  metric.Int64Gauge
-	ProcessorCollectiveattrHiddenPointsDropped metric.Int64Counter
-	ProcessorCollectiveattrItemsConverted      metric.Int64Counter
-	ProcessorCollectiveattrItemsSkipped        metric.Int64Counter
-	ProcessorCollectiveattrJobsLimit           metric.Int64Gauge
-	ProcessorCollectiveattrJobsTracked         metric.Int64ObservableGauge
-	ProcessorCollectiveattrPhaseSpansWaiting   metric.Int64ObservableGauge
-	ProcessorCollectiveattrRanksPerJobLimit    metric.Int64Gauge
-	ProcessorCollectiveattrRanksTracked        metric.Int64ObservableGauge
-	ProcessorCollectiveattrResultsEmitted      metric.Int64Counter
+	meter                                       metric.Meter
+	mu                                          sync.Mutex
+	registrations                               []metric.Registration
+	ProcessorCollectiveattrEmitFailures         metric.Int64Counter
+	ProcessorCollectiveattrEvaluationDuration   metric.Float64Histogram
+	ProcessorCollectiveattrEvaluations          metric.Int64Counter
+	ProcessorCollectiveattrEventsBuffered       metric.Int64ObservableGauge
+	ProcessorCollectiveattrEventsEvicted        metric.Int64Counter
+	ProcessorCollectiveattrEventsPerRankLimit   metric.Int64Gauge
+	ProcessorCollectiveattrHiddenPointsDropped  metric.Int64Counter
+	ProcessorCollectiveattrInspectorRecords     metric.Int64Counter
+	ProcessorCollectiveattrInspectorRecordsHeld metric.Int64ObservableGauge
+	ProcessorCollectiveattrItemsConverted       metric.Int64Counter
+	ProcessorCollectiveattrItemsSkipped         metric.Int64Counter
+	ProcessorCollectiveattrJobsLimit            metric.Int64Gauge
+	ProcessorCollectiveattrJobsTracked          metric.Int64ObservableGauge
+	ProcessorCollectiveattrPhaseSpansWaiting    metric.Int64ObservableGauge
+	ProcessorCollectiveattrRanksPerJobLimit     metric.Int64Gauge
+	ProcessorCollectiveattrRanksTracked         metric.Int64ObservableGauge
+	ProcessorCollectiveattrResultsEmitted       metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -62,6 +64,21 @@ func (builder *TelemetryBuilder) RegisterProcessorCollectiveattrEventsBufferedCa
 		cb(ctx, &observerInt64{inst: builder.ProcessorCollectiveattrEventsBuffered, obs: o})
 		return nil
 	}, builder.ProcessorCollectiveattrEventsBuffered)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorCollectiveattrInspectorRecordsHeldCallback sets callback for observable ProcessorCollectiveattrInspectorRecordsHeld metric.
+func (builder *TelemetryBuilder) RegisterProcessorCollectiveattrInspectorRecordsHeldCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorCollectiveattrInspectorRecordsHeld, obs: o})
+		return nil
+	}, builder.ProcessorCollectiveattrInspectorRecordsHeld)
 	if err != nil {
 		return err
 	}
@@ -185,6 +202,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_hidden_points_dropped",
 		metric.WithDescription("Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); the samples themselves are buffered and attributed. [Alpha]"),
 		metric.WithUnit("{point}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrInspectorRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_inspector_records",
+		metric.WithDescription("Number of NCCL Inspector op records read from log bodies and joined to a rank by (host, pid), and of accepted records with the Invalid op name, a wrapped message size or a nan bandwidth; counted at each evaluation. Records given up or malformed are in items_skipped (unjoinable, invalid_value). [Alpha]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrInspectorRecordsHeld, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_collectiveattr_inspector_records_held",
+		metric.WithDescription("Number of NCCL Inspector records waiting for their rank's own telemetry to name their host and pid (nccl_inspector.hold), counted at each evaluation. [Alpha]"),
+		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrItemsConverted, err = builder.meter.Int64Counter(

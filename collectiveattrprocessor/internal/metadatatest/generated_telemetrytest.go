@@ -128,6 +128,36 @@ func AssertEqualProcessorCollectiveattrHiddenPointsDropped(t *testing.T, tt *com
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorCollectiveattrInspectorRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_inspector_records",
+		Description: "Number of NCCL Inspector op records read from log bodies and joined to a rank by (host, pid), and of accepted records with the Invalid op name, a wrapped message size or a nan bandwidth; counted at each evaluation. Records given up or malformed are in items_skipped (unjoinable, invalid_value). [Alpha]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_inspector_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorCollectiveattrInspectorRecordsHeld(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_inspector_records_held",
+		Description: "Number of NCCL Inspector records waiting for their rank's own telemetry to name their host and pid (nccl_inspector.hold), counted at each evaluation. [Alpha]",
+		Unit:        "{record}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_inspector_records_held")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorCollectiveattrItemsConverted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_items_converted",

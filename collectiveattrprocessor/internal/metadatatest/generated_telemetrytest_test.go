@@ -24,6 +24,10 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	require.NoError(t, tb.RegisterProcessorCollectiveattrInspectorRecordsHeldCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterProcessorCollectiveattrJobsTrackedCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -42,6 +46,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrEventsEvicted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrEventsPerRankLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrHiddenPointsDropped.Add(context.Background(), 1)
+	tb.ProcessorCollectiveattrInspectorRecords.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrItemsConverted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrItemsSkipped.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrJobsLimit.Record(context.Background(), 1)
@@ -66,6 +71,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrHiddenPointsDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrInspectorRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrInspectorRecordsHeld(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrItemsConverted(t, testTel,
