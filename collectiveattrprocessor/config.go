@@ -231,5 +231,6 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
+		Evidence:         cfg.Mode == ModeEvidence,
 	}
 }

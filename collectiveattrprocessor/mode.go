@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
@@ -35,4 +36,40 @@ func (cfg *Config) validateMode() error {
 // `evidence` keys over the preset's evidence defaults.
 func (cfg *Config) evidenceConfig() (evidence.Config, error) {
 	return evidence.ResolveConfig(cfg.Preset, cfg.Overrides, cfg.Evidence)
+}
+
+// modeConfig is the resolved evidence configuration in evidence mode, nil
+// in the reference mode.
+func (cfg *Config) modeConfig() (*evidence.Config, error) {
+	if cfg.Mode != ModeEvidence {
+		return nil, nil
+	}
+	ec, err := cfg.evidenceConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &ec, nil
+}
+
+// jobSnapshot is a job's evaluation input in the core's mode.
+type jobSnapshot struct {
+	ref store.Snapshot
+	ev  *store.EvidenceSnapshot
+}
+
+// snapshot reads job's buffers as the mode's engine takes them.
+func (c *core) snapshot(job *store.Job) jobSnapshot {
+	if c.evidence != nil {
+		ev := c.store.EvidenceSnapshot(job, &c.scratch, &c.evScratch)
+		return jobSnapshot{ev: &ev}
+	}
+	return jobSnapshot{ref: c.store.Snapshot(job, &c.scratch)}
+}
+
+// attribute runs the mode's engine.
+func (s *jobSnapshot) attribute(c *core) []attribution.Result {
+	if s.ev != nil {
+		return evidence.Attribute(&s.ev.Input, *c.evidence, s.ev.Resolver)
+	}
+	return attribution.AttributeColumns(s.ref.Input, c.attrCfg, s.ref.Resolver)
 }
