@@ -50,7 +50,7 @@ func reasonIndex(r ingest.SkipReason) int {
 	return 1 // an unknown reason from the converter is an invalid value
 }
 
-var classifications = [...]string{"collective_confident", "collective_likely", "collective_suspect"}
+var classifications = [...]string{"collective_confirmed", "collective_confident", "collective_likely", "collective_suspect"}
 
 // selfTelemetry records the otelcol_processor_collectiveattr_* metrics. The
 // attribute sets are built once so that recording allocates nothing.
