@@ -117,7 +117,7 @@ func (c *core) attribute(ctx context.Context, snap jobSnapshot) []attribution.Re
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	for i := range results {
 		r := &results[i]
-		host, links, ok := c.store.Claim(job, r, c.cfg.SettleDelay, finalise)
+		host, links, ok := c.store.Claim(job, r, c.settleDelay(), finalise)
 		if !ok {
 			continue
 		}

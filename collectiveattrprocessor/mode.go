@@ -2,6 +2,7 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
@@ -72,4 +73,17 @@ func (s *jobSnapshot) attribute(c *core) []attribution.Result {
 		return evidence.Attribute(&s.ev.Input, *c.evidence, s.ev.Resolver)
 	}
 	return attribution.AttributeColumns(s.ref.Input, c.attrCfg, s.ref.Resolver)
+}
+
+// settleDelay is how far past a result's interval end the job's newest
+// event must be before on_settle emits it. In evidence mode it is at least
+// evidence.baseline_window_ns: the engine tells a persistent step from a
+// transient spike by the level over that span after the change, so a rise
+// emitted sooner could be a step reported as a transient spike, and the
+// step, which starts at the same onset, would then never be emitted.
+func (c *core) settleDelay() time.Duration {
+	if c.evidence != nil {
+		return max(c.cfg.SettleDelay, time.Duration(c.evidence.Evidence.BaselineWindowNs))
+	}
+	return c.cfg.SettleDelay
 }
