@@ -27,6 +27,10 @@ const (
 
 // Config is the processor configuration (contract §8).
 type Config struct {
+	// Mode is the attribution mode: reference (default) or evidence.
+	Mode AttributionMode `mapstructure:"mode"`
+	// Evidence holds evidence mode's own keys (evidence.ParamFields).
+	Evidence map[string]any `mapstructure:"evidence"`
 	// Preset is the reference's attribution preset: low, medium or high
 	// (case-insensitive, surrounding spaces ignored, as the reference).
 	Preset string `mapstructure:"preset"`
@@ -117,6 +121,8 @@ func createDefaultConfig() component.Config {
 	keys := ingest.DefaultIdentityKeys()
 	names := ingest.DefaultMetricNames()
 	return &Config{
+		Mode:                ModeReference,
+		Evidence:            map[string]any{},
 		Preset:              "medium",
 		Overrides:           map[string]any{},
 		Phases:              true,
@@ -167,6 +173,9 @@ func (cfg *Config) Validate() error {
 		return err
 	}
 	errs := cfg.validateRanges()
+	if err := cfg.validateMode(); err != nil {
+		errs = append(errs, err)
+	}
 	if cfg.Emit != EmitOnSettle && cfg.Emit != EmitOnJobEnd {
 		errs = append(errs, fmt.Errorf("emit must be one of on_settle, on_job_end, got %q", cfg.Emit))
 	}
@@ -233,5 +242,6 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
+		Evidence:         cfg.Mode == ModeEvidence,
 	}
 }

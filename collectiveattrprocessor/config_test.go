@@ -19,6 +19,8 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, err)
 
 	full := &Config{
+		Mode:                ModeReference,
+		Evidence:            map[string]any{},
 		Preset:              "High",
 		Overrides:           map[string]any{"min_confidence": 0.4, "marker_window_ns": 200000000},
 		Phases:              false,

@@ -20,6 +20,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // maxHiddenPointsPerTick bounds the gpu.memory.hidden points kept between
@@ -41,9 +42,11 @@ const maxHiddenPointsPerTick = 1 << 16
 type core struct {
 	cfg     *Config
 	attrCfg attribution.Config
-	logger  *zap.Logger
-	clock   clock
-	tel     *selfTelemetry
+	// evidence is set in evidence mode: its resolved configuration.
+	evidence *evidence.Config
+	logger   *zap.Logger
+	clock    clock
+	tel      *selfTelemetry
 	// factory holds the core for its component ID while refs (guarded
 	// by the factory) processors use it.
 	factory *factory
@@ -60,8 +63,10 @@ type core struct {
 
 	evalMu  sync.Mutex
 	scratch store.Scratch
-	results resultMetrics
-	ids     output.IDSource
+	// evScratch is evidence mode's snapshot scratch.
+	evScratch store.EvidenceScratch
+	results   resultMetrics
+	ids       output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// emitDeadline bounds the wait for the downstream over the whole
@@ -86,6 +91,10 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
+	evCfg, err := cfg.modeConfig()
+	if err != nil {
+		return nil, err
+	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -96,16 +105,17 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		return nil, err
 	}
 	c := &core{
-		cfg:     cfg,
-		attrCfg: attrCfg,
-		logger:  set.Logger,
-		clock:   clk,
-		tel:     tel,
-		conv:    ingest.NewConverter(cfg.ingestConfig(), clk.now),
-		store:   store.New(cfg.storeConfig()),
-		skips:   skipLog{logger: set.Logger, now: clk.now},
-		results: newResultMetrics(),
-		ids:     output.NewRandomIDSource(),
+		cfg:      cfg,
+		attrCfg:  attrCfg,
+		evidence: evCfg,
+		logger:   set.Logger,
+		clock:    clk,
+		tel:      tel,
+		conv:     ingest.NewConverter(cfg.ingestConfig(), clk.now),
+		store:    store.New(cfg.storeConfig()),
+		skips:    skipLog{logger: set.Logger, now: clk.now},
+		results:  newResultMetrics(),
+		ids:      output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
 	cfg.logWarnings(set.Logger)

@@ -22,6 +22,8 @@ type rankKey struct {
 type countKey struct {
 	rankKey
 	classification string
+	// mode and kind are "" in the reference mode.
+	mode, kind string
 }
 
 // resultMetrics is the state behind the result metrics (contract §5.2):
@@ -39,10 +41,10 @@ func newResultMetrics() resultMetrics {
 
 func (m *resultMetrics) record(it *output.Item, nowNs int64) {
 	r := &it.Result
-	k := countKey{rankKey{it.JobID, r.Rank}, r.Classification}
+	k := countKey{rankKey{it.JobID, r.Rank}, r.Classification, r.Mode, r.Kind}
 	ic := m.counts[k]
 	if ic == nil {
-		ic = &output.IntervalCount{JobID: it.JobID, Rank: r.Rank, Classification: r.Classification, StartNs: nowNs}
+		ic = &output.IntervalCount{JobID: it.JobID, Rank: r.Rank, Classification: r.Classification, Mode: r.Mode, Kind: r.Kind, StartNs: nowNs}
 		m.counts[k] = ic
 	}
 	ic.Count++
@@ -50,6 +52,8 @@ func (m *resultMetrics) record(it *output.Item, nowNs int64) {
 		JobID:          it.JobID,
 		Rank:           r.Rank,
 		Classification: r.Classification,
+		Mode:           r.Mode,
+		Kind:           r.Kind,
 		PeakGapBytes:   r.Evidence.PeakGapBytes,
 		Confidence:     r.Confidence,
 		TimestampNs:    r.EndNs(),
@@ -64,7 +68,7 @@ func (m *resultMetrics) snapshot() ([]output.IntervalCount, []output.LatestResul
 		counts = append(counts, *ic)
 	}
 	slices.SortFunc(counts, func(a, b output.IntervalCount) int {
-		return cmp.Or(strings.Compare(a.JobID, b.JobID), cmp.Compare(a.Rank, b.Rank), strings.Compare(a.Classification, b.Classification))
+		return cmp.Or(strings.Compare(a.JobID, b.JobID), cmp.Compare(a.Rank, b.Rank), strings.Compare(a.Classification, b.Classification), strings.Compare(a.Kind, b.Kind))
 	})
 	latest := make([]output.LatestResult, 0, len(m.latest))
 	for _, lr := range m.latest {

@@ -88,7 +88,7 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 		c.mu.Unlock()
 		return items
 	}
-	snap := c.store.Snapshot(job, &c.scratch)
+	snap := c.snapshot(job)
 	c.mu.Unlock()
 	results := c.attribute(ctx, snap)
 	c.mu.Lock()
@@ -100,16 +100,16 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 // goroutine can reach the job, so its snapshot is taken without the lock;
 // the claims take it, as the store's own state may record them.
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
-	snap := c.store.Snapshot(job, &c.scratch)
+	snap := c.snapshot(job)
 	results := c.attribute(ctx, snap)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.claimResults(job, results, true, items)
 }
 
-func (c *core) attribute(ctx context.Context, snap store.Snapshot) []attribution.Result {
+func (c *core) attribute(ctx context.Context, snap jobSnapshot) []attribution.Result {
 	start := time.Now()
-	results := attribution.AttributeColumns(snap.Input, c.attrCfg, snap.Resolver)
+	results := snap.attribute(c)
 	c.tel.tb.ProcessorCollectiveattrEvaluations.Add(ctx, 1)
 	c.tel.tb.ProcessorCollectiveattrEvaluationDuration.Record(ctx, time.Since(start).Seconds())
 	return results
@@ -119,7 +119,7 @@ func (c *core) attribute(ctx context.Context, snap store.Snapshot) []attribution
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	for i := range results {
 		r := &results[i]
-		host, links, ok := c.store.Claim(job, r, c.cfg.SettleDelay, finalise)
+		host, links, ok := c.store.Claim(job, r, c.settleDelay(), finalise)
 		if !ok {
 			continue
 		}

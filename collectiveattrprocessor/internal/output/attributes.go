@@ -102,6 +102,7 @@ func putResultAttributes(m pcommon.Map, it *Item) {
 			}
 		}
 	}
+	putEvidenceAttributes(m, r)
 }
 
 // sortStrings sorts a slice of string values byte-wise.

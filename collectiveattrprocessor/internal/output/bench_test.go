@@ -48,8 +48,8 @@ func BenchmarkAppendMetrics(b *testing.B) {
 		for k := range int64(100) {
 			hidden = append(hidden, HiddenPoint{"job", r, 1767225600000000000 + k*100_000_000, 1 << 30})
 		}
-		counts = append(counts, IntervalCount{"job", r, "collective_likely", 3, 1767225500000000000})
-		latest = append(latest, LatestResult{"job", r, "collective_likely", 1 << 30, 0.75, 1767225600000000000})
+		counts = append(counts, IntervalCount{"job", r, "collective_likely", 3, 1767225500000000000, "", ""})
+		latest = append(latest, LatestResult{"job", r, "collective_likely", 1 << 30, 0.75, 1767225600000000000, "", ""})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

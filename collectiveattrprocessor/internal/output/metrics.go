@@ -30,6 +30,9 @@ type IntervalCount struct {
 	Classification string
 	Count          int64
 	StartNs        int64
+	// Mode and Kind are an evidence-mode result's ("" in the reference
+	// mode, whose points carry neither).
+	Mode, Kind string
 }
 
 // LatestResult is the latest emitted result of (job, rank); TimestampNs is
@@ -41,6 +44,7 @@ type LatestResult struct {
 	PeakGapBytes   int64
 	Confidence     float64
 	TimestampNs    int64
+	Mode, Kind     string
 }
 
 // AppendMetrics appends the result metrics (contract §5.2), one resource
@@ -108,6 +112,7 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []Interv
 		dp.SetTimestamp(pcommon.Timestamp(nowNs))
 		dp.SetIntValue(ic.Count)
 		putRankAttributes(dp.Attributes(), ic.JobID, ic.Rank, ic.Classification)
+		putModeAttributes(dp.Attributes(), ic.Mode, ic.Kind)
 	}
 	for i := range latest {
 		lr := &latest[i]
@@ -121,10 +126,12 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []Interv
 		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
 		dp.SetIntValue(lr.PeakGapBytes)
 		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, lr.Classification)
+		putModeAttributes(dp.Attributes(), lr.Mode, lr.Kind)
 		dp = jm.confidence.AppendEmpty()
 		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
 		dp.SetDoubleValue(lr.Confidence)
 		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, "")
+		putModeAttributes(dp.Attributes(), lr.Mode, lr.Kind)
 	}
 }
 

@@ -175,8 +175,8 @@ func TestAppendMetrics(t *testing.T) {
 	got := pmetric.NewMetrics()
 	AppendMetrics(got,
 		[]HiddenPoint{{"job-a", 0, t1, 2147483648}, {"job-a", 1, t1, -1048576}, {"job-b", 0, t2, 0}},
-		[]IntervalCount{{"job-a", 1, "collective_confident", 3, s}, {"job-b", 0, "collective_suspect", 1, s}, {"job-c", 5, "collective_likely", 2, s}},
-		[]LatestResult{{"job-a", 1, "collective_confident", 1600000000, 1.0, tl}, {"job-b", 0, "collective_suspect", 300000000, 0.51, tl}},
+		[]IntervalCount{{"job-a", 1, "collective_confident", 3, s, "", ""}, {"job-b", 0, "collective_suspect", 1, s, "", ""}, {"job-c", 5, "collective_likely", 2, s, "", ""}},
+		[]LatestResult{{"job-a", 1, "collective_confident", 1600000000, 1.0, tl, "", ""}, {"job-b", 0, "collective_suspect", 300000000, 0.51, tl, "", ""}},
 		n)
 	require.NoError(t, pmetrictest.CompareMetrics(want, got))
 }

@@ -25,6 +25,9 @@ type Job struct {
 	dirty bool
 	// events is the number of buffered entries over all ranks.
 	events int
+	// collectives interns the collective identities of evidence mode's
+	// markers (nil in the reference mode).
+	collectives *collectiveTable
 }
 
 // ID is the job id.

@@ -71,6 +71,9 @@ type rankBuffer struct {
 	// the next snapshot sets it right.
 	phaseSpans   ring[phaseSpanEntry]
 	phaseWaiting int
+	// ev is evidence mode's marker intervals and accounting (nil in the
+	// reference mode).
+	ev *evidenceRank
 
 	// frontNs is at most the earliest front time of the rings: while the
 	// window's cutoff is not past it, trim has nothing to do.
@@ -133,7 +136,7 @@ func (rb *rankBuffer) compactSessions() {
 }
 
 func (rb *rankBuffer) len() int {
-	return rb.samples.len() + rb.markers.len() + rb.others.len() + rb.boundaries.len() + rb.phaseSpans.len()
+	return rb.samples.len() + rb.markers.len() + rb.others.len() + rb.boundaries.len() + rb.phaseSpans.len() + rb.ev.len()
 }
 
 // ringID names one of a rankBuffer's rings.
@@ -146,6 +149,7 @@ const (
 	ringOthers
 	ringBoundaries
 	ringPhaseSpans
+	ringEvidence
 )
 
 // oldest returns the ring whose front entry has the earliest event time.
@@ -166,6 +170,9 @@ func (rb *rankBuffer) oldest() (ringID, int64) {
 	if rb.phaseSpans.len() > 0 && rb.phaseSpans.front().EndNs < ts {
 		id, ts = ringPhaseSpans, rb.phaseSpans.front().EndNs
 	}
+	if _, evTs, ok := rb.ev.oldest(); ok && evTs < ts {
+		id, ts = ringEvidence, evTs
+	}
 	return id, ts
 }
 
@@ -184,6 +191,9 @@ func (rb *rankBuffer) evictOldest() {
 		rb.boundaries.popFront()
 	case ringPhaseSpans:
 		rb.phaseSpans.popFront()
+	case ringEvidence:
+		which, _, _ := rb.ev.oldest()
+		rb.ev.dropOldest(which)
 	}
 }
 
@@ -219,6 +229,7 @@ func (rb *rankBuffer) trim(cutoffNs int64) int {
 	}
 	rb.phaseSpans.dropFront(k)
 	dropped += k
+	dropped += rb.ev.trim(cutoffNs)
 	_, rb.frontNs = rb.oldest()
 	return dropped
 }

@@ -31,6 +31,9 @@ type Config struct {
 	// Phases keeps phase boundaries and phase spans for the phase index;
 	// without it a boundary is kept as any other record.
 	Phases bool
+	// Evidence buffers what evidence mode reads: marker intervals with
+	// their collective identity, and NCCL's memory accounting.
+	Evidence bool
 }
 
 // Store is the per-job, per-rank buffer store.
@@ -390,6 +393,9 @@ func (s *Store) pushPhaseSpan(job *Job, rb *rankBuffer, rec *ingest.Record) int 
 // token is a marker (S2), phase boundaries feed the phase index (§3.2)
 // when phases are on, and every record counts for the trace start (S6).
 func (s *Store) pushStormlog(job *Job, rb *rankBuffer, rec *ingest.Record) int {
+	if s.cfg.Evidence {
+		return s.pushStormlogEvidence(job, rb, rec)
+	}
 	e := &rec.Event
 	maxCap := s.cfg.MaxEventsPerRank
 	n := 0

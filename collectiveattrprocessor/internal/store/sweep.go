@@ -84,14 +84,15 @@ func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration
 	if rb == nil {
 		return "", nil, false
 	}
-	if rb.emitted && r.IntervalStartNs <= rb.emittedEndNs {
+	emitted, emittedEndNs := rb.emittedMark(r)
+	if *emitted && r.IntervalStartNs <= *emittedEndNs {
 		return "", nil, false
 	}
 	if !finalise && (job.newestNs-int64(settleDelay) <= r.EndNs()) {
 		return "", nil, false
 	}
-	rb.emitted = true
-	rb.emittedEndNs = max(rb.emittedEndNs, r.EndNs())
+	*emitted = true
+	*emittedEndNs = max(*emittedEndNs, r.EndNs())
 	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
 }
 

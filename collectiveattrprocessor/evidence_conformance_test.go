@@ -1,0 +1,138 @@
+package collectiveattrprocessor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// TestEvidenceOnJobEndEqualsBatch feeds simulated jobs of every quality
+// family, with and without NCCL's accounting records, through a logs
+// processor in evidence mode with emit: on_job_end, and compares the
+// emitted result log bodies (without job_id) with the CLI's batch result
+// (`collectiveattr attribute --mode evidence`: the records streamed into
+// evidence.Builder, attributed by evidence.Attribute, serialised by
+// attribution.AppendResultJSON) on the same records. The window and the
+// per-rank bound hold the whole job, as the contract's equality requires.
+func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
+	shape := jobsim.DefaultQualityShape()
+	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
+	for _, fam := range jobsim.QualityFamilies {
+		for _, stats := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
+				c, err := jobsim.GenerateQualityCase(fam.Name, 1, shape, stats)
+				require.NoError(t, err)
+				var lines []string
+				var buf []byte
+				for i := range c.Events {
+					e := c.Events[i]
+					e.JobID = "evidence-" + fam.Name
+					buf = telemetry.AppendJSON(buf[:0], &e)
+					lines = append(lines, string(buf))
+				}
+				want := evidenceBatch(t, lines, "medium")
+				if fam.Name != "no_collective" {
+					// The comparison covers the collective identity.
+					require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
+						"some result matched a collective")
+				}
+				if stats && fam.Name != "no_collective" {
+					assert.True(t, slices.ContainsFunc(want, func(s string) bool {
+						return strings.Contains(s, `"nccl_accounted_bytes":`) && !strings.Contains(s, `"nccl_accounted_bytes":null`)
+					}),
+						"with accounting some result reads it")
+				}
+
+				cfg := createDefaultConfig().(*Config)
+				cfg.Mode = ModeEvidence
+				cfg.Emit = EmitOnJobEnd
+				cfg.Phases = false
+				cfg.Window = eventSpan(t, lines) + time.Minute
+				cfg.Limits.MaxEventsPerRank = len(lines)
+				require.NoError(t, cfg.Validate())
+				got := processorBodies(t, cfg, lines)
+				slices.Sort(got)
+				slices.Sort(want)
+				assert.Equal(t, want, got)
+			})
+		}
+	}
+}
+
+// evidenceBatch is the CLI's evidence-mode result on the records, one JSON
+// text per result.
+func evidenceBatch(t *testing.T, lines []string, preset string) []string {
+	t.Helper()
+	b := evidence.NewBuilder()
+	err := telemetry.Stream(strings.NewReader(strings.Join(lines, "\n")), func(chunk []telemetry.Event) error {
+		for i := range chunk {
+			b.Add(&chunk[i])
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	cfg, err := evidence.ResolveConfig(preset, nil, nil)
+	require.NoError(t, err)
+	var out []string
+	for _, r := range evidence.Attribute(b.Input(), cfg, nil) {
+		require.Equal(t, attribution.ModeEvidence, r.Mode)
+		out = append(out, string(attribution.AppendResultJSON(nil, &r, false)))
+	}
+	return out
+}
+
+// processorBodies runs the records through a logs processor of cfg and
+// returns the result log bodies with their job_id member removed.
+func processorBodies(t *testing.T, cfg *Config, lines []string) []string {
+	t.Helper()
+	sink := new(consumertest.LogsSink)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), nil))
+	require.NoError(t, p.ConsumeLogs(context.Background(), stormlogLogs(lines)))
+	require.NoError(t, p.Shutdown(context.Background()))
+	all := sink.AllLogs()
+	require.NotEmpty(t, all)
+	assert.Equal(t, len(lines), all[0].LogRecordCount(), "the input passes through")
+	var got []string
+	for _, ld := range all[1:] {
+		got = append(got, resultBodyTexts(ld)...)
+	}
+	return got
+}
+
+func resultBodyTexts(ld plog.Logs) []string {
+	var out []string
+	for i := range ld.ResourceLogs().Len() {
+		sls := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := range sls.Len() {
+			lrs := sls.At(j).LogRecords()
+			for k := range lrs.Len() {
+				body := []byte(lrs.At(k).Body().Str())
+				if at := bytes.LastIndex(body, []byte(`,"job_id":`)); at >= 0 {
+					body = append(body[:at:at], '}')
+				}
+				out = append(out, string(body))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// evidenceRank is what evidence mode buffers for a rank beside the
+// reference's columns (nil in reference mode, where it costs a pointer):
+// its markers as intervals with their collective identity, and NCCL's
+// memory accounting per communicator. Its entries count against
+// max_events_per_rank and leave with the window like any other.
+type evidenceRank struct {
+	// markers are keyed by start time; the identity is an index into the
+	// job's collectives table.
+	markers timedRing[evidenceMarker]
+	// accounting holds one series per communicator, in first-seen order.
+	accounting []accountingSeries
+	// stepEmitted and stepEmittedEndNs are rankBuffer's emitted marks for
+	// persistent steps (emittedMark).
+	stepEmitted      bool
+	stepEmittedEndNs int64
+}
+
+type evidenceMarker struct {
+	endNs       int64
+	collective  int32
+	approximate bool
+}
+
+// accountingSeries is nccl.comm.memory.total of one communicator: times
+// and bytes.
+type accountingSeries struct {
+	commID string
+	timedRing[int64]
+}
+
+// collectiveTable interns a job's collective identities, one entry per
+// (communicator, seq). Entries no buffered marker refers to are dropped
+// when a snapshot finds the table twice as large as what it uses.
+type collectiveTable struct {
+	index map[collectiveKey]int32
+	list  []evidence.Collective
+}
+
+type collectiveKey struct {
+	comm string
+	seq  int64
+}
+
+func (e *evidenceRank) len() int {
+	if e == nil {
+		return 0
+	}
+	n := e.markers.len()
+	for i := range e.accounting {
+		n += e.accounting[i].len()
+	}
+	return n
+}
+
+// oldest returns the earliest front time of the rings, and which: -1 the
+// markers, else the accounting series' index; ok false when all are empty.
+func (e *evidenceRank) oldest() (which int, ts int64, ok bool) {
+	if e == nil {
+		return 0, 0, false
+	}
+	ts = math.MaxInt64
+	if e.markers.len() > 0 {
+		which, ts, ok = -1, e.markers.frontNs(), true
+	}
+	for i := range e.accounting {
+		if a := &e.accounting[i]; a.len() > 0 && a.frontNs() < ts {
+			which, ts, ok = i, a.frontNs(), true
+		}
+	}
+	return which, ts, ok
+}
+
+func (e *evidenceRank) dropOldest(which int) {
+	if which < 0 {
+		e.markers.dropFront(1)
+		return
+	}
+	e.accounting[which].dropFront(1)
+}
+
+// trim drops the entries before cutoffNs at the front of each ring.
+func (e *evidenceRank) trim(cutoffNs int64) int {
+	if e == nil {
+		return 0
+	}
+	k := e.markers.older(cutoffNs)
+	e.markers.dropFront(k)
+	n := k
+	for i := range e.accounting {
+		a := &e.accounting[i]
+		k := a.older(cutoffNs)
+		a.dropFront(k)
+		n += k
+	}
+	return n
+}
+
+// pushStormlogEvidence buffers a stormlog record as evidence.Builder reads
+// it, so that on_job_end equals the CLI's `--mode evidence` batch result: a
+// usable sample is a sample; otherwise a comm_memory_stats record with a
+// communicator and a byte count is an accounting point, and a record with
+// a collective identity (nccl.comm.id and nccl.seq) or a collective token
+// is a marker interval. Phase boundaries feed the phase index as in the
+// reference mode, and a record that is none of these counts for the trace
+// start.
+func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) int {
+	e := &rec.Event
+	maxCap := s.cfg.MaxEventsPerRank
+	n := 0
+	if rec.Stormlog&ingest.StormlogSample != 0 {
+		s.makeRoom(job, rb)
+		total := int64(0)
+		if e.DeviceTotalBytes.Valid {
+			total = e.DeviceTotalBytes.Value
+		}
+		rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), maxCap)
+		n++
+	} else if isAccountingType(e.EventType) {
+		if comm, ok := e.Metadata[evidence.KeyCommID].(string); ok {
+			if total, ok := metadataInt(e.Metadata[evidence.KeyMemoryTotal]); ok && total >= 0 {
+				s.makeRoom(job, rb)
+				rb.evidence().series(comm).push(e.TimestampNs, total, maxCap)
+				n++
+			}
+		}
+	} else if mk, ok := job.markerOf(e, rec.Stormlog&ingest.StormlogMarker != 0); ok {
+		s.makeRoom(job, rb)
+		rb.evidence().markers.push(e.TimestampNs, mk, maxCap)
+		n++
+	}
+	if s.cfg.Phases && rec.Stormlog&ingest.StormlogBoundary != 0 {
+		s.makeRoom(job, rb)
+		rb.boundaries.push(*e, maxCap)
+		n++
+	}
+	if n == 0 {
+		s.makeRoom(job, rb)
+		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, maxCap)
+		n++
+	}
+	return n
+}
+
+func (rb *rankBuffer) evidence() *evidenceRank {
+	if rb.ev == nil {
+		rb.ev = &evidenceRank{}
+	}
+	return rb.ev
+}
+
+func (e *evidenceRank) series(comm string) *accountingSeries {
+	for i := range e.accounting {
+		if e.accounting[i].commID == comm {
+			return &e.accounting[i]
+		}
+	}
+	e.accounting = append(e.accounting, accountingSeries{commID: comm})
+	return &e.accounting[len(e.accounting)-1]
+}
+
+func isAccountingType(t string) bool {
+	return t == evidence.AccountingEventType || strings.EqualFold(telemetry.TrimSpace(t), evidence.AccountingEventType)
+}
+
+// markerOf reads a record's marker: its interval (timestamp_ns +
+// nccl.duration_ns), whether its time is approximate, and its collective
+// interned in the job's table; false when the record has neither an
+// identity nor a collective token.
+func (j *Job) markerOf(e *telemetry.Event, token bool) (evidenceMarker, bool) {
+	md := e.Metadata
+	comm, hasComm := md[evidence.KeyCommID].(string)
+	seq, hasSeq := metadataInt(md[evidence.KeySeq])
+	if !(hasComm && hasSeq) && !token {
+		return evidenceMarker{}, false
+	}
+	mk := evidenceMarker{endNs: e.TimestampNs, collective: evidence.NoCollective}
+	if d, ok := metadataInt(md[evidence.KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
+		mk.endNs = e.TimestampNs + d
+	}
+	if v, ok := md[evidence.KeyTimeApproximate].(bool); ok && v {
+		mk.approximate = true
+	}
+	if hasComm && hasSeq {
+		mk.collective = j.collective(comm, seq, md)
+	}
+	return mk, true
+}
+
+// collective returns the table index of (comm, seq), filling in what this
+// marker adds (op, size, members), as evidence.Builder does.
+func (j *Job) collective(comm string, seq int64, md map[string]any) int32 {
+	t := j.collectives
+	if t == nil {
+		t = &collectiveTable{index: map[collectiveKey]int32{}}
+		j.collectives = t
+	}
+	key := collectiveKey{comm, seq}
+	i, ok := t.index[key]
+	if !ok {
+		t.list = append(t.list, evidence.Collective{CommID: comm, Seq: seq})
+		i = int32(len(t.list) - 1)
+		t.index[key] = i
+	}
+	c := &t.list[i]
+	if c.Op == "" {
+		if op, ok := md[evidence.KeyOp].(string); ok {
+			c.Op = op
+		}
+	}
+	if v, ok := metadataInt(md[evidence.KeyMessageBytes]); ok && v > c.MessageBytes {
+		c.MessageBytes = v
+	}
+	if v, ok := metadataInt(md[evidence.KeyCommNRanks]); ok && v > c.NRanks {
+		c.NRanks = v
+	}
+	if c.Ranks == nil {
+		if list, ok := md[evidence.KeyCommRanks].([]any); ok && len(list) > 0 {
+			ranks := make([]int64, 0, len(list))
+			for _, x := range list {
+				if r, ok := metadataInt(x); ok {
+					ranks = append(ranks, r)
+				}
+			}
+			slices.Sort(ranks)
+			c.Ranks = slices.Compact(ranks)
+		}
+	}
+	return i
+}
+
+// emittedMark is where Claim records what left for r's rank. An evidence
+// persistent step has marks of its own: it may begin inside a transient
+// spike already emitted (the collective whose first use connects NCCL's
+// buffers spikes too), and is a different result, not that spike grown.
+func (rb *rankBuffer) emittedMark(r *attribution.Result) (emitted *bool, endNs *int64) {
+	if r.Kind == attribution.KindPersistent {
+		ev := rb.evidence()
+		return &ev.stepEmitted, &ev.stepEmittedEndNs
+	}
+	return &rb.emitted, &rb.emittedEndNs
+}

@@ -1,0 +1,276 @@
+package store
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
+)
+
+// EvidenceScratch is memory an EvidenceSnapshot is built in, beside the
+// Scratch of the reference columns it shares; valid until either is used
+// again.
+type EvidenceScratch struct {
+	ranks      []evidence.RankData
+	totals     []int64
+	sessions   []int32
+	sessionIDs []string
+	markers    []evidence.Marker
+	series     []evidence.AccountingSeries
+	acctTimes  []int64
+	acctBytes  []int64
+	remap      []int32
+}
+
+// EvidenceSnapshot is a job's evaluation input in evidence mode.
+type EvidenceSnapshot struct {
+	Input    evidence.Input
+	Resolver attribution.PhaseResolver
+}
+
+// EvidenceSnapshot is Snapshot for evidence mode: the same samples (their
+// time and gap columns shared, not copied), each rank's markers as
+// intervals with their collective (marker spans' times as bare markers),
+// NCCL's accounting series, and the job's collectives that the markers
+// inside the window refer to. Ranks are those with samples, markers or
+// accounting, as evidence.Builder keeps them; the world size and trace
+// start are read as it reads them.
+func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
+	ref := s.Snapshot(job, sc)
+	cutoff := job.cutoffNs(s.cfg.Window)
+
+	nSamples, nMarkers, nAcct := 0, 0, 0
+	for _, rb := range job.ranks {
+		nSamples += rb.samples.len()
+		nMarkers += rb.markers.len()
+		if rb.ev != nil {
+			nMarkers += rb.ev.markers.len()
+			for i := range rb.ev.accounting {
+				nAcct += rb.ev.accounting[i].len()
+			}
+		}
+	}
+	// Sized once, so that the per-rank sub-slices stay valid.
+	es.totals = slices.Grow(es.totals[:0], nSamples)
+	es.sessions = slices.Grow(es.sessions[:0], nSamples)
+	es.markers = slices.Grow(es.markers[:0], nMarkers)
+	es.acctTimes = slices.Grow(es.acctTimes[:0], nAcct)
+	es.acctBytes = slices.Grow(es.acctBytes[:0], nAcct)
+	es.sessionIDs = es.sessionIDs[:0]
+	es.series = es.series[:0]
+	es.ranks = es.ranks[:0]
+	var table []evidence.Collective
+	if job.collectives != nil {
+		table = job.collectives.list
+	}
+	es.remap = slices.Grow(es.remap[:0], len(table))[:len(table)]
+	for i := range es.remap {
+		es.remap[i] = -1
+	}
+	var collectives []evidence.Collective
+
+	earliest := int64(math.MaxInt64)
+	refEntries := false
+	var worldSize int64
+	series := ref.Input.Ranks
+	next := 0
+	for _, r := range sc.rankIDs {
+		rb := job.ranks[r]
+		worldSize = max(worldSize, rb.worldSize)
+		if rb.len() > rb.ev.len() {
+			refEntries = true
+		}
+		rd := evidence.RankData{Rank: r}
+		if next < len(series) && series[next].Rank == r {
+			rd.Samples = es.samplesOf(&series[next])
+			next++
+		}
+		m0 := len(es.markers)
+		for i := range rb.markers.len() {
+			if ts := rb.markers.at(i); ts >= cutoff {
+				es.markers = append(es.markers, evidence.Marker{StartNs: ts, EndNs: ts, Collective: evidence.NoCollective})
+			}
+		}
+		if ev := rb.ev; ev != nil {
+			for i := range ev.markers.len() {
+				ts := ev.markers.at(i)
+				if ts < cutoff {
+					continue
+				}
+				earliest = min(earliest, ts)
+				m := ev.markers.auxAt(i)
+				c := m.collective
+				if c != evidence.NoCollective {
+					if es.remap[c] < 0 {
+						es.remap[c] = int32(len(collectives))
+						collectives = append(collectives, table[c])
+					}
+					c = es.remap[c]
+				}
+				es.markers = append(es.markers, evidence.Marker{StartNs: ts, EndNs: m.endNs, Collective: c, Approximate: m.approximate})
+			}
+			a0 := len(es.series)
+			for i := range ev.accounting {
+				a := &ev.accounting[i]
+				t0 := len(es.acctTimes)
+				for j := range a.len() {
+					if ts := a.at(j); ts >= cutoff {
+						es.acctTimes = append(es.acctTimes, ts)
+						es.acctBytes = append(es.acctBytes, *a.auxAt(j))
+						earliest = min(earliest, ts)
+					}
+				}
+				if len(es.acctTimes) > t0 {
+					as := evidence.AccountingSeries{CommID: a.commID, TimesNs: es.acctTimes[t0:], Bytes: es.acctBytes[t0:]}
+					if a.disordered {
+						sortAccounting(&as)
+					}
+					es.series = append(es.series, as)
+				}
+			}
+			if len(es.series) > a0 {
+				rd.Accounting = es.series[a0:len(es.series):len(es.series)]
+			}
+		}
+		rd.Markers = es.markers[m0:len(es.markers):len(es.markers)]
+		slices.SortStableFunc(rd.Markers, func(a, b evidence.Marker) int { return cmp.Compare(a.StartNs, b.StartNs) })
+		if rd.Samples.Len() > 0 || len(rd.Markers) > 0 || len(rd.Accounting) > 0 {
+			es.ranks = append(es.ranks, rd)
+		}
+	}
+	if refEntries {
+		earliest = min(earliest, ref.Input.TraceStartNs)
+	}
+	if earliest == math.MaxInt64 {
+		earliest = 0
+	}
+	if worldSize <= 0 {
+		worldSize = int64(max(len(es.ranks), 1))
+	}
+	job.compactCollectives(es.remap, len(collectives))
+	return EvidenceSnapshot{
+		Input: evidence.Input{
+			Ranks:             es.ranks,
+			Collectives:       collectives,
+			ExpectedWorldSize: worldSize,
+			TraceStartNs:      max(0, earliest),
+		},
+		Resolver: ref.Resolver,
+	}
+}
+
+// samplesOf is a reference column series as evidence samples: the time and
+// gap columns shared, the totals and sessions expanded from their runs.
+func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samples {
+	n := len(cs.TimestampsNs)
+	smp := evidence.Samples{TimesNs: cs.TimestampsNs, GapBytes: cs.GapBytes}
+	t0 := len(es.totals)
+	es.totals = es.totals[:t0+n]
+	smp.TotalBytes = es.totals[t0 : t0+n : t0+n]
+	expandRuns(smp.TotalBytes, cs.Totals, func(r attribution.Int64Run) (int, int64) { return r.From, r.Value })
+	switch len(cs.Sessions) {
+	case 0:
+	case 1:
+		if cs.Sessions[0].From == 0 {
+			s0 := len(es.sessionIDs)
+			es.sessionIDs = append(es.sessionIDs, cs.Sessions[0].Value)
+			smp.SessionIDs = es.sessionIDs[s0:len(es.sessionIDs):len(es.sessionIDs)]
+			break
+		}
+		fallthrough
+	default:
+		// Session ids in first-seen order, as evidence.Builder numbers them;
+		// a sample before the first run has session "".
+		var ids []string
+		if cs.Sessions[0].From > 0 {
+			ids = append(ids, "")
+		}
+		idx := make([]int32, len(cs.Sessions))
+		for i, run := range cs.Sessions {
+			j := slices.Index(ids, run.Value)
+			if j < 0 {
+				ids = append(ids, run.Value)
+				j = len(ids) - 1
+			}
+			idx[i] = int32(j)
+		}
+		s0 := len(es.sessions)
+		es.sessions = es.sessions[:s0+n]
+		smp.Session = es.sessions[s0 : s0+n : s0+n]
+		clear(smp.Session)
+		for i, run := range cs.Sessions {
+			end := n
+			if i+1 < len(cs.Sessions) {
+				end = cs.Sessions[i+1].From
+			}
+			for k := run.From; k < end; k++ {
+				smp.Session[k] = idx[i]
+			}
+		}
+		smp.SessionIDs = ids
+	}
+	return smp
+}
+
+// expandRuns writes runs (a value from its index to the next run's; 0
+// before the first) into dst.
+func expandRuns[R any](dst []int64, runs []R, of func(R) (int, int64)) {
+	clear(dst)
+	for i, run := range runs {
+		from, v := of(run)
+		end := len(dst)
+		if i+1 < len(runs) {
+			end, _ = of(runs[i+1])
+		}
+		for k := from; k < end; k++ {
+			dst[k] = v
+		}
+	}
+}
+
+func sortAccounting(a *evidence.AccountingSeries) {
+	type point struct{ ts, bytes int64 }
+	pts := make([]point, len(a.TimesNs))
+	for i := range pts {
+		pts[i] = point{a.TimesNs[i], a.Bytes[i]}
+	}
+	slices.SortStableFunc(pts, func(x, y point) int { return cmp.Compare(x.ts, y.ts) })
+	for i, p := range pts {
+		a.TimesNs[i], a.Bytes[i] = p.ts, p.bytes
+	}
+}
+
+// compactCollectives drops the table entries no buffered marker refers to
+// once they are most of it: a long job's (communicator, seq) identities
+// would otherwise grow with its length, not its window. remap maps each
+// used entry to its new index (-1: unused), as the snapshot numbered them.
+func (j *Job) compactCollectives(remap []int32, used int) {
+	t := j.collectives
+	if t == nil || len(t.list) <= 2*used+64 {
+		return
+	}
+	kept := make([]evidence.Collective, used)
+	for old, nw := range remap {
+		if nw >= 0 {
+			kept[nw] = t.list[old]
+		}
+	}
+	clear(t.index)
+	for i, c := range kept {
+		t.index[collectiveKey{c.CommID, c.Seq}] = int32(i)
+	}
+	t.list = kept
+	for _, rb := range j.ranks {
+		if rb.ev == nil {
+			continue
+		}
+		for i := range rb.ev.markers.len() {
+			m := rb.ev.markers.auxAt(i)
+			if m.collective != evidence.NoCollective {
+				m.collective = remap[m.collective]
+			}
+		}
+	}
+}
