@@ -50,13 +50,17 @@ func (cfg *Config) validateInspector() []error {
 
 // inspectorConfig is the converter's view of the Inspector settings.
 func (cfg *Config) inspectorConfig() ingest.InspectorConfig {
-	return ingest.InspectorConfig{
+	ic := ingest.InspectorConfig{
 		HostKeys:   cfg.Identity.ProcessHost,
 		PIDKeys:    cfg.Identity.PID,
 		Hold:       cfg.NCCLInspector.Hold,
 		MaxPending: cfg.NCCLInspector.MaxPending,
-		// Mode switch point: evidence mode uses inspector.EvidenceMarker
-		// with CommRanks: true.
-		Markers: inspector.ReferenceMarkers,
+		Markers:    inspector.ReferenceMarkers,
 	}
+	if cfg.Mode == ModeEvidence {
+		// Evidence mode reads a record as one marker carrying the
+		// collective's identity, members included, as the CLI does.
+		ic.Markers, ic.CommRanks = inspector.EvidenceMarker, true
+	}
+	return ic
 }
