@@ -56,7 +56,12 @@ type Config struct {
 	IdentityTTL time.Duration `mapstructure:"identity_ttl"`
 	// EmitTimeout is the deadline of one delivery of a result batch to the
 	// next consumer, and the most shutdown waits for the downstream.
-	EmitTimeout    time.Duration  `mapstructure:"emit_timeout"`
+	EmitTimeout time.Duration `mapstructure:"emit_timeout"`
+	// MaxFutureSkew is how far ahead of the collector's clock an item's
+	// timestamp may be; a later one is skipped as future, so that one bad
+	// clock cannot move its job's event time ahead and make the job's real
+	// data stale.
+	MaxFutureSkew  time.Duration  `mapstructure:"max_future_skew"`
 	Limits         LimitsConfig   `mapstructure:"limits"`
 	Identity       IdentityConfig `mapstructure:"identity"`
 	Metrics        MetricsConfig  `mapstructure:"metrics"`
@@ -77,6 +82,11 @@ type LimitsConfig struct {
 	// MaxEventsPerRank bounds each rank's buffer; the oldest events are
 	// evicted (and counted) when it is full.
 	MaxEventsPerRank int `mapstructure:"max_events_per_rank"`
+	// MaxIdentityBytes bounds the length of a job id, host, device or
+	// session id; an item with a longer one is skipped as invalid_value
+	// before anything of it is stored, so the bytes held per tracked job,
+	// join series and device mapping are bounded.
+	MaxIdentityBytes int `mapstructure:"max_identity_bytes"`
 }
 
 // IdentityConfig lists, per identity field, the attribute keys looked up on
@@ -123,10 +133,12 @@ func createDefaultConfig() component.Config {
 		SampleJoinTolerance: 250 * time.Millisecond,
 		IdentityTTL:         10 * time.Minute,
 		EmitTimeout:         5 * time.Second,
+		MaxFutureSkew:       ingest.DefaultMaxFutureSkew,
 		Limits: LimitsConfig{
 			MaxJobs:          1000,
 			MaxRanksPerJob:   16384,
 			MaxEventsPerRank: 100000,
+			MaxIdentityBytes: ingest.DefaultMaxIdentityBytes,
 		},
 		Identity: IdentityConfig{
 			JobID:     keys.JobID,
@@ -209,6 +221,8 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		},
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,
+		MaxIdentityBytes:    cfg.Limits.MaxIdentityBytes,
+		MaxFutureSkew:       cfg.MaxFutureSkew,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
 	}

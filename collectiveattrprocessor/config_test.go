@@ -30,7 +30,8 @@ func TestLoadConfig(t *testing.T) {
 		SampleJoinTolerance: 100 * time.Millisecond,
 		IdentityTTL:         5 * time.Minute,
 		EmitTimeout:         2 * time.Second,
-		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000},
+		MaxFutureSkew:       30 * time.Second,
+		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
 			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"},

@@ -37,6 +37,7 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipUnjoinable,
 	ingest.SkipDuplicate,
 	ingest.SkipOrphaned,
+	ingest.SkipFuture,
 }
 
 const numReasons = len(skipReasons)

@@ -48,7 +48,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					continue
 				}
 				if ev.TimestampNs > c.futureLimit(nowNs) {
-					skip(Skip{Reason: SkipInvalidValue, Detail: "stormlog record timestamp_ns is too far in the future"})
+					skip(futureSkip)
 					continue
 				}
 				job := ev.JobID
@@ -62,7 +62,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					}
 					job = c.attributeJob(lr.Attributes())
 				}
-				c.emitStormlog(ev, job, nowNs, emit)
+				c.emitStormlog(ev, job, nowNs, emit, skip)
 			}
 		}
 	}
@@ -74,10 +74,14 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 
 const maxKeptJSONBuf = 1 << 20
 
-func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record)) {
+func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record), skip func(Skip)) {
 	host := ev.Host
 	if host == "unknown" {
 		host = ""
+	}
+	if detail := c.identityTooLong(job, host, ev.SessionID); detail != "" {
+		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+		return
 	}
 	c.idGen++
 	c.idIsRes = false

@@ -1,0 +1,18 @@
+package ingest
+
+import "strconv"
+
+// identityTooLong returns a skip detail when one of an item's identity
+// strings (job id, host, device or session id) is longer than
+// MaxIdentityBytes, "" otherwise. It runs before the strings are interned
+// or the item buffered: a flood of new, huge job ids must cost nothing
+// beyond the request that carried them.
+func (c *Converter) identityTooLong(ids ...string) string {
+	for _, s := range ids {
+		if len(s) > c.cfg.MaxIdentityBytes {
+			return "an identity string (job id, host, device or session id) is " + strconv.Itoa(len(s)) +
+				" bytes, longer than limits.max_identity_bytes (" + strconv.Itoa(c.cfg.MaxIdentityBytes) + ")"
+		}
+	}
+	return ""
+}
