@@ -61,11 +61,15 @@ type Config struct {
 	// timestamp may be; a later one is skipped as future, so that one bad
 	// clock cannot move its job's event time ahead and make the job's real
 	// data stale.
-	MaxFutureSkew  time.Duration  `mapstructure:"max_future_skew"`
-	Limits         LimitsConfig   `mapstructure:"limits"`
-	Identity       IdentityConfig `mapstructure:"identity"`
-	Metrics        MetricsConfig  `mapstructure:"metrics"`
-	PhaseSpanNames []string       `mapstructure:"phase_span_names"`
+	MaxFutureSkew time.Duration `mapstructure:"max_future_skew"`
+	// EmittedMemoryTTL is how long (wall clock) after a job last received
+	// data what it emitted is remembered, after the job itself is
+	// forgotten: data replayed within it does not emit its results again.
+	EmittedMemoryTTL time.Duration  `mapstructure:"emitted_memory_ttl"`
+	Limits           LimitsConfig   `mapstructure:"limits"`
+	Identity         IdentityConfig `mapstructure:"identity"`
+	Metrics          MetricsConfig  `mapstructure:"metrics"`
+	PhaseSpanNames   []string       `mapstructure:"phase_span_names"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -87,6 +91,9 @@ type LimitsConfig struct {
 	// before anything of it is stored, so the bytes held per tracked job,
 	// join series and device mapping are bounded.
 	MaxIdentityBytes int `mapstructure:"max_identity_bytes"`
+	// MaxEmittedJobs bounds the jobs whose emitted intervals are remembered
+	// (emitted_memory_ttl); past it the job seen longest ago is forgotten.
+	MaxEmittedJobs int `mapstructure:"max_emitted_jobs"`
 }
 
 // IdentityConfig lists, per identity field, the attribute keys looked up on
@@ -134,11 +141,13 @@ func createDefaultConfig() component.Config {
 		IdentityTTL:         10 * time.Minute,
 		EmitTimeout:         5 * time.Second,
 		MaxFutureSkew:       ingest.DefaultMaxFutureSkew,
+		EmittedMemoryTTL:    time.Hour,
 		Limits: LimitsConfig{
 			MaxJobs:          1000,
 			MaxRanksPerJob:   16384,
 			MaxEventsPerRank: 100000,
 			MaxIdentityBytes: ingest.DefaultMaxIdentityBytes,
+			MaxEmittedJobs:   1000,
 		},
 		Identity: IdentityConfig{
 			JobID:     keys.JobID,
@@ -236,5 +245,7 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
+		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
+		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}
 }

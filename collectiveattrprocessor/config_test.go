@@ -31,7 +31,8 @@ func TestLoadConfig(t *testing.T) {
 		IdentityTTL:         5 * time.Minute,
 		EmitTimeout:         2 * time.Second,
 		MaxFutureSkew:       30 * time.Second,
-		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128},
+		EmittedMemoryTTL:    10 * time.Minute,
+		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128, MaxEmittedJobs: 20},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
 			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"},

@@ -294,6 +294,8 @@ func skipOf(err error) ingest.Skip {
 		return ingest.Skip{Reason: ingest.SkipOverLimit, Detail: err.Error()}
 	case errors.Is(err, store.ErrStale):
 		return ingest.Skip{Reason: ingest.SkipStale, Detail: err.Error()}
+	case errors.Is(err, store.ErrDuplicate):
+		return ingest.Skip{Reason: ingest.SkipDuplicate, Detail: err.Error()}
 	}
 	return ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: err.Error()}
 }

@@ -79,12 +79,6 @@ type rankBuffer struct {
 	// worldSize is the largest declared world size (0: none declared).
 	worldSize int64
 	host      string
-
-	// emittedEndNs is the end of the latest interval emitted for this rank
-	// (valid when emitted): a later result starting at or before it is the
-	// same interval, grown by new data, and is not emitted again.
-	emittedEndNs int64
-	emitted      bool
 }
 
 // sessionIndex returns the index of session in the rank's session table,

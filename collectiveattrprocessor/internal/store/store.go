@@ -31,6 +31,11 @@ type Config struct {
 	// Phases keeps phase boundaries and phase spans for the phase index;
 	// without it a boundary is kept as any other record.
 	Phases bool
+	// EmittedMemoryTTL and MaxEmittedJobs bound the emitted memory
+	// (emitted.go): how long after a forgotten job last received data, and
+	// for how many jobs, what it emitted is remembered.
+	EmittedMemoryTTL time.Duration
+	MaxEmittedJobs   int
 }
 
 // Store is the per-job, per-rank buffer store.
@@ -40,6 +45,8 @@ type Store struct {
 	ranks  int
 	events int
 	tally  Tally
+	// emitted is what each job emitted, by job id; it outlives the jobs.
+	emitted map[string]*EmittedJob
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
 	// leaves jobs.
@@ -52,9 +59,21 @@ type lastRank struct {
 	rb   *rankBuffer
 }
 
+// The emitted memory's bounds when Config leaves them zero.
+const (
+	defaultEmittedMemoryTTL = time.Hour
+	defaultMaxEmittedJobs   = 1000
+)
+
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, jobs: map[string]*Job{}}
+	if cfg.EmittedMemoryTTL <= 0 {
+		cfg.EmittedMemoryTTL = defaultEmittedMemoryTTL
+	}
+	if cfg.MaxEmittedJobs <= 0 {
+		cfg.MaxEmittedJobs = defaultMaxEmittedJobs
+	}
+	return &Store{cfg: cfg, jobs: map[string]*Job{}, emitted: map[string]*EmittedJob{}}
 }
 
 // Take returns what the store did since the last Take, and starts counting
@@ -96,6 +115,10 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
+	if rb.duplicateRecord(rec) {
+		s.reject(rejectDuplicate)
+		return false
+	}
 
 	// The window moves before the push, so that making room on a full rank
 	// drops what the record pushes out of the window first.
@@ -125,6 +148,12 @@ func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
 	if rb == nil {
 		return
+	}
+	if dup := duplicateSpans(rb, run.Spans[first:]); dup > 0 {
+		s.tally.rejected[rejectDuplicate] += int64(dup)
+		if first += dup; first == len(run.Spans) {
+			return
+		}
 	}
 	spans := run.Spans[first:]
 	markers, oldest, newest := 0, int64(math.MaxInt64), job.newestNs
@@ -161,6 +190,12 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Samples), func(i int) int64 { return run.Samples[i].TimestampNs })
 	if rb == nil {
 		return first
+	}
+	if dup := duplicateSamples(rb, run.Samples[first:], run.JobID); dup > 0 {
+		s.tally.rejected[rejectDuplicate] += int64(dup)
+		if first += dup; first == len(run.Samples) {
+			return first
+		}
 	}
 	samples := run.Samples[first:]
 	// Metrics carry no stormlog session: the job id stands in, which is also

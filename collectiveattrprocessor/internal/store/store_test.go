@@ -231,7 +231,8 @@ func TestSnapshotMatchesRows(t *testing.T) {
 						ts -= int64(rng.IntN(30)) * sec / 10
 					}
 					rec := stormlogRecord("j", r, ts, ingest.StormlogSample, []string{"s1", "s2"}[i/120])
-					rec.Event.DeviceUsedBytes = telemetry.Int(int64(1+rng.IntN(9)) << 20)
+					// Distinct records: identical ones are one (a duplicate).
+					rec.Event.DeviceUsedBytes = telemetry.Int(int64(1+rng.IntN(9))<<20 + i)
 					if i%50 < 40 {
 						rec.Event.DeviceTotalBytes = telemetry.Int(int64(16+i/50) << 30)
 					}
