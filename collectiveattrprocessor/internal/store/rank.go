@@ -76,6 +76,10 @@ type rankBuffer struct {
 	// window's cutoff is not past it, trim has nothing to do.
 	frontNs int64
 
+	// newestNs is the newest event time the rank received (MinInt64:
+	// none); the job's event time is made of its ranks' (watermark.go).
+	newestNs int64
+
 	// worldSize is the largest declared world size (0: none declared).
 	worldSize int64
 	host      string

@@ -122,7 +122,7 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 
 	// The window moves before the push, so that making room on a full rank
 	// drops what the record pushes out of the window first.
-	job.newestNs = max(job.newestNs, ts)
+	job.advance(rb, ts)
 	added := 0
 	switch rec.Kind {
 	case ingest.KindMarker:
@@ -208,7 +208,7 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 		// (None is stale: they are in time order, and the first was not.)
 		for i := range samples {
 			p := &samples[i]
-			job.newestNs = max(job.newestNs, p.TimestampNs)
+			job.advance(rb, p.TimestampNs)
 			s.makeRoom(job, rb)
 			pushSamplePoint(rb, p, session, maxCap)
 			s.added(job, rb, 1, p.TimestampNs)
@@ -252,7 +252,7 @@ func (s *Store) firstRanked(jobID string, rank int64, n int, tsOf func(int) int6
 // times from oldestNs to newestNs) pushed at once: the job's newest time
 // moves before the lazy trim, as it does per record.
 func (s *Store) addedRun(job *Job, rb *rankBuffer, records, entries int, oldestNs, newestNs int64) {
-	job.newestNs = max(job.newestNs, newestNs)
+	job.advance(rb, newestNs)
 	s.events += entries
 	job.events += entries
 	s.tally.Buffered += int64(records)
@@ -299,7 +299,7 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 			s.reject(rejectJobLimit)
 			return nil, nil
 		}
-		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
+		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
 		s.jobs[jobID] = job
 	}
 	if ts < job.cutoffNs(s.cfg.Window) {
@@ -314,7 +314,7 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 			s.forgetIfEmpty(job)
 			return nil, nil
 		}
-		rb = &rankBuffer{}
+		rb = &rankBuffer{newestNs: math.MinInt64}
 		job.addRank(rank, rb)
 		s.ranks++
 	}
