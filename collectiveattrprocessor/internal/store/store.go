@@ -302,12 +302,15 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
 		s.jobs[jobID] = job
 	}
-	if ts < job.cutoffNs(s.cfg.Window) {
+	rb := job.rank(rank)
+	// A new rank is judged against the job's event time only once two
+	// ranks make it: while one rank does, that rank's clock alone would
+	// refuse every other rank (watermark.go).
+	if ts < job.cutoffNs(s.cfg.Window) && (rb != nil || job.wm.ranksWithTime >= 2) {
 		s.reject(rejectStale)
 		s.forgetIfEmpty(job)
 		return nil, nil
 	}
-	rb := job.rank(rank)
 	if rb == nil {
 		if len(job.ranks) >= s.cfg.MaxRanksPerJob {
 			s.reject(rejectRankLimit)

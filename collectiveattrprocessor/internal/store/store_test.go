@@ -83,18 +83,21 @@ func TestAddRefusals(t *testing.T) {
 		{
 			name: "stale samples of a run are refused up to the first in the window",
 			add: func(s *Store) {
+				// Two ranks make the job's event time (watermark.go).
 				s.AddSampleRun(sampleRun("j", 0, 200*sec), wall)
+				s.AddSampleRun(sampleRun("j", 2, 200*sec), wall)
 				s.AddSampleRun(sampleRun("j", 1, 100*sec, 130*sec, 150*sec, 201*sec), wall)
 			},
-			want: map[error]int64{ErrStale: 2}, buffered: 3, jobs: 1, events: 3,
+			want: map[error]int64{ErrStale: 2}, buffered: 4, jobs: 1, events: 4,
 		},
 		{
 			name: "a stale record of a new job leaves no job",
 			add: func(s *Store) {
 				s.AddSampleRun(sampleRun("j", 0, 200*sec), wall)
+				s.AddSampleRun(sampleRun("j", 2, 200*sec), wall)
 				s.AddSampleRun(sampleRun("j", 1, 10*sec), wall)
 			},
-			want: map[error]int64{ErrStale: 1}, buffered: 1, jobs: 1, events: 1,
+			want: map[error]int64{ErrStale: 1}, buffered: 2, jobs: 1, events: 2,
 		},
 		{
 			name: "only the stale times of a marker span are refused",

@@ -37,6 +37,19 @@ func TestOneRankCannotMoveTheJobAhead(t *testing.T) {
 	assert.Equal(t, int64(1), tally.Rejected(ErrStale))
 }
 
+// TestANewRankIsNotJudgedByOneRank: while one rank alone makes the job's
+// event time, a new rank is not refused as stale against it.
+func TestANewRankIsNotJudgedByOneRank(t *testing.T) {
+	s := New(testConfig())
+	require.Zero(t, s.AddSampleRun(sampleRun("j", 1, 100*sec+10*60*sec), wall), "rank 1 comes first, 10 min ahead")
+	assert.Zero(t, s.AddSampleRun(sampleRun("j", 0, 100*sec, 101*sec), wall))
+	assert.Zero(t, s.AddSampleRun(sampleRun("j", 1, 101*sec), wall))
+	tally := s.Take()
+	assert.Zero(t, tally.Rejected(ErrStale))
+	v, _ := s.InspectJob("j")
+	assert.Equal(t, 101*sec, v.NewestNs)
+}
+
 // TestRebuildWatermark: the event time rebuilt from the ranks equals the
 // one kept as data came.
 func TestRebuildWatermark(t *testing.T) {
