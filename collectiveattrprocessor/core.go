@@ -95,14 +95,17 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		tb.Shutdown()
 		return nil, err
 	}
+	st := store.New(cfg.storeConfig())
+	ic := cfg.ingestConfig()
+	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
 	c := &core{
 		cfg:     cfg,
 		attrCfg: attrCfg,
 		logger:  set.Logger,
 		clock:   clk,
 		tel:     tel,
-		conv:    ingest.NewConverter(cfg.ingestConfig(), clk.now),
-		store:   store.New(cfg.storeConfig()),
+		conv:    ingest.NewConverter(ic, clk.now),
+		store:   st,
 		skips:   skipLog{logger: set.Logger, now: clk.now},
 		results: newResultMetrics(),
 		ids:     output.NewRandomIDSource(),

@@ -107,6 +107,11 @@ type Config struct {
 	// is interned or buffered, so that the bytes held per job, series and
 	// mapping are bounded along with their counts.
 	MaxIdentityBytes int
+	// AdmitsJob reports whether data of a job may be kept (nil: every
+	// job): the store's job limit, asked before a job id is interned or a
+	// join buffer made for it. An item of a job it refuses is skipped as
+	// over_limit.
+	AdmitsJob func(job string) bool
 }
 
 const (

@@ -399,6 +399,9 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
 		return SkipInvalidValue, detail
 	}
+	if id.hasRank && !c.admits(id.job) {
+		return overJobLimit.Reason, overJobLimit.Detail
+	}
 	if id.hasRank {
 		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
 		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {

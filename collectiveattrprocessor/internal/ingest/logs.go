@@ -83,6 +83,10 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 		return
 	}
+	if !c.admits(job) {
+		skip(overJobLimit)
+		return
+	}
 	c.idGen++
 	c.idIsRes = false
 	c.id = identity{

@@ -87,6 +87,16 @@ func (s *Store) Take() Tally {
 // Sizes are the tracked jobs and ranks and the buffered entries.
 func (s *Store) Sizes() (jobs, ranks, events int) { return len(s.jobs), s.ranks, s.events }
 
+// AdmitsJob reports whether data of job id may be buffered: the job is
+// tracked, or there is room for one more under MaxJobs. The converter asks
+// it before keeping anything of an item.
+func (s *Store) AdmitsJob(id string) bool {
+	if j := s.last.job; j != nil && j.id == id {
+		return true
+	}
+	return len(s.jobs) < s.cfg.MaxJobs || s.jobs[id] != nil
+}
+
 // Job returns a tracked job, nil when it is not tracked.
 func (s *Store) Job(id string) *Job { return s.jobs[id] }
 
