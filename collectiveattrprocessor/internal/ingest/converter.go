@@ -399,14 +399,15 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
 		return SkipInvalidValue, detail
 	}
-	if id.hasRank && !c.admits(id.job) {
-		return overJobLimit.Reason, overJobLimit.Detail
-	}
 	if id.hasRank {
 		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
 		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {
 			*id = m.id // the same identity, its strings interned
 			return "", ""
+		}
+		// A memoised identity was admitted; the store still checks it.
+		if !c.admits(id.job) {
+			return overJobLimit.Reason, overJobLimit.Detail
 		}
 		id.job = c.names.intern(id.job)
 		id.host = c.names.intern(id.host)
