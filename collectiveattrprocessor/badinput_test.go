@@ -108,6 +108,7 @@ func TestBadInput(t *testing.T) {
 	now := time.Now().UnixNano()
 	const s = int64(time.Second)
 	good := jobTraffic{job: "good", ranks: 2, stepNs: s / 10}
+	longID := strings.Repeat("j", 300) // over the default limits.max_identity_bytes
 	tests := []struct {
 		name     string
 		cfg      func(*Config)
@@ -173,7 +174,52 @@ func TestBadInput(t *testing.T) {
 			metrics: func() pmetric.Metrics {
 				return memoryPoint("gpu.memory.device.used", now+48*3600*s, rankAttrs("bad", 0, 2), intValue(gib))
 			},
+			signal: "metrics", reason: "future", skipped: 1, wantJobs: 1,
+		},
+		{
+			// Issue 16 item 1: a point of the good job 30 min ahead used to
+			// move its newest event time and blind it.
+			name: "point of a live job past max_future_skew",
+			metrics: func() pmetric.Metrics {
+				return memoryPoint("gpu.memory.device.used", now+30*60*s, rankAttrs("good", 0, 2), intValue(gib))
+			},
+			signal: "metrics", reason: "future", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "stormlog record of a live job past max_future_skew",
+			logs: func() plog.Logs {
+				return stormlogLogs([]string{stormlogLine("good", 0, 2, now+30*60*s, "sample", gib)})
+			},
+			signal: "logs", reason: "future", skipped: 1, wantJobs: 1,
+		},
+		{
+			// Issue 16 item 4: a client's retry of a batch already buffered.
+			name:   "stormlog records identical to ones buffered",
+			logs:   func() plog.Logs { return stormlogLogs(good.lines(now-s, now-s/2)) },
+			signal: "logs", reason: "duplicate", skipped: 10, wantJobs: 1,
+		},
+		{
+			// Issue 16 item 5: the id was interned and the job stored before
+			// max_jobs was checked, whatever its length.
+			name: "job id longer than limits.max_identity_bytes",
+			metrics: func() pmetric.Metrics {
+				return memoryPoint("gpu.memory.device.used", now, rankAttrs(longID, 0, 2), intValue(gib))
+			},
 			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "host longer than limits.max_identity_bytes",
+			metrics: func() pmetric.Metrics {
+				attrs := rankAttrs("bad", 0, 2)
+				attrs["host.name"] = longID
+				return memoryPoint("gpu.memory.device.used", now, attrs, intValue(gib))
+			},
+			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name:   "stormlog job id longer than limits.max_identity_bytes",
+			logs:   func() plog.Logs { return stormlogLogs([]string{stormlogLine(longID, 0, 1, now, "sample", gib)}) },
+			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
 		},
 		{
 			name:   "stormlog record failing validation",

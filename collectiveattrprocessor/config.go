@@ -60,12 +60,21 @@ type Config struct {
 	IdentityTTL time.Duration `mapstructure:"identity_ttl"`
 	// EmitTimeout is the deadline of one delivery of a result batch to the
 	// next consumer, and the most shutdown waits for the downstream.
-	EmitTimeout    time.Duration   `mapstructure:"emit_timeout"`
-	Limits         LimitsConfig    `mapstructure:"limits"`
-	Identity       IdentityConfig  `mapstructure:"identity"`
-	NCCLInspector  InspectorConfig `mapstructure:"nccl_inspector"`
-	Metrics        MetricsConfig   `mapstructure:"metrics"`
-	PhaseSpanNames []string        `mapstructure:"phase_span_names"`
+	EmitTimeout time.Duration `mapstructure:"emit_timeout"`
+	// MaxFutureSkew is how far ahead of the collector's clock an item's
+	// timestamp may be; a later one is skipped as future, so that one bad
+	// clock cannot move its job's event time ahead and make the job's real
+	// data stale.
+	MaxFutureSkew time.Duration `mapstructure:"max_future_skew"`
+	// EmittedMemoryTTL is how long (wall clock) after a job last received
+	// data what it emitted is remembered, after the job itself is
+	// forgotten: data replayed within it does not emit its results again.
+	EmittedMemoryTTL time.Duration   `mapstructure:"emitted_memory_ttl"`
+	Limits           LimitsConfig    `mapstructure:"limits"`
+	Identity         IdentityConfig  `mapstructure:"identity"`
+	NCCLInspector    InspectorConfig `mapstructure:"nccl_inspector"`
+	Metrics          MetricsConfig   `mapstructure:"metrics"`
+	PhaseSpanNames   []string        `mapstructure:"phase_span_names"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -82,6 +91,14 @@ type LimitsConfig struct {
 	// MaxEventsPerRank bounds each rank's buffer; the oldest events are
 	// evicted (and counted) when it is full.
 	MaxEventsPerRank int `mapstructure:"max_events_per_rank"`
+	// MaxIdentityBytes bounds the length of a job id, host, device or
+	// session id; an item with a longer one is skipped as invalid_value
+	// before anything of it is stored, so the bytes held per tracked job,
+	// join series and device mapping are bounded.
+	MaxIdentityBytes int `mapstructure:"max_identity_bytes"`
+	// MaxEmittedJobs bounds the jobs whose emitted intervals are remembered
+	// (emitted_memory_ttl); past it the job seen longest ago is forgotten.
+	MaxEmittedJobs int `mapstructure:"max_emitted_jobs"`
 }
 
 // IdentityConfig lists, per identity field, the attribute keys looked up on
@@ -134,10 +151,14 @@ func createDefaultConfig() component.Config {
 		SampleJoinTolerance: 250 * time.Millisecond,
 		IdentityTTL:         10 * time.Minute,
 		EmitTimeout:         5 * time.Second,
+		MaxFutureSkew:       ingest.DefaultMaxFutureSkew,
+		EmittedMemoryTTL:    time.Hour,
 		Limits: LimitsConfig{
 			MaxJobs:          1000,
 			MaxRanksPerJob:   16384,
 			MaxEventsPerRank: 100000,
+			MaxIdentityBytes: ingest.DefaultMaxIdentityBytes,
+			MaxEmittedJobs:   1000,
 		},
 		Identity: IdentityConfig{
 			JobID:     keys.JobID,
@@ -228,6 +249,8 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		},
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,
+		MaxIdentityBytes:    cfg.Limits.MaxIdentityBytes,
+		MaxFutureSkew:       cfg.MaxFutureSkew,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
 		Inspector:           cfg.inspectorConfig(),
@@ -243,5 +266,7 @@ func (cfg *Config) storeConfig() store.Config {
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
 		Evidence:         cfg.Mode == ModeEvidence,
+		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
+		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}
 }

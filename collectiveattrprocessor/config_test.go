@@ -32,7 +32,9 @@ func TestLoadConfig(t *testing.T) {
 		SampleJoinTolerance: 100 * time.Millisecond,
 		IdentityTTL:         5 * time.Minute,
 		EmitTimeout:         2 * time.Second,
-		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000},
+		MaxFutureSkew:       30 * time.Second,
+		EmittedMemoryTTL:    10 * time.Minute,
+		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128, MaxEmittedJobs: 20},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
 			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"},
@@ -89,6 +91,12 @@ func TestLoadConfig(t *testing.T) {
 		{name: "max_events_fraction", wantErr: "limits.max_events_per_rank must be an integer in [1, 9223372036854775807], got 2.5"},
 		{name: "max_ranks_bool", wantErr: "max_ranks_per_job"},
 		{name: "window_bool", wantErr: "window"},
+		// Issue 16 items 1, 4 and 5.
+		{name: "max_future_skew", wantErr: "max_future_skew must be >= 1s, got 100ms"},
+		{name: "emitted_memory_ttl", wantErr: "emitted_memory_ttl must be >= 1m0s, got 30s"},
+		{name: "max_identity_bytes", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 0"},
+		{name: "max_identity_bytes_huge", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 1048576"},
+		{name: "max_emitted_jobs", wantErr: "limits.max_emitted_jobs must be an integer in [1, 9223372036854775807], got 0"},
 		// Legal, as in the reference, but probably not meant: warned.
 		{name: "bool_override", want: boolOverride, wantWarning: "overrides.min_gap_bytes: true is taken as 1, as the reference (Python) takes a bool for an int; write the number"},
 		{name: "window_near_settle", want: nearSettle, wantWarning: "window (5s) < settle_delay (2s) + evaluation_interval (10s)"},

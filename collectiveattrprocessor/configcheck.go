@@ -33,14 +33,20 @@ const (
 	// minEmitTimeout: below it a healthy remote exporter's round trip may
 	// not fit.
 	minEmitTimeout = 100 * time.Millisecond
+	// minMaxFutureSkew: below it, batching and ordinary clock offsets
+	// between hosts make good items look ahead of the collector's clock.
+	minMaxFutureSkew = time.Second
+	// maxIdentityBytes: the most limits.max_identity_bytes allows; beyond
+	// it max_jobs stops bounding the job table's bytes in any useful way.
+	maxIdentityBytes = 64 << 10
 )
 
 // durationKeys are the keys holding a duration, in the order of the
 // configuration table.
-var durationKeys = []string{"window", "evaluation_interval", "settle_delay", "job_idle_timeout", "sample_join_tolerance", "identity_ttl", "emit_timeout"}
+var durationKeys = []string{"window", "evaluation_interval", "settle_delay", "job_idle_timeout", "sample_join_tolerance", "identity_ttl", "emit_timeout", "max_future_skew", "emitted_memory_ttl"}
 
 // limitKeys are the integer limits.
-var limitKeys = []string{"max_jobs", "max_ranks_per_job", "max_events_per_rank"}
+var limitKeys = []string{"max_jobs", "max_ranks_per_job", "max_events_per_rank", "max_identity_bytes", "max_emitted_jobs"}
 
 // Unmarshal decodes the configuration after checking the values the
 // decoder would silently turn into something else than what was written:
@@ -117,6 +123,10 @@ func (cfg *Config) validateRanges() []error {
 	}
 	atLeast("identity_ttl", cfg.IdentityTTL, minIdentityTTL)
 	atLeast("emit_timeout", cfg.EmitTimeout, minEmitTimeout)
+	atLeast("max_future_skew", cfg.MaxFutureSkew, minMaxFutureSkew)
+	// A memory shorter than job_idle_timeout forgets a job's results
+	// before the job itself is forgotten.
+	atLeast("emitted_memory_ttl", cfg.EmittedMemoryTTL, max(cfg.JobIdleTimeout, minJobIdleTimeout))
 	for _, l := range []struct {
 		field string
 		n     int
@@ -124,10 +134,14 @@ func (cfg *Config) validateRanges() []error {
 		{"limits.max_jobs", cfg.Limits.MaxJobs},
 		{"limits.max_ranks_per_job", cfg.Limits.MaxRanksPerJob},
 		{"limits.max_events_per_rank", cfg.Limits.MaxEventsPerRank},
+		{"limits.max_emitted_jobs", cfg.Limits.MaxEmittedJobs},
 	} {
 		if l.n < 1 {
 			errs = append(errs, fmt.Errorf("%s must be an integer in [1, %d], got %d", l.field, int64(math.MaxInt64), l.n))
 		}
+	}
+	if n := cfg.Limits.MaxIdentityBytes; n < 1 || n > maxIdentityBytes {
+		errs = append(errs, fmt.Errorf("limits.max_identity_bytes must be an integer in [1, %d], got %d", maxIdentityBytes, n))
 	}
 	// Without a name for either, no metric point ever forms a sample.
 	if len(cfg.Metrics.DeviceUsed) == 0 {

@@ -104,6 +104,9 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		tb.Shutdown()
 		return nil, err
 	}
+	st := store.New(cfg.storeConfig())
+	ic := cfg.ingestConfig()
+	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
 	c := &core{
 		cfg:      cfg,
 		attrCfg:  attrCfg,
@@ -111,8 +114,8 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		logger:   set.Logger,
 		clock:    clk,
 		tel:      tel,
-		conv:     ingest.NewConverter(cfg.ingestConfig(), clk.now),
-		store:    store.New(cfg.storeConfig()),
+		conv:     ingest.NewConverter(ic, clk.now),
+		store:    st,
 		skips:    skipLog{logger: set.Logger, now: clk.now},
 		results:  newResultMetrics(),
 		ids:      output.NewRandomIDSource(),
@@ -304,6 +307,8 @@ func skipOf(err error) ingest.Skip {
 		return ingest.Skip{Reason: ingest.SkipOverLimit, Detail: err.Error()}
 	case errors.Is(err, store.ErrStale):
 		return ingest.Skip{Reason: ingest.SkipStale, Detail: err.Error()}
+	case errors.Is(err, store.ErrDuplicate):
+		return ingest.Skip{Reason: ingest.SkipDuplicate, Detail: err.Error()}
 	}
 	return ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: err.Error()}
 }

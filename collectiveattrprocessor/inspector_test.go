@@ -166,20 +166,21 @@ func TestInspectorNoCrossJob(t *testing.T) {
 	ts := now.Truncate(time.Second).UnixNano()
 
 	// job-a rank 0 is pid 1000 on node-0; job-b rank 0 is pid 2000 there.
-	sample := func(job string, pid int64) string {
-		return strings.Replace(stormlogLine(job, 0, 2, ts, "sample", gib), `"pid":1000`, `"pid":`+itoa(pid), 1)
+	sample := func(job string, pid int64, at int64) string {
+		return strings.Replace(stormlogLine(job, 0, 2, at, "sample", gib), `"pid":1000`, `"pid":`+itoa(pid), 1)
 	}
 	record := func(pid int64, at int64) string {
 		return strings.Replace(inspectorLine(0, 2, 1, at, at), `"pid":1000`, `"pid":`+itoa(pid), 1)
 	}
-	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{sample("job-a", 1000), sample("job-b", 2000)})))
+	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{sample("job-a", 1000, ts), sample("job-b", 2000, ts)})))
 	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{record(2000, ts+int64(time.Second)), record(2000, ts+2*int64(time.Second))})))
 	assert.Equal(t, 1, jobEvents(p.core, "job-a"))
 	assert.Equal(t, 3, jobEvents(p.core, "job-b"))
 
-	// job-a goes silent; past the TTL job-b's rank reports pid 1000.
+	// job-a goes silent; past the TTL job-b's rank reports pid 1000 (in a
+	// sample of its own: an identical one would be a duplicate).
 	*now = now.Add(2 * time.Minute)
-	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{sample("job-b", 1000)})))
+	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{sample("job-b", 1000, ts+int64(500*time.Millisecond))})))
 	require.NoError(t, p.ConsumeLogs(ctx, stormlogLogs([]string{record(1000, ts+3*int64(time.Second))})))
 	assert.Equal(t, 1, jobEvents(p.core, "job-a"), "job-a never gets a record")
 	assert.Equal(t, 5, jobEvents(p.core, "job-b"), "its second sample and the record")

@@ -38,6 +38,7 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipUnjoinable,
 	ingest.SkipDuplicate,
 	ingest.SkipOrphaned,
+	ingest.SkipFuture,
 }
 
 const numReasons = len(skipReasons)

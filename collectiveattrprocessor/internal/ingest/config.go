@@ -99,10 +99,21 @@ type Config struct {
 	// When full, new devices are not learned until mappings expire.
 	MaxIdentityMappings int
 	// MaxFutureSkew is how far ahead of the wall clock an item's timestamp may
-	// be before it is rejected as invalid_value (default 1h).
+	// be before it is skipped as future (default 1m).
 	MaxFutureSkew time.Duration
 	// Inspector configures NCCL Inspector records (InspectorConfig).
 	Inspector InspectorConfig
+	// MaxIdentityBytes bounds the length of an identity string (job id,
+	// host, opaque device id, stormlog session id; default 256). An item
+	// with a longer one is skipped as invalid_value before anything of it
+	// is interned or buffered, so that the bytes held per job, series and
+	// mapping are bounded along with their counts.
+	MaxIdentityBytes int
+	// AdmitsJob reports whether data of a job may be kept (nil: every
+	// job): the store's job limit, asked before a job id is interned or a
+	// join buffer made for it. An item of a job it refuses is skipped as
+	// over_limit.
+	AdmitsJob func(job string) bool
 }
 
 const (
@@ -112,7 +123,13 @@ const (
 	defaultMaxPendingRows      = 256
 	defaultMaxSeries           = 1 << 16
 	defaultMaxIdentityMappings = 1 << 16
-	defaultMaxFutureSkew       = time.Hour
+	// DefaultMaxFutureSkew: NTP keeps hosts within milliseconds; a minute
+	// covers a badly synchronised node without letting one bad clock move a
+	// job's event time far ahead of the others.
+	DefaultMaxFutureSkew = time.Minute
+	// DefaultMaxIdentityBytes: SLURM, Kubernetes and UUID identities are
+	// well under 100 bytes; a DNS name is at most 253.
+	DefaultMaxIdentityBytes = 256
 )
 
 func (cfg Config) withDefaults() Config {
@@ -135,7 +152,10 @@ func (cfg Config) withDefaults() Config {
 		cfg.MaxIdentityMappings = defaultMaxIdentityMappings
 	}
 	if cfg.MaxFutureSkew <= 0 {
-		cfg.MaxFutureSkew = defaultMaxFutureSkew
+		cfg.MaxFutureSkew = DefaultMaxFutureSkew
+	}
+	if cfg.MaxIdentityBytes <= 0 {
+		cfg.MaxIdentityBytes = DefaultMaxIdentityBytes
 	}
 	cfg.Inspector = cfg.Inspector.withDefaults()
 	return cfg

@@ -399,11 +399,18 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
 		return SkipInvalidValue, detail
 	}
+	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
+		return SkipInvalidValue, detail
+	}
 	if id.hasRank {
 		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
 		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {
 			*id = m.id // the same identity, its strings interned
 			return "", ""
+		}
+		// A memoised identity was admitted; the store still checks it.
+		if !c.admits(id.job) {
+			return overJobLimit.Reason, overJobLimit.Detail
 		}
 		id.job = c.names.intern(id.job)
 		id.host = c.names.intern(id.host)
@@ -432,6 +439,9 @@ type idMemoEntry struct {
 	learnedNs int64
 	valid     bool
 }
+
+// futureSkip is the skip of an item past futureLimit.
+var futureSkip = Skip{Reason: SkipFuture, Detail: "timestamp is more than max_future_skew ahead of the collector's clock"}
 
 // futureLimit is the newest acceptable item timestamp.
 func (c *Converter) futureLimit(nowNs int64) int64 { return nowNs + int64(c.cfg.MaxFutureSkew) }

@@ -299,3 +299,22 @@ func TestHardwareSemconvDeviceJoinsByHwID(t *testing.T) {
 		})
 	}
 }
+
+// TestJobLimitIsCheckedBeforeAnythingIsKept (issue 16 item 5): an item of a
+// job the store has no room for is skipped as over_limit before its job id
+// is interned or a join buffer is made for it.
+func TestJobLimitIsCheckedBeforeAnythingIsKept(t *testing.T) {
+	c, _ := newTestConverter(Config{AdmitsJob: func(job string) bool { return job == "kept" }})
+	ts := testNow.UnixNano()
+	batch := func(job string) pmetric.Metrics {
+		return gaugeBatch(map[string]any{"training.job.id": job, "training.rank": int64(0)}, used(ts, 2<<30), reserved(ts, 1<<30))
+	}
+	got := convertMetrics(t, c, batch("refused"))
+	assert.Equal(t, []SkipReason{SkipOverLimit, SkipOverLimit}, got.reasons())
+	assert.Zero(t, c.Stats().Series)
+	_, interned := c.names.m["refused"]
+	assert.False(t, interned)
+	got = convertMetrics(t, c, batch("kept"))
+	assert.Empty(t, got.reasons())
+	assert.Equal(t, 1, c.Stats().Series)
+}

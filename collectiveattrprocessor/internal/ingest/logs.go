@@ -49,7 +49,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					continue
 				}
 				if ev.TimestampNs > c.futureLimit(nowNs) {
-					skip(Skip{Reason: SkipInvalidValue, Detail: "stormlog record timestamp_ns is too far in the future"})
+					skip(futureSkip)
 					continue
 				}
 				job := ev.JobID
@@ -63,7 +63,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					}
 					job = c.attributeJob(lr.Attributes())
 				}
-				c.emitStormlog(ev, job, nowNs, emit)
+				c.emitStormlog(ev, job, nowNs, emit, skip)
 			}
 		}
 	}
@@ -75,10 +75,18 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 
 const maxKeptJSONBuf = 1 << 20
 
-func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record)) {
+func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record), skip func(Skip)) {
 	host := ev.Host
 	if host == "unknown" {
 		host = ""
+	}
+	if detail := c.identityTooLong(job, host, ev.SessionID); detail != "" {
+		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+		return
+	}
+	if !c.admits(job) {
+		skip(overJobLimit)
+		return
 	}
 	c.idGen++
 	c.idIsRes = false

@@ -99,7 +99,7 @@ func TestConvertLogsFutureTimestamp(t *testing.T) {
 	ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr(line)
 	got := convertLogs(t, c, ld)
 	assert.Empty(t, got.records)
-	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
+	assert.Equal(t, []SkipReason{SkipFuture}, got.reasons())
 }
 
 func TestVersionLexeme(t *testing.T) {

@@ -154,8 +154,12 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			bytes *= unit.scale
 		}
 		ts := int64(dp.Timestamp())
-		if ts <= 0 || ts > limit {
-			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing or too far in the future"})
+		if ts <= 0 {
+			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing"})
+			continue
+		}
+		if ts > limit {
+			skip(futureSkip)
 			continue
 		}
 		s := resSeries

@@ -235,7 +235,7 @@ func TestConvertMetricsInProcess(t *testing.T) {
 		SkipInvalidValue, // NaN
 		SkipInvalidValue, // negative
 		SkipInvalidValue, // 2^60 bytes
-		SkipInvalidValue, // future
+		SkipFuture,       // future
 		SkipInvalidValue, // rank 2 of world 2
 		SkipInvalidValue, // rank "one"
 		SkipNoIdentity,   // nothing to identify

@@ -68,8 +68,12 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					continue
 				}
 				start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
-				if start <= 0 || end < start || end > c.futureLimit(nowNs) {
-					skip(Skip{Reason: SkipInvalidValue, Detail: "span start/end is missing, reversed or too far in the future"})
+				if end > c.futureLimit(nowNs) {
+					skip(futureSkip)
+					continue
+				}
+				if start <= 0 || end < start {
+					skip(Skip{Reason: SkipInvalidValue, Detail: "span start/end is missing or reversed"})
 					continue
 				}
 				if !resStarted {
@@ -222,8 +226,12 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 			continue
 		}
 		ts := int64(ev.Timestamp())
-		if ts <= 0 || ts > c.futureLimit(nowNs) {
-			skip(Skip{Reason: SkipInvalidValue, Detail: "span event timestamp is missing or too far in the future"})
+		if ts > c.futureLimit(nowNs) {
+			skip(futureSkip)
+			continue
+		}
+		if ts <= 0 {
+			skip(Skip{Reason: SkipInvalidValue, Detail: "span event timestamp is missing"})
 			continue
 		}
 		c.markerTimes = append(c.markerTimes, ts)

@@ -120,6 +120,9 @@ const (
 	// ...) that left the join buffer with no device-used point of its rank
 	// within sample_join_tolerance: it never took part in a sample.
 	SkipOrphaned SkipReason = "orphaned"
+	// SkipFuture is an item whose timestamp is more than max_future_skew
+	// ahead of the wall clock: a clock error, kept out of the window.
+	SkipFuture SkipReason = "future"
 )
 
 // Skip is one skipped item with a human-readable detail for the rate-limited log.

@@ -9,6 +9,10 @@ import (
 // is before the job's newest event time minus the window.
 var ErrStale = errors.New("event time is older than the job's newest event minus window")
 
+// ErrDuplicate is the error of an item identical to one its rank buffers:
+// a retried or replayed batch.
+var ErrDuplicate = errors.New("identical to an item already buffered for this rank (a retry or replay); the first one is kept")
+
 // LimitError is the error of data refused because a count limit is
 // reached; Limit is the configuration key.
 type LimitError struct {
@@ -33,10 +37,11 @@ const (
 	rejectStale rejection = iota
 	rejectJobLimit
 	rejectRankLimit
+	rejectDuplicate
 	numRejections
 )
 
-var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit}
+var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit, ErrDuplicate}
 
 // Bound is a buffer bound that evicts entries.
 type Bound uint8

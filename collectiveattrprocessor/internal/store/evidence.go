@@ -22,10 +22,6 @@ type evidenceRank struct {
 	markers timedRing[evidenceMarker]
 	// accounting holds one series per communicator, in first-seen order.
 	accounting []accountingSeries
-	// stepEmitted and stepEmittedEndNs are rankBuffer's emitted marks for
-	// persistent steps (emittedMark).
-	stepEmitted      bool
-	stepEmittedEndNs int64
 }
 
 type evidenceMarker struct {
@@ -239,16 +235,4 @@ func (j *Job) collective(comm string, seq int64, md map[string]any) int32 {
 		}
 	}
 	return i
-}
-
-// emittedMark is where Claim records what left for r's rank. An evidence
-// persistent step has marks of its own: it may begin inside a transient
-// spike already emitted (the collective whose first use connects NCCL's
-// buffers spikes too), and is a different result, not that spike grown.
-func (rb *rankBuffer) emittedMark(r *attribution.Result) (emitted *bool, endNs *int64) {
-	if r.Kind == attribution.KindPersistent {
-		ev := rb.evidence()
-		return &ev.stepEmitted, &ev.stepEmittedEndNs
-	}
-	return &rb.emitted, &rb.emittedEndNs
 }

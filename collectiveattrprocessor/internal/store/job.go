@@ -16,9 +16,11 @@ type Job struct {
 	// length (nil for a rank not tracked): ranks are small and dense (0 to
 	// world size - 1), and the hot path looks one up per run of records.
 	byRank []*rankBuffer
-	// newestNs is the newest event time seen for the job: the window and the
-	// settle delay are measured from it.
+	// newestNs is the job's event time: the window and the settle delay
+	// are measured from it. It is the second-newest of the ranks' newest
+	// times (watermark.go), so that one rank cannot move it ahead.
 	newestNs int64
+	wm       watermark
 	// lastSeen is the wall-clock time of the job's latest accepted record.
 	lastSeen time.Time
 	// dirty says the job received data since it was last swept.

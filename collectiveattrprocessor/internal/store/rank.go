@@ -79,15 +79,13 @@ type rankBuffer struct {
 	// window's cutoff is not past it, trim has nothing to do.
 	frontNs int64
 
+	// newestNs is the newest event time the rank received (MinInt64:
+	// none); the job's event time is made of its ranks' (watermark.go).
+	newestNs int64
+
 	// worldSize is the largest declared world size (0: none declared).
 	worldSize int64
 	host      string
-
-	// emittedEndNs is the end of the latest interval emitted for this rank
-	// (valid when emitted): a later result starting at or before it is the
-	// same interval, grown by new data, and is not emitted again.
-	emittedEndNs int64
-	emitted      bool
 }
 
 // sessionIndex returns the index of session in the rank's session table,

@@ -107,6 +107,9 @@ type timedRing[A any] struct {
 	head, n    int
 	disordered bool
 	lastNs     int64 // the time pushed last
+	// maxNs is the newest time pushed since the ring was last empty: no
+	// entry is newer, so a duplicate check of a newer time reads nothing.
+	maxNs int64
 }
 
 func (r *timedRing[A]) len() int { return r.n }
@@ -133,10 +136,11 @@ func (r *timedRing[A]) frontNs() int64 { return r.ts[r.head] }
 func (r *timedRing[A]) push(ts int64, aux A, maxCap int) {
 	if r.n == 0 {
 		r.disordered = false
+		r.maxNs = ts
 	} else if ts < r.lastNs {
 		r.disordered = true
 	}
-	r.lastNs = ts
+	r.lastNs, r.maxNs = ts, max(r.maxNs, ts)
 	if r.n == len(r.ts) {
 		r.grow(maxCap)
 	}

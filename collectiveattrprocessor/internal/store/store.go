@@ -34,6 +34,11 @@ type Config struct {
 	// Evidence buffers what evidence mode reads: marker intervals with
 	// their collective identity, and NCCL's memory accounting.
 	Evidence bool
+	// EmittedMemoryTTL and MaxEmittedJobs bound the emitted memory
+	// (emitted.go): how long after a forgotten job last received data, and
+	// for how many jobs, what it emitted is remembered.
+	EmittedMemoryTTL time.Duration
+	MaxEmittedJobs   int
 }
 
 // Store is the per-job, per-rank buffer store.
@@ -43,6 +48,8 @@ type Store struct {
 	ranks  int
 	events int
 	tally  Tally
+	// emitted is what each job emitted, by job id; it outlives the jobs.
+	emitted map[string]*EmittedJob
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
 	// leaves jobs.
@@ -55,9 +62,21 @@ type lastRank struct {
 	rb   *rankBuffer
 }
 
+// The emitted memory's bounds when Config leaves them zero.
+const (
+	defaultEmittedMemoryTTL = time.Hour
+	defaultMaxEmittedJobs   = 1000
+)
+
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, jobs: map[string]*Job{}}
+	if cfg.EmittedMemoryTTL <= 0 {
+		cfg.EmittedMemoryTTL = defaultEmittedMemoryTTL
+	}
+	if cfg.MaxEmittedJobs <= 0 {
+		cfg.MaxEmittedJobs = defaultMaxEmittedJobs
+	}
+	return &Store{cfg: cfg, jobs: map[string]*Job{}, emitted: map[string]*EmittedJob{}}
 }
 
 // Take returns what the store did since the last Take, and starts counting
@@ -70,6 +89,16 @@ func (s *Store) Take() Tally {
 
 // Sizes are the tracked jobs and ranks and the buffered entries.
 func (s *Store) Sizes() (jobs, ranks, events int) { return len(s.jobs), s.ranks, s.events }
+
+// AdmitsJob reports whether data of job id may be buffered: the job is
+// tracked, or there is room for one more under MaxJobs. The converter asks
+// it before keeping anything of an item.
+func (s *Store) AdmitsJob(id string) bool {
+	if j := s.last.job; j != nil && j.id == id {
+		return true
+	}
+	return len(s.jobs) < s.cfg.MaxJobs || s.jobs[id] != nil
+}
 
 // Job returns a tracked job, nil when it is not tracked.
 func (s *Store) Job(id string) *Job { return s.jobs[id] }
@@ -99,10 +128,14 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
+	if rb.duplicateRecord(rec) {
+		s.reject(rejectDuplicate)
+		return false
+	}
 
 	// The window moves before the push, so that making room on a full rank
 	// drops what the record pushes out of the window first.
-	job.newestNs = max(job.newestNs, ts)
+	job.advance(rb, ts)
 	added := 0
 	switch rec.Kind {
 	case ingest.KindMarker:
@@ -128,6 +161,12 @@ func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
 	if rb == nil {
 		return
+	}
+	if dup := duplicateSpans(rb, run.Spans[first:]); dup > 0 {
+		s.tally.rejected[rejectDuplicate] += int64(dup)
+		if first += dup; first == len(run.Spans) {
+			return
+		}
 	}
 	spans := run.Spans[first:]
 	markers, oldest, newest := 0, int64(math.MaxInt64), job.newestNs
@@ -165,6 +204,12 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	if rb == nil {
 		return first
 	}
+	if dup := duplicateSamples(rb, run.Samples[first:], run.JobID); dup > 0 {
+		s.tally.rejected[rejectDuplicate] += int64(dup)
+		if first += dup; first == len(run.Samples) {
+			return first
+		}
+	}
 	samples := run.Samples[first:]
 	// Metrics carry no stormlog session: the job id stands in, which is also
 	// the session of phase spans from traces, so that those spans resolve
@@ -176,7 +221,7 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 		// (None is stale: they are in time order, and the first was not.)
 		for i := range samples {
 			p := &samples[i]
-			job.newestNs = max(job.newestNs, p.TimestampNs)
+			job.advance(rb, p.TimestampNs)
 			s.makeRoom(job, rb)
 			pushSamplePoint(rb, p, session, maxCap)
 			s.added(job, rb, 1, p.TimestampNs)
@@ -220,7 +265,7 @@ func (s *Store) firstRanked(jobID string, rank int64, n int, tsOf func(int) int6
 // times from oldestNs to newestNs) pushed at once: the job's newest time
 // moves before the lazy trim, as it does per record.
 func (s *Store) addedRun(job *Job, rb *rankBuffer, records, entries int, oldestNs, newestNs int64) {
-	job.newestNs = max(job.newestNs, newestNs)
+	job.advance(rb, newestNs)
 	s.events += entries
 	job.events += entries
 	s.tally.Buffered += int64(records)
@@ -267,22 +312,25 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 			s.reject(rejectJobLimit)
 			return nil, nil
 		}
-		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64}
+		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
 		s.jobs[jobID] = job
 	}
-	if ts < job.cutoffNs(s.cfg.Window) {
+	rb := job.rank(rank)
+	// A new rank is judged against the job's event time only once two
+	// ranks make it: while one rank does, that rank's clock alone would
+	// refuse every other rank (watermark.go).
+	if ts < job.cutoffNs(s.cfg.Window) && (rb != nil || job.wm.ranksWithTime >= 2) {
 		s.reject(rejectStale)
 		s.forgetIfEmpty(job)
 		return nil, nil
 	}
-	rb := job.rank(rank)
 	if rb == nil {
 		if len(job.ranks) >= s.cfg.MaxRanksPerJob {
 			s.reject(rejectRankLimit)
 			s.forgetIfEmpty(job)
 			return nil, nil
 		}
-		rb = &rankBuffer{}
+		rb = &rankBuffer{newestNs: math.MinInt64}
 		job.addRank(rank, rb)
 		s.ranks++
 	}

@@ -83,18 +83,21 @@ func TestAddRefusals(t *testing.T) {
 		{
 			name: "stale samples of a run are refused up to the first in the window",
 			add: func(s *Store) {
+				// Two ranks make the job's event time (watermark.go).
 				s.AddSampleRun(sampleRun("j", 0, 200*sec), wall)
+				s.AddSampleRun(sampleRun("j", 2, 200*sec), wall)
 				s.AddSampleRun(sampleRun("j", 1, 100*sec, 130*sec, 150*sec, 201*sec), wall)
 			},
-			want: map[error]int64{ErrStale: 2}, buffered: 3, jobs: 1, events: 3,
+			want: map[error]int64{ErrStale: 2}, buffered: 4, jobs: 1, events: 4,
 		},
 		{
 			name: "a stale record of a new job leaves no job",
 			add: func(s *Store) {
 				s.AddSampleRun(sampleRun("j", 0, 200*sec), wall)
+				s.AddSampleRun(sampleRun("j", 2, 200*sec), wall)
 				s.AddSampleRun(sampleRun("j", 1, 10*sec), wall)
 			},
-			want: map[error]int64{ErrStale: 1}, buffered: 1, jobs: 1, events: 1,
+			want: map[error]int64{ErrStale: 1}, buffered: 2, jobs: 1, events: 2,
 		},
 		{
 			name: "only the stale times of a marker span are refused",
@@ -231,7 +234,8 @@ func TestSnapshotMatchesRows(t *testing.T) {
 						ts -= int64(rng.IntN(30)) * sec / 10
 					}
 					rec := stormlogRecord("j", r, ts, ingest.StormlogSample, []string{"s1", "s2"}[i/120])
-					rec.Event.DeviceUsedBytes = telemetry.Int(int64(1+rng.IntN(9)) << 20)
+					// Distinct records: identical ones are one (a duplicate).
+					rec.Event.DeviceUsedBytes = telemetry.Int(int64(1+rng.IntN(9))<<20 + i)
 					if i%50 < 40 {
 						rec.Event.DeviceTotalBytes = telemetry.Int(int64(16+i/50) << 30)
 					}

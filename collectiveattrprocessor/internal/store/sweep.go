@@ -37,6 +37,7 @@ func (s *Store) Sweep(now time.Time, idleTimeout time.Duration, final, evaluateD
 		}
 		job.dirty = false
 	}
+	s.expireEmitted(now)
 	slices.SortFunc(due, func(a, b Due) int { return strings.Compare(a.ID, b.ID) })
 	return due
 }
@@ -75,24 +76,29 @@ func (s *Store) PhaseSpansWaiting() int {
 // The identity of an emitted interval is (job, rank, its time range): once a
 // rank has emitted an interval ending at E, a later result of that rank that
 // starts at or before E is the same interval, grown or re-scored by newer
-// data (the reference merges touching intervals the same way), and is never
-// emitted again. A result is emitted when it has settled (the job's newest
-// event time is more than settleDelay past its end) or when its job is
-// finalised.
+// data (the reference merges touching intervals the same way), or replayed
+// after the job was forgotten, and is never emitted again (the emitted
+// memory outlives the job: emitted.go). An evidence-mode persistent step
+// has an identity of its own: it may begin inside a transient spike already
+// emitted (the collective whose first use connects NCCL's buffers spikes
+// too), and is a different result, not that spike grown. A result is
+// emitted when it has settled (the job's newest event time is more than
+// settleDelay past its end) or when its job is finalised.
 func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration, finalise bool) (host string, links []ingest.SpanRef, ok bool) {
 	rb := job.ranks[r.Rank]
 	if rb == nil {
 		return "", nil, false
 	}
-	emitted, emittedEndNs := rb.emittedMark(r)
-	if *emitted && r.IntervalStartNs <= *emittedEndNs {
-		return "", nil, false
+	persistent := r.Kind == attribution.KindPersistent
+	if e := s.emitted[job.id]; e != nil {
+		if end, ok := e.emittedEnd(r.Rank, persistent); ok && r.IntervalStartNs <= end {
+			return "", nil, false
+		}
 	}
 	if !finalise && (job.newestNs-int64(settleDelay) <= r.EndNs()) {
 		return "", nil, false
 	}
-	*emitted = true
-	*emittedEndNs = max(*emittedEndNs, r.EndNs())
+	s.remember(job, r.Rank, persistent, r.EndNs())
 	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
 }
 

@@ -1,0 +1,29 @@
+package ingest
+
+import "strconv"
+
+// The identity checks run before anything of an item is kept: its strings
+// interned, a join buffer or device mapping made for it.
+
+// identityTooLong returns a skip detail when one of an item's identity
+// strings (job id, host, device or session id) is longer than
+// MaxIdentityBytes, "" otherwise. It runs before the strings are interned
+// or the item buffered: a flood of new, huge job ids must cost nothing
+// beyond the request that carried them.
+func (c *Converter) identityTooLong(ids ...string) string {
+	for _, s := range ids {
+		if len(s) > c.cfg.MaxIdentityBytes {
+			return "an identity string (job id, host, device or session id) is " + strconv.Itoa(len(s)) +
+				" bytes, longer than limits.max_identity_bytes (" + strconv.Itoa(c.cfg.MaxIdentityBytes) + ")"
+		}
+	}
+	return ""
+}
+
+// overJobLimit is the skip of an item whose job the store has no room for.
+var overJobLimit = Skip{Reason: SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"}
+
+// admits reports whether the store has room for data of job.
+func (c *Converter) admits(job string) bool {
+	return c.cfg.AdmitsJob == nil || c.cfg.AdmitsJob(job)
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+)
+
+// Ingestion is idempotent for identical items: a sample, a marker span or a
+// stormlog record identical to one its rank still buffers (same time, same
+// content) is refused as ErrDuplicate, so that a client's retry of a batch
+// the processor already buffered (the downstream refused it after it was
+// buffered), or a replay, counts once. An item that left the buffer (out
+// of the window or evicted) cannot be recognised; a replay of that is
+// stale, or, for a job forgotten since, kept from emitting again by the
+// emitted memory (emitted.go).
+
+// holds reports whether the ring holds an entry at ts for which match(i)
+// holds (i: the entry's index, oldest first). The search reads no entry
+// when ts is after every time pushed (the common case), searches in time
+// order, and reads every entry only on a ring that received times out of
+// order.
+func (r *timedRing[A]) holds(ts int64, match func(int) bool) bool {
+	if r.n == 0 || ts > r.maxNs {
+		return false
+	}
+	i := 0
+	if !r.disordered {
+		i = r.older(ts)
+	}
+	for ; i < r.n; i++ {
+		t := r.at(i)
+		if t == ts && match(i) {
+			return true
+		}
+		if t > ts && !r.disordered {
+			return false
+		}
+	}
+	return false
+}
+
+// holdsSample reports whether rb buffers a sample at ts with this gap,
+// device total (<= 0: unknown) and session.
+func (rb *rankBuffer) holdsSample(ts, gap, total int64, session uint32) bool {
+	total = max(total, 0)
+	c := &rb.samples
+	return c.holds(ts, func(i int) bool {
+		return *c.auxAt(i) == gap && c.totalAt(i) == total && c.sessionAt(i) == session
+	})
+}
+
+// holdsSpan reports whether rb buffers a marker at ts of span ref (a zero
+// ref: a marker of no span, from a stormlog record of session).
+func (rb *rankBuffer) holdsSpan(ts int64, ref ingest.SpanRef, session uint32) bool {
+	return rb.markers.holds(ts, func(i int) bool {
+		got, ok := rb.markers.ref(i)
+		if ref == (ingest.SpanRef{}) {
+			return !ok && rb.markers.auxAt(i).session == session
+		}
+		return ok && got == ref
+	})
+}
+
+// duplicateSamples returns how many samples from the front of samples
+// (in time order) rb already buffers: a resent run is skipped as a whole,
+// an overlapping one up to where it goes beyond what was buffered.
+func duplicateSamples(rb *rankBuffer, samples []ingest.SamplePoint, session string) int {
+	for i := range samples {
+		p := &samples[i]
+		total := int64(0)
+		if p.Has&ingest.HasDeviceTotal != 0 {
+			total = p.DeviceTotal
+		}
+		if !rb.holdsSample(p.TimestampNs, attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), total, rb.existingSession(session)) {
+			return i
+		}
+	}
+	return len(samples)
+}
+
+// duplicateSpans returns how many marker spans from the front of spans rb
+// already buffers (a span is buffered when its first marker is).
+func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
+	for i := range spans {
+		if !rb.holdsSpan(spans[i].TimesNs[0], spans[i].Ref, 0) {
+			return i
+		}
+	}
+	return len(spans)
+}
+
+// duplicateRecord reports whether rb already buffers what rec would add:
+// its marker span, or its stormlog sample or collective marker.
+func (rb *rankBuffer) duplicateRecord(rec *ingest.Record) bool {
+	switch rec.Kind {
+	case ingest.KindMarker:
+		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)
+	case ingest.KindStormlog:
+		e := &rec.Event
+		switch {
+		case rec.Stormlog&ingest.StormlogSample != 0:
+			total := int64(0)
+			if e.DeviceTotalBytes.Valid {
+				total = e.DeviceTotalBytes.Value
+			}
+			gap := attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
+			return rb.holdsSample(e.TimestampNs, gap, total, rb.existingSession(e.SessionID))
+		case rec.Stormlog&ingest.StormlogMarker != 0:
+			return rb.holdsSpan(e.TimestampNs, ingest.SpanRef{}, rb.existingSession(e.SessionID))
+		}
+	}
+	return false
+}
+
+// existingSession is the index of session in the rank's table, or one
+// past the table when it is not there (no entry has it).
+func (rb *rankBuffer) existingSession(session string) uint32 {
+	for i := len(rb.sessions) - 1; i >= 0; i-- {
+		if rb.sessions[i] == session {
+			return uint32(i)
+		}
+	}
+	return uint32(len(rb.sessions))
+}
