@@ -25,6 +25,9 @@ type Job struct {
 	dirty bool
 	// events is the number of buffered entries over all ranks.
 	events int
+	// unsaved says the job changed (data, an emitted result) since its
+	// last checkpoint.
+	unsaved bool
 }
 
 // ID is the job id.

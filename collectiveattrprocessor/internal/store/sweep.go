@@ -91,6 +91,7 @@ func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration
 		return "", nil, false
 	}
 	rb.emitted = true
+	job.unsaved = true
 	rb.emittedEndNs = max(rb.emittedEndNs, r.EndNs())
 	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
 }
