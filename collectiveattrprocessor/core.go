@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -64,6 +66,12 @@ type core struct {
 	ids     output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
+	// id is the component's: the storage client is the component's.
+	id component.ID
+	// ckpt keeps the jobs in the storage extension (nil without storage:
+	// or before Start); ckptFailures counts what it could not do.
+	ckpt         *checkpointer
+	ckptFailures metric.Int64Counter
 	// emitDeadline bounds the wait for the downstream over the whole
 	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
 	emitDeadline time.Time
@@ -95,6 +103,11 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		tb.Shutdown()
 		return nil, err
 	}
+	ckptFailures, err := newCheckpointCounter(set.TelemetrySettings)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
 	c := &core{
 		cfg:     cfg,
 		attrCfg: attrCfg,
@@ -108,6 +121,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		ids:     output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
+	c.id, c.ckptFailures = set.ID, ckptFailures
 	cfg.logWarnings(set.Logger)
 	return c, nil
 }
@@ -166,13 +180,21 @@ func (c *core) currentSinks() (t consumer.Traces, m consumer.Metrics, lc consume
 	return t, m, lc
 }
 
-// start launches the evaluation loop once, whichever processor starts first.
-// The loop has its own context: the one passed to Start ends with Start.
-func (c *core) start(ctx context.Context) {
+// start restores the jobs from the storage extension, if one is
+// configured, and launches the evaluation loop, once, whichever processor
+// starts first. The loop has its own context: the one passed to Start ends
+// with Start.
+func (c *core) start(ctx context.Context, host component.Host) error {
 	c.lifeMu.Lock()
 	defer c.lifeMu.Unlock()
 	if c.started {
-		return
+		return nil
+	}
+	c.evalMu.Lock()
+	err := c.openStorage(ctx, host)
+	c.evalMu.Unlock()
+	if err != nil {
+		return err
 	}
 	c.started = true
 	c.tel.recordLimits(ctx, c.cfg.Limits)
@@ -180,12 +202,19 @@ func (c *core) start(ctx context.Context) {
 	c.cancel = cancel
 	c.done = make(chan struct{})
 	go c.run(runCtx)
+	return nil
 }
 
 func (c *core) run(ctx context.Context) {
 	defer close(c.done)
 	ticks, stop := c.clock.newTicker(c.cfg.EvaluationInterval)
 	defer stop()
+	var checkpoints <-chan time.Time
+	if c.ckpt != nil {
+		var stopCheckpoints func()
+		checkpoints, stopCheckpoints = c.clock.newTicker(c.cfg.CheckpointInterval)
+		defer stopCheckpoints()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -193,6 +222,10 @@ func (c *core) run(ctx context.Context) {
 		case <-ticks:
 			// Errors are logged and counted inside; nobody waits for them.
 			_ = c.evaluate(ctx, false)
+		case <-checkpoints:
+			c.evalMu.Lock()
+			c.checkpoint(ctx)
+			c.evalMu.Unlock()
 		}
 	}
 }
@@ -219,6 +252,7 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 			c.cancel = nil
 		}
 		c.lifeMu.Unlock()
+		c.closeStorage(ctx)
 		c.emitter.stop()
 		c.tel.tb.Shutdown()
 	}

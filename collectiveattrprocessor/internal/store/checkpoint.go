@@ -68,6 +68,14 @@ func (s *Store) Unsaved() []*Job {
 	return jobs
 }
 
+// MarkUnsaved counts job id as changed since its last checkpoint, so that
+// the next one writes it (after a checkpoint that failed to be stored).
+func (s *Store) MarkUnsaved(id string) {
+	if job := s.jobs[id]; job != nil {
+		job.unsaved = true
+	}
+}
+
 // AppendCheckpoint appends the checkpoint of job to dst and counts the job
 // as saved.
 func (s *Store) AppendCheckpoint(dst []byte, job *Job) []byte {

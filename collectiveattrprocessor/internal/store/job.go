@@ -33,6 +33,9 @@ type Job struct {
 // ID is the job id.
 func (j *Job) ID() string { return j.id }
 
+// Events is the number of buffered entries over all ranks.
+func (j *Job) Events() int { return j.events }
+
 // rank returns the buffer of rank r, nil when it has none.
 func (j *Job) rank(r int64) *rankBuffer {
 	if uint64(r) < uint64(len(j.byRank)) {
