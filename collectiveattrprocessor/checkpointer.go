@@ -43,6 +43,8 @@ type checkpointer struct {
 	// saved are the job keys the storage holds (as last written to its
 	// index), by job id.
 	saved map[string]string
+	// sizes are the jobs' last checkpoint sizes, by job id.
+	sizes map[string]int
 	// failures counts checkpoints not restored or not written, by
 	// operation (restore, write): a storage fault or a corrupt or
 	// incompatible checkpoint is never fatal.
@@ -78,7 +80,7 @@ func (c *core) openStorage(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return fmt.Errorf("storage: extension %q: %w", c.cfg.Storage, err)
 	}
-	c.ckpt = &checkpointer{client: client, saved: map[string]string{}, failures: c.ckptFailures, logger: c.logger}
+	c.ckpt = &checkpointer{client: client, saved: map[string]string{}, sizes: map[string]int{}, failures: c.ckptFailures, logger: c.logger}
 	c.restore(ctx)
 	return nil
 }
@@ -154,7 +156,12 @@ func (c *core) checkpoint(ctx context.Context) {
 	c.mu.Lock()
 	for _, job := range c.store.Unsaved() {
 		key := jobKey(job.ID())
-		ops = append(ops, storage.SetOperation(key, c.store.AppendCheckpoint(nil, job)))
+		// Sized from the job's previous checkpoint: growing a buffer of
+		// megabytes from nothing costs more than encoding into it.
+		last := cp.sizes[job.ID()]
+		data := c.store.AppendCheckpoint(make([]byte, 0, last+last/8+512), job)
+		cp.sizes[job.ID()] = len(data)
+		ops = append(ops, storage.SetOperation(key, data))
 		written = append(written, job.ID())
 		cp.saved[job.ID()] = key
 	}
@@ -171,6 +178,7 @@ func (c *core) checkpoint(ctx context.Context) {
 	for _, id := range gone {
 		ops = append(ops, storage.DeleteOperation(cp.saved[id]))
 		delete(cp.saved, id)
+		delete(cp.sizes, id)
 	}
 	ops = append(ops, storage.SetOperation(indexKey, cp.index()))
 	if err := cp.client.Batch(ctx, ops...); err != nil {

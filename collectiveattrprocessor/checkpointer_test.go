@@ -91,6 +91,7 @@ func storageConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Emit = EmitOnJobEnd
 	cfg.Storage = &storageID
+	cfg.JobIdleTimeout = time.Second
 	return cfg
 }
 
@@ -158,12 +159,38 @@ func TestRestartResumesTheJob(t *testing.T) {
 	after, afterSink := startWithStorage(t, storageConfig(), st, nopSettings())
 	assert.Equal(t, 1, jobsTracked(after.core), "the job is restored")
 	require.NoError(t, after.ConsumeLogs(context.Background(), stormlogLogs(rest)))
+	// The job ends: idle for job_idle_timeout, it is finalised.
+	time.Sleep(after.core.cfg.JobIdleTimeout + 100*time.Millisecond)
+	require.NoError(t, after.core.evaluate(context.Background(), false))
 	require.NoError(t, after.Shutdown(context.Background()))
 	assert.Equal(t, want, resultKeys(t, afterSink))
 	assert.Equal(t, []string{indexKey}, sortedKeys(st.values), "the finalised job left the storage")
 	idx, err := parseIndex(st.values[indexKey])
 	require.NoError(t, err)
 	assert.Empty(t, idx)
+}
+
+// TestShutdownKeepsJobsInStorage: with storage, Shutdown does not finalise
+// the jobs (a rolling update resumes them): it checkpoints them, and the
+// next start restores them.
+func TestShutdownKeepsJobsInStorage(t *testing.T) {
+	const s = int64(time.Second)
+	base := (time.Now().UnixNano()/s - 120) * s
+	job := jobTraffic{job: "kept", ranks: 2, stepNs: s / 10, spikes: []int64{base + 2*s}}
+	st := &memStorage{values: map[string][]byte{}}
+	p, sink := startWithStorage(t, storageConfig(), st, nopSettings())
+	require.NoError(t, p.ConsumeLogs(context.Background(), stormlogLogs(job.lines(base, base+4*s))))
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Empty(t, resultKeys(t, sink), "nothing is finalised at shutdown")
+	require.Contains(t, st.values, jobKey("kept"))
+
+	q, qSink := startWithStorage(t, storageConfig(), st, nopSettings())
+	assert.Equal(t, 1, jobsTracked(q.core))
+	time.Sleep(q.core.cfg.JobIdleTimeout + 100*time.Millisecond)
+	require.NoError(t, q.core.evaluate(context.Background(), false))
+	require.NoError(t, q.Shutdown(context.Background()))
+	assert.Len(t, resultKeys(t, qSink), 2, "the restored job is finalised once idle")
+	assert.NotContains(t, st.values, jobKey("kept"))
 }
 
 func createDefaultConfigOnJobEnd() *Config {

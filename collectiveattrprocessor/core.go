@@ -240,8 +240,13 @@ func (c *core) run(ctx context.Context) {
 // processor's Shutdown (the collector's own shutdown context has no
 // deadline). What is not delivered by then is dropped and counted
 // (emit_failures, reason shutdown); that is not an error of Shutdown.
+//
+// With storage, jobs outlive the process: Shutdown runs an ordinary round
+// (idle jobs are still finalised) and the last checkpoint keeps the rest,
+// which the next start restores, so a rolling update resumes every job
+// where it stood instead of cutting it in two.
 func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
-	err := c.evaluate(ctx, true)
+	err := c.evaluate(ctx, c.ckpt == nil)
 	c.flushEmitter(ctx)
 	c.unregister(l)
 	if c.factory.release(c) {

@@ -39,7 +39,7 @@ processors:
   collectiveattr:
     emit: on_job_end
     evaluation_interval: 500ms
-    job_idle_timeout: 60s
+    job_idle_timeout: 3s
 %sexporters:
   file/logs:
     path: %s
@@ -120,46 +120,61 @@ func attributionResults(t *testing.T, path string) []string {
 
 // TestKillAndRestartKeepsTheWindows: with emit: on_job_end, a collector killed with
 // SIGKILL mid-job (after a checkpoint) and restarted on the same file storage emits,
-// once the job ends, exactly the results of an uninterrupted run. Without storage the
-// same kill loses the results of the first half of the job (issue 16 item 6).
+// once the job ends, exactly the results of an uninterrupted run; so does one stopped
+// with SIGTERM (a rolling update), whose shutdown keeps the job in the storage instead
+// of finalising it. Without storage the kill loses the results of the first half of
+// the job (issue 16 item 6).
 func TestKillAndRestartKeepsTheWindows(t *testing.T) {
 	collectorBinary(t)
 	dir := t.TempDir()
 	job := persistedJob{t0: time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)}
 
-	run := func(name string, storage bool, kill bool) (before, after []string) {
+	// run sends the job's first half, interrupts the collector ("kill", "term" or
+	// none), restarts it on the same storage, sends the second half and lets the job
+	// end (job_idle_timeout); it returns the results written before and after.
+	run := func(name string, storage bool, interrupt string) (before, after []string) {
 		storageDir := ""
 		if storage {
 			storageDir = filepath.Join(dir, name+"-storage")
 			require.NoError(t, os.MkdirAll(storageDir, 0o755))
 		}
 		ports := freePorts(t, 2)
-		out1 := filepath.Join(dir, name+"-1.json")
+		out1, out2 := filepath.Join(dir, name+"-1.json"), filepath.Join(dir, name+"-2.json")
 		c := startCollector(t, persistenceConfig(t, dir, storageDir, ports[0], ports[1], out1), nil, ports[0])
 		postLogs(t, ports[1], job.part(0))
 		postLogs(t, ports[1], job.part(1))
-		if kill {
+		out := out1
+		if interrupt != "" {
 			time.Sleep(2500 * time.Millisecond) // more than checkpoint_interval
-			c.kill()
+			if interrupt == "kill" {
+				c.kill()
+			} else {
+				c.stop()
+			}
 			ports = freePorts(t, 2)
-			c = startCollector(t, persistenceConfig(t, dir, storageDir, ports[0], ports[1], filepath.Join(dir, name+"-2.json")), nil, ports[0])
+			c = startCollector(t, persistenceConfig(t, dir, storageDir, ports[0], ports[1], out2), nil, ports[0])
+			out = out2
 		}
 		postLogs(t, ports[1], job.part(2))
 		postLogs(t, ports[1], job.part(3))
-		c.stop() // the job ends: its results are emitted
-		if kill {
-			return attributionResults(t, out1), attributionResults(t, filepath.Join(dir, name+"-2.json"))
+		time.Sleep(5 * time.Second) // job_idle_timeout and an evaluation: the job ends
+		c.stop()
+		if interrupt == "" {
+			return nil, attributionResults(t, out1)
 		}
-		return nil, attributionResults(t, out1)
+		return attributionResults(t, out1), attributionResults(t, out)
 	}
 
-	_, want := run("uninterrupted", false, false)
+	_, want := run("uninterrupted", false, "")
 	require.Len(t, want, 32, "8 spikes on 4 ranks")
-	before, got := run("restarted", true, true)
+	before, killed := run("killed", true, "kill")
 	assert.Empty(t, before, "on_job_end emits nothing before the job ends")
-	assert.Equal(t, want, got, "results after kill -9 and restart on the same storage")
-	_, lost := run("no-storage", false, true)
-	t.Logf("results: uninterrupted %d, killed and restarted with storage %d (equal: %v), without storage %d",
-		len(want), len(got), slices.Equal(want, got), len(lost))
+	assert.Equal(t, want, killed, "results after kill -9 and restart on the same storage")
+	before, stopped := run("stopped", true, "term")
+	assert.Empty(t, before, "with storage, shutdown keeps the job instead of finalising it")
+	assert.Equal(t, want, stopped, "results after SIGTERM and restart on the same storage")
+	_, lost := run("no-storage", false, "kill")
+	t.Logf("results: uninterrupted %d; with storage, killed and restarted %d (equal: %v), stopped and restarted %d (equal: %v); killed without storage %d",
+		len(want), len(killed), slices.Equal(want, killed), len(stopped), slices.Equal(want, stopped), len(lost))
 	assert.Less(t, len(lost), len(want), "without storage the kill loses results")
 }

@@ -12,7 +12,8 @@ import (
 // A checkpoint is one job's buffered state as bytes, for a storage
 // extension to keep across a restart (docs and layout: README.md,
 // Checkpoints). It starts with checkpointMagic and the format version, then
-// holds a sequence of sections, each a tag, a length and a body: the job
+// holds a sequence of sections, each a tag (uvarint), a length (4 bytes,
+// little endian) and a body: the job
 // section, then one rank section per rank, whose body is itself a sequence
 // of sections, one per column group of the rank.
 //

@@ -28,20 +28,15 @@ func (w *ckptWriter) bool(v bool) {
 	}
 }
 
-// section writes tag, then what body writes, prefixed by its length.
+// section writes tag, then the length of what body writes as 4 bytes
+// (little endian), then that: a fixed-size length is filled in once the body
+// is written, where a varint would have to move the body.
 func (w *ckptWriter) section(tag uint64, body func(w *ckptWriter)) {
 	w.uvarint(tag)
-	// The length is written after the body: reserve its largest size and
-	// move the body back over what the length does not use.
 	at := len(w.b)
-	w.b = append(w.b, make([]byte, binary.MaxVarintLen64)...)
+	w.b = append(w.b, 0, 0, 0, 0)
 	body(w)
-	n := len(w.b) - at - binary.MaxVarintLen64
-	var lb [binary.MaxVarintLen64]byte
-	k := binary.PutUvarint(lb[:], uint64(n))
-	copy(w.b[at:], lb[:k])
-	copy(w.b[at+k:], w.b[at+binary.MaxVarintLen64:])
-	w.b = w.b[:at+k+n]
+	binary.LittleEndian.PutUint32(w.b[at:], uint32(len(w.b)-at-4))
 }
 
 // ckptReader reads what ckptWriter wrote. The first error sticks: every
@@ -121,7 +116,11 @@ func (r *ckptReader) section() (tag uint64, body *ckptReader, ok bool) {
 		return 0, nil, false
 	}
 	tag = r.uvarint()
-	p := r.raw(r.count(1))
+	var n uint32
+	if lb := r.raw(4); lb != nil {
+		n = binary.LittleEndian.Uint32(lb)
+	}
+	p := r.raw(int(n))
 	if r.err != nil {
 		return 0, nil, false
 	}
