@@ -75,6 +75,13 @@ type Config struct {
 	NCCLInspector    InspectorConfig `mapstructure:"nccl_inspector"`
 	Metrics          MetricsConfig   `mapstructure:"metrics"`
 	PhaseSpanNames   []string        `mapstructure:"phase_span_names"`
+	// Storage is the ID of a storage extension (file_storage, say) the
+	// jobs' buffers and emitted intervals are checkpointed to and restored
+	// from at start; nil keeps them in memory only.
+	Storage *component.ID `mapstructure:"storage"`
+	// CheckpointInterval is how often the jobs that changed are written to
+	// the storage: at most this much of a job's data is lost by a crash.
+	CheckpointInterval time.Duration `mapstructure:"checkpoint_interval"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -182,7 +189,8 @@ func createDefaultConfig() component.Config {
 			AllocatorInactive:  names.AllocatorInactive,
 			DeviceReserved:     names.DeviceReserved,
 		},
-		PhaseSpanNames: []string{},
+		PhaseSpanNames:     []string{},
+		CheckpointInterval: 10 * time.Second,
 	}
 }
 
@@ -193,7 +201,7 @@ func (cfg *Config) Validate() error {
 	if _, err := attribution.ResolveConfig(cfg.Preset, cfg.Overrides); err != nil {
 		return err
 	}
-	errs := cfg.validateRanges()
+	errs := append(cfg.validateRanges(), cfg.validateStorage()...)
 	if err := cfg.validateMode(); err != nil {
 		errs = append(errs, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
+var fileStorageWindows = component.MustNewIDWithName("file_storage", "windows")
+
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
@@ -47,7 +49,9 @@ func TestLoadConfig(t *testing.T) {
 			AllocatorActive: []string{"active"}, AllocatorInactive: []string{"inactive"},
 			DeviceReserved: []string{"driver.reserved"},
 		},
-		PhaseSpanNames: []string{"train", "optimizer"},
+		PhaseSpanNames:     []string{"train", "optimizer"},
+		Storage:            &fileStorageWindows,
+		CheckpointInterval: 3 * time.Second,
 	}
 
 	boolOverride := createDefaultConfig().(*Config)
@@ -97,6 +101,10 @@ func TestLoadConfig(t *testing.T) {
 		{name: "max_identity_bytes", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 0"},
 		{name: "max_identity_bytes_huge", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 1048576"},
 		{name: "max_emitted_jobs", wantErr: "limits.max_emitted_jobs must be an integer in [1, 9223372036854775807], got 0"},
+		{name: "checkpoint_interval_short", wantErr: "checkpoint_interval must be in [100ms, 1h0m0s], got 10ms"},
+		{name: "checkpoint_interval_long", wantErr: "checkpoint_interval must be in [100ms, 1h0m0s], got 2h0m0s"},
+		{name: "checkpoint_interval_bare", wantErr: "checkpoint_interval: 10 has no unit and would be read as nanoseconds; write the unit, e.g. 10s"},
+		{name: "storage_evidence", wantErr: "storage (file_storage) is not supported with mode: evidence"},
 		// Legal, as in the reference, but probably not meant: warned.
 		{name: "bool_override", want: boolOverride, wantWarning: "overrides.min_gap_bytes: true is taken as 1, as the reference (Python) takes a bool for an int; write the number"},
 		{name: "window_near_settle", want: nearSettle, wantWarning: "window (5s) < settle_delay (2s) + evaluation_interval (10s)"},

@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -69,6 +71,12 @@ type core struct {
 	ids       output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
+	// id is the component's: the storage client is the component's.
+	id component.ID
+	// ckpt keeps the jobs in the storage extension (nil without storage:
+	// or before Start); ckptFailures counts what it could not do.
+	ckpt         *checkpointer
+	ckptFailures metric.Int64Counter
 	// emitDeadline bounds the wait for the downstream over the whole
 	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
 	emitDeadline time.Time
@@ -107,6 +115,11 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	st := store.New(cfg.storeConfig())
 	ic := cfg.ingestConfig()
 	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
+	ckptFailures, err := newCheckpointCounter(set.TelemetrySettings)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
 	c := &core{
 		cfg:      cfg,
 		attrCfg:  attrCfg,
@@ -121,6 +134,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		ids:      output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
+	c.id, c.ckptFailures = set.ID, ckptFailures
 	cfg.logWarnings(set.Logger)
 	return c, nil
 }
@@ -179,13 +193,21 @@ func (c *core) currentSinks() (t consumer.Traces, m consumer.Metrics, lc consume
 	return t, m, lc
 }
 
-// start launches the evaluation loop once, whichever processor starts first.
-// The loop has its own context: the one passed to Start ends with Start.
-func (c *core) start(ctx context.Context) {
+// start restores the jobs from the storage extension, if one is
+// configured, and launches the evaluation loop, once, whichever processor
+// starts first. The loop has its own context: the one passed to Start ends
+// with Start.
+func (c *core) start(ctx context.Context, host component.Host) error {
 	c.lifeMu.Lock()
 	defer c.lifeMu.Unlock()
 	if c.started {
-		return
+		return nil
+	}
+	c.evalMu.Lock()
+	err := c.openStorage(ctx, host)
+	c.evalMu.Unlock()
+	if err != nil {
+		return err
 	}
 	c.started = true
 	c.tel.recordLimits(ctx, c.cfg.Limits)
@@ -193,12 +215,19 @@ func (c *core) start(ctx context.Context) {
 	c.cancel = cancel
 	c.done = make(chan struct{})
 	go c.run(runCtx)
+	return nil
 }
 
 func (c *core) run(ctx context.Context) {
 	defer close(c.done)
 	ticks, stop := c.clock.newTicker(c.cfg.EvaluationInterval)
 	defer stop()
+	var checkpoints <-chan time.Time
+	if c.ckpt != nil {
+		var stopCheckpoints func()
+		checkpoints, stopCheckpoints = c.clock.newTicker(c.cfg.CheckpointInterval)
+		defer stopCheckpoints()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,6 +235,10 @@ func (c *core) run(ctx context.Context) {
 		case <-ticks:
 			// Errors are logged and counted inside; nobody waits for them.
 			_ = c.evaluate(ctx, false)
+		case <-checkpoints:
+			c.evalMu.Lock()
+			c.checkpoint(ctx)
+			c.evalMu.Unlock()
 		}
 	}
 }
@@ -220,8 +253,13 @@ func (c *core) run(ctx context.Context) {
 // processor's Shutdown (the collector's own shutdown context has no
 // deadline). What is not delivered by then is dropped and counted
 // (emit_failures, reason shutdown); that is not an error of Shutdown.
+//
+// With storage, jobs outlive the process: Shutdown runs an ordinary round
+// (idle jobs are still finalised) and the last checkpoint keeps the rest,
+// which the next start restores, so a rolling update resumes every job
+// where it stood instead of cutting it in two.
 func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
-	err := c.evaluate(ctx, true)
+	err := c.evaluate(ctx, c.ckpt == nil)
 	c.flushEmitter(ctx)
 	c.unregister(l)
 	if c.factory.release(c) {
@@ -232,6 +270,7 @@ func (c *core) shutdownSignal(ctx context.Context, l *lifecycle) error {
 			c.cancel = nil
 		}
 		c.lifeMu.Unlock()
+		c.closeStorage(ctx)
 		c.emitter.stop()
 		c.tel.tb.Shutdown()
 	}

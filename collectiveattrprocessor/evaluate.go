@@ -71,6 +71,11 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	// Emission call site: hands the round's batches to c.emitter, never
 	// waits for the downstream.
 	c.emit(ctx, items, hidden, now, forget)
+	if len(forget) > 0 {
+		// A finalised job leaves the storage with its results, so that a
+		// restart does not finalise and emit it again.
+		c.checkpoint(ctx)
+	}
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
 	c.tel.phaseSpansWaiting.Store(int64(c.store.PhaseSpansWaiting()))

@@ -41,9 +41,8 @@ type lifecycle struct {
 	logs    consumer.Logs
 }
 
-func (l *lifecycle) start(ctx context.Context, _ component.Host) error {
-	l.core.start(ctx)
-	return nil
+func (l *lifecycle) start(ctx context.Context, host component.Host) error {
+	return l.core.start(ctx, host)
 }
 
 func (l *lifecycle) shutdown(ctx context.Context) error {

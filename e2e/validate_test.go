@@ -63,7 +63,7 @@ func isCollectorConfig(b []byte) bool {
 func TestValidateExampleConfigs(t *testing.T) {
 	collectorBinary(t)
 	configs := collectorConfigs(t)
-	for _, want := range []string{"examples/demo/config.yaml", "examples/inprocess/config.yaml", "examples/dcgm/config.yaml", "examples/stormlog-filelog/config.yaml", "examples/phase-spans/config.yaml"} {
+	for _, want := range []string{"examples/demo/config.yaml", "examples/inprocess/config.yaml", "examples/dcgm/config.yaml", "examples/stormlog-filelog/config.yaml", "examples/phase-spans/config.yaml", "examples/persistence/config.yaml"} {
 		assert.Contains(t, configs, want)
 	}
 	dir := t.TempDir()

@@ -34,7 +34,9 @@ func scenarios() []scenario {
 		{name: "node-local", values: map[string]any{}},
 		{name: "node-local-no-dcgm", values: map[string]any{"dcgm": map[string]any{"enabled": false}}},
 		{name: "node-local-nccl-inspector", values: map[string]any{"ncclInspector": map[string]any{"enabled": true}}},
+		{name: "node-local-persistence", values: map[string]any{"persistence": map[string]any{"enabled": true}}},
 		{name: "multi-node-k8s", values: map[string]any{"mode": "multiNode"}},
+		{name: "multi-node-persistence", values: map[string]any{"mode": "multiNode", "persistence": map[string]any{"enabled": true, "hostPath": ""}}},
 		{name: "multi-node-dns", values: map[string]any{
 			"mode":    "multiNode",
 			"gateway": map[string]any{"resolver": "dns", "replicas": 3},

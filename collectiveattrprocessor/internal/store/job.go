@@ -30,10 +30,16 @@ type Job struct {
 	// collectives interns the collective identities of evidence mode's
 	// markers (nil in the reference mode).
 	collectives *collectiveTable
+	// unsaved says the job changed (data, an emitted result) since its
+	// last checkpoint.
+	unsaved bool
 }
 
 // ID is the job id.
 func (j *Job) ID() string { return j.id }
+
+// Events is the number of buffered entries over all ranks.
+func (j *Job) Events() int { return j.events }
 
 // rank returns the buffer of rank r, nil when it has none.
 func (j *Job) rank(r int64) *rankBuffer {

@@ -366,6 +366,7 @@ func (s *Store) noteRank(job *Job, rb *rankBuffer, worldSize int64, host string,
 	}
 	job.lastSeen = now
 	job.dirty = true
+	job.unsaved = true
 }
 
 func (s *Store) evicted(job *Job, b Bound, n int) {

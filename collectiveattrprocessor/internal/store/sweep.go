@@ -99,6 +99,7 @@ func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration
 		return "", nil, false
 	}
 	s.remember(job, r.Rank, persistent, r.EndNs())
+	job.unsaved = true
 	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
 }
 

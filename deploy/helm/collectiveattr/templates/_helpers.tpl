@@ -85,3 +85,28 @@ prometheus.io/port: {{ .Values.prometheusExporter.port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
+
+{{/*
+The persistence volume and its mount (persistence.enabled): a hostPath, or an
+emptyDir when persistence.hostPath is empty.
+*/}}
+{{- define "collectiveattr.persistenceVolume" -}}
+- name: persistence
+  {{- if .Values.persistence.hostPath }}
+  hostPath:
+    path: {{ .Values.persistence.hostPath }}
+    type: DirectoryOrCreate
+  {{- else }}
+  emptyDir: {}
+  {{- end }}
+{{- end }}
+
+{{- define "collectiveattr.persistenceMount" -}}
+- name: persistence
+  mountPath: /var/lib/collectiveattr
+{{- end }}
+
+{{- define "collectiveattr.persistenceEnv" -}}
+- name: CHECKPOINT_INTERVAL
+  value: {{ .Values.persistence.checkpointInterval | quote }}
+{{- end }}
