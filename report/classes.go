@@ -1,16 +1,19 @@
 package report
 
-import "slices"
+import (
+	"slices"
 
-// Classifications the page colours, strongest first. collective_confirmed is
-// evidence mode's (NCCL's accounting covers the spike); any other value is
-// drawn in the neutral colour under its own name.
-var knownClasses = []string{
-	"collective_confirmed",
-	"collective_confident",
-	"collective_likely",
-	"collective_suspect",
-}
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// knownClasses are the classifications the page colours, strongest first
+// (attribution's one list, reversed); any other value is drawn in the
+// neutral colour under its own name.
+var knownClasses = func() []string {
+	c := attribution.Classifications()
+	slices.Reverse(c)
+	return c
+}()
 
 // classRank orders classifications for "strongest": known ones by
 // strength, unknown ones below all.
