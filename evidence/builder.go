@@ -109,7 +109,7 @@ func (b *Builder) Add(e *telemetry.Event) {
 	md := e.Metadata
 	if isAccountingType(e.EventType) {
 		comm, okC := md[KeyCommID].(string)
-		total, okT := intOf(md[KeyMemoryTotal])
+		total, okT := MetadataInt(md[KeyMemoryTotal])
 		if !okC || !okT || total < 0 {
 			b.Skipped++
 			return
@@ -118,13 +118,13 @@ func (b *Builder) Add(e *telemetry.Event) {
 		return
 	}
 	comm, hasComm := md[KeyCommID].(string)
-	seq, hasSeq := intOf(md[KeySeq])
+	seq, hasSeq := MetadataInt(md[KeySeq])
 	if !(hasComm && hasSeq) && !attribution.IsMarker(e) {
 		b.Skipped++
 		return
 	}
 	m := Marker{StartNs: e.TimestampNs, EndNs: e.TimestampNs, Collective: NoCollective}
-	if d, ok := intOf(md[KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
+	if d, ok := MetadataInt(md[KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
 		m.EndNs = e.TimestampNs + d
 	}
 	if v, ok := md[KeyTimeApproximate].(bool); ok && v {
@@ -212,17 +212,17 @@ func (b *Builder) collective(comm string, seq int64, md map[string]any) int32 {
 		b.collIndex[key] = i
 	}
 	c := &b.collectives[i]
-	if v, ok := intOf(md[KeyMessageBytes]); ok && v > c.MessageBytes {
+	if v, ok := MetadataInt(md[KeyMessageBytes]); ok && v > c.MessageBytes {
 		c.MessageBytes = v
 	}
-	if v, ok := intOf(md[KeyCommNRanks]); ok && v > c.NRanks {
+	if v, ok := MetadataInt(md[KeyCommNRanks]); ok && v > c.NRanks {
 		c.NRanks = v
 	}
 	if c.Ranks == nil {
 		if list, ok := md[KeyCommRanks].([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))
 			for _, x := range list {
-				if r, ok := intOf(x); ok {
+				if r, ok := MetadataInt(x); ok {
 					ranks = append(ranks, r)
 				}
 			}
@@ -302,9 +302,11 @@ func permute[T any](v []T, order []int32) []T {
 	return out
 }
 
-// intOf reads an integral metadata value: a JSON integer (json.Number), a Go
-// integer, or a float with an integral value.
-func intOf(v any) (int64, bool) {
+// MetadataInt reads an integral metadata value: a JSON integer
+// (json.Number), a Go integer, or a float with an integral value. The
+// processor's store reads marker metadata with it too, so both read the
+// same records alike.
+func MetadataInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {

@@ -126,7 +126,7 @@ func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Recor
 		n++
 	} else if isAccountingType(e.EventType) {
 		if comm, ok := e.Metadata[evidence.KeyCommID].(string); ok {
-			if total, ok := metadataInt(e.Metadata[evidence.KeyMemoryTotal]); ok && total >= 0 {
+			if total, ok := evidence.MetadataInt(e.Metadata[evidence.KeyMemoryTotal]); ok && total >= 0 {
 				s.makeRoom(job, rb)
 				rb.evidence().series(comm).push(e.TimestampNs, total, maxCap)
 				n++
@@ -178,12 +178,12 @@ func isAccountingType(t string) bool {
 func (j *Job) markerOf(e *telemetry.Event, token bool) (evidenceMarker, bool) {
 	md := e.Metadata
 	comm, hasComm := md[evidence.KeyCommID].(string)
-	seq, hasSeq := metadataInt(md[evidence.KeySeq])
+	seq, hasSeq := evidence.MetadataInt(md[evidence.KeySeq])
 	if !(hasComm && hasSeq) && !token {
 		return evidenceMarker{}, false
 	}
 	mk := evidenceMarker{endNs: e.TimestampNs, collective: evidence.NoCollective}
-	if d, ok := metadataInt(md[evidence.KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
+	if d, ok := evidence.MetadataInt(md[evidence.KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
 		mk.endNs = e.TimestampNs + d
 	}
 	if v, ok := md[evidence.KeyTimeApproximate].(bool); ok && v {
@@ -216,17 +216,17 @@ func (j *Job) collective(comm string, seq int64, md map[string]any) int32 {
 			c.Op = op
 		}
 	}
-	if v, ok := metadataInt(md[evidence.KeyMessageBytes]); ok && v > c.MessageBytes {
+	if v, ok := evidence.MetadataInt(md[evidence.KeyMessageBytes]); ok && v > c.MessageBytes {
 		c.MessageBytes = v
 	}
-	if v, ok := metadataInt(md[evidence.KeyCommNRanks]); ok && v > c.NRanks {
+	if v, ok := evidence.MetadataInt(md[evidence.KeyCommNRanks]); ok && v > c.NRanks {
 		c.NRanks = v
 	}
 	if c.Ranks == nil {
 		if list, ok := md[evidence.KeyCommRanks].([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))
 			for _, x := range list {
-				if r, ok := metadataInt(x); ok {
+				if r, ok := evidence.MetadataInt(x); ok {
 					ranks = append(ranks, r)
 				}
 			}
