@@ -36,8 +36,7 @@ type Builder struct {
 	ranks       []rankBuild
 	rankIndex   map[int64]int32
 	lastRank    int32 // index of the rank of the previous record, -1 none
-	collectives []Collective
-	collIndex   map[collectiveKey]int32
+	collectives CollectiveTable
 	minTs       int64
 	maxWorld    int64
 	events      int
@@ -46,23 +45,6 @@ type Builder struct {
 	// report it.
 	Skipped int
 }
-
-// collectiveKey identifies one collective instance. The op is part of it
-// because NCCL numbers each collective type of a communicator on its own
-// counter (comm->seqNumber[func], the Inspector's coll_sn): an all_gather
-// and an all_reduce of one communicator share sequence numbers. A source
-// that numbers every op of a communicator on one counter gives the same
-// instances with or without the op. The two sides of a point-to-point
-// transfer are one instance: their ops differ (send on one member, recv on
-// the other), so both key as p2pKeyOp.
-type collectiveKey struct {
-	comm string
-	op   string
-	seq  int64
-}
-
-// p2pKeyOp is the op a send or a recv keys its instance with.
-const p2pKeyOp = "send/recv"
 
 type rankBuild struct {
 	rank       int64
@@ -78,7 +60,6 @@ type rankBuild struct {
 func NewBuilder() *Builder {
 	return &Builder{
 		rankIndex: map[int64]int32{},
-		collIndex: map[collectiveKey]int32{},
 		minTs:     math.MaxInt64,
 		lastRank:  -1,
 	}
@@ -131,7 +112,7 @@ func (b *Builder) Add(e *telemetry.Event) {
 		m.Approximate = true
 	}
 	if hasComm && hasSeq {
-		m.Collective = b.collective(comm, seq, md)
+		m.Collective = b.collectives.Intern(comm, seq, md)
 	}
 	rb := b.rank(e.Rank)
 	rb.markers = append(rb.markers, m)
@@ -196,49 +177,12 @@ func (rb *rankBuild) addAccounting(comm string, ts, total int64) {
 	a.Bytes = append(a.Bytes, total)
 }
 
-// collective returns the table index of (comm, op, seq), filling in what
-// this marker adds (size, members). A marker without nccl.op has op "".
-func (b *Builder) collective(comm string, seq int64, md map[string]any) int32 {
-	op, _ := md[KeyOp].(string)
-	keyOp := op
-	if op == "send" || op == "recv" {
-		keyOp = p2pKeyOp
-	}
-	key := collectiveKey{comm, keyOp, seq}
-	i, ok := b.collIndex[key]
-	if !ok {
-		b.collectives = append(b.collectives, Collective{CommID: comm, Seq: seq, Op: op})
-		i = int32(len(b.collectives) - 1)
-		b.collIndex[key] = i
-	}
-	c := &b.collectives[i]
-	if v, ok := MetadataInt(md[KeyMessageBytes]); ok && v > c.MessageBytes {
-		c.MessageBytes = v
-	}
-	if v, ok := MetadataInt(md[KeyCommNRanks]); ok && v > c.NRanks {
-		c.NRanks = v
-	}
-	if c.Ranks == nil {
-		if list, ok := md[KeyCommRanks].([]any); ok && len(list) > 0 {
-			ranks := make([]int64, 0, len(list))
-			for _, x := range list {
-				if r, ok := MetadataInt(x); ok {
-					ranks = append(ranks, r)
-				}
-			}
-			slices.Sort(ranks)
-			c.Ranks = slices.Compact(ranks)
-		}
-	}
-	return i
-}
-
 // Input returns the built input: ranks ascending, each rank's samples in
 // time order (ties in input order), markers by start, accounting series in
 // time order. Ranks without samples are kept (their markers still count as
 // members' markers). The Builder must not be used afterwards.
 func (b *Builder) Input() *Input {
-	in := &Input{Collectives: b.collectives, ExpectedWorldSize: b.maxWorld}
+	in := &Input{Collectives: b.collectives.List, ExpectedWorldSize: b.maxWorld}
 	if b.events > 0 {
 		in.TraceStartNs = max(0, b.minTs)
 	}

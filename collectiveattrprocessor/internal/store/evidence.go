@@ -2,7 +2,6 @@ package store
 
 import (
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -35,19 +34,6 @@ type evidenceMarker struct {
 type accountingSeries struct {
 	commID string
 	timedRing[int64]
-}
-
-// collectiveTable interns a job's collective identities, one entry per
-// (communicator, seq). Entries no buffered marker refers to are dropped
-// when a snapshot finds the table twice as large as what it uses.
-type collectiveTable struct {
-	index map[collectiveKey]int32
-	list  []evidence.Collective
-}
-
-type collectiveKey struct {
-	comm string
-	seq  int64
 }
 
 func (e *evidenceRank) len() int {
@@ -195,44 +181,11 @@ func (j *Job) markerOf(e *telemetry.Event, token bool) (evidenceMarker, bool) {
 	return mk, true
 }
 
-// collective returns the table index of (comm, seq), filling in what this
-// marker adds (op, size, members), as evidence.Builder does.
+// collective returns the index of the collective a marker's metadata
+// names in the job's table, as evidence.Builder keys it.
 func (j *Job) collective(comm string, seq int64, md map[string]any) int32 {
-	t := j.collectives
-	if t == nil {
-		t = &collectiveTable{index: map[collectiveKey]int32{}}
-		j.collectives = t
+	if j.collectives == nil {
+		j.collectives = &evidence.CollectiveTable{}
 	}
-	key := collectiveKey{comm, seq}
-	i, ok := t.index[key]
-	if !ok {
-		t.list = append(t.list, evidence.Collective{CommID: comm, Seq: seq})
-		i = int32(len(t.list) - 1)
-		t.index[key] = i
-	}
-	c := &t.list[i]
-	if c.Op == "" {
-		if op, ok := md[evidence.KeyOp].(string); ok {
-			c.Op = op
-		}
-	}
-	if v, ok := evidence.MetadataInt(md[evidence.KeyMessageBytes]); ok && v > c.MessageBytes {
-		c.MessageBytes = v
-	}
-	if v, ok := evidence.MetadataInt(md[evidence.KeyCommNRanks]); ok && v > c.NRanks {
-		c.NRanks = v
-	}
-	if c.Ranks == nil {
-		if list, ok := md[evidence.KeyCommRanks].([]any); ok && len(list) > 0 {
-			ranks := make([]int64, 0, len(list))
-			for _, x := range list {
-				if r, ok := evidence.MetadataInt(x); ok {
-					ranks = append(ranks, r)
-				}
-			}
-			slices.Sort(ranks)
-			c.Ranks = slices.Compact(ranks)
-		}
-	}
-	return i
+	return j.collectives.Intern(comm, seq, md)
 }

@@ -125,7 +125,7 @@ func TestCollectivesTableCompacted(t *testing.T) {
 		assert.Equal(t, int64(490+i), in.Collectives[m.Collective].Seq)
 	}
 	job := s.Job("j")
-	assert.LessOrEqual(t, len(job.collectives.list), 10)
+	assert.LessOrEqual(t, len(job.collectives.List), 10)
 	// The compacted table still interns: the same identity on another rank
 	// finds its entry.
 	require.True(t, s.AddRecord(evidenceMarkerRecord(1, 50*sec, "c1", 499, 10), wall))
@@ -143,4 +143,22 @@ func TestReferenceModeKeepsNoEvidence(t *testing.T) {
 	assert.Nil(t, job.collectives)
 	assert.Nil(t, job.rank(0).ev)
 	assert.Equal(t, 2, job.rank(0).others.len())
+}
+
+// TestCollectivesKeyedByOp: NCCL numbers each collective type of a
+// communicator on its own counter, so an all_reduce and an all_gather of one
+// communicator with the same seq are two collectives, while a send and its
+// peer's recv are one, as evidence.Builder keys them.
+func TestCollectivesKeyedByOp(t *testing.T) {
+	j := &Job{}
+	md := func(op string) map[string]any {
+		return map[string]any{evidence.KeyCommID: "c", evidence.KeySeq: json.Number("7"), evidence.KeyOp: op}
+	}
+	ar := j.collective("c", 7, md("all_reduce"))
+	ag := j.collective("c", 7, md("all_gather"))
+	send := j.collective("c", 7, md("send"))
+	recv := j.collective("c", 7, md("recv"))
+	assert.NotEqual(t, ar, ag, "all_reduce and all_gather of one seq are two collectives")
+	assert.Equal(t, send, recv, "a send and its recv are one")
+	assert.Equal(t, ar, j.collective("c", 7, md("all_reduce")))
 }

@@ -63,7 +63,7 @@ func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) Evi
 	es.ranks = es.ranks[:0]
 	var table []evidence.Collective
 	if job.collectives != nil {
-		table = job.collectives.list
+		table = job.collectives.List
 	}
 	es.remap = slices.Grow(es.remap[:0], len(table))[:len(table)]
 	for i := range es.remap {
@@ -243,25 +243,21 @@ func sortAccounting(a *evidence.AccountingSeries) {
 }
 
 // compactCollectives drops the table entries no buffered marker refers to
-// once they are most of it: a long job's (communicator, seq) identities
+// once they are most of it: a long job's collective identities
 // would otherwise grow with its length, not its window. remap maps each
 // used entry to its new index (-1: unused), as the snapshot numbered them.
 func (j *Job) compactCollectives(remap []int32, used int) {
 	t := j.collectives
-	if t == nil || len(t.list) <= 2*used+64 {
+	if t == nil || len(t.List) <= 2*used+64 {
 		return
 	}
 	kept := make([]evidence.Collective, used)
 	for old, nw := range remap {
 		if nw >= 0 {
-			kept[nw] = t.list[old]
+			kept[nw] = t.List[old]
 		}
 	}
-	clear(t.index)
-	for i, c := range kept {
-		t.index[collectiveKey{c.CommID, c.Seq}] = int32(i)
-	}
-	t.list = kept
+	t.Reset(kept)
 	for _, rb := range j.ranks {
 		if rb.ev == nil {
 			continue

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // Job is the buffered state of one job. Its methods are the store's: a Job
@@ -29,7 +31,7 @@ type Job struct {
 	events int
 	// collectives interns the collective identities of evidence mode's
 	// markers (nil in the reference mode).
-	collectives *collectiveTable
+	collectives *evidence.CollectiveTable
 	// unsaved says the job changed (data, an emitted result) since its
 	// last checkpoint.
 	unsaved bool

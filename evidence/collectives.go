@@ -1,0 +1,88 @@
+package evidence
+
+import "slices"
+
+// CollectiveTable interns collective instances, one entry per identity, and
+// fills each in from the markers that name it (op, size, members). The
+// Builder and the processor's buffers both key collectives with it, so the
+// CLI and the processor match markers alike.
+type CollectiveTable struct {
+	// List holds the collectives in first-seen order; an index returned by
+	// Intern points into it.
+	List  []Collective
+	index map[collectiveKey]int32
+}
+
+// collectiveKey identifies one collective instance. The op is part of it
+// because NCCL numbers each collective type of a communicator on its own
+// counter (comm->seqNumber[func], the Inspector's coll_sn): an all_gather
+// and an all_reduce of one communicator share sequence numbers. A source
+// that numbers every op of a communicator on one counter gives the same
+// instances with or without the op. The two sides of a point-to-point
+// transfer are one instance: their ops differ (send on one member, recv on
+// the other), so both key as p2pKeyOp.
+type collectiveKey struct {
+	comm string
+	op   string
+	seq  int64
+}
+
+// p2pKeyOp is the op a send or a recv keys its instance with.
+const p2pKeyOp = "send/recv"
+
+func keyOf(comm, op string, seq int64) collectiveKey {
+	if op == "send" || op == "recv" {
+		op = p2pKeyOp
+	}
+	return collectiveKey{comm, op, seq}
+}
+
+// Intern returns the index of the collective (comm, op, seq) that a
+// marker's metadata md names, adding it when new, and fills in what md
+// adds (size, members). A marker without nccl.op has op "".
+func (t *CollectiveTable) Intern(comm string, seq int64, md map[string]any) int32 {
+	if t.index == nil {
+		t.index = map[collectiveKey]int32{}
+	}
+	op, _ := md[KeyOp].(string)
+	key := keyOf(comm, op, seq)
+	i, ok := t.index[key]
+	if !ok {
+		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
+		i = int32(len(t.List) - 1)
+		t.index[key] = i
+	}
+	c := &t.List[i]
+	if v, ok := MetadataInt(md[KeyMessageBytes]); ok && v > c.MessageBytes {
+		c.MessageBytes = v
+	}
+	if v, ok := MetadataInt(md[KeyCommNRanks]); ok && v > c.NRanks {
+		c.NRanks = v
+	}
+	if c.Ranks == nil {
+		if list, ok := md[KeyCommRanks].([]any); ok && len(list) > 0 {
+			ranks := make([]int64, 0, len(list))
+			for _, x := range list {
+				if r, ok := MetadataInt(x); ok {
+					ranks = append(ranks, r)
+				}
+			}
+			slices.Sort(ranks)
+			c.Ranks = slices.Compact(ranks)
+		}
+	}
+	return i
+}
+
+// Reset replaces the table's entries with list (in that order, each
+// identity once), for a caller that drops entries no marker refers to.
+func (t *CollectiveTable) Reset(list []Collective) {
+	if t.index == nil {
+		t.index = map[collectiveKey]int32{}
+	}
+	clear(t.index)
+	for i, c := range list {
+		t.index[keyOf(c.CommID, c.Op, c.Seq)] = int32(i)
+	}
+	t.List = list
+}
