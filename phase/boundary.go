@@ -39,8 +39,12 @@ func ParseBoundary(e *telemetry.Event) (Boundary, bool) {
 	if e.EventType != EnterEvent && e.EventType != ExitEvent {
 		return b, false
 	}
-	scope, ok := e.Metadata["phase_scope"].(map[string]any)
-	if !ok || e.SessionID == "" {
+	if e.SessionID == "" {
+		return b, false
+	}
+	v, _ := e.MetadataLookup("phase_scope")
+	scope, ok := v.Value().(map[string]any)
+	if !ok {
 		return b, false
 	}
 	action, ok1 := scope["action"].(string)
