@@ -113,11 +113,13 @@ func collect(stream func(fn func([]Event) error) error) ([]Event, error) {
 
 const (
 	// blockBytes is the size of one JSON Lines block, the unit of parallel
-	// work: large enough to amortise the hand-offs, small enough that the
-	// blocks in flight stay a few MiB.
-	blockBytes = 1 << 20
+	// work: large enough to amortise the hand-offs (a few microseconds a
+	// block), small enough that the blocks in flight and their events stay
+	// in a few MiB of memory, which is touched for the first time (page
+	// faults, in the kernel) as often as it is large.
+	blockBytes = 256 << 10
 	// documentBatchBytes is the text of one batch of document elements.
-	documentBatchBytes = 1 << 20
+	documentBatchBytes = 256 << 10
 )
 
 // batch is one unit of decode work and its result.
