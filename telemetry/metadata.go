@@ -84,6 +84,81 @@ func (v MetadataValue) Value() any {
 	return x
 }
 
+// AsInt returns the value as IntValue reads it: an integer lexeme within
+// int64, a boolean (true is 1), or a Go integer.
+func (v MetadataValue) AsInt() (int64, bool) {
+	if v.text == "" {
+		return IntValue(v.built)
+	}
+	if n, ok := v.AsNumber(); ok {
+		return intLexeme(string(n))
+	}
+	b, ok := v.AsBool()
+	if b {
+		return 1, ok
+	}
+	return 0, ok
+}
+
+// IsNull reports whether the value is null (or absent: the zero
+// MetadataValue).
+func (v MetadataValue) IsNull() bool {
+	return (v.text == "" && v.built == nil) || v.text == "null"
+}
+
+// IsObject reports whether the value is an object (a map[string]any when
+// built).
+func (v MetadataValue) IsObject() bool {
+	if v.text == "" {
+		_, ok := v.built.(map[string]any)
+		return ok
+	}
+	return v.text[0] == '{'
+}
+
+// IsArray reports whether the value is an array (an []any when built).
+func (v MetadataValue) IsArray() bool {
+	if v.text == "" {
+		_, ok := v.built.([]any)
+		return ok
+	}
+	return v.text[0] == '['
+}
+
+// Members yields the members of an object value as
+// Event.MetadataMembers does; nothing for another value.
+func (v MetadataValue) Members() iter.Seq2[string, MetadataValue] {
+	return func(yield func(string, MetadataValue) bool) {
+		if v.text == "" {
+			m, _ := v.built.(map[string]any)
+			for k, x := range m {
+				if !yield(k, MetadataValue{built: x}) {
+					return
+				}
+			}
+			return
+		}
+		walkMembers(v.text, yield)
+	}
+}
+
+// Elements yields the elements of an array value in order; nothing for
+// another value.
+func (v MetadataValue) Elements() iter.Seq[MetadataValue] {
+	return func(yield func(MetadataValue) bool) {
+		if v.text == "" {
+			list, _ := v.built.([]any)
+			for _, x := range list {
+				if !yield(MetadataValue{built: x}) {
+					return
+				}
+			}
+			return
+		}
+		walkElements(v.text, yield)
+	}
+}
+
 // Built returns the value when it was built (Event.Metadata), false when
 // it is a streamed event's text.
 func (v MetadataValue) Built() (any, bool) { return v.built, v.text == "" }
@@ -298,6 +373,29 @@ func walkMembers(t string, yield func(string, MetadataValue) bool) {
 			return
 		}
 		i++
+	}
+}
+
+// walkElements yields the elements of the array text t in order.
+func walkElements(t string, yield func(MetadataValue) bool) {
+	i := skipSpace(t, 0)
+	if i >= len(t) || t[i] != '[' {
+		return
+	}
+	i = skipSpace(t, i+1)
+	if i < len(t) && t[i] == ']' {
+		return
+	}
+	for i < len(t) {
+		end := endOfValue(t, i)
+		if !yield(MetadataValue{text: t[i:end]}) {
+			return
+		}
+		i = skipSpace(t, end)
+		if i >= len(t) || t[i] != ',' {
+			return
+		}
+		i = skipSpace(t, i+1)
 	}
 }
 
