@@ -9,8 +9,8 @@ import (
 // An Event's metadata is held one of two ways: built (Event.Metadata, a map,
 // as code that constructs events sets it and DecodeRecord decodes it) or as
 // the object's JSON text, which Stream's decoders keep instead of building a
-// map per record: most consumers read a few top-level keys of a few records,
-// and building every map was a third of a stream's decoding time. The
+// map per record: consumers read a few top-level keys of a few records, and
+// a map per record costs more than decoding the rest of the record. The
 // methods below read either; consumers of streamed events must use them.
 
 // MetadataValue is one metadata value: a built value, or the JSON text of a
@@ -402,8 +402,10 @@ func walkElements(t string, yield func(MetadataValue) bool) {
 // anyTextString reports whether match holds for a string value (not an
 // object key) anywhere in the JSON text t.
 func anyTextString(t string, match func(string) bool) bool {
-	// afterColon: the next string is a value; inArray tracks what the
-	// innermost open bracket is.
+	// valueNext: the next string follows a ':' (a member's value); stack
+	// tells, per open bracket, whether it is an array (whose strings are
+	// all values). Deeper than stack tracks, every string is tested: a
+	// false match is confirmed on the map, a miss is not possible.
 	var stack [64]bool // true: array
 	depth := 0
 	valueNext := false
@@ -413,7 +415,7 @@ func anyTextString(t string, match func(string) bool) bool {
 			end := endOfString(t, i)
 			isValue := valueNext || (depth > 0 && depth <= len(stack) && stack[depth-1])
 			if depth > len(stack) {
-				isValue = true // deeper than tracked: test every string
+				isValue = true
 			}
 			if isValue {
 				if s, ok := (MetadataValue{text: t[i:end]}).AsString(); ok && match(s) {
