@@ -99,13 +99,14 @@ demo: $(OTELCOL_DEMO) cli
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-## bench-cli: `collectiveattr attribute` of BENCH_BASE against this tree's on one gpujobsim
-## file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS alternating runs each: wall time, peak RSS
+## bench-cli: `collectiveattr attribute` of BENCH_BASE (one commit or several, "8c9c5f4 1872e50")
+## against this tree's on one gpujobsim file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS
+## alternating runs each: wall time, CPU time, peak RSS
 BENCH_BASE   ?= 8c9c5f4
 BENCH_RANKS  ?= 64
 BENCH_ROUNDS ?= 5
 bench-cli:
-	BASE=$(BENCH_BASE) RANKS=$(BENCH_RANKS) ROUNDS=$(BENCH_ROUNDS) GO=$(GO) bash cmd/collectiveattr/bench-cli.sh
+	BASE="$(BENCH_BASE)" RANKS=$(BENCH_RANKS) ROUNDS=$(BENCH_ROUNDS) GO=$(GO) bash cmd/collectiveattr/bench-cli.sh
 
 ## fuzz: a short run of every Fuzz target (FUZZTIME each)
 fuzz:

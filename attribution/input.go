@@ -192,10 +192,12 @@ func (b *InputBuilder) newSeries(rank int64) int32 {
 }
 
 // markerCache answers IsMarker, remembering the verdict on each metadata map
-// it has scanned. Decoded streams share one map per distinct metadata text
+// it has scanned. Decoded events share one map per distinct metadata text
 // (telemetry.Decoder interns them) and generated or converted events often
-// share one map outright, so scanning metadata — the expensive part — happens
-// once per distinct map instead of once per event. Maps are compared by
+// share one map outright, so walking a map — the expensive part — happens
+// once per distinct map instead of once per event. A streamed event's
+// metadata text is scanned as it is: that costs less than a map lookup
+// would save. Maps are compared by
 // identity and must not be modified while the cache is in use. The keys
 // are pointers the garbage collector follows: a map of a streamed event
 // that its decoder has dropped stays allocated while cached, so its address
@@ -214,7 +216,8 @@ func (c *markerCache) isMarker(e *telemetry.Event) bool {
 		return true
 	}
 	if len(e.Metadata) == 0 {
-		return false
+		// A streamed event's metadata text, or none.
+		return e.HasMetadata() && e.AnyMetadataString(MatchesCollectiveToken)
 	}
 	key := reflect.ValueOf(e.Metadata).UnsafePointer()
 	if key == c.lastKey {

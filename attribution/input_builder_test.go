@@ -35,14 +35,21 @@ func streamedInput(t *testing.T, data []byte) (Input, int) {
 // TestInputBuilderMatchesBuildInputOracle: the builder fed a decoded stream
 // chunk by chunk gives what BuildInput as of 8c9c5f4 gives on all events at
 // once, on generated runs and on records with per-record metadata where
-// only some maps hold a marker token (the case address reuse would break).
+// only some hold a marker token (the case address reuse would break), some
+// only in a value a repeated key replaces, some only once an escape is
+// decoded.
 func TestInputBuilderMatchesBuildInputOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 19))
 	var distinct bytes.Buffer
 	for i := range 40000 {
 		meta := fmt.Sprintf(`{"seq":%d,"note":"plain"}`, i)
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(6) {
+		case 0, 1:
 			meta = fmt.Sprintf(`{"seq":%d,"op":"nccl:all_reduce"}`, i)
+		case 2: // the token's value is replaced by the key's second value
+			meta = fmt.Sprintf(`{"op":"nccl:all_reduce","seq":%d,"op":"plain"}`, i)
+		case 3:
+			meta = fmt.Sprintf(`{"op":"plain","k":{"x":["all\u005freduce"]},"seq":%d}`, i)
 		}
 		eventType := "sample"
 		if rng.IntN(4) == 0 {

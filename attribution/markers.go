@@ -119,7 +119,7 @@ func IsMarker(e *telemetry.Event) bool {
 	if e.HasContext && e.Context != "" && MatchesCollectiveToken(e.Context) {
 		return true
 	}
-	return len(e.Metadata) > 0 && anyStringMatches(e.Metadata)
+	return e.HasMetadata() && e.AnyMetadataString(MatchesCollectiveToken)
 }
 
 func anyStringMatches(v any) bool {

@@ -87,10 +87,10 @@ func (b *Builder) Add(e *telemetry.Event) {
 		rb.addSession(e.SessionID)
 		return
 	}
-	md := e.Metadata
+	md := readRecordMetadata(e)
 	if isAccountingType(e.EventType) {
-		comm, okC := md[KeyCommID].(string)
-		total, okT := MetadataInt(md[KeyMemoryTotal])
+		comm, okC := md.comm.AsString()
+		total, okT := metadataValueInt(md.total)
 		if !okC || !okT || total < 0 {
 			b.Skipped++
 			return
@@ -98,21 +98,21 @@ func (b *Builder) Add(e *telemetry.Event) {
 		b.rank(e.Rank).addAccounting(comm, e.TimestampNs, total)
 		return
 	}
-	comm, hasComm := md[KeyCommID].(string)
-	seq, hasSeq := MetadataInt(md[KeySeq])
+	comm, hasComm := md.comm.AsString()
+	seq, hasSeq := metadataValueInt(md.seq)
 	if !(hasComm && hasSeq) && !attribution.IsMarker(e) {
 		b.Skipped++
 		return
 	}
 	m := Marker{StartNs: e.TimestampNs, EndNs: e.TimestampNs, Collective: NoCollective}
-	if d, ok := MetadataInt(md[KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
+	if d, ok := metadataValueInt(md.duration); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
 		m.EndNs = e.TimestampNs + d
 	}
-	if v, ok := md[KeyTimeApproximate].(bool); ok && v {
+	if v, ok := md.approximate.AsBool(); ok && v {
 		m.Approximate = true
 	}
 	if hasComm && hasSeq {
-		m.Collective = b.collectives.Intern(comm, seq, md)
+		m.Collective = b.collectives.intern(comm, seq, md.collective)
 	}
 	rb := b.rank(e.Rank)
 	rb.markers = append(rb.markers, m)
@@ -168,6 +168,7 @@ func (rb *rankBuild) addAccounting(comm string, ts, total int64) {
 	}
 	i, ok := rb.acctIndex[comm]
 	if !ok {
+		comm = strings.Clone(comm) // see CollectiveTable.intern
 		rb.accounting = append(rb.accounting, AccountingSeries{CommID: comm})
 		i = int32(len(rb.accounting) - 1)
 		rb.acctIndex[comm] = i
@@ -253,12 +254,7 @@ func permute[T any](v []T, order []int32) []T {
 func MetadataInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i, true
-		}
-		if f, err := x.Float64(); err == nil {
-			return floatInt(f)
-		}
+		return numberInt(x)
 	case int64:
 		return x, true
 	case int:

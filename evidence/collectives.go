@@ -1,6 +1,9 @@
 package evidence
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // CollectiveTable interns collective instances, one entry per identity, and
 // fills each in from the markers that name it (op, size, members). The
@@ -41,26 +44,35 @@ func keyOf(comm, op string, seq int64) collectiveKey {
 // marker's metadata md names, adding it when new, and fills in what md
 // adds (size, members). A marker without nccl.op has op "".
 func (t *CollectiveTable) Intern(comm string, seq int64, md map[string]any) int32 {
+	return t.intern(comm, seq, collectiveMetadataOf(md))
+}
+
+// intern is Intern of the values read from a marker's metadata. The
+// strings it keeps are cloned: a streamed event's strings may share a
+// block of text with many others.
+func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) int32 {
 	if t.index == nil {
 		t.index = map[collectiveKey]int32{}
 	}
-	op, _ := md[KeyOp].(string)
+	op, _ := md.op.AsString()
 	key := keyOf(comm, op, seq)
 	i, ok := t.index[key]
 	if !ok {
+		comm, op = strings.Clone(comm), strings.Clone(op)
+		key = keyOf(comm, op, seq)
 		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
 		i = int32(len(t.List) - 1)
 		t.index[key] = i
 	}
 	c := &t.List[i]
-	if v, ok := MetadataInt(md[KeyMessageBytes]); ok && v > c.MessageBytes {
+	if v, ok := metadataValueInt(md.messageBytes); ok && v > c.MessageBytes {
 		c.MessageBytes = v
 	}
-	if v, ok := MetadataInt(md[KeyCommNRanks]); ok && v > c.NRanks {
+	if v, ok := metadataValueInt(md.nRanks); ok && v > c.NRanks {
 		c.NRanks = v
 	}
 	if c.Ranks == nil {
-		if list, ok := md[KeyCommRanks].([]any); ok && len(list) > 0 {
+		if list, ok := md.ranks.Value().([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))
 			for _, x := range list {
 				if r, ok := MetadataInt(x); ok {

@@ -1,6 +1,8 @@
 package phase
 
 import (
+	"strings"
+
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -39,62 +41,92 @@ func ParseBoundary(e *telemetry.Event) (Boundary, bool) {
 	if e.EventType != EnterEvent && e.EventType != ExitEvent {
 		return b, false
 	}
-	scope, ok := e.Metadata["phase_scope"].(map[string]any)
-	if !ok || e.SessionID == "" {
+	if e.SessionID == "" {
 		return b, false
 	}
-	action, ok1 := scope["action"].(string)
-	name, ok2 := scope["name"].(string)
-	scopeID, ok3 := scope["scope_id"].(string)
-	threadName, ok4 := scope["thread_name"].(string)
-	rawPath, ok5 := scope["path"].([]any)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || telemetry.IsBlank(name) {
+	scope, _ := e.MetadataLookup("phase_scope")
+	if !scope.IsObject() {
+		return b, false
+	}
+	// One walk reads the members; a key given twice keeps its last value,
+	// as in the decoded map.
+	var action, name, scopeID, threadName, rawPath, sequence, threadID, parent, attributes telemetry.MetadataValue
+	for k, v := range scope.Members() {
+		switch k {
+		case "action":
+			action = v
+		case "name":
+			name = v
+		case "scope_id":
+			scopeID = v
+		case "thread_name":
+			threadName = v
+		case "path":
+			rawPath = v
+		case "sequence":
+			sequence = v
+		case "thread_id":
+			threadID = v
+		case "parent_scope_id":
+			parent = v
+		case "attributes":
+			attributes = v
+		}
+	}
+	act, ok1 := action.AsString()
+	nm, ok2 := name.AsString()
+	sid, ok3 := scopeID.AsString()
+	tname, ok4 := threadName.AsString()
+	if !ok1 || !ok2 || !ok3 || !ok4 || !rawPath.IsArray() || telemetry.IsBlank(nm) {
 		return b, false
 	}
 	want := "enter"
 	if e.EventType == ExitEvent {
 		want = "exit"
 	}
-	if action != want {
+	if act != want {
 		return b, false
 	}
-	path := make([]string, 0, len(rawPath))
-	for _, p := range rawPath {
-		if s, ok := p.(string); ok && s != "" {
-			path = append(path, s)
+	var path []string
+	for p := range rawPath.Elements() {
+		if s, ok := p.AsString(); ok && s != "" {
+			path = append(path, strings.Clone(s))
 		}
 	}
 	if len(path) == 0 {
 		return b, false
 	}
-	seq, ok := telemetry.IntValue(scope["sequence"])
+	seq, ok := sequence.AsInt()
 	if !ok {
 		return b, false
 	}
-	threadID, ok := telemetry.IntValue(scope["thread_id"])
+	thread, ok := threadID.AsInt()
 	if !ok {
 		return b, false
 	}
-	switch p := scope["parent_scope_id"].(type) {
-	case nil:
-	case string:
+	if !parent.IsNull() {
+		p, ok := parent.AsString()
+		if !ok {
+			return b, false
+		}
+		p = strings.Clone(p)
 		b.ParentScopeID = &p
-	default:
-		return b, false
 	}
-	b.Action = action
-	b.Name = telemetry.TrimSpace(name)
+	// The strings kept are copied: a streamed event's share a block of
+	// text with other records'.
+	b.Action = want
+	b.Name = strings.Clone(telemetry.TrimSpace(nm))
 	b.Path = path
 	b.Depth = len(path)
-	b.ScopeID = scopeID
-	b.ThreadID = threadID
-	_, b.ThreadIDBool = scope["thread_id"].(bool)
-	b.ThreadName = threadName
+	b.ScopeID = strings.Clone(sid)
+	b.ThreadID = thread
+	_, b.ThreadIDBool = threadID.AsBool()
+	b.ThreadName = strings.Clone(tname)
 	b.Sequence = seq
 	b.SessionID = e.SessionID
 	b.TimestampNs = e.TimestampNs
-	if attrs, ok := scope["attributes"].(map[string]any); ok {
-		b.Attributes = attrs
+	if attributes.IsObject() {
+		b.Attributes, _ = attributes.Value().(map[string]any)
 	}
 	return b, true
 }

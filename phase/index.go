@@ -253,9 +253,14 @@ func (ix *Index) ResolveForEvent(e *telemetry.Event) *Attribution {
 		return nil
 	}
 	var originThread *int64
-	if v, ok := telemetry.IntValue(e.Metadata["origin_thread_id"]); ok {
-		originThread = &v
+	var originScope string
+	if e.HasMetadata() {
+		thread, _ := e.MetadataLookup("origin_thread_id")
+		if v, ok := telemetry.IntValue(thread.Value()); ok {
+			originThread = &v
+		}
+		scope, _ := e.MetadataLookup("origin_phase_scope_id")
+		originScope, _ = scope.AsString()
 	}
-	originScope, _ := e.Metadata["origin_phase_scope_id"].(string)
 	return AttributeActive(ix.Active(e.TimestampNs, e.SessionID, e.Rank), originThread, originScope)
 }

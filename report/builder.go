@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/phase"
@@ -86,25 +87,35 @@ func (b *Builder) Add(e *telemetry.Event) {
 		b.sessionEnd[k] = e.TimestampNs
 	}
 	if _, ok := phase.ParseBoundary(e); ok {
-		b.boundaries = append(b.boundaries, telemetry.Event{
-			SessionID: e.SessionID, Rank: e.Rank, TimestampNs: e.TimestampNs,
-			EventType: e.EventType, Metadata: e.Metadata,
-		})
+		b.boundaries = append(b.boundaries, *e)
 	}
 }
 
 func (b *Builder) label(e *telemetry.Event) int32 {
 	l := MarkerLabel{Op: telemetry.TrimSpace(e.EventType)}
-	if op, ok := e.Metadata[metaOp].(string); ok && op != "" {
+	var op, comm, commOld telemetry.MetadataValue
+	for k, v := range e.MetadataMembers() {
+		switch k {
+		case metaOp:
+			op = v
+		case metaCommID:
+			comm = v
+		case metaCommIDOld:
+			commOld = v
+		}
+	}
+	if op, ok := op.AsString(); ok && op != "" {
 		l.Op = op
 	}
-	if c, ok := e.Metadata[metaCommID].(string); ok {
+	if c, ok := comm.AsString(); ok {
 		l.Comm = c
-	} else if c, ok := e.Metadata[metaCommIDOld].(string); ok {
+	} else if c, ok := commOld.AsString(); ok {
 		l.Comm = c
 	}
 	i, ok := b.labels[l]
 	if !ok {
+		// A streamed event's strings share a block of text with others.
+		l.Op, l.Comm = strings.Clone(l.Op), strings.Clone(l.Comm)
 		i = int32(len(b.job.MarkerLabels))
 		b.labels[l] = i
 		b.job.MarkerLabels = append(b.job.MarkerLabels, l)

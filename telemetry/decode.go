@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // field identifies one known top-level key of a TelemetryEvent record.
@@ -132,6 +133,7 @@ type slot struct {
 	i       int64
 	s       string
 	meta    map[string]any // metadata object
+	text    string         // metadata object's text (lazy decoders)
 }
 
 // Decoder decodes TelemetryEvent records. Its zero value is ready to use; a
@@ -157,6 +159,32 @@ type Decoder struct {
 	// metadataMisses counts metadata texts decoded since the last one
 	// found in the interning table.
 	metadataMisses int
+
+	// lazy: keep metadata as its text, and contexts and metadata texts in
+	// arena (Stream's decoders).
+	lazy         bool
+	arena        []byte
+	lastMetaText string // the previous non-empty metadata text (lazy)
+}
+
+// arenaBytes is the size of one arena block. Strings point into the block
+// they were copied to and a block is never written again where a string
+// points, so a consumer that keeps a string keeps its block, not the text
+// the record was decoded from.
+const arenaBytes = 64 << 10
+
+// keep returns b as a string in the arena: one copy into a block shared by
+// many records' strings instead of an allocation each.
+func (d *Decoder) keep(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(d.arena)-len(d.arena) < len(b) {
+		d.arena = make([]byte, 0, max(arenaBytes, len(b)))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return unsafe.String(&d.arena[start], len(b))
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -222,8 +250,10 @@ var ErrNotObject = errors.New("record must be an object")
 // syntax error anywhere wins over a validation error, as with json.loads.
 func (d *Decoder) scanRecord() (bool, error) {
 	s := &d.sc
+	// Only present is read of a field the record lacks; scanField sets
+	// what is read of a field it has.
 	for i := range d.slots {
-		d.slots[i] = slot{}
+		d.slots[i].present = false
 	}
 	d.unknown = d.unknown[:0]
 	if s.peek() != '{' {
@@ -283,11 +313,16 @@ func (d *Decoder) scanRecord() (bool, error) {
 func (d *Decoder) scanField(f field) error {
 	s := &d.sc
 	sl := &d.slots[f]
-	*sl = slot{present: true}
+	sl.present = true
 	switch c := s.peek(); {
 	case c == '"':
 		sl.kind = kString
 		if f == fContext {
+			if d.lazy {
+				b, err := s.stringBytes()
+				sl.s = d.keep(b)
+				return err
+			}
 			v, err := s.str(false)
 			sl.s = v
 			return err
@@ -326,7 +361,7 @@ func (d *Decoder) scanField(f field) error {
 		sl.kind, sl.i = kBool, 1
 		return s.literal("true")
 	case c == 'f':
-		sl.kind = kBool
+		sl.kind, sl.i = kBool, 0
 		return s.literal("false")
 	case c == '-' || (c >= '0' && c <= '9'):
 		_, nk, v, err := s.number()
@@ -367,6 +402,9 @@ const (
 // yields the same shared map, decoded once, which saves both time and memory
 // and lets the engine scan each distinct map for markers once.
 func (d *Decoder) scanMetadata(sl *slot) error {
+	if d.lazy {
+		return d.keepMetadata(sl)
+	}
 	s := &d.sc
 	start := s.pos
 	// The previous record's text again: it is a whole object, so the value
@@ -412,6 +450,30 @@ func (d *Decoder) scanMetadata(sl *slot) error {
 		if len(d.metadata) < maxInternedMetadata {
 			d.metadata[string(raw)] = m
 		}
+	}
+	return nil
+}
+
+// keepMetadata checks the metadata object's syntax and keeps its text when
+// it has a member; a record repeating the previous record's text shares its
+// string.
+func (d *Decoder) keepMetadata(sl *slot) error {
+	s := &d.sc
+	start := s.pos
+	if n := len(d.lastMetaText); n > 0 && len(s.data)-start >= n && string(s.data[start:start+n]) == d.lastMetaText {
+		s.pos += n
+		sl.text = d.lastMetaText
+		return nil
+	}
+	if err := s.skipValue(); err != nil {
+		return err
+	}
+	raw := s.data[start:s.pos]
+	inner := &scanner{data: raw, pos: 1}
+	sl.text = ""
+	if inner.peek() != '}' {
+		sl.text = d.keep(raw)
+		d.lastMetaText = sl.text
 	}
 	return nil
 }
@@ -652,7 +714,7 @@ func (d *Decoder) validate(e *Event) error {
 	if sl[fMetadata].kind != kObject {
 		return invalid("metadata must be an object")
 	}
-	e.Metadata = sl[fMetadata].meta
+	e.Metadata, e.metadataJSON = sl[fMetadata].meta, sl[fMetadata].text
 	if version == 4 {
 		if err := validateCapabilities(e); err != nil {
 			return err
@@ -716,7 +778,8 @@ var (
 // holds exactly the known keys with the right types, and a counter whose
 // supports_* flag is false must be null.
 func validateCapabilities(e *Event) error {
-	caps, ok := e.Metadata["memory_capabilities"].(map[string]any)
+	v, _ := e.MetadataLookup("memory_capabilities")
+	caps, ok := v.Value().(map[string]any)
 	if !ok {
 		return invalid("metadata.memory_capabilities must be an object")
 	}

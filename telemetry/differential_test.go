@@ -36,9 +36,36 @@ func checkAgainstOracle(t *testing.T, name string, input []byte) {
 	got, gotErr := ReadAuto(bytes.NewReader(input))
 	want, wantErr := OldReadAuto(bytes.NewReader(input))
 	sameOutcome(t, name+" (auto)", got, gotErr, want, wantErr)
+	checkStreamAgainst(t, name+" (stream)", input, want, wantErr)
 	got, gotErr = DecodeJSONL(input)
 	want, wantErr = OldDecodeJSONL(input)
 	sameOutcome(t, name+" (jsonl)", got, gotErr, want, wantErr)
+}
+
+// checkStreamAgainst reads input with Stream, whose events keep their
+// metadata as text, and compares with the oracle's events: each event's
+// metadata read through every accessor is the oracle's map, and the event
+// with that map built is the oracle's event.
+func checkStreamAgainst(t *testing.T, name string, input []byte, want []Event, wantErr error) {
+	t.Helper()
+	var got []Event
+	gotErr := Stream(bytes.NewReader(input), func(chunk []Event) error {
+		got = append(got, chunk...)
+		return nil
+	})
+	if gotErr != nil || wantErr != nil {
+		sameOutcome(t, name, nil, gotErr, nil, wantErr)
+		return
+	}
+	built := make([]Event, len(got))
+	for i := range got {
+		if i < len(want) {
+			checkMetadataViews(t, fmt.Sprintf("%s: event %d", name, i), &got[i], want[i].Metadata)
+		}
+		built[i] = got[i]
+		built[i].Metadata, built[i].metadataJSON = got[i].MetadataMap(), ""
+	}
+	sameOutcome(t, name, built, nil, want, nil)
 }
 
 // corpusLines are valid records of the shapes the decoder meets: eventgen

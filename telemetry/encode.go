@@ -71,10 +71,10 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"metadata":`...)
-	if e.Metadata == nil {
+	if md := e.MetadataMap(); md == nil {
 		dst = append(dst, "{}"...)
 	} else {
-		dst = appendJSONValue(dst, e.Metadata)
+		dst = appendJSONValue(dst, md)
 	}
 	return append(dst, '}')
 }

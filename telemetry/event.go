@@ -50,7 +50,14 @@ type Event struct {
 	// Context is the free-text line; HasContext is false when it was null.
 	Context    string
 	HasContext bool
-	// Metadata is the decoded metadata object: values are string, json.Number,
-	// bool, nil, []any or map[string]any. Nil means an empty object.
+	// Metadata is the metadata object of an event built in code or decoded
+	// by DecodeRecord, Decoder.Decode and the readers that return every
+	// event: values are string, json.Number, bool, nil, []any or
+	// map[string]any; nil means an empty object. Stream's events leave it
+	// nil and keep the object's text: read metadata with the Metadata*
+	// methods (metadata.go), which handle both.
 	Metadata map[string]any
+	// metadataJSON is the text of a streamed event's non-empty metadata
+	// object ("" otherwise).
+	metadataJSON string
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,9 @@ import (
 // FuzzDecodeRecord: no panic; syntax errors exactly when encoding/json finds
 // the text invalid; every other failure is a validation error or "not an
 // object"; an accepted record respects the identity and counter rules and
-// survives an encode/decode round trip unchanged.
+// survives an encode/decode round trip unchanged; Stream's decoder, which
+// keeps metadata as text, gives the same outcome and the same metadata
+// through every accessor.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte(record(1, 0)))
@@ -20,6 +23,18 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`[1, 2.5e3, "x", null, true]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := DecodeRecord(data)
+		lazy := Decoder{lazy: true}
+		le, lerr := lazy.Decode(data)
+		if (err == nil) != (lerr == nil) || (err != nil && err.Error() != lerr.Error()) {
+			t.Fatalf("lazy decoder: %v, want %v", lerr, err)
+		}
+		if err == nil {
+			checkMetadataViews(t, "lazy", &le, e.Metadata)
+			le.Metadata, le.metadataJSON = le.MetadataMap(), ""
+			if !reflect.DeepEqual(le, e) {
+				t.Fatalf("lazy decoder: %+v, want %+v", le, e)
+			}
+		}
 		var se *SyntaxError
 		var ve *ValidationError
 		isSyntax := errors.As(err, &se)

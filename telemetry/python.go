@@ -37,11 +37,7 @@ func IsBlank(s string) bool {
 func IntValue(v any) (int64, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		if strings.ContainsAny(string(x), ".eE") {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(string(x), 10, 64)
-		return n, err == nil
+		return intLexeme(string(x))
 	case bool:
 		if x {
 			return 1, true
@@ -55,4 +51,13 @@ func IntValue(v any) (int64, bool) {
 		return int64(x), true
 	}
 	return 0, false
+}
+
+// intLexeme is IntValue of a JSON number lexeme.
+func intLexeme(x string) (int64, bool) {
+	if strings.ContainsAny(x, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(x, 10, 64)
+	return n, err == nil
 }

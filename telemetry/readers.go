@@ -35,6 +35,11 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // *RecordError naming its index and the line it starts on; malformed JSON
 // names the line of the error.
 func ReadDocument(data []byte) ([]Event, error) {
+	return readDocument(data, false)
+}
+
+// readDocument is ReadDocument; lazy keeps metadata as text, as Stream does.
+func readDocument(data []byte, lazy bool) ([]Event, error) {
 	// The whole text must be valid JSON first, as for json.load.
 	s := &scanner{data: data}
 	err := s.skipValue()
@@ -50,7 +55,7 @@ func ReadDocument(data []byte) ([]Event, error) {
 		return nil, err
 	}
 	out := make([]Event, 0, len(spans))
-	var d Decoder
+	d := Decoder{lazy: lazy}
 	for i, sp := range spans {
 		rec := data[sp[0]:sp[1]]
 		if rec[0] != '{' {

@@ -17,15 +17,22 @@ import (
 // chunks of text and events (and a whole JSON document, which is read into
 // memory), not every event.
 //
-// The chunk is reused once fn returns: copy the Events a consumer keeps (an
-// Event's strings and Metadata maps stay valid; treat the maps as
-// read-only, they are shared between events with the same metadata text).
+// The events' Metadata maps are not built: each event keeps its metadata's
+// JSON text, which the Event.Metadata* methods read (a consumer asks for
+// the keys it needs). The chunk is reused once fn returns: copy the Events
+// a consumer keeps (an Event's strings and metadata text stay valid).
 //
 // Stream returns the error of the first bad record in input order, the same
 // *RecordError with the same line (and index) ReadAuto reports, or the first
 // error fn returns, or the read error. fn may have been called with the
 // records before the bad one: on an error, discard what it was given.
 func Stream(r io.Reader, fn func(chunk []Event) error) error {
+	return stream(r, true, fn)
+}
+
+// stream is Stream; lazy keeps metadata as text (Stream), else the events'
+// Metadata maps are built (the readers that return every event).
+func stream(r io.Reader, lazy bool, fn func(chunk []Event) error) error {
 	in := &input{r: r}
 	// Events do not refer to the text they are decoded from.
 	defer in.release()
@@ -36,7 +43,7 @@ func Stream(r io.Reader, fn func(chunk []Event) error) error {
 	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
-		return streamDocument(in, head, nil, fn)
+		return streamDocument(in, head, nil, lazy, fn)
 	case '{':
 		first := head
 		if i := bytes.IndexByte(head[s.pos:], '\n'); i >= 0 {
@@ -48,15 +55,15 @@ func Stream(r io.Reader, fn func(chunk []Event) error) error {
 			// sequential pass. The light split tells it; the document's
 			// check and decoding confirm it, or go the exact way.
 			if spans, events, ok := splitDocument(first); ok && events {
-				return streamDocument(in, head, &split{end: len(first), spans: spans}, fn)
+				return streamDocument(in, head, &split{end: len(first), spans: spans}, lazy, fn)
 			}
 		}
 		switch firstLineKind(head[s.pos:]) {
 		case eventsWrapper, incompleteLine:
-			return streamDocument(in, head, nil, fn)
+			return streamDocument(in, head, nil, lazy, fn)
 		}
 	}
-	return streamJSONL(r, head, fn)
+	return streamJSONL(r, head, lazy, fn)
 }
 
 // longFirstLine is the first-line length from which a line opening an
@@ -67,9 +74,9 @@ const longFirstLine = 1 << 20
 // input whose first non-blank byte is '[' is a document; so is one object with
 // an "events" array, or one object spread over several lines (a pretty-printed
 // record); anything else is streamed as JSON Lines. It is Stream collecting
-// every event.
+// every event, with their Metadata maps built.
 func ReadAuto(r io.Reader) ([]Event, error) {
-	return collect(func(fn func([]Event) error) error { return Stream(r, fn) })
+	return collect(func(fn func([]Event) error) error { return stream(r, false, fn) })
 }
 
 // ReadJSONL reads TelemetryEvent records, one JSON object per line (the
@@ -84,7 +91,7 @@ func ReadAuto(r io.Reader) ([]Event, error) {
 // Events share one Metadata map per distinct metadata text: treat Metadata
 // as read-only.
 func ReadJSONL(r io.Reader) ([]Event, error) {
-	return collect(func(fn func([]Event) error) error { return streamJSONL(r, nil, fn) })
+	return collect(func(fn func([]Event) error) error { return streamJSONL(r, nil, false, fn) })
 }
 
 // DecodeJSONL is ReadJSONL over an in-memory buffer.
@@ -106,11 +113,13 @@ func collect(stream func(fn func([]Event) error) error) ([]Event, error) {
 
 const (
 	// blockBytes is the size of one JSON Lines block, the unit of parallel
-	// work: large enough to amortise the hand-offs, small enough that the
-	// blocks in flight stay a few MiB.
-	blockBytes = 1 << 20
+	// work: large enough to amortise the hand-offs (a few microseconds a
+	// block), small enough that the blocks in flight and their events stay
+	// in a few MiB of memory, which is touched for the first time (page
+	// faults, in the kernel) as often as it is large.
+	blockBytes = 256 << 10
 	// documentBatchBytes is the text of one batch of document elements.
-	documentBatchBytes = 1 << 20
+	documentBatchBytes = 256 << 10
 )
 
 // batch is one unit of decode work and its result.
@@ -140,7 +149,7 @@ type pipeline struct {
 	wg    sync.WaitGroup
 }
 
-func newPipeline(decode func(d *Decoder, b *batch)) *pipeline {
+func newPipeline(lazy bool, decode func(d *Decoder, b *batch)) *pipeline {
 	workers := runtime.GOMAXPROCS(0)
 	inFlight := 2*workers + 2
 	p := &pipeline{
@@ -154,7 +163,7 @@ func newPipeline(decode func(d *Decoder, b *batch)) *pipeline {
 	}
 	for range workers {
 		p.wg.Go(func() {
-			var d Decoder
+			d := Decoder{lazy: lazy}
 			for b := range p.work {
 				decode(&d, b)
 				b.done <- struct{}{}
@@ -206,8 +215,8 @@ func (p *pipeline) consume(handle func(b *batch) bool) {
 }
 
 // streamJSONL streams r as JSON Lines; head holds bytes already read from r.
-func streamJSONL(r io.Reader, head []byte, fn func([]Event) error) error {
-	p := newPipeline(func(d *Decoder, b *batch) { d.decodeBlock(b) })
+func streamJSONL(r io.Reader, head []byte, lazy bool, fn func([]Event) error) error {
+	p := newPipeline(lazy, func(d *Decoder, b *batch) { d.decodeBlock(b) })
 	var readErr error
 	go func() {
 		defer p.close()
@@ -344,7 +353,7 @@ type split struct {
 // checked, in parallel, before anything is delivered. When an element does
 // not decode, ReadDocument's whole-text check and in-order decode give the
 // error.
-func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) error {
+func streamDocument(in *input, head []byte, pre *split, lazy bool, fn func([]Event) error) error {
 	data, err := in.readRest(head)
 	if err != nil {
 		return err
@@ -357,16 +366,16 @@ func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) 
 		spans, _, ok = splitDocument(data)
 	}
 	if !ok || (malformedIsTail(data) && !checkSpans(data, spans)) {
-		return streamExact(data, fn)
+		return streamExact(data, lazy, fn)
 	}
-	delivered, ok, err := streamSpans(data, spans, fn)
+	delivered, ok, err := streamSpans(data, spans, lazy, fn)
 	if err != nil || ok {
 		return err
 	}
 	// An element did not decode: the exact reading gives the error. Should
 	// it accept the document after all, the records it delivers first are
 	// the ones already delivered, decoded the same way: skip them.
-	return streamExact(data, func(chunk []Event) error {
+	return streamExact(data, lazy, func(chunk []Event) error {
 		skip := min(delivered, len(chunk))
 		delivered -= skip
 		if skip == len(chunk) {
@@ -378,7 +387,7 @@ func streamDocument(in *input, head []byte, pre *split, fn func([]Event) error) 
 
 // streamExact reads an in-memory input as ReadAuto did before streaming:
 // the first line classified strictly, a document read by ReadDocument.
-func streamExact(data []byte, fn func([]Event) error) error {
+func streamExact(data []byte, lazy bool, fn func([]Event) error) error {
 	deliver := func(events []Event, err error) error {
 		if err != nil || len(events) == 0 {
 			return err
@@ -388,21 +397,21 @@ func streamExact(data []byte, fn func([]Event) error) error {
 	s := &scanner{data: data}
 	switch s.peek() {
 	case '[':
-		return deliver(ReadDocument(data))
+		return deliver(readDocument(data, lazy))
 	case '{':
 		switch firstLineKind(data[s.pos:]) {
 		case eventsWrapper:
-			return deliver(ReadDocument(data))
+			return deliver(readDocument(data, lazy))
 		case incompleteLine:
 			// An incomplete first line that is not part of a valid document
 			// is read as JSON Lines, so the error names the bad line.
 			s := &scanner{data: data}
 			if s.skipValue() == nil && s.expectEnd() == nil {
-				return deliver(ReadDocument(data))
+				return deliver(readDocument(data, lazy))
 			}
 		}
 	}
-	return streamJSONL(bytes.NewReader(data), nil, fn)
+	return streamJSONL(bytes.NewReader(data), nil, lazy, fn)
 }
 
 // malformedIsTail reports whether the input, were it malformed, would be a
@@ -452,8 +461,8 @@ func isJSONSpace(b []byte) bool {
 // streamSpans decodes the element spans of data in parallel batches and
 // delivers them in order; ok is false when an element did not decode, and
 // delivered counts the events fn was given.
-func streamSpans(data []byte, spans [][2]int, fn func([]Event) error) (delivered int, ok bool, err error) {
-	p := newPipeline(func(d *Decoder, b *batch) { d.decodeSpans(b) })
+func streamSpans(data []byte, spans [][2]int, lazy bool, fn func([]Event) error) (delivered int, ok bool, err error) {
+	p := newPipeline(lazy, func(d *Decoder, b *batch) { d.decodeSpans(b) })
 	go func() {
 		defer p.close()
 		for i := 0; i < len(spans); {

@@ -66,7 +66,8 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 	joiner := inspector.NewJoiner(0, 0, func() time.Time { return time.Time{} })
 	for i := range events {
 		e := &events[i]
-		comm, ok := e.Metadata[evidence.KeyCommID].(string)
+		v, _ := e.MetadataLookup(evidence.KeyCommID)
+		comm, ok := v.AsString()
 		if !ok || e.EventType == evidence.AccountingEventType {
 			kept = append(kept, *e)
 			joiner.LearnEvent(e)
@@ -152,7 +153,7 @@ var inspectorNames = map[string]string{
 
 // inspectorOp is the op a marker event describes, on its rank's process.
 func inspectorOp(e *telemetry.Event, comm string, ranks []int64) (inspector.Op, error) {
-	md := e.Metadata
+	md := e.MetadataMap()
 	opName, _ := md[evidence.KeyOp].(string)
 	name, ok := inspectorNames[opName]
 	if !ok {

@@ -1,0 +1,106 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// TestBuilderReadsStreamedMetadataAsBuilt: a Builder fed Stream's events,
+// whose metadata stays text, builds the Input one fed the same records
+// with their metadata maps built does — keys given twice (the last value
+// counts), integers written as floats or strings, escaped keys, members in
+// any order, markers without identity, accounting with and without a
+// total.
+func TestBuilderReadsStreamedMetadataAsBuilt(t *testing.T) {
+	metadata := []struct{ eventType, md string }{
+		{"sample", `{}`},
+		{"nccl:all_reduce", `{"nccl.comm.id":"0xab","nccl.seq":7,"nccl.op":"all_reduce","nccl.duration_ns":40,"nccl.comm.nranks":2,"nccl.comm.ranks":[1,0],"nccl.message_bytes":1024,"nccl.time_approximate":true}`},
+		{"nccl:all_reduce", `{"nccl.seq":7.0,"nccl.op":"all_reduce","nccl.comm.id":"0xab"}`},
+		{"collective", `{"nccl.comm.id":"0xab","nccl.seq":"8","nccl.op":"all_gather"}`},
+		{"collective", `{"nccl.comm.id":"0xab","nccl.seq":9,"nccl.seq":"x","nccl.op":"all_reduce"}`},
+		{"collective", `{"nccl.comm.id":1,"nccl.comm.id":"0xcd","nccl.seq":1,"nccl.op":"send","nccl.comm.ranks":[3,"a",2.0]}`},
+		{"collective", `{"nccl.comm.id":"0xab","nccl.comm.id":"0xef","nccl.seq":3,"nccl.seq":4}`},
+		{"collective", `{"nccl\u002ecomm.id":"0xcd","nccl.seq":1,"nccl.op":"recv","nccl.duration_ns":-5}`},
+		{"collective", `{"nccl.comm.id":"0xcd","nccl.seq":2,"nccl.time_approximate":"yes","nccl.duration_ns":9223372036854775807}`},
+		{"ncclKernel", `{}`},
+		{"step_begin", `{"step":3,"note":"all_reduce"}`},
+		{"step_begin", `{"note":"all_reduce","note":"plain"}`},
+		{AccountingEventType, `{"nccl.comm.id":"0xab","nccl.comm.memory.total_bytes":4096}`},
+		{AccountingEventType, `{"nccl.comm.memory.total_bytes":4096.0,"nccl.comm.id":"0xcd"}`},
+		{AccountingEventType, `{"nccl.comm.id":"0xab"}`},
+		{AccountingEventType, `{"nccl.comm.id":"0xab","nccl.comm.memory.total_bytes":-1}`},
+		{AccountingEventType, `{"nccl.comm.id":"0xab","nccl.comm.memory.total_bytes":8192,"nccl.comm.memory.total_bytes":null}`},
+	}
+	var jsonl bytes.Buffer
+	for i := range 3000 {
+		m := metadata[i%len(metadata)]
+		e := event(int64(i%4), int64(1000+i*10), m.eventType, nil)
+		e.Collector, e.Host = "c", "h"
+		e.AllocatorAllocatedBytes, e.AllocatorChangeBytes = telemetry.Int(1), telemetry.Int(0)
+		line := string(telemetry.AppendJSON(nil, &e))
+		line = strings.Replace(line, `"metadata":{}`, `"metadata":`+m.md, 1)
+		line = strings.ReplaceAll(line, `"nccl.seq":7,`, fmt.Sprintf(`"nccl.seq":%d,`, 7+i/len(metadata)))
+		jsonl.WriteString(line + "\n")
+	}
+	built, err := telemetry.ReadAuto(bytes.NewReader(jsonl.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := NewBuilder()
+	for i := range built {
+		want.Add(&built[i])
+	}
+	got := NewBuilder()
+	err = telemetry.Stream(bytes.NewReader(jsonl.Bytes()), func(chunk []telemetry.Event) error {
+		for i := range chunk {
+			if chunk[i].Metadata != nil {
+				t.Fatal("a streamed event has a metadata map")
+			}
+			got.Add(&chunk[i])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Skipped != want.Skipped {
+		t.Fatalf("skipped %d, want %d", got.Skipped, want.Skipped)
+	}
+	gotIn, wantIn := got.Input(), want.Input()
+	if len(wantIn.Collectives) < 3 || len(wantIn.Ranks) != 4 {
+		t.Fatalf("the records make %d collectives on %d ranks", len(wantIn.Collectives), len(wantIn.Ranks))
+	}
+	if !reflect.DeepEqual(gotIn, wantIn) {
+		t.Fatalf("streamed input\n%+v\nwant\n%+v", gotIn, wantIn)
+	}
+}
+
+// TestBuilderReadsGoNumbersInBuiltMetadata: metadata built in code may hold
+// Go integers and floats; they read as the JSON numbers they stand for.
+func TestBuilderReadsGoNumbersInBuiltMetadata(t *testing.T) {
+	read := func(md map[string]any) Collective {
+		b := NewBuilder()
+		e := event(0, 100, "collective", md)
+		b.Add(&e)
+		in := b.Input()
+		if len(in.Collectives) != 1 {
+			t.Fatalf("%v: %d collectives", md, len(in.Collectives))
+		}
+		return in.Collectives[0]
+	}
+	want := read(map[string]any{KeyCommID: "c", KeySeq: json.Number("7"), KeyMessageBytes: json.Number("64"), KeyCommNRanks: json.Number("2")})
+	for _, md := range []map[string]any{
+		{KeyCommID: "c", KeySeq: int64(7), KeyMessageBytes: 64, KeyCommNRanks: int32(2)},
+		{KeyCommID: "c", KeySeq: 7.0, KeyMessageBytes: int64(64), KeyCommNRanks: 2.0},
+	} {
+		if got := read(md); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%v: %+v, want %+v", md, got, want)
+		}
+	}
+}
