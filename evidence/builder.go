@@ -98,21 +98,10 @@ func (b *Builder) Add(e *telemetry.Event) {
 		b.rank(e.Rank).addAccounting(comm, e.TimestampNs, total)
 		return
 	}
-	comm, hasComm := md[KeyCommID].(string)
-	seq, hasSeq := MetadataInt(md[KeySeq])
-	if !(hasComm && hasSeq) && !attribution.IsMarker(e) {
+	m, ok := MetadataMarker(e.TimestampNs, md, func() bool { return attribution.IsMarker(e) }, &b.collectives)
+	if !ok {
 		b.Skipped++
 		return
-	}
-	m := Marker{StartNs: e.TimestampNs, EndNs: e.TimestampNs, Collective: NoCollective}
-	if d, ok := MetadataInt(md[KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
-		m.EndNs = e.TimestampNs + d
-	}
-	if v, ok := md[KeyTimeApproximate].(bool); ok && v {
-		m.Approximate = true
-	}
-	if hasComm && hasSeq {
-		m.Collective = b.collectives.Intern(comm, seq, md)
 	}
 	rb := b.rank(e.Rank)
 	rb.markers = append(rb.markers, m)

@@ -41,24 +41,11 @@ func keyOf(comm, op string, seq int64) collectiveKey {
 // marker's metadata md names, adding it when new, and fills in what md
 // adds (size, members). A marker without nccl.op has op "".
 func (t *CollectiveTable) Intern(comm string, seq int64, md map[string]any) int32 {
-	if t.index == nil {
-		t.index = map[collectiveKey]int32{}
-	}
 	op, _ := md[KeyOp].(string)
-	key := keyOf(comm, op, seq)
-	i, ok := t.index[key]
-	if !ok {
-		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
-		i = int32(len(t.List) - 1)
-		t.index[key] = i
-	}
-	c := &t.List[i]
-	if v, ok := MetadataInt(md[KeyMessageBytes]); ok && v > c.MessageBytes {
-		c.MessageBytes = v
-	}
-	if v, ok := MetadataInt(md[KeyCommNRanks]); ok && v > c.NRanks {
-		c.NRanks = v
-	}
+	i, c := t.entry(comm, op, seq, false)
+	msg, _ := MetadataInt(md[KeyMessageBytes])
+	nranks, _ := MetadataInt(md[KeyCommNRanks])
+	c.widen(msg, nranks)
 	if c.Ranks == nil {
 		if list, ok := md[KeyCommRanks].([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))

@@ -90,11 +90,18 @@ func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
 }
 
 // duplicateRecord reports whether rb already buffers what rec would add:
-// its marker span, or its stormlog sample or collective marker.
+// its marker span (as evidence markers when it was converted for evidence
+// mode), its accounting point, or its stormlog sample or collective
+// marker.
 func (rb *rankBuffer) duplicateRecord(rec *ingest.Record) bool {
 	switch rec.Kind {
 	case ingest.KindMarker:
+		if rec.MarkerEndsNs != nil {
+			return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
+		}
 		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)
+	case ingest.KindAccounting:
+		return rb.holdsAccounting(rec)
 	case ingest.KindStormlog:
 		e := &rec.Event
 		switch {
