@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -31,9 +32,11 @@ import (
 // nccl.* metadata as span attributes (ints as ints, nccl.comm.ranks as an
 // int array). kept are the events it converted, as JSON lines: events that
 // are none of these (step events) have no OTLP form and are left out.
-func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetric.Metrics, td ptrace.Traces, kept []string) {
+// spans are the marker spans by rank and start.
+func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetric.Metrics, td ptrace.Traces, kept []string, spans map[rankStart]spanID) {
 	t.Helper()
 	md, td = pmetric.NewMetrics(), ptrace.NewTraces()
+	spans = map[rankStart]spanID{}
 	type rankOut struct {
 		used, reserved, total, acct pmetric.NumberDataPointSlice
 		spans                       ptrace.SpanSlice
@@ -101,13 +104,67 @@ func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetri
 			}
 			sp.SetEndTimestamp(pcommon.Timestamp(end))
 			putMarkerAttributes(t, sp.Attributes(), md)
+			spans[rankStart{e.Rank, e.TimestampNs}] = spanID{sp.TraceID(), sp.SpanID()}
 		default:
 			continue
 		}
 		buf = telemetry.AppendJSON(buf[:0], e)
 		kept = append(kept, string(buf))
 	}
-	return md, td, kept
+	return md, td, kept, spans
+}
+
+type rankStart struct{ rank, startNs int64 }
+
+type spanID struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+// wantLinks is what the result span of r links to (docs/evidence-mode.md
+// §4): the marker spans of its collective's members, in the members'
+// order; without a collective, the span of the rank's own marker that
+// matched.
+func wantLinks(r *attribution.Result, spans map[rankStart]spanID) []spanID {
+	var out []spanID
+	if c := r.Collective; c != nil {
+		for _, m := range c.Members {
+			if id, ok := spans[rankStart{m.Rank, m.StartNs}]; ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	for _, ts := range r.MarkerTimesNs {
+		if id, ok := spans[rankStart{r.Rank, ts}]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// resultSpanLinks returns the links of the result spans in tds, by rank
+// and interval start.
+func resultSpanLinks(tds []ptrace.Traces) map[rankStart][]spanID {
+	out := map[rankStart][]spanID{}
+	for _, td := range tds {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if sp.Name() != "collective_attribution" {
+						continue
+					}
+					rank, _ := sp.Attributes().Get("training.rank")
+					links := []spanID{}
+					for _, l := range sp.Links().All() {
+						links = append(links, spanID{l.TraceID(), l.SpanID()})
+					}
+					out[rankStart{rank.Int(), int64(sp.StartTimestamp())}] = links
+				}
+			}
+		}
+	}
+	return out
 }
 
 // putMarkerAttributes copies a marker's nccl.* metadata but its duration
@@ -157,7 +214,7 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 				for i := range c.Events {
 					c.Events[i].JobID = job
 				}
-				md, td, lines := evidenceOTLP(t, job, c.Events)
+				md, td, lines, spans := evidenceOTLP(t, job, c.Events)
 				want := evidenceBatch(t, lines, "medium")
 				if fam.Name != "no_collective" {
 					require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
@@ -192,6 +249,23 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 				slices.Sort(got)
 				slices.Sort(want)
 				assertSameResults(t, want, got)
+
+				// Each result span links the marker spans of its
+				// collective on every member.
+				links := resultSpanLinks(p.tsink.AllTraces())
+				require.Len(t, links, len(want))
+				linked := 0
+				for _, r := range evidenceBatchResults(t, lines, "medium") {
+					w := wantLinks(&r, spans)
+					if r.Collective != nil {
+						require.Len(t, w, len(r.Collective.Members), "every member's marker came from a span")
+					}
+					linked += len(w)
+					assert.Equal(t, w, links[rankStart{r.Rank, r.IntervalStartNs}], "links of rank %d at %d", r.Rank, r.IntervalStartNs)
+				}
+				if fam.Name != "no_collective" {
+					assert.Positive(t, linked)
+				}
 			})
 		}
 	}
