@@ -226,22 +226,7 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 					}), "with accounting some result reads it")
 				}
 
-				cfg := createDefaultConfig().(*Config)
-				cfg.Mode = ModeEvidence
-				cfg.Emit = EmitOnJobEnd
-				cfg.Phases = false
-				cfg.Window = eventSpan(t, lines) + time.Minute
-				cfg.Limits.MaxEventsPerRank = len(lines)
-				require.NoError(t, cfg.Validate())
-				tel := componenttest.NewTelemetry()
-				t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-				p := newPipelines(t, cfg, tel)
-				// Memory as an exporter sends it, a second at a time.
-				for _, m := range metricsBySecond(md) {
-					require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), m))
-				}
-				require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
-				p.shutdown(t)
+				p := runEvidenceOTLP(t, lines, md, td)
 				var got []string
 				for _, ld := range p.lsink.AllLogs() {
 					got = append(got, resultBodyTexts(ld)...)
@@ -336,4 +321,28 @@ func metricsBySecond(md pmetric.Metrics) []pmetric.Metrics {
 		reqs[i] = out[s]
 	}
 	return reqs
+}
+
+// runEvidenceOTLP feeds a job's memory (a second at a time, as an exporter
+// sends it) and its spans through pipelines of one processor in evidence
+// mode with emit: on_job_end, whose window and per-rank bound hold the
+// whole job (lines: its records), and shuts them down.
+func runEvidenceOTLP(t *testing.T, lines []string, md pmetric.Metrics, td ptrace.Traces) *pipelines {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = ModeEvidence
+	cfg.Emit = EmitOnJobEnd
+	cfg.Phases = false
+	cfg.Window = eventSpan(t, lines) + time.Minute
+	cfg.Limits.MaxEventsPerRank = len(lines)
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	p := newPipelines(t, cfg, tel)
+	for _, m := range metricsBySecond(md) {
+		require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), m))
+	}
+	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+	p.shutdown(t)
+	return p
 }
