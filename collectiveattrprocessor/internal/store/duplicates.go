@@ -90,13 +90,12 @@ func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
 }
 
 // duplicateRecord reports whether rb already buffers what rec would add:
-// its marker span (as evidence markers when it was converted for evidence
-// mode), its accounting point, or its stormlog sample or collective
-// marker.
-func (rb *rankBuffer) duplicateRecord(rec *ingest.Record) bool {
+// its marker span (as evidence markers in evidence mode), its accounting
+// point, or its stormlog sample or collective marker.
+func (rb *rankBuffer) duplicateRecord(rec *ingest.Record, evidenceMode bool) bool {
 	switch rec.Kind {
 	case ingest.KindMarker:
-		if rec.MarkerEndsNs != nil {
+		if evidenceMode {
 			return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
 		}
 		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)

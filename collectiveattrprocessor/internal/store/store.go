@@ -128,7 +128,7 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
-	if rb.duplicateRecord(rec) {
+	if rb.duplicateRecord(rec, s.cfg.Evidence) {
 		s.reject(rejectDuplicate)
 		return false
 	}
