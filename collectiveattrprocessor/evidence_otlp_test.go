@@ -280,17 +280,26 @@ func assertSameResults(t *testing.T, want, got []string) {
 	}
 }
 
+// secondOfMetrics is the points of one second of a job.
+type secondOfMetrics struct {
+	sec  int64
+	data pmetric.Metrics
+}
+
 // metricsBySecond cuts md into requests of one second of point time each,
 // in time order, each resource's metrics keeping their names and order.
-func metricsBySecond(md pmetric.Metrics) []pmetric.Metrics {
-	type key struct{ sec, res int }
-	out := map[int]pmetric.Metrics{}
+func metricsBySecond(md pmetric.Metrics) []secondOfMetrics {
+	type key struct {
+		sec int64
+		res int
+	}
+	out := map[int64]pmetric.Metrics{}
 	scopes := map[key]pmetric.MetricSlice{}
 	for ri, rm := range md.ResourceMetrics().All() {
 		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
-			dest := map[int]pmetric.NumberDataPointSlice{}
+			dest := map[int64]pmetric.NumberDataPointSlice{}
 			for _, dp := range m.Gauge().DataPoints().All() {
-				sec := int(int64(dp.Timestamp()) / int64(time.Second))
+				sec := int64(dp.Timestamp()) / int64(time.Second)
 				dps, ok := dest[sec]
 				if !ok {
 					req, ok := out[sec]
@@ -316,17 +325,18 @@ func metricsBySecond(md pmetric.Metrics) []pmetric.Metrics {
 		}
 	}
 	secs := slices.Sorted(maps.Keys(out))
-	reqs := make([]pmetric.Metrics, len(secs))
+	reqs := make([]secondOfMetrics, len(secs))
 	for i, s := range secs {
-		reqs[i] = out[s]
+		reqs[i] = secondOfMetrics{s, out[s]}
 	}
 	return reqs
 }
 
-// runEvidenceOTLP feeds a job's memory (a second at a time, as an exporter
-// sends it) and its spans through pipelines of one processor in evidence
-// mode with emit: on_job_end, whose window and per-rank bound hold the
-// whole job (lines: its records), and shuts them down.
+// runEvidenceOTLP feeds a job's memory and its spans a second at a time,
+// as exporters send them (each second's spans after its memory), through
+// pipelines of one processor in evidence mode with emit: on_job_end, whose
+// window and per-rank bound hold the whole job (lines: its records), and
+// shuts them down.
 func runEvidenceOTLP(t *testing.T, lines []string, md pmetric.Metrics, td ptrace.Traces) *pipelines {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
@@ -339,10 +349,47 @@ func runEvidenceOTLP(t *testing.T, lines []string, md pmetric.Metrics, td ptrace
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	p := newPipelines(t, cfg, tel)
+	spans := spansBySecond(td)
 	for _, m := range metricsBySecond(md) {
-		require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), m))
+		require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), m.data))
+		if sp, ok := spans[m.sec]; ok {
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), sp))
+			delete(spans, m.sec)
+		}
 	}
-	require.NoError(t, p.traces.ConsumeTraces(context.Background(), td))
+	for _, sec := range slices.Sorted(maps.Keys(spans)) {
+		require.NoError(t, p.traces.ConsumeTraces(context.Background(), spans[sec]))
+	}
 	p.shutdown(t)
 	return p
+}
+
+// spansBySecond cuts td into requests of the spans that start in each
+// second, by second.
+func spansBySecond(td ptrace.Traces) map[int64]ptrace.Traces {
+	out := map[int64]ptrace.Traces{}
+	type key struct {
+		sec int64
+		res int
+	}
+	dest := map[key]ptrace.SpanSlice{}
+	for ri, rs := range td.ResourceSpans().All() {
+		for _, sp := range rs.ScopeSpans().At(0).Spans().All() {
+			sec := int64(sp.StartTimestamp()) / int64(time.Second)
+			ss, ok := dest[key{sec, ri}]
+			if !ok {
+				req, ok := out[sec]
+				if !ok {
+					req = ptrace.NewTraces()
+					out[sec] = req
+				}
+				res := req.ResourceSpans().AppendEmpty()
+				rs.Resource().CopyTo(res.Resource())
+				ss = res.ScopeSpans().AppendEmpty().Spans()
+				dest[key{sec, ri}] = ss
+			}
+			sp.CopyTo(ss.AppendEmpty())
+		}
+	}
+	return out
 }
