@@ -111,6 +111,7 @@ type quality struct {
 	// missed lists the injections with a rank-episode no claim found, as kind:ranks.
 	missed                     []string
 	episodes, found, confident int
+	confirmed                  int
 	decoys, decoysClaimed      int
 	claims, unmatchedClaims    int
 }
@@ -118,8 +119,8 @@ type quality struct {
 func (q quality) recall() float64 { return float64(q.found) / float64(max(q.episodes, 1)) }
 
 func (q quality) String() string {
-	return fmt.Sprintf("recall %d/%d (%.3f; missed %v), confident %d, unrelated spikes claimed %d/%d, claims %d (%d overlapping no injection)",
-		q.found, q.episodes, q.recall(), q.missed, q.confident, q.decoysClaimed, q.decoys, q.claims, q.unmatchedClaims)
+	return fmt.Sprintf("recall %d/%d (%.3f; missed %v), confident or confirmed %d (confirmed %d), unrelated spikes claimed %d/%d, claims %d (%d overlapping no injection)",
+		q.found, q.episodes, q.recall(), q.missed, q.confident, q.confirmed, q.decoysClaimed, q.decoys, q.claims, q.unmatchedClaims)
 }
 
 func qualityOf(t *testing.T, o inspectorOutcome, file string) quality {
@@ -148,6 +149,9 @@ func qualityOf(t *testing.T, o inspectorOutcome, file string) quality {
 			case attribution.ClassificationRank(c) >= confident:
 				q.confident++
 				q.found++
+				if c == attribution.CollectiveConfirmed {
+					q.confirmed++
+				}
 			case attribution.ClassificationRank(c) >= likely:
 				q.found++
 			default:
