@@ -308,6 +308,70 @@ func TestBadInput(t *testing.T) {
 			signal: "logs", reason: "invalid_value", skipped: 1, wantJobs: 1,
 		},
 		{
+			name: "NCCL accounting point without nccl.comm.id",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				return memoryPoint("nccl.comm.memory.total", now, rankAttrs("bad", 0, 2), intValue(gib))
+			},
+			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL accounting point with a communicator of the wrong type",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				attrs := rankAttrs("bad", 0, 2)
+				attrs["nccl.comm.id"] = int64(7)
+				return memoryPoint("nccl.comm.memory.total", now, attrs, intValue(gib))
+			},
+			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL accounting NaN bytes",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				attrs := rankAttrs("bad", 0, 2)
+				attrs["nccl.comm.id"] = "0xab"
+				return memoryPoint("nccl.comm.memory.total", now, attrs, doubleValue(math.NaN()))
+			},
+			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL accounting negative bytes",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				attrs := rankAttrs("bad", 0, 2)
+				attrs["nccl.comm.id"] = "0xab"
+				return memoryPoint("nccl.comm.memory.total", now, attrs, intValue(-1))
+			},
+			signal: "metrics", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL accounting point without a rank",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				return memoryPoint("nccl.comm.memory.total", now, map[string]any{"nccl.comm.id": "0xab"}, intValue(gib))
+			},
+			signal: "metrics", reason: "no_identity", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "NCCL accounting point far in the future",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			metrics: func() pmetric.Metrics {
+				attrs := rankAttrs("bad", 0, 2)
+				attrs["nccl.comm.id"] = "0xab"
+				return memoryPoint("nccl.comm.memory.total", now+48*3600*s, attrs, intValue(gib))
+			},
+			signal: "metrics", reason: "future", skipped: 1, wantJobs: 1,
+		},
+		{
+			name: "reversed marker span with a collective identity in evidence mode",
+			cfg:  func(c *Config) { c.Mode = ModeEvidence },
+			traces: func() ptrace.Traces {
+				return identifiedMarkerSpan("bad", now, now-s, map[string]any{"nccl.comm.id": "0xab", "nccl.seq": int64(1)})
+			},
+			signal: "traces", reason: "invalid_value", skipped: 1, wantJobs: 1,
+		},
+		{
 			name:   "new job over limits.max_jobs",
 			cfg:    func(c *Config) { c.Limits.MaxJobs = 1 },
 			logs:   func() plog.Logs { return stormlogLogs([]string{stormlogLine("bad", 0, 1, now, "sample", gib)}) },

@@ -262,6 +262,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
 		Inspector:           cfg.inspectorConfig(),
+		Evidence:            cfg.Mode == ModeEvidence,
 	}
 }
 

@@ -79,6 +79,16 @@ func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 // text per result.
 func evidenceBatch(t *testing.T, lines []string, preset string) []string {
 	t.Helper()
+	var out []string
+	for _, r := range evidenceBatchResults(t, lines, preset) {
+		out = append(out, string(attribution.AppendResultJSON(nil, &r, false)))
+	}
+	return out
+}
+
+// evidenceBatchResults is the CLI's evidence-mode result on the records.
+func evidenceBatchResults(t *testing.T, lines []string, preset string) []attribution.Result {
+	t.Helper()
 	b := evidence.NewBuilder()
 	err := telemetry.Stream(strings.NewReader(strings.Join(lines, "\n")), func(chunk []telemetry.Event) error {
 		for i := range chunk {
@@ -89,12 +99,11 @@ func evidenceBatch(t *testing.T, lines []string, preset string) []string {
 	require.NoError(t, err)
 	cfg, err := evidence.ResolveConfig(preset, nil, nil)
 	require.NoError(t, err)
-	var out []string
-	for _, r := range evidence.Attribute(b.Input(), cfg, nil) {
+	results := evidence.Attribute(b.Input(), cfg, nil)
+	for _, r := range results {
 		require.Equal(t, attribution.ModeEvidence, r.Mode)
-		out = append(out, string(attribution.AppendResultJSON(nil, &r, false)))
 	}
-	return out
+	return results
 }
 
 // processorBodies runs the records through a logs processor of cfg and

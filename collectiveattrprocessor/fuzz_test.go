@@ -99,6 +99,11 @@ func FuzzPipelines(f *testing.F) {
 		cfg := createDefaultConfig().(*Config)
 		cfg.PhaseSpanNames = []string{"train_step", "forward", "backward", "train"}
 		cfg.Limits.MaxEventsPerRank = 1000
+		if len(data)%2 == 1 {
+			// Half the inputs go through evidence mode, which reads marker
+			// spans' identity attributes and NCCL's accounting gauge too.
+			cfg.Mode = ModeEvidence
+		}
 		p := newPipelines(t, cfg, tel)
 		var front, back ptrace.Traces
 		if tErr == nil {

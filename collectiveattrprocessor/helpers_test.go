@@ -161,3 +161,17 @@ func markerSpanTraces(job string, rank int64, span byte, start, end int64) ptrac
 	sp.SetEndTimestamp(pcommon.Timestamp(end))
 	return td
 }
+
+// identifiedMarkerSpan is a marker span of rank 0 of job (world 2) from
+// start to end whose attributes are attrs (nccl.comm.ranks as a []any of
+// its entries' values).
+func identifiedMarkerSpan(job string, start, end int64, attrs map[string]any) ptrace.Traces {
+	td := markerSpanTraces(job, 0, 1, start, end)
+	rs := td.ResourceSpans().At(0)
+	rs.Resource().Attributes().PutInt("training.world_size", 2)
+	sp := rs.ScopeSpans().At(0).Spans().At(0)
+	if err := sp.Attributes().FromRaw(attrs); err != nil {
+		panic(err)
+	}
+	return td
+}

@@ -98,21 +98,10 @@ func (b *Builder) Add(e *telemetry.Event) {
 		b.rank(e.Rank).addAccounting(comm, e.TimestampNs, total)
 		return
 	}
-	comm, hasComm := md.comm.AsString()
-	seq, hasSeq := metadataValueInt(md.seq)
-	if !(hasComm && hasSeq) && !attribution.IsMarker(e) {
+	m, ok := recordMarker(e.TimestampNs, md, func() bool { return attribution.IsMarker(e) }, &b.collectives)
+	if !ok {
 		b.Skipped++
 		return
-	}
-	m := Marker{StartNs: e.TimestampNs, EndNs: e.TimestampNs, Collective: NoCollective}
-	if d, ok := metadataValueInt(md.duration); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
-		m.EndNs = e.TimestampNs + d
-	}
-	if v, ok := md.approximate.AsBool(); ok && v {
-		m.Approximate = true
-	}
-	if hasComm && hasSeq {
-		m.Collective = b.collectives.intern(comm, seq, md.collective)
 	}
 	rb := b.rank(e.Rank)
 	rb.markers = append(rb.markers, m)

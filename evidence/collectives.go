@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"slices"
-	"strings"
 )
 
 // CollectiveTable interns collective instances, one entry per identity, and
@@ -51,26 +50,11 @@ func (t *CollectiveTable) Intern(comm string, seq int64, md map[string]any) int3
 // strings it keeps are cloned: a streamed event's strings may share a
 // block of text with many others.
 func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) int32 {
-	if t.index == nil {
-		t.index = map[collectiveKey]int32{}
-	}
 	op, _ := md.op.AsString()
-	key := keyOf(comm, op, seq)
-	i, ok := t.index[key]
-	if !ok {
-		comm, op = strings.Clone(comm), strings.Clone(op)
-		key = keyOf(comm, op, seq)
-		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
-		i = int32(len(t.List) - 1)
-		t.index[key] = i
-	}
-	c := &t.List[i]
-	if v, ok := metadataValueInt(md.messageBytes); ok && v > c.MessageBytes {
-		c.MessageBytes = v
-	}
-	if v, ok := metadataValueInt(md.nRanks); ok && v > c.NRanks {
-		c.NRanks = v
-	}
+	i, c := t.entry(comm, op, seq, true)
+	msg, _ := metadataValueInt(md.messageBytes)
+	nranks, _ := metadataValueInt(md.nRanks)
+	c.widen(msg, nranks)
 	if c.Ranks == nil {
 		if list, ok := md.ranks.Value().([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))

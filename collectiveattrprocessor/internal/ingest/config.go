@@ -103,6 +103,12 @@ type Config struct {
 	MaxFutureSkew time.Duration
 	// Inspector configures NCCL Inspector records (InspectorConfig).
 	Inspector InspectorConfig
+	// Evidence reads what evidence mode uses beyond the reference's
+	// inputs: the collective identity of marker spans and span events
+	// (markeridentity.go), each marker span as one interval, and NCCL's
+	// memory accounting gauge (AccountingMetric) as KindAccounting
+	// records.
+	Evidence bool
 	// MaxIdentityBytes bounds the length of an identity string (job id,
 	// host, opaque device id, stormlog session id; default 256). An item
 	// with a longer one is skipped as invalid_value before anything of it

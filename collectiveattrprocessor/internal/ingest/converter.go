@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -115,6 +116,13 @@ type Converter struct {
 	// markerTimes.
 	markerRun   MarkerRun
 	markerTimes []int64
+	// With Config.Evidence: the markers' ends and identities beside
+	// markerTimes, the identities' member ranks, and the identity
+	// attributes of the span being scanned.
+	markerEnds  []int64
+	markerIDs   []evidence.Identity
+	markerRanks []int64
+	spanAttrs   markerAttrs
 	// run is the SampleRun handed to convertMetrics' emit.
 	run SampleRun
 	// noZip turns the zip path of joinBatch off and noResourceMemo the

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // deepValue nests n slices.
@@ -199,6 +201,22 @@ func FuzzConvert(f *testing.F) {
 	sp.Events().AppendEmpty().SetName("nccl")
 	b, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	f.Add(b)
+	// Evidence mode's inputs: a marker span and an event with a collective
+	// identity, and NCCL's accounting gauge.
+	sp.Attributes().PutStr("nccl.comm.id", "0xab")
+	sp.Attributes().PutInt("nccl.seq", 3)
+	sp.Attributes().PutEmptySlice("nccl.comm.ranks").AppendEmpty().SetInt(1)
+	ev := sp.Events().AppendEmpty()
+	ev.SetName("ncclKernel")
+	ev.SetTimestamp(pcommon.Timestamp(t0))
+	ev.Attributes().PutStr("nccl.comm.id", "0xcd")
+	ev.Attributes().PutDouble("nccl.seq", 4)
+	b, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	f.Add(b)
+	acct := gaugeBatch(map[string]any{"job_id": "j", "rank": int64(1)},
+		gaugePoint{name: AccountingMetric, ts: t0, value: 1 << 30, attrs: map[string]any{"nccl.comm.id": "0xab"}})
+	b, _ = (&pmetric.ProtoMarshaler{}).MarshalMetrics(acct)
+	f.Add(b)
 	ld := plog.NewLogs()
 	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
 	lrs.AppendEmpty().Body().SetStr(`{"schema_version":2,"timestamp_ns":1,"event_type":"x","collector":"c","sampling_interval_ms":0,"pid":1,"host":"h","device_id":0,"allocator_allocated_bytes":1,"allocator_reserved_bytes":1,"allocator_active_bytes":null,"allocator_inactive_bytes":null,"allocator_change_bytes":0,"device_used_bytes":1,"device_free_bytes":null,"device_total_bytes":null,"context":null,"metadata":{}}`)
@@ -220,17 +238,19 @@ func FuzzConvert(f *testing.F) {
 	}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
-		if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
-			c.convertMetrics(md, expand, nopSkip)
+		for _, evidenceMode := range []bool{false, true} {
+			c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: evidenceMode})
+			if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
+				c.convertMetricsAccounting(md, expand, nop, nopSkip)
+			}
+			if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
+				c.convertTraces(td, nop, expandMarkers, nopSkip)
+			}
+			if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
+				c.convertLogs(ld, nop, nopSkip)
+			}
+			c.Expire()
 		}
-		if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
-			c.convertTraces(td, nop, expandMarkers, nopSkip)
-		}
-		if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
-			c.convertLogs(ld, nop, nopSkip)
-		}
-		c.Expire()
 	})
 }
 
@@ -240,9 +260,13 @@ func FuzzConvert(f *testing.F) {
 // call).
 func TestNoInputReferenceOutlivesACall(t *testing.T) {
 	const t0 = int64(1767225600000000000)
-	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}})
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: true})
 	held := func(what string) {
 		t.Helper()
+		require.Equal(t, markerAttrs{}, c.spanAttrs, what)
+		for _, id := range c.markerIDs[:cap(c.markerIDs)] {
+			require.Equal(t, evidence.Identity{}, id, what)
+		}
 		require.Equal(t, pcommon.Map{}, c.resAttrs, what)
 		require.Equal(t, rawIdentity{}, c.resID, what)
 		require.Equal(t, rawIdentity{}, c.itemID, what)
@@ -262,6 +286,9 @@ func TestNoInputReferenceOutlivesACall(t *testing.T) {
 	sp.SetStartTimestamp(pcommon.Timestamp(t0))
 	sp.SetEndTimestamp(pcommon.Timestamp(t0 + 1))
 	sp.Attributes().PutInt("training.rank", 1)
+	sp.Attributes().PutStr("nccl.comm.id", "0xab")
+	sp.Attributes().PutInt("nccl.seq", 3)
+	sp.Attributes().PutEmptySlice("nccl.comm.ranks").AppendEmpty().SetInt(1)
 	convertTraces(t, c, td)
 	held("traces")
 	ld := plog.NewLogs()

@@ -1,5 +1,7 @@
 package ingest
 
+import "github.com/collectiveattr/collectiveattr/evidence"
+
 // MarkerRun is the marker spans of one (job, rank) that one ConvertTraces
 // call found one after another, in input order. Markers are handed over a
 // run at a time, like samples (SampleRun): a rank's spans come together,
@@ -24,6 +26,11 @@ type MarkerRun struct {
 type MarkerSpan struct {
 	Ref     SpanRef
 	TimesNs []int64
+	// EndsNs and Identities are set with Config.Evidence (see
+	// Record.MarkerEndsNs): in that mode TimesNs holds a marker span's
+	// start only, then its events' times.
+	EndsNs     []int64
+	Identities []evidence.Identity
 }
 
 // Record returns span i as the KindMarker Record it stands for.
@@ -32,25 +39,37 @@ func (r *MarkerRun) Record(i int) Record {
 	return Record{
 		Kind: KindMarker, JobID: r.JobID, Rank: r.Rank, WorldSize: r.WorldSize, Host: r.Host,
 		TimestampNs: sp.TimesNs[0], Marker: sp.Ref, MarkerTimesNs: sp.TimesNs,
+		MarkerEndsNs: sp.EndsNs, MarkerIdentities: sp.Identities,
 	}
 }
 
-// addMarkerSpan appends a span's marker times (c.markerTimes[from:]) to the
-// run of the current identity (c.id), handing the run of another identity
-// to emit first.
-func (c *Converter) addMarkerSpan(ref SpanRef, from int, emit func(*MarkerRun)) {
+// beginMarkerSpan hands the current run to emit when it is of another
+// identity than the current one (c.id): the next span's markers start a
+// new run. It is called before a span's markers are appended, so that
+// flushing never drops them.
+func (c *Converter) beginMarkerSpan(emit func(*MarkerRun)) {
 	run := &c.markerRun
 	id := &c.id
 	if len(run.Spans) > 0 && (run.JobID != id.job || run.Rank != id.rank || run.WorldSize != id.worldSize || run.Host != id.host) {
-		times := c.markerTimes[from:]
 		c.flushMarkers(emit)
-		// This span's times move to the front of the emptied buffer.
-		c.markerTimes, from = append(c.markerTimes, times...), 0
 	}
+}
+
+// addMarkerSpan appends a span's markers (c.markerTimes[from:], and with
+// Config.Evidence c.markerEnds[from:] and c.markerIDs[from:]) to the run of
+// the current identity, which beginMarkerSpan made the run's.
+func (c *Converter) addMarkerSpan(ref SpanRef, from int) {
+	run := &c.markerRun
 	if len(run.Spans) == 0 {
+		id := &c.id
 		run.JobID, run.Rank, run.WorldSize, run.Host = id.job, id.rank, id.worldSize, id.host
 	}
-	run.Spans = append(run.Spans, MarkerSpan{Ref: ref, TimesNs: c.markerTimes[from:len(c.markerTimes):len(c.markerTimes)]})
+	n := len(c.markerTimes)
+	sp := MarkerSpan{Ref: ref, TimesNs: c.markerTimes[from:n:n]}
+	if c.cfg.Evidence {
+		sp.EndsNs, sp.Identities = c.markerEnds[from:n:n], c.markerIDs[from:n:n]
+	}
+	run.Spans = append(run.Spans, sp)
 }
 
 // flushMarkers hands the current run, if any, to emit and empties it.
@@ -62,6 +81,12 @@ func (c *Converter) flushMarkers(emit func(*MarkerRun)) {
 	clear(c.markerRun.Spans)
 	c.markerRun.Spans = keptScratch(c.markerRun.Spans)
 	c.markerTimes = keptScratch(c.markerTimes)
+	if c.cfg.Evidence {
+		// The identities' strings point into the request.
+		clear(c.markerIDs)
+		c.markerEnds, c.markerIDs = keptScratch(c.markerEnds), keptScratch(c.markerIDs)
+		c.markerRanks = keptScratch(c.markerRanks)
+	}
 }
 
 // maxKeptScratch is the most elements a reused per-call buffer keeps

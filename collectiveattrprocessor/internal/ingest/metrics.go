@@ -31,6 +31,14 @@ func isMiB(m pmetric.Metric) bool {
 // sample, handed to emit in one SampleRun per (job, rank). Other metrics are
 // ignored without a Skip.
 func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
+	c.convertMetricsAccounting(md, emit, nil, skip)
+}
+
+// convertMetricsAccounting is convertMetrics that, with Config.Evidence
+// and emitAccounting set, also hands each point of NCCL's accounting gauge
+// to emitAccounting as a KindAccounting Record (accounting.go).
+func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*SampleRun), emitAccounting func(*Record), skip func(Skip)) {
+	accounting := c.cfg.Evidence && emitAccounting != nil
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]
@@ -43,6 +51,9 @@ func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 		if !c.noZip {
 			var done bool
 			if done, resStarted = c.convertLockstep(i, rm, nowNs, limit); done {
+				if accounting {
+					c.accountingOf(i, rm, nowNs, limit, emitAccounting, skip)
+				}
 				continue
 			}
 		}
@@ -55,6 +66,9 @@ func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 				r, dps, kind := c.memoryMetric(k, m)
 				switch kind {
 				case notMemory:
+					if accounting && m.Name() == AccountingMetric {
+						resStarted = c.convertAccounting(i, rm, m, resStarted, nowNs, limit, emitAccounting, skip)
+					}
 					continue
 				case deltaSum:
 					for range dps.Len() {

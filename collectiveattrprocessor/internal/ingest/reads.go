@@ -15,7 +15,8 @@ import (
 // into a batch: a Record holds a whole telemetry.Event (about 400 bytes),
 // and a run is formed in memory the next run reuses.
 type Read struct {
-	// Record is a phase span (Traces) or a stormlog record (Logs).
+	// Record is a phase span (Traces), a stormlog record (Logs) or an
+	// accounting point (Metrics, Config.Evidence).
 	Record *Record
 	// SampleRun is the samples of one (job, rank) (Metrics).
 	SampleRun *SampleRun
@@ -25,12 +26,13 @@ type Read struct {
 	Skip *Skip
 }
 
-// Metrics converts md (convertMetrics): sample runs and skips.
+// Metrics converts md (convertMetrics): sample runs, skips and, with
+// Config.Evidence, NCCL's accounting points as records.
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
 		c.learnMetricsProcesses(md)
-		c.convertMetrics(md, y.sampleRun, y.skip)
+		c.convertMetricsAccounting(md, y.sampleRun, y.record, y.skip)
 	}
 }
 

@@ -112,6 +112,7 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 		}
 	}
 	c.flushMarkers(emitMarkers)
+	c.spanAttrs = markerAttrs{} // its values point into the request
 	if indexed {
 		c.spanIdx.reset()
 	}
@@ -136,9 +137,16 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 	marker = c.tokens.matches(name)
 	isResult := false
 	c.itemID.reset()
+	ev := c.cfg.Evidence
+	if ev {
+		c.spanAttrs = markerAttrs{}
+	}
 	attrs := sp.Attributes()
 	if attrs.Len() > 0 {
 		for k, v := range attrs.All() {
+			if ev && isIdentityKey(k) {
+				c.spanAttrs.read(k, v)
+			}
 			if c.keys.mayHold(k) {
 				for _, s := range c.keys.lookup(k) {
 					c.itemID.offer(s, v)
@@ -160,7 +168,9 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 	if isResult && name == resultSpanName {
 		return false, false, path, hasPath
 	}
-	if marker {
+	// A span that names its collective is a marker span in evidence mode,
+	// token or not, as a stormlog record with an identity is a marker.
+	if marker || ev && c.spanAttrs.hasComm && c.spanAttrs.hasSeq {
 		return true, false, path, hasPath
 	}
 	evs := sp.Events()
@@ -213,19 +223,29 @@ func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
 
 // emitMarkers adds the marker times of sp to the current marker run: its
 // start and end when it is a marker span, and the time of each span event
-// whose name matches.
+// whose name matches. With Config.Evidence a marker span is one marker,
+// from its start to its end, and each marker carries the collective
+// identity its span's (or event's) attributes give.
 func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*MarkerRun), skip func(Skip)) {
+	c.beginMarkerSpan(emit)
+	ev := c.cfg.Evidence
 	from := len(c.markerTimes)
 	if markerSpan {
-		c.markerTimes = append(c.markerTimes, start, end)
+		if ev {
+			c.markerTimes = append(c.markerTimes, start)
+			c.markerEnds = append(c.markerEnds, end)
+			c.markerIDs = append(c.markerIDs, c.spanAttrs.identity(&c.markerRanks))
+		} else {
+			c.markerTimes = append(c.markerTimes, start, end)
+		}
 	}
 	evs := sp.Events()
 	for i := 0; i < evs.Len(); i++ {
-		ev := evs.At(i)
-		if !c.tokens.matches(ev.Name()) {
+		e := evs.At(i)
+		if !c.tokens.matches(e.Name()) {
 			continue
 		}
-		ts := int64(ev.Timestamp())
+		ts := int64(e.Timestamp())
 		if ts > c.futureLimit(nowNs) {
 			skip(futureSkip)
 			continue
@@ -235,11 +255,17 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 			continue
 		}
 		c.markerTimes = append(c.markerTimes, ts)
+		if ev {
+			var a markerAttrs
+			a.readAll(e.Attributes())
+			c.markerEnds = append(c.markerEnds, ts)
+			c.markerIDs = append(c.markerIDs, a.identity(&c.markerRanks))
+		}
 	}
 	if len(c.markerTimes) == from {
 		return // only events, every one with a bad timestamp
 	}
-	c.addMarkerSpan(SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}, from, emit)
+	c.addMarkerSpan(SpanRef{TraceID: sp.TraceID(), SpanID: sp.SpanID()}, from)
 }
 
 // phaseRecord builds the phase span of sp, whose path is missing the

@@ -9,6 +9,7 @@ package ingest
 
 import (
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -32,6 +33,10 @@ const (
 	// (Event is set; it may be a sample, a marker, a phase boundary, or any
 	// other record, exactly as stormlog would read it: Stormlog says which).
 	KindStormlog
+	// KindAccounting is one point of NCCL's memory accounting gauge
+	// (AccountingMetric; Config.Evidence only): AccountingCommID and
+	// AccountingBytes at TimestampNs.
+	KindAccounting
 )
 
 // StormlogClass says what the reference reads a stormlog record as; a
@@ -90,6 +95,17 @@ type Record struct {
 	// order above (TimestampNs is the first). The slice is reused by the
 	// next call: copy it to keep it.
 	MarkerTimesNs []int64
+	// MarkerEndsNs and MarkerIdentities are set with Config.Evidence: per
+	// marker time, the marker's end (a marker span's end; an event's own
+	// time) and its collective identity (Valid false: a bare marker). In
+	// that mode a marker span gives one marker, its interval, rather than
+	// one at its start and one at its end. Reused like MarkerTimesNs.
+	MarkerEndsNs     []int64
+	MarkerIdentities []evidence.Identity
+	// AccountingCommID and AccountingBytes are set for KindAccounting. The
+	// communicator id points into the request: copy it to keep it.
+	AccountingCommID string
+	AccountingBytes  int64
 	// PhaseSpan is set for KindPhaseSpan, with SessionID = JobID, Rank =
 	// Rank, Sequence = StartNs, and ThreadIDBool and SyntheticEnd false (the
 	// processor buffers it without those fields). Its Path is shared by

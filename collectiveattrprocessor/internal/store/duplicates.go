@@ -90,11 +90,17 @@ func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
 }
 
 // duplicateRecord reports whether rb already buffers what rec would add:
-// its marker span, or its stormlog sample or collective marker.
-func (rb *rankBuffer) duplicateRecord(rec *ingest.Record) bool {
+// its marker span (as evidence markers in evidence mode), its accounting
+// point, or its stormlog sample or collective marker.
+func (rb *rankBuffer) duplicateRecord(rec *ingest.Record, evidenceMode bool) bool {
 	switch rec.Kind {
 	case ingest.KindMarker:
+		if evidenceMode {
+			return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
+		}
 		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)
+	case ingest.KindAccounting:
+		return rb.holdsAccounting(rec)
 	case ingest.KindStormlog:
 		e := &rec.Event
 		switch {

@@ -21,12 +21,21 @@ type evidenceRank struct {
 	markers timedRing[evidenceMarker]
 	// accounting holds one series per communicator, in first-seen order.
 	accounting []accountingSeries
+	// spans are the marker spans of the buffered markers, in marker order;
+	// spanFront is the sequence number of its front entry
+	// (evidencespans.go).
+	spans     ring[ingest.SpanRef]
+	spanFront uint32
 }
 
+// evidenceMarker is a buffered marker beside its start time: its end, its
+// collective (an index into the job's table, or evidence.NoCollective),
+// and flags: whether its time is approximate, and its span
+// (evidencespans.go).
 type evidenceMarker struct {
-	endNs       int64
-	collective  int32
-	approximate bool
+	endNs      int64
+	collective int32
+	flags      uint32
 }
 
 // accountingSeries is nccl.comm.memory.total of one communicator: times
@@ -68,6 +77,7 @@ func (e *evidenceRank) oldest() (which int, ts int64, ok bool) {
 func (e *evidenceRank) dropOldest(which int) {
 	if which < 0 {
 		e.markers.dropFront(1)
+		e.releaseSpans()
 		return
 	}
 	e.accounting[which].dropFront(1)
@@ -80,6 +90,9 @@ func (e *evidenceRank) trim(cutoffNs int64) int {
 	}
 	k := e.markers.older(cutoffNs)
 	e.markers.dropFront(k)
+	if k > 0 {
+		e.releaseSpans()
+	}
 	n := k
 	for i := range e.accounting {
 		a := &e.accounting[i]
@@ -157,35 +170,25 @@ func isAccountingType(t string) bool {
 	return t == evidence.AccountingEventType || strings.EqualFold(telemetry.TrimSpace(t), evidence.AccountingEventType)
 }
 
-// markerOf reads a record's marker: its interval (timestamp_ns +
-// nccl.duration_ns), whether its time is approximate, and its collective
-// interned in the job's table; false when the record has neither an
-// identity nor a collective token.
+// markerOf reads a record's marker as evidence.Builder does
+// (evidence.MetadataMarker), its collective interned in the job's table;
+// false when the record has neither an identity nor a collective token.
 func (j *Job) markerOf(e *telemetry.Event, token bool) (evidenceMarker, bool) {
-	md := e.Metadata
-	comm, hasComm := md[evidence.KeyCommID].(string)
-	seq, hasSeq := evidence.MetadataInt(md[evidence.KeySeq])
-	if !(hasComm && hasSeq) && !token {
+	m, ok := evidence.MetadataMarker(e, func() bool { return token }, j.table())
+	if !ok {
 		return evidenceMarker{}, false
 	}
-	mk := evidenceMarker{endNs: e.TimestampNs, collective: evidence.NoCollective}
-	if d, ok := evidence.MetadataInt(md[evidence.KeyDurationNs]); ok && d > 0 && e.TimestampNs <= math.MaxInt64-d {
-		mk.endNs = e.TimestampNs + d
-	}
-	if v, ok := md[evidence.KeyTimeApproximate].(bool); ok && v {
-		mk.approximate = true
-	}
-	if hasComm && hasSeq {
-		mk.collective = j.collective(comm, seq, md)
+	mk := evidenceMarker{endNs: m.EndNs, collective: m.Collective}
+	if m.Approximate {
+		mk.flags = evApproximate
 	}
 	return mk, true
 }
 
-// collective returns the index of the collective a marker's metadata
-// names in the job's table, as evidence.Builder keys it.
-func (j *Job) collective(comm string, seq int64, md map[string]any) int32 {
+// table is the job's collectives table, made on first use.
+func (j *Job) table() *evidence.CollectiveTable {
 	if j.collectives == nil {
 		j.collectives = &evidence.CollectiveTable{}
 	}
-	return j.collectives.Intern(comm, seq, md)
+	return j.collectives
 }

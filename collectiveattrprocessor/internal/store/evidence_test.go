@@ -154,11 +154,11 @@ func TestCollectivesKeyedByOp(t *testing.T) {
 	md := func(op string) map[string]any {
 		return map[string]any{evidence.KeyCommID: "c", evidence.KeySeq: json.Number("7"), evidence.KeyOp: op}
 	}
-	ar := j.collective("c", 7, md("all_reduce"))
-	ag := j.collective("c", 7, md("all_gather"))
-	send := j.collective("c", 7, md("send"))
-	recv := j.collective("c", 7, md("recv"))
+	ar := j.table().Intern("c", 7, md("all_reduce"))
+	ag := j.table().Intern("c", 7, md("all_gather"))
+	send := j.table().Intern("c", 7, md("send"))
+	recv := j.table().Intern("c", 7, md("recv"))
 	assert.NotEqual(t, ar, ag, "all_reduce and all_gather of one seq are two collectives")
 	assert.Equal(t, send, recv, "a send and its recv are one")
-	assert.Equal(t, ar, j.collective("c", 7, md("all_reduce")))
+	assert.Equal(t, ar, j.table().Intern("c", 7, md("all_reduce")))
 }

@@ -32,7 +32,8 @@ type EvidenceSnapshot struct {
 
 // EvidenceSnapshot is Snapshot for evidence mode: the same samples (their
 // time and gap columns shared, not copied), each rank's markers as
-// intervals with their collective (marker spans' times as bare markers),
+// intervals with their collective (in evidence mode every marker, of a
+// span, a stormlog record or an Inspector record, is buffered as one),
 // NCCL's accounting series, and the job's collectives that the markers
 // inside the window refer to. Ranks are those with samples, markers or
 // accounting, as evidence.Builder keeps them; the world size and trace
@@ -44,7 +45,6 @@ func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) Evi
 	nSamples, nMarkers, nAcct := 0, 0, 0
 	for _, rb := range job.ranks {
 		nSamples += rb.samples.len()
-		nMarkers += rb.markers.len()
 		if rb.ev != nil {
 			nMarkers += rb.ev.markers.len()
 			for i := range rb.ev.accounting {
@@ -88,11 +88,6 @@ func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) Evi
 			next++
 		}
 		m0 := len(es.markers)
-		for i := range rb.markers.len() {
-			if ts := rb.markers.at(i); ts >= cutoff {
-				es.markers = append(es.markers, evidence.Marker{StartNs: ts, EndNs: ts, Collective: evidence.NoCollective})
-			}
-		}
 		if ev := rb.ev; ev != nil {
 			for i := range ev.markers.len() {
 				ts := ev.markers.at(i)
@@ -109,7 +104,7 @@ func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) Evi
 					}
 					c = es.remap[c]
 				}
-				es.markers = append(es.markers, evidence.Marker{StartNs: ts, EndNs: m.endNs, Collective: c, Approximate: m.approximate})
+				es.markers = append(es.markers, evidence.Marker{StartNs: ts, EndNs: m.endNs, Collective: c, Approximate: m.approximate()})
 			}
 			a0 := len(es.series)
 			for i := range ev.accounting {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // JobView is what a job holds, for tests and diagnostics.
@@ -29,9 +30,11 @@ type RankView struct {
 	// SampleCapacity is how many samples the storage has room for.
 	SampleCapacity int
 	Markers        []MarkerView
-	Others         int
-	Boundaries     int
-	PhaseSpans     []PhaseSpanView
+	// EvidenceMarkers are evidence mode's markers.
+	EvidenceMarkers []EvidenceMarkerView
+	Others          int
+	Boundaries      int
+	PhaseSpans      []PhaseSpanView
 	// PhaseWaiting is how many phase spans the rank counts as waiting for
 	// a parent.
 	PhaseWaiting int
@@ -43,6 +46,16 @@ type MarkerView struct {
 	TimestampNs int64
 	Ref         ingest.SpanRef
 	HasRef      bool
+}
+
+// EvidenceMarkerView is a buffered evidence-mode marker: its interval, its
+// collective (nil: a bare marker) and its span (HasRef false: none).
+type EvidenceMarkerView struct {
+	StartNs, EndNs int64
+	Approximate    bool
+	Collective     *evidence.Collective
+	Ref            ingest.SpanRef
+	HasRef         bool
 }
 
 // PhaseSpanView is a buffered phase span.
@@ -72,6 +85,18 @@ func (s *Store) InspectRank(id string, rank int64) (RankView, bool) {
 	for i := range rb.markers.len() {
 		ref, ok := rb.markers.ref(i)
 		v.Markers = append(v.Markers, MarkerView{TimestampNs: rb.markers.at(i), Ref: ref, HasRef: ok})
+	}
+	if e := rb.ev; e != nil {
+		for i := range e.markers.len() {
+			m := e.markers.auxAt(i)
+			mv := EvidenceMarkerView{StartNs: e.markers.at(i), EndNs: m.endNs, Approximate: m.approximate()}
+			if m.collective != evidence.NoCollective {
+				c := job.collectives.List[m.collective]
+				mv.Collective = &c
+			}
+			mv.Ref, mv.HasRef = e.spanOf(m)
+			v.EvidenceMarkers = append(v.EvidenceMarkers, mv)
+		}
 	}
 	for i := range rb.phaseSpans.len() {
 		e := rb.phaseSpans.at(i)

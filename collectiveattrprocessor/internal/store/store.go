@@ -128,7 +128,7 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
-	if rb.duplicateRecord(rec) {
+	if rb.duplicateRecord(rec, s.cfg.Evidence) {
 		s.reject(rejectDuplicate)
 		return false
 	}
@@ -139,7 +139,15 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	added := 0
 	switch rec.Kind {
 	case ingest.KindMarker:
-		added += s.pushMarkers(job, rb, rec)
+		if s.cfg.Evidence {
+			added += s.pushSpanEvidence(job, rb, rec)
+		} else {
+			added += s.pushMarkers(job, rb, rec)
+		}
+	case ingest.KindAccounting:
+		if s.cfg.Evidence {
+			added += s.pushAccounting(job, rb, rec)
+		}
 	case ingest.KindPhaseSpan:
 		added += s.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
@@ -158,6 +166,15 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 // their markers and none is stale even against the run's newest time, they
 // are pushed with the lookups and the per-rank bookkeeping done once.
 func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
+	if s.cfg.Evidence {
+		// Evidence markers go one span at a time: a span's collective is
+		// interned per marker.
+		for i := range run.Spans {
+			rec := run.Record(i)
+			s.AddRecord(&rec, now)
+		}
+		return
+	}
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
 	if rb == nil {
 		return

@@ -100,6 +100,9 @@ func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration
 	}
 	s.remember(job, r.Rank, persistent, r.EndNs())
 	job.unsaved = true
+	if r.Mode == attribution.ModeEvidence {
+		return rb.host, evidenceLinks(job, r), true
+	}
 	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
 }
 

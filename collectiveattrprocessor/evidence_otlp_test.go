@@ -1,0 +1,395 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// evidenceOTLP is what a job whose stormlog events are events sends over
+// OTLP, one resource per rank carrying its identity: per sample, gauges of
+// device used, allocator reserved and device total; per NCCL accounting
+// record, a point of the nccl.comm.memory.total gauge with its
+// communicator; per marker, a span named as the marker's event type from
+// its time to its time plus nccl.duration_ns, with the marker's other
+// nccl.* metadata as span attributes (ints as ints, nccl.comm.ranks as an
+// int array). kept are the events it converted, as JSON lines: events that
+// are none of these (step events) have no OTLP form and are left out.
+// spans are the marker spans by rank and start.
+func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetric.Metrics, td ptrace.Traces, kept []string, spans map[rankStart]spanID) {
+	t.Helper()
+	md, td = pmetric.NewMetrics(), ptrace.NewTraces()
+	spans = map[rankStart]spanID{}
+	type rankOut struct {
+		used, reserved, total, acct pmetric.NumberDataPointSlice
+		spans                       ptrace.SpanSlice
+	}
+	ranks := map[int64]*rankOut{}
+	identify := func(attrs pcommon.Map, e *telemetry.Event) {
+		attrs.PutStr("training.job.id", job)
+		attrs.PutInt("training.rank", e.Rank)
+		attrs.PutInt("training.world_size", e.WorldSize)
+	}
+	rankOf := func(e *telemetry.Event) *rankOut {
+		if r := ranks[e.Rank]; r != nil {
+			return r
+		}
+		rm := md.ResourceMetrics().AppendEmpty()
+		identify(rm.Resource().Attributes(), e)
+		ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+		gauge := func(name string) pmetric.NumberDataPointSlice {
+			m := ms.AppendEmpty()
+			m.SetName(name)
+			m.SetUnit("By")
+			return m.SetEmptyGauge().DataPoints()
+		}
+		rs := td.ResourceSpans().AppendEmpty()
+		identify(rs.Resource().Attributes(), e)
+		r := &rankOut{
+			used: gauge("gpu.memory.device.used"), reserved: gauge("gpu.memory.allocator.reserved"),
+			total: gauge("gpu.memory.device.total"), acct: gauge("nccl.comm.memory.total"),
+			spans: rs.ScopeSpans().AppendEmpty().Spans(),
+		}
+		ranks[e.Rank] = r
+		return r
+	}
+	point := func(dps pmetric.NumberDataPointSlice, ts, v int64) pmetric.NumberDataPoint {
+		dp := dps.AppendEmpty()
+		dp.SetTimestamp(pcommon.Timestamp(ts))
+		dp.SetIntValue(v)
+		return dp
+	}
+	var buf []byte
+	for i := range events {
+		e := &events[i]
+		md := e.Metadata
+		_, identified := md[evidence.KeyCommID]
+		switch {
+		case attribution.IsSample(e):
+			r := rankOf(e)
+			point(r.used, e.TimestampNs, e.DeviceUsedBytes.Value)
+			point(r.reserved, e.TimestampNs, e.AllocatorReservedBytes.Value)
+			point(r.total, e.TimestampNs, e.DeviceTotalBytes.Value)
+		case e.EventType == evidence.AccountingEventType:
+			total, ok := evidence.MetadataInt(md[evidence.KeyMemoryTotal])
+			require.True(t, ok)
+			dp := point(rankOf(e).acct, e.TimestampNs, total)
+			dp.Attributes().PutStr(evidence.KeyCommID, md[evidence.KeyCommID].(string))
+		case identified || attribution.IsMarker(e):
+			sp := rankOf(e).spans.AppendEmpty()
+			sp.SetName(e.EventType)
+			sp.SetTraceID(pcommon.TraceID{byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i), 1})
+			sp.SetSpanID(pcommon.SpanID{byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i), 2})
+			sp.SetStartTimestamp(pcommon.Timestamp(e.TimestampNs))
+			end := e.TimestampNs
+			if d, ok := evidence.MetadataInt(md[evidence.KeyDurationNs]); ok && d > 0 {
+				end += d
+			}
+			sp.SetEndTimestamp(pcommon.Timestamp(end))
+			putMarkerAttributes(t, sp.Attributes(), md)
+			spans[rankStart{e.Rank, e.TimestampNs}] = spanID{sp.TraceID(), sp.SpanID()}
+		default:
+			continue
+		}
+		buf = telemetry.AppendJSON(buf[:0], e)
+		kept = append(kept, string(buf))
+	}
+	return md, td, kept, spans
+}
+
+type rankStart struct{ rank, startNs int64 }
+
+type spanID struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+// wantLinks is what the result span of r links to (docs/evidence-mode.md
+// §4): the marker spans of its collective's members, in the members'
+// order; without a collective, the span of the rank's own marker that
+// matched.
+func wantLinks(r *attribution.Result, spans map[rankStart]spanID) []spanID {
+	var out []spanID
+	if c := r.Collective; c != nil {
+		for _, m := range c.Members {
+			if id, ok := spans[rankStart{m.Rank, m.StartNs}]; ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	for _, ts := range r.MarkerTimesNs {
+		if id, ok := spans[rankStart{r.Rank, ts}]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// resultSpanLinks returns the links of the result spans in tds, by rank
+// and interval start.
+func resultSpanLinks(tds []ptrace.Traces) map[rankStart][]spanID {
+	out := map[rankStart][]spanID{}
+	for _, td := range tds {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if sp.Name() != "collective_attribution" {
+						continue
+					}
+					rank, _ := sp.Attributes().Get("training.rank")
+					links := []spanID{}
+					for _, l := range sp.Links().All() {
+						links = append(links, spanID{l.TraceID(), l.SpanID()})
+					}
+					out[rankStart{rank.Int(), int64(sp.StartTimestamp())}] = links
+				}
+			}
+		}
+	}
+	return out
+}
+
+// putMarkerAttributes copies a marker's nccl.* metadata but its duration
+// into span attributes.
+func putMarkerAttributes(t *testing.T, a pcommon.Map, md map[string]any) {
+	t.Helper()
+	for k, v := range md {
+		if !strings.HasPrefix(k, "nccl.") || k == evidence.KeyDurationNs {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			a.PutStr(k, x)
+		case json.Number:
+			n, err := x.Int64()
+			require.NoError(t, err)
+			a.PutInt(k, n)
+		case []any:
+			s := a.PutEmptySlice(k)
+			for _, r := range x {
+				n, err := r.(json.Number).Int64()
+				require.NoError(t, err)
+				s.AppendEmpty().SetInt(n)
+			}
+		default:
+			t.Fatalf("metadata %s: %T", k, v)
+		}
+	}
+}
+
+// TestEvidenceOTLPOnJobEndEqualsBatch is TestEvidenceOnJobEndEqualsBatch
+// for a job that sends its memory as gauges, its markers as NCCL spans
+// with their collective identity, and NCCL's accounting as the
+// nccl.comm.memory.total gauge: the processor's result log bodies in
+// evidence mode with emit: on_job_end equal the CLI's batch result on the
+// same job's stormlog records, for every quality family, with and without
+// accounting.
+func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
+	shape := jobsim.DefaultQualityShape()
+	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
+	for _, fam := range jobsim.QualityFamilies {
+		for _, stats := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
+				c, err := jobsim.GenerateQualityCase(fam.Name, 1, shape, stats)
+				require.NoError(t, err)
+				job := "otlp-" + fam.Name
+				for i := range c.Events {
+					c.Events[i].JobID = job
+				}
+				md, td, lines, spans := evidenceOTLP(t, job, c.Events)
+				want := evidenceBatch(t, lines, "medium")
+				if fam.Name != "no_collective" {
+					require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
+						"some result matched a collective")
+				}
+				if stats && fam.Name != "no_collective" {
+					require.True(t, slices.ContainsFunc(want, func(s string) bool {
+						return strings.Contains(s, `"nccl_accounted_bytes":`) && !strings.Contains(s, `"nccl_accounted_bytes":null`)
+					}), "with accounting some result reads it")
+				}
+
+				p := runEvidenceOTLP(t, lines, md, td)
+				var got []string
+				for _, ld := range p.lsink.AllLogs() {
+					got = append(got, resultBodyTexts(ld)...)
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				assertSameResults(t, want, got)
+
+				// Each result span links the marker spans of its
+				// collective on every member.
+				links := resultSpanLinks(p.tsink.AllTraces())
+				require.Len(t, links, len(want))
+				linked := 0
+				for _, r := range evidenceBatchResults(t, lines, "medium") {
+					w := wantLinks(&r, spans)
+					if r.Collective != nil {
+						require.Len(t, w, len(r.Collective.Members), "every member's marker came from a span")
+					}
+					linked += len(w)
+					assert.Equal(t, w, links[rankStart{r.Rank, r.IntervalStartNs}], "links of rank %d at %d", r.Rank, r.IntervalStartNs)
+				}
+				if fam.Name != "no_collective" {
+					assert.Positive(t, linked)
+				}
+			})
+		}
+	}
+}
+
+// assertSameResults compares result texts and reports the first few that
+// differ rather than both lists whole.
+func assertSameResults(t *testing.T, want, got []string) {
+	t.Helper()
+	if slices.Equal(want, got) {
+		return
+	}
+	missing, extra := slices.Clone(want), []string{}
+	for _, g := range got {
+		if i := slices.Index(missing, g); i >= 0 {
+			missing = slices.Delete(missing, i, i+1)
+		} else {
+			extra = append(extra, g)
+		}
+	}
+	t.Errorf("%d results, want %d; %d missing, %d unexpected", len(got), len(want), len(missing), len(extra))
+	for i := range min(3, len(missing)) {
+		t.Errorf("missing: %s", missing[i])
+	}
+	for i := range min(3, len(extra)) {
+		t.Errorf("unexpected: %s", extra[i])
+	}
+}
+
+// secondOfMetrics is the points of one second of a job.
+type secondOfMetrics struct {
+	sec  int64
+	data pmetric.Metrics
+}
+
+// metricsBySecond cuts md into requests of one second of point time each,
+// in time order, each resource's metrics keeping their names and order.
+func metricsBySecond(md pmetric.Metrics) []secondOfMetrics {
+	type key struct {
+		sec int64
+		res int
+	}
+	out := map[int64]pmetric.Metrics{}
+	scopes := map[key]pmetric.MetricSlice{}
+	for ri, rm := range md.ResourceMetrics().All() {
+		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+			dest := map[int64]pmetric.NumberDataPointSlice{}
+			for _, dp := range m.Gauge().DataPoints().All() {
+				sec := int64(dp.Timestamp()) / int64(time.Second)
+				dps, ok := dest[sec]
+				if !ok {
+					req, ok := out[sec]
+					if !ok {
+						req = pmetric.NewMetrics()
+						out[sec] = req
+					}
+					ms, ok := scopes[key{sec, ri}]
+					if !ok {
+						res := req.ResourceMetrics().AppendEmpty()
+						rm.Resource().CopyTo(res.Resource())
+						ms = res.ScopeMetrics().AppendEmpty().Metrics()
+						scopes[key{sec, ri}] = ms
+					}
+					nm := ms.AppendEmpty()
+					nm.SetName(m.Name())
+					nm.SetUnit(m.Unit())
+					dps = nm.SetEmptyGauge().DataPoints()
+					dest[sec] = dps
+				}
+				dp.CopyTo(dps.AppendEmpty())
+			}
+		}
+	}
+	secs := slices.Sorted(maps.Keys(out))
+	reqs := make([]secondOfMetrics, len(secs))
+	for i, s := range secs {
+		reqs[i] = secondOfMetrics{s, out[s]}
+	}
+	return reqs
+}
+
+// runEvidenceOTLP feeds a job's memory and its spans a second at a time,
+// as exporters send them (each second's spans after its memory), through
+// pipelines of one processor in evidence mode with emit: on_job_end, whose
+// window and per-rank bound hold the whole job (lines: its records), and
+// shuts them down.
+func runEvidenceOTLP(t *testing.T, lines []string, md pmetric.Metrics, td ptrace.Traces) *pipelines {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = ModeEvidence
+	cfg.Emit = EmitOnJobEnd
+	cfg.Phases = false
+	cfg.Window = eventSpan(t, lines) + time.Minute
+	cfg.Limits.MaxEventsPerRank = len(lines)
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	p := newPipelines(t, cfg, tel)
+	spans := spansBySecond(td)
+	for _, m := range metricsBySecond(md) {
+		require.NoError(t, p.metrics.ConsumeMetrics(context.Background(), m.data))
+		if sp, ok := spans[m.sec]; ok {
+			require.NoError(t, p.traces.ConsumeTraces(context.Background(), sp))
+			delete(spans, m.sec)
+		}
+	}
+	for _, sec := range slices.Sorted(maps.Keys(spans)) {
+		require.NoError(t, p.traces.ConsumeTraces(context.Background(), spans[sec]))
+	}
+	p.shutdown(t)
+	return p
+}
+
+// spansBySecond cuts td into requests of the spans that start in each
+// second, by second.
+func spansBySecond(td ptrace.Traces) map[int64]ptrace.Traces {
+	out := map[int64]ptrace.Traces{}
+	type key struct {
+		sec int64
+		res int
+	}
+	dest := map[key]ptrace.SpanSlice{}
+	for ri, rs := range td.ResourceSpans().All() {
+		for _, sp := range rs.ScopeSpans().At(0).Spans().All() {
+			sec := int64(sp.StartTimestamp()) / int64(time.Second)
+			ss, ok := dest[key{sec, ri}]
+			if !ok {
+				req, ok := out[sec]
+				if !ok {
+					req = ptrace.NewTraces()
+					out[sec] = req
+				}
+				res := req.ResourceSpans().AppendEmpty()
+				rs.Resource().CopyTo(res.Resource())
+				ss = res.ScopeSpans().AppendEmpty().Spans()
+				dest[key{sec, ri}] = ss
+			}
+			sp.CopyTo(ss.AppendEmpty())
+		}
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/collectiveattr/collectiveattr/evidence"
+)
+
+// AccountingMetric is NCCL's own accounting of the device memory one
+// communicator holds on a rank (docs/evidence-mode.md §2.2): a gauge in
+// bytes with the rank's identity and nccl.comm.id on each point. Evidence
+// mode reads it as the stormlog path reads comm_memory_stats records.
+const AccountingMetric = "nccl.comm.memory.total"
+
+// convertAccounting hands each valid point of the accounting metric m of
+// resource i to emit as a KindAccounting Record. A point without a
+// communicator, with a value that is no byte count, or without a rank is
+// skipped with its reason. begun says the resource's identity state is
+// begun; it returns whether it is now.
+func (c *Converter) convertAccounting(i int, rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
+	var dps pmetric.NumberDataPointSlice
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps = m.Gauge().DataPoints()
+	case pmetric.MetricTypeSum:
+		dps = m.Sum().DataPoints()
+		if m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityDelta {
+			for range dps.Len() {
+				skip(Skip{Reason: SkipInvalidValue, Detail: AccountingMetric + " is a delta sum, not a level"})
+			}
+			return begun
+		}
+	default:
+		for range dataPointCount(m) {
+			skip(Skip{Reason: SkipInvalidValue, Detail: AccountingMetric + " is not a gauge or sum"})
+		}
+		return begun
+	}
+	if dps.Len() == 0 {
+		return begun
+	}
+	if !begun {
+		c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
+	}
+	unit := unitBytes
+	if isMiB(m) {
+		unit = unitMiB
+	}
+	for l := 0; l < dps.Len(); l++ {
+		dp := dps.At(l)
+		if dp.Flags().NoRecordedValue() {
+			continue
+		}
+		bytes, detail := pointBytes(dp, unit)
+		if detail != "" {
+			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
+			continue
+		}
+		ts := int64(dp.Timestamp())
+		if ts <= 0 {
+			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing"})
+			continue
+		}
+		if ts > limit {
+			skip(futureSkip)
+			continue
+		}
+		attrs := dp.Attributes()
+		comm, ok := attrs.Get(evidence.KeyCommID)
+		if !ok || comm.Type() != pcommon.ValueTypeStr {
+			skip(Skip{Reason: SkipInvalidValue, Detail: AccountingMetric + " point has no nccl.comm.id string"})
+			continue
+		}
+		if reason, detail := c.identifyItem(attrs, nowNs); reason != "" {
+			skip(Skip{Reason: reason, Detail: detail})
+			continue
+		}
+		id := &c.id
+		rec := &c.rec
+		*rec = Record{
+			Kind: KindAccounting, JobID: id.job, Rank: id.rank, WorldSize: id.worldSize, Host: id.host,
+			TimestampNs: ts, AccountingCommID: comm.Str(), AccountingBytes: bytes,
+		}
+		emit(rec)
+	}
+	return true
+}
+
+// accountingOf converts the accounting metrics of resource i, whose memory
+// metrics were read in lockstep (its identity state is begun).
+func (c *Converter) accountingOf(i int, rm pmetric.ResourceMetrics, nowNs, limit int64, emit func(*Record), skip func(Skip)) {
+	sms := rm.ScopeMetrics()
+	for j := 0; j < sms.Len(); j++ {
+		ms := sms.At(j).Metrics()
+		for k := 0; k < ms.Len(); k++ {
+			if m := ms.At(k); m.Name() == AccountingMetric {
+				c.convertAccounting(i, rm, m, true, nowNs, limit, emit, skip)
+			}
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/evidence"
+)
+
+// In evidence mode a marker span (or a span with marker events) is
+// buffered as evidence markers, each with the span it came from, so that a
+// result span can link the marker spans of the collective it matched on
+// every member rank (docs/evidence-mode.md §4). The span is held in the
+// rank's spans table rather than in the marker: a span's markers share one
+// entry, and a marker of a stormlog record or an Inspector record, which
+// has no span, costs nothing for it.
+
+// Bits of evidenceMarker.flags.
+const (
+	evApproximate uint32 = 1 << 31
+	evHasSpan     uint32 = 1 << 30
+	// evSpanSeq is the sequence number (mod 2^30) of the marker's span in
+	// evidenceRank.spans.
+	evSpanSeq uint32 = evHasSpan - 1
+)
+
+func (m *evidenceMarker) approximate() bool { return m.flags&evApproximate != 0 }
+
+// spanCode returns the flags of a marker of span ref, adding the span to
+// the table unless it is the latest there: a span's markers arrive
+// together.
+func (e *evidenceRank) spanCode(ref ingest.SpanRef, maxCap int) uint32 {
+	n := e.spans.len()
+	if n == 0 || *e.spans.at(n - 1) != ref {
+		// One more than the markers' bound: the table may still hold the
+		// span of the last marker to leave.
+		e.spans.push(ref, maxCap+1)
+		n++
+	}
+	return evHasSpan | (e.spanFront+uint32(n)-1)&evSpanSeq
+}
+
+// spanOf returns the span of a marker (false: none).
+func (e *evidenceRank) spanOf(m *evidenceMarker) (ingest.SpanRef, bool) {
+	if m.flags&evHasSpan == 0 {
+		return ingest.SpanRef{}, false
+	}
+	return *e.spans.at(int((m.flags - e.spanFront) & evSpanSeq)), true
+}
+
+// releaseSpans drops the spans no buffered marker refers to, after markers
+// left the front. Span sequence numbers never decrease along the markers,
+// so the spans before the first remaining marker's are unused.
+func (e *evidenceRank) releaseSpans() {
+	if e.spans.len() == 0 {
+		return
+	}
+	for i := range e.markers.len() {
+		if f := e.markers.auxAt(i).flags; f&evHasSpan != 0 {
+			d := int((f - e.spanFront) & evSpanSeq)
+			e.spans.dropFront(d)
+			e.spanFront += uint32(d)
+			return
+		}
+	}
+	e.spans.dropFront(e.spans.len())
+	e.spanFront = 0
+}
+
+// pushSpanEvidence buffers the markers of one marker span (rec.Kind
+// KindMarker, converted with ingest.Config.Evidence): each an interval with
+// its collective interned in the job's table and the span; a marker before
+// the window is refused as stale.
+func (s *Store) pushSpanEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) int {
+	maxCap := s.cfg.MaxEventsPerRank
+	cutoff := job.cutoffNs(s.cfg.Window)
+	n := 0
+	for i, ts := range rec.MarkerTimesNs {
+		if ts < cutoff {
+			s.reject(rejectStale)
+			continue
+		}
+		mk := evidenceMarker{endNs: ts, collective: evidence.NoCollective}
+		if i < len(rec.MarkerEndsNs) {
+			mk.endNs = max(ts, rec.MarkerEndsNs[i])
+		}
+		if i < len(rec.MarkerIdentities) && rec.MarkerIdentities[i].Valid {
+			mk.collective = job.table().InternIdentity(&rec.MarkerIdentities[i])
+		}
+		// Making room may evict the span's own earlier markers and with
+		// them its table entry, so the entry is looked up per marker.
+		s.makeRoom(job, rb)
+		ev := rb.evidence()
+		mk.flags = ev.spanCode(rec.Marker, maxCap)
+		ev.markers.push(ts, mk, maxCap)
+		rb.frontNs = min(rb.frontNs, ts)
+		n++
+	}
+	return n
+}
+
+// pushAccounting buffers a point of NCCL's accounting gauge (KindAccounting)
+// as pushStormlogEvidence buffers a comm_memory_stats record.
+func (s *Store) pushAccounting(job *Job, rb *rankBuffer, rec *ingest.Record) int {
+	s.makeRoom(job, rb)
+	rb.evidence().series(rec.AccountingCommID).push(rec.TimestampNs, rec.AccountingBytes, s.cfg.MaxEventsPerRank)
+	return 1
+}
+
+// holdsEvidenceSpan reports whether rb buffers an evidence marker at ts of
+// span ref.
+func (rb *rankBuffer) holdsEvidenceSpan(ts int64, ref ingest.SpanRef) bool {
+	e := rb.ev
+	if e == nil {
+		return false
+	}
+	return e.markers.holds(ts, func(i int) bool {
+		got, ok := e.spanOf(e.markers.auxAt(i))
+		return ok && got == ref
+	})
+}
+
+// holdsAccounting reports whether rb buffers the accounting point rec.
+func (rb *rankBuffer) holdsAccounting(rec *ingest.Record) bool {
+	e := rb.ev
+	if e == nil {
+		return false
+	}
+	for i := range e.accounting {
+		if a := &e.accounting[i]; a.commID == rec.AccountingCommID {
+			return a.holds(rec.TimestampNs, func(j int) bool { return *a.auxAt(j) == rec.AccountingBytes })
+		}
+	}
+	return false
+}
+
+// evidenceLinks returns the spans an evidence-mode result links to: the
+// marker spans of the matched collective on every member rank that has
+// one, in the members' order; without a collective, the span of the rank's
+// own marker that matched. Markers of stormlog and Inspector records have
+// no span and give no link.
+func evidenceLinks(job *Job, r *attribution.Result) []ingest.SpanRef {
+	var links []ingest.SpanRef
+	add := func(rank, startNs int64, match func(m *evidenceMarker) bool) {
+		rb := job.ranks[rank]
+		if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
+			return
+		}
+		e := rb.ev
+		e.markers.holds(startNs, func(i int) bool {
+			m := e.markers.auxAt(i)
+			ref, ok := e.spanOf(m)
+			if !ok || !match(m) {
+				return false
+			}
+			if !slices.Contains(links, ref) {
+				links = append(links, ref)
+			}
+			return true
+		})
+	}
+	if c := r.Collective; c != nil {
+		var table []evidence.Collective
+		if job.collectives != nil {
+			table = job.collectives.List
+		}
+		for i := range c.Members {
+			mm := &c.Members[i]
+			add(mm.Rank, mm.StartNs, func(m *evidenceMarker) bool {
+				if m.endNs != mm.EndNs || m.collective == evidence.NoCollective || int(m.collective) >= len(table) {
+					return false
+				}
+				col := &table[m.collective]
+				return col.CommID == c.CommID && col.Seq == c.Seq
+			})
+		}
+		return links
+	}
+	for _, ts := range r.MarkerTimesNs {
+		add(r.Rank, ts, func(*evidenceMarker) bool { return true })
+	}
+	return links
+}
