@@ -54,7 +54,8 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &sc)
 	}
 	m := newMatcher(in, &cfg, analyses)
-	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks))}
+	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
+		matches: make([]*attribution.CollectiveMatch, len(in.Collectives))}
 	var results []attribution.Result
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
@@ -83,6 +84,10 @@ type decider struct {
 	in    *Input
 	stamp []int32
 	mark  int32
+	// matches holds, per collective, the match its results share: what it
+	// says (members, their markers, synchrony) depends on the collective
+	// alone, and a collective of the world is matched by every rank.
+	matches []*attribution.CollectiveMatch
 }
 
 // choice is the best collective candidate for a change.
@@ -277,29 +282,36 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.MarkerTimesNs = []int64{rd.Markers[best.marker].StartNs}
 	}
 	if best.marker >= 0 && best.coll != NoCollective {
-		r.Collective = d.collectiveMatch(best)
+		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
 }
 
-func (d *decider) collectiveMatch(c choice) *attribution.CollectiveMatch {
-	coll := &d.in.Collectives[c.coll]
-	members := d.m.members[c.coll]
+// collectiveMatch is collective c's match, built once per evaluation and
+// shared by every result that matched c.
+func (d *decider) collectiveMatch(c int32) *attribution.CollectiveMatch {
+	if out := d.matches[c]; out != nil {
+		return out
+	}
+	coll := &d.in.Collectives[c]
+	members := d.m.members[c]
+	sync := d.m.synchronyOf(c)
 	out := &attribution.CollectiveMatch{
 		CommID:                coll.CommID,
 		Op:                    coll.Op,
 		Seq:                   coll.Seq,
 		CommRanks:             max(coll.NRanks, int64(len(coll.Ranks)), int64(len(members))),
-		SynchronizedCommRanks: int64(c.sync.synced),
+		SynchronizedCommRanks: int64(sync.synced),
 		Members:               make([]attribution.MemberMarker, len(members)),
 	}
 	for i, ref := range members {
 		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
 		out.Members[i] = attribution.MemberMarker{
 			Rank: d.in.Ranks[ref.rank].Rank, StartNs: mk.StartNs, EndNs: mk.EndNs,
-			Synchronized: c.sync.episode[i] >= 0,
+			Synchronized: sync.episode[i] >= 0,
 		}
 	}
+	d.matches[c] = out
 	return out
 }
 
