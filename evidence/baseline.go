@@ -84,6 +84,19 @@ func (w *windowMedian) medianWith(extra []int64) int64 {
 	if e == 0 {
 		return w.median()
 	}
+	if e == 1 {
+		// Regular sampling: one sample between i and the window at j.
+		x := extra[0]
+		m := len(w.sorted) / 2
+		switch p := w.lowerBound(x); {
+		case m < p:
+			return w.sorted[m]
+		case m == p:
+			return x
+		default:
+			return w.sorted[m-1]
+		}
+	}
 	if e > maxMergedExtra {
 		w.extra = append(append(w.extra[:0], w.sorted...), extra...)
 		return medianOf(w.extra)
@@ -224,6 +237,16 @@ func medianOf(a []int64) int64 {
 func typicalInterval(times []int64, scratch []int64) int64 {
 	if len(times) < 2 {
 		return 0
+	}
+	// Most sources sample at a fixed period: every spacing equal is the
+	// median without a selection.
+	first := times[1] - times[0]
+	regular := true
+	for i := 2; i < len(times) && regular; i++ {
+		regular = times[i]-times[i-1] == first
+	}
+	if regular {
+		return first
 	}
 	scratch = scratch[:0]
 	for i := 1; i < len(times); i++ {

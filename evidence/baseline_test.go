@@ -39,13 +39,15 @@ func TestSideMediansMatchEachWindowSorted(t *testing.T) {
 		levels int64 // distinct values: few gives many ties
 		jitter int64 // irregular sampling
 		span   int64
+		burst  int // samples sharing each time (more than medianWith merges by position)
 	}{
-		{"ties, regular", 3, 0, 50},
-		{"distinct, regular", 1 << 40, 0, 50},
-		{"ties, irregular", 4, 9, 35},
-		{"distinct, irregular", 1 << 40, 9, 100},
-		{"window of one sample", 5, 0, 1},
-		{"window wider than the run", 7, 3, 1 << 20},
+		{"ties, regular", 3, 0, 50, 0},
+		{"distinct, regular", 1 << 40, 0, 50, 0},
+		{"ties, irregular", 4, 9, 35, 0},
+		{"distinct, irregular", 1 << 40, 9, 100, 0},
+		{"window of one sample", 5, 0, 1, 0},
+		{"window wider than the run", 7, 3, 1 << 20, 0},
+		{"bursts of one time", 1 << 40, 0, 40, 12},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +56,9 @@ func TestSideMediansMatchEachWindowSorted(t *testing.T) {
 			times, vals := make([]int64, n), make([]int64, n)
 			ts := int64(1000)
 			for i := range n {
-				ts += 10
+				if tc.burst == 0 || i%tc.burst == 0 {
+					ts += 10
+				}
 				if tc.jitter > 0 {
 					ts += rng.Int64N(tc.jitter)
 				}
