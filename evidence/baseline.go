@@ -85,17 +85,18 @@ func (w *windowMedian) medianWith(extra []int64) int64 {
 		return w.median()
 	}
 	if e == 1 {
-		// Regular sampling: one sample between i and the window at j.
+		// Regular sampling: one sample between i and the window at j. The
+		// lower median of the window and x is x held between the two
+		// window values around the position it takes.
 		x := extra[0]
 		m := len(w.sorted) / 2
-		switch p := w.lowerBound(x); {
-		case m < p:
-			return w.sorted[m]
-		case m == p:
-			return x
-		default:
-			return w.sorted[m-1]
+		if m < len(w.sorted) {
+			x = min(x, w.sorted[m])
 		}
+		if m > 0 {
+			x = max(x, w.sorted[m-1])
+		}
+		return x
 	}
 	if e > maxMergedExtra {
 		w.extra = append(append(w.extra[:0], w.sorted...), extra...)
