@@ -54,9 +54,16 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &sc)
 	}
 	m := newMatcher(in, &cfg, analyses)
+	changes := 0
+	for ri := range analyses {
+		changes += len(analyses[ri].episodes)
+	}
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
-		matches: make([]*attribution.CollectiveMatch, len(in.Collectives))}
-	var results []attribution.Result
+		matches: make([]*attribution.CollectiveMatch, len(in.Collectives)),
+		codes:   make([]string, 0, maxReasonCodes*changes),
+		ints:    make([]int64, 0, 2*changes),
+		ratios:  make([]float64, 0, changes)}
+	results := make([]attribution.Result, 0, changes)
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
 			r, ok := d.decide(int32(ri), &analyses[ri].episodes[ei])
@@ -88,6 +95,26 @@ type decider struct {
 	// says (members, their markers, synchrony) depends on the collective
 	// alone, and a collective of the world is matched by every rank.
 	matches []*attribution.CollectiveMatch
+	// codes, ints and ratios hold the results' reason codes, marker times,
+	// accounted bytes and gap ratios, sized once for every change: a job
+	// gives thousands of results.
+	codes  []string
+	ints   []int64
+	ratios []float64
+}
+
+// maxReasonCodes is the most reason codes one result carries.
+const maxReasonCodes = 7
+
+// take returns n elements of *pool as a slice of its own (appending to it
+// cannot reach the next one), growing the pool when it is used up.
+func take[T any](pool *[]T, n int) []T {
+	if len(*pool)+n > cap(*pool) {
+		*pool = make([]T, 0, max(n, 2*cap(*pool)))
+	}
+	at := len(*pool)
+	*pool = (*pool)[:at+n]
+	return (*pool)[at : at+n : at+n]
 }
 
 // choice is the best collective candidate for a change.
@@ -151,7 +178,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
-	codes := make([]string, 0, 5)
+	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient
 	if ep.persistent {
 		kind = attribution.KindPersistent
@@ -216,8 +243,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	acct := accountingOf(rd, ep)
 	var accounted *int64
 	if acct.present {
-		g := acct.growth
-		accounted = &g
+		accounted = &take(&d.ints, 1)[0]
+		*accounted = acct.growth
 		threshold := d.m.analyses[ri].threshold
 		var members *synchrony
 		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
@@ -275,11 +302,13 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		NCCLAccountedBytes: accounted,
 	}
 	if total := rd.Samples.TotalBytes[ep.peak]; total > 0 {
-		ratio := roundTo(float64(gap)/float64(total), 6)
-		r.Evidence.PeakGapRatio = &ratio
+		ratio := &take(&d.ratios, 1)[0]
+		*ratio = roundTo(float64(gap)/float64(total), 6)
+		r.Evidence.PeakGapRatio = ratio
 	}
 	if best.marker >= 0 {
-		r.MarkerTimesNs = []int64{rd.Markers[best.marker].StartNs}
+		r.MarkerTimesNs = take(&d.ints, 1)
+		r.MarkerTimesNs[0] = rd.Markers[best.marker].StartNs
 	}
 	if best.marker >= 0 && best.coll != NoCollective {
 		r.Collective = d.collectiveMatch(best.coll)
