@@ -37,6 +37,32 @@ func (w *windowMedian) lowerBound(v int64) int {
 	return base
 }
 
+// lowerBound2 is lowerBound of a and of b in one loop: the two searches
+// depend on nothing of each other, so their loads overlap.
+func (w *windowMedian) lowerBound2(a, b int64) (int, int) {
+	s := w.sorted
+	ba, bb, n := 0, 0, len(s)
+	for n > 1 {
+		half := n / 2
+		if s[ba+half-1] < a {
+			ba += half
+		}
+		if s[bb+half-1] < b {
+			bb += half
+		}
+		n -= half
+	}
+	if n == 1 {
+		if s[ba] < a {
+			ba++
+		}
+		if s[bb] < b {
+			bb++
+		}
+	}
+	return ba, bb
+}
+
 func (w *windowMedian) add(v int64) {
 	w.sorted = slices.Insert(w.sorted, w.lowerBound(v), v)
 }
@@ -54,12 +80,11 @@ func (w *windowMedian) replace(old, v int64) {
 	if old == v {
 		return
 	}
-	i := w.lowerBound(old)
+	i, p := w.lowerBound2(old, v)
 	if i == len(w.sorted) || w.sorted[i] != old {
 		w.add(v)
 		return
 	}
-	p := w.lowerBound(v)
 	if p <= i {
 		copy(w.sorted[p+1:i+1], w.sorted[p:i])
 		w.sorted[p] = v
