@@ -73,7 +73,9 @@ type Result struct {
 	// ExcessBytes is the peak hidden memory above the rank's own baseline
 	// (for a persistent step: the step's height).
 	ExcessBytes int64
-	// Collective is the matched collective; nil when none matched.
+	// Collective is the matched collective; nil when none matched. The
+	// results of one evaluation that matched the same collective share one
+	// CollectiveMatch (and its Members): read it, do not modify it.
 	Collective *CollectiveMatch
 	// NCCLAccountedBytes is NCCL's reported growth of this rank's
 	// communicators over the interval; nil without accounting data.

@@ -15,16 +15,10 @@ const (
 
 // validateStorage checks checkpoint_interval (used only with storage, but
 // checked always, so that turning storage on does not reveal a bad value).
-// Evidence mode's per-rank marker intervals and its job's collective table
-// are not in the checkpoint format: with storage, a restart would resume
-// its jobs without them, so the two are refused together.
 func (cfg *Config) validateStorage() []error {
 	var errs []error
 	if cfg.CheckpointInterval < minCheckpointInterval || cfg.CheckpointInterval > maxCheckpointInterval {
 		errs = append(errs, fmt.Errorf("checkpoint_interval must be in [%s, %s], got %s", minCheckpointInterval, maxCheckpointInterval, cfg.CheckpointInterval))
-	}
-	if cfg.Storage != nil && cfg.Mode == ModeEvidence {
-		errs = append(errs, fmt.Errorf("storage (%s) is not supported with mode: evidence: its checkpoints do not hold evidence mode's state; remove storage or use mode: reference", cfg.Storage))
 	}
 	return errs
 }

@@ -60,6 +60,9 @@ func TestLoadConfig(t *testing.T) {
 	nearSettle.Window, nearSettle.EvaluationInterval = 5*time.Second, 10*time.Second
 	noRankKeys := createDefaultConfig().(*Config)
 	noRankKeys.Identity.Rank = []string{}
+	fileStorage := component.MustNewID("file_storage")
+	storageEvidence := createDefaultConfig().(*Config)
+	storageEvidence.Mode, storageEvidence.Storage = ModeEvidence, &fileStorage
 
 	tests := []struct {
 		name        string
@@ -104,7 +107,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "checkpoint_interval_short", wantErr: "checkpoint_interval must be in [100ms, 1h0m0s], got 10ms"},
 		{name: "checkpoint_interval_long", wantErr: "checkpoint_interval must be in [100ms, 1h0m0s], got 2h0m0s"},
 		{name: "checkpoint_interval_bare", wantErr: "checkpoint_interval: 10 has no unit and would be read as nanoseconds; write the unit, e.g. 10s"},
-		{name: "storage_evidence", wantErr: "storage (file_storage) is not supported with mode: evidence"},
+		// Checkpoints hold evidence mode's state too.
+		{name: "storage_evidence", want: storageEvidence},
 		// Legal, as in the reference, but probably not meant: warned.
 		{name: "bool_override", want: boolOverride, wantWarning: "overrides.min_gap_bytes: true is taken as 1, as the reference (Python) takes a bool for an int; write the number"},
 		{name: "window_near_settle", want: nearSettle, wantWarning: "window (5s) < settle_delay (2s) + evaluation_interval (10s)"},

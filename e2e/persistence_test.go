@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +16,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// persistenceConfig is a logs pipeline into collectiveattr (emit: on_job_end) whose
-// results and pass-through go to a file; with storageDir set, the processor keeps its
-// jobs in a file_storage extension there, checkpointed every second.
-func persistenceConfig(t *testing.T, dir, storageDir string, healthPort, httpPort int, out string) string {
+// persistenceConfig is a logs pipeline into collectiveattr (emit: on_job_end, in
+// attribution mode mode) whose results and pass-through go to a file; with storageDir
+// set, the processor keeps its jobs in a file_storage extension there, checkpointed
+// every second.
+func persistenceConfig(t *testing.T, dir, storageDir, mode string, healthPort, httpPort int, out string) string {
 	t.Helper()
 	storageExt, storageKey, extList := "", "", "[health_check]"
 	if storageDir != "" {
@@ -37,6 +39,7 @@ func persistenceConfig(t *testing.T, dir, storageDir string, healthPort, httpPor
         endpoint: 127.0.0.1:%d
 processors:
   collectiveattr:
+    mode: %s
     emit: on_job_end
     evaluation_interval: 500ms
     job_idle_timeout: 3s
@@ -53,13 +56,18 @@ service:
       receivers: [otlp]
       processors: [collectiveattr]
       exporters: [file/logs]
-`, healthPort, storageExt, httpPort, storageKey, out, extList)), 0o644))
+`, healthPort, storageExt, httpPort, mode, storageKey, out, extList)), 0o644))
 	return config
 }
 
 // persistedJob is 40 s of a 4-rank job sampled at 10 Hz with a collective spike every
-// 5 s, as stormlog records, from t0; part(i) is its i-th 10 s.
-type persistedJob struct{ t0 int64 }
+// 5 s, as stormlog records, from t0; part(i) is its i-th 10 s. With identity, each
+// marker names its collective (a world all_reduce, numbered, lasting 250 ms), as
+// evidence mode reads it.
+type persistedJob struct {
+	t0       int64
+	identity bool
+}
 
 func (j persistedJob) part(i int64) plog.Logs {
 	ld := plog.NewLogs()
@@ -71,7 +79,12 @@ func (j persistedJob) part(i int64) plog.Logs {
 			gap := int64(100<<20) + (k*7919%13)<<20
 			if k%50 == 25 {
 				gap = 2 << 30
-				lrs.AppendEmpty().Body().SetStr(stormlogBody("persisted", r, 4, ts, "collective", 0))
+				body := stormlogBody("persisted", r, 4, ts, "collective", 0)
+				if j.identity {
+					body = strings.Replace(body, `"metadata":{}`, fmt.Sprintf(`"metadata":{"nccl.comm.id":"world","nccl.op":"all_reduce",`+
+						`"nccl.seq":%d,"nccl.duration_ns":250000000,"nccl.comm.nranks":4}`, k/50), 1)
+				}
+				lrs.AppendEmpty().Body().SetStr(body)
 			}
 			lrs.AppendEmpty().Body().SetStr(stormlogBody("persisted", r, 4, ts, "sample", gap))
 		}
@@ -125,8 +138,15 @@ func attributionResults(t *testing.T, path string) []string {
 // the job (issue 16 item 6).
 func TestKillAndRestartKeepsTheWindows(t *testing.T) {
 	collectorBinary(t)
+	t.Run("reference", func(t *testing.T) { killAndRestart(t, "reference", false) })
+	// Evidence mode's marker intervals, collectives table and emitted steps are in
+	// the checkpoints too.
+	t.Run("evidence", func(t *testing.T) { killAndRestart(t, "evidence", true) })
+}
+
+func killAndRestart(t *testing.T, mode string, identity bool) {
 	dir := t.TempDir()
-	job := persistedJob{t0: time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)}
+	job := persistedJob{t0: time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second), identity: identity}
 
 	// run sends the job's first half, interrupts the collector ("kill", "term" or
 	// none), restarts it on the same storage, sends the second half and lets the job
@@ -139,7 +159,7 @@ func TestKillAndRestartKeepsTheWindows(t *testing.T) {
 		}
 		ports := freePorts(t, 2)
 		out1, out2 := filepath.Join(dir, name+"-1.json"), filepath.Join(dir, name+"-2.json")
-		c := startCollector(t, persistenceConfig(t, dir, storageDir, ports[0], ports[1], out1), nil, ports[0])
+		c := startCollector(t, persistenceConfig(t, dir, storageDir, mode, ports[0], ports[1], out1), nil, ports[0])
 		postLogsOK(t, ports[1], job.part(0))
 		postLogsOK(t, ports[1], job.part(1))
 		out := out1
@@ -151,7 +171,7 @@ func TestKillAndRestartKeepsTheWindows(t *testing.T) {
 				c.stop()
 			}
 			ports = freePorts(t, 2)
-			c = startCollector(t, persistenceConfig(t, dir, storageDir, ports[0], ports[1], out2), nil, ports[0])
+			c = startCollector(t, persistenceConfig(t, dir, storageDir, mode, ports[0], ports[1], out2), nil, ports[0])
 			out = out2
 		}
 		postLogsOK(t, ports[1], job.part(2))
@@ -173,7 +193,7 @@ func TestKillAndRestartKeepsTheWindows(t *testing.T) {
 	assert.Empty(t, before, "with storage, shutdown keeps the job instead of finalising it")
 	assert.Equal(t, want, stopped, "results after SIGTERM and restart on the same storage")
 	_, lost := run("no-storage", false, "kill")
-	t.Logf("results: uninterrupted %d; with storage, killed and restarted %d (equal: %v), stopped and restarted %d (equal: %v); killed without storage %d",
-		len(want), len(killed), slices.Equal(want, killed), len(stopped), slices.Equal(want, stopped), len(lost))
+	t.Logf("%s mode results: uninterrupted %d; with storage, killed and restarted %d (equal: %v), stopped and restarted %d (equal: %v); killed without storage %d",
+		mode, len(want), len(killed), slices.Equal(want, killed), len(stopped), slices.Equal(want, stopped), len(lost))
 	assert.Less(t, len(lost), len(want), "without storage the kill loses results")
 }

@@ -54,8 +54,16 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &sc)
 	}
 	m := newMatcher(in, &cfg, analyses)
-	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks))}
-	var results []attribution.Result
+	changes := 0
+	for ri := range analyses {
+		changes += len(analyses[ri].episodes)
+	}
+	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
+		matches: make([]*attribution.CollectiveMatch, len(in.Collectives)),
+		codes:   make([]string, 0, maxReasonCodes*changes),
+		ints:    make([]int64, 0, 2*changes),
+		ratios:  make([]float64, 0, changes)}
+	results := make([]attribution.Result, 0, changes)
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
 			r, ok := d.decide(int32(ri), &analyses[ri].episodes[ei])
@@ -83,6 +91,30 @@ type decider struct {
 	in    *Input
 	stamp []int32
 	mark  int32
+	// matches holds, per collective, the match its results share: what it
+	// says (members, their markers, synchrony) depends on the collective
+	// alone, and a collective of the world is matched by every rank.
+	matches []*attribution.CollectiveMatch
+	// codes, ints and ratios hold the results' reason codes, marker times,
+	// accounted bytes and gap ratios, sized once for every change: a job
+	// gives thousands of results.
+	codes  []string
+	ints   []int64
+	ratios []float64
+}
+
+// maxReasonCodes is the most reason codes one result carries.
+const maxReasonCodes = 7
+
+// take returns n elements of *pool as a slice of its own (appending to it
+// cannot reach the next one), growing the pool when it is used up.
+func take[T any](pool *[]T, n int) []T {
+	if len(*pool)+n > cap(*pool) {
+		*pool = make([]T, 0, max(n, 2*cap(*pool)))
+	}
+	at := len(*pool)
+	*pool = (*pool)[:at+n]
+	return (*pool)[at : at+n : at+n]
 }
 
 // choice is the best collective candidate for a change.
@@ -146,7 +178,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
-	codes := make([]string, 0, 5)
+	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient
 	if ep.persistent {
 		kind = attribution.KindPersistent
@@ -211,8 +243,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	acct := accountingOf(rd, ep)
 	var accounted *int64
 	if acct.present {
-		g := acct.growth
-		accounted = &g
+		accounted = &take(&d.ints, 1)[0]
+		*accounted = acct.growth
 		threshold := d.m.analyses[ri].threshold
 		var members *synchrony
 		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
@@ -270,36 +302,45 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		NCCLAccountedBytes: accounted,
 	}
 	if total := rd.Samples.TotalBytes[ep.peak]; total > 0 {
-		ratio := roundTo(float64(gap)/float64(total), 6)
-		r.Evidence.PeakGapRatio = &ratio
+		ratio := &take(&d.ratios, 1)[0]
+		*ratio = roundTo(float64(gap)/float64(total), 6)
+		r.Evidence.PeakGapRatio = ratio
 	}
 	if best.marker >= 0 {
-		r.MarkerTimesNs = []int64{rd.Markers[best.marker].StartNs}
+		r.MarkerTimesNs = take(&d.ints, 1)
+		r.MarkerTimesNs[0] = rd.Markers[best.marker].StartNs
 	}
 	if best.marker >= 0 && best.coll != NoCollective {
-		r.Collective = d.collectiveMatch(best)
+		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
 }
 
-func (d *decider) collectiveMatch(c choice) *attribution.CollectiveMatch {
-	coll := &d.in.Collectives[c.coll]
-	members := d.m.members[c.coll]
+// collectiveMatch is collective c's match, built once per evaluation and
+// shared by every result that matched c.
+func (d *decider) collectiveMatch(c int32) *attribution.CollectiveMatch {
+	if out := d.matches[c]; out != nil {
+		return out
+	}
+	coll := &d.in.Collectives[c]
+	members := d.m.members[c]
+	sync := d.m.synchronyOf(c)
 	out := &attribution.CollectiveMatch{
 		CommID:                coll.CommID,
 		Op:                    coll.Op,
 		Seq:                   coll.Seq,
 		CommRanks:             max(coll.NRanks, int64(len(coll.Ranks)), int64(len(members))),
-		SynchronizedCommRanks: int64(c.sync.synced),
+		SynchronizedCommRanks: int64(sync.synced),
 		Members:               make([]attribution.MemberMarker, len(members)),
 	}
 	for i, ref := range members {
 		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
 		out.Members[i] = attribution.MemberMarker{
 			Rank: d.in.Ranks[ref.rank].Rank, StartNs: mk.StartNs, EndNs: mk.EndNs,
-			Synchronized: c.sync.episode[i] >= 0,
+			Synchronized: sync.episode[i] >= 0,
 		}
 	}
+	d.matches[c] = out
 	return out
 }
 

@@ -12,59 +12,200 @@ const madToSigma = 1.4826
 // windowMedian is a sorted multiset of the values inside a sliding window.
 type windowMedian struct {
 	sorted []int64
+	extra  []int64 // scratch of medianWith
 }
 
 func (w *windowMedian) reset() { w.sorted = w.sorted[:0] }
 
+// lowerBound is the index of the first value >= v. The loop halves a
+// range of fixed length whatever the comparison says, which the compiler
+// turns into a conditional move: the windows' values are noise, so a
+// branch on them would be mispredicted half the time.
+func (w *windowMedian) lowerBound(v int64) int {
+	s := w.sorted
+	base, n := 0, len(s)
+	for n > 1 {
+		half := n / 2
+		if s[base+half-1] < v {
+			base += half
+		}
+		n -= half
+	}
+	if n == 1 && s[base] < v {
+		base++
+	}
+	return base
+}
+
+// lowerBound2 is lowerBound of a and of b in one loop: the two searches
+// depend on nothing of each other, so their loads overlap.
+func (w *windowMedian) lowerBound2(a, b int64) (int, int) {
+	s := w.sorted
+	ba, bb, n := 0, 0, len(s)
+	for n > 1 {
+		half := n / 2
+		if s[ba+half-1] < a {
+			ba += half
+		}
+		if s[bb+half-1] < b {
+			bb += half
+		}
+		n -= half
+	}
+	if n == 1 {
+		if s[ba] < a {
+			ba++
+		}
+		if s[bb] < b {
+			bb++
+		}
+	}
+	return ba, bb
+}
+
 func (w *windowMedian) add(v int64) {
-	i, _ := slices.BinarySearch(w.sorted, v)
-	w.sorted = slices.Insert(w.sorted, i, v)
+	w.sorted = slices.Insert(w.sorted, w.lowerBound(v), v)
 }
 
 func (w *windowMedian) remove(v int64) {
-	if i, ok := slices.BinarySearch(w.sorted, v); ok {
+	if i := w.lowerBound(v); i < len(w.sorted) && w.sorted[i] == v {
 		w.sorted = slices.Delete(w.sorted, i, i+1)
 	}
+}
+
+// replace removes one old and adds v: a window that slides by one sample
+// moves only the values between the two positions, which for a level
+// with noise are few.
+func (w *windowMedian) replace(old, v int64) {
+	if old == v {
+		return
+	}
+	i, p := w.lowerBound2(old, v)
+	if i == len(w.sorted) || w.sorted[i] != old {
+		w.add(v)
+		return
+	}
+	if p <= i {
+		copy(w.sorted[p+1:i+1], w.sorted[p:i])
+		w.sorted[p] = v
+		return
+	}
+	copy(w.sorted[i:p-1], w.sorted[i+1:p])
+	w.sorted[p-1] = v
 }
 
 // median is the lower median (the window is never empty when asked).
 func (w *windowMedian) median() int64 { return w.sorted[(len(w.sorted)-1)/2] }
 
+// maxMergedExtra is the most values medianWith merges into the window by
+// position; with more it selects over a copy.
+const maxMergedExtra = 8
+
+// medianWith is the lower median of the window's values together with
+// extra, without changing the window. extra must not be empty when the
+// window is.
+func (w *windowMedian) medianWith(extra []int64) int64 {
+	e := len(extra)
+	if e == 0 {
+		return w.median()
+	}
+	if e == 1 {
+		// Regular sampling: one sample between i and the window at j. The
+		// lower median of the window and x is x held between the two
+		// window values around the position it takes.
+		x := extra[0]
+		m := len(w.sorted) / 2
+		if m < len(w.sorted) {
+			x = min(x, w.sorted[m])
+		}
+		if m > 0 {
+			x = max(x, w.sorted[m-1])
+		}
+		return x
+	}
+	if e > maxMergedExtra {
+		w.extra = append(append(w.extra[:0], w.sorted...), extra...)
+		return medianOf(w.extra)
+	}
+	// In the merged order each extra value E[q], sorted, sits at
+	// lowerBound(E[q]) + q; the values before the median's position that
+	// are not extras are the window's first ones.
+	ex := append(w.extra[:0], extra...)
+	for q := 1; q < e; q++ {
+		for k := q; k > 0 && ex[k] < ex[k-1]; k-- {
+			ex[k], ex[k-1] = ex[k-1], ex[k]
+		}
+	}
+	w.extra = ex
+	m := (len(w.sorted) + e - 1) / 2
+	c := 0
+	for ; c < e; c++ {
+		pos := w.lowerBound(ex[c]) + c
+		if pos == m {
+			return ex[c]
+		}
+		if pos > m {
+			break
+		}
+	}
+	return w.sorted[m-c]
+}
+
 // sideMedians writes to left[i] the median of vals over the samples in
 // [t_i - span, t_i) and to right[i] the median over [t_i, t_i + span], with
 // the number of samples each holds (a side without samples has count 0).
+//
+// One window slides over the samples before each t_j. The samples after
+// t_i are those before t_j, for the first j past t_i + span, plus the few
+// from i up to where that window begins (one when sampling is regular), so
+// right[i] is read from the window at j with those merged in. Each step
+// pairs the sample that enters the window with one that leaves it
+// (replace); the window holds the same values as adding and removing them
+// one at a time.
 func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, rightN []int32, w *windowMedian) {
 	n := len(times)
 	w.reset()
 	lo := 0
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			w.add(vals[i-1])
+	next := 0 // first sample whose right side is not written yet
+	for j := 0; j < n; j++ {
+		entering := j > 0 // vals[j-1] enters the window before t_j
+		for lo < j && times[lo] < satSub(times[j], span) {
+			if entering {
+				w.replace(vals[lo], vals[j-1])
+				entering = false
+			} else {
+				w.remove(vals[lo])
+			}
+			lo++
 		}
-		for lo < i && times[lo] < satSub(times[i], span) {
+		if entering {
+			w.add(vals[j-1])
+		}
+		leftN[j] = int32(j - lo)
+		if j > lo {
+			left[j] = w.median()
+		}
+		// t_j is the first time past t_next + span: the window holds
+		// [lo, j) and lo > next.
+		for next < j && times[j] > satAdd(times[next], span) {
+			rightN[next] = int32(j - next)
+			right[next] = w.medianWith(vals[next:lo])
+			next++
+		}
+	}
+	if next == n {
+		return
+	}
+	// The samples whose right side reaches the last one: the window grows
+	// to the end and then gives up its first samples.
+	w.add(vals[n-1])
+	for ; next < n; next++ {
+		for lo < next {
 			w.remove(vals[lo])
 			lo++
 		}
-		leftN[i] = int32(i - lo)
-		if i > lo {
-			left[i] = w.median()
-		}
-	}
-	w.reset()
-	hi := 0
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			w.remove(vals[i-1])
-		}
-		if hi < i {
-			hi = i
-		}
-		for hi < n && times[hi] <= satAdd(times[i], span) {
-			w.add(vals[hi])
-			hi++
-		}
-		rightN[i] = int32(hi - i)
-		right[i] = w.median()
+		rightN[next] = int32(n - next)
+		right[next] = w.medianWith(vals[next:lo])
 	}
 }
 
@@ -122,6 +263,16 @@ func medianOf(a []int64) int64 {
 func typicalInterval(times []int64, scratch []int64) int64 {
 	if len(times) < 2 {
 		return 0
+	}
+	// Most sources sample at a fixed period: every spacing equal is the
+	// median without a selection.
+	first := times[1] - times[0]
+	regular := true
+	for i := 2; i < len(times) && regular; i++ {
+		regular = times[i]-times[i-1] == first
+	}
+	if regular {
+		return first
 	}
 	scratch = scratch[:0]
 	for i := 1; i < len(times); i++ {

@@ -82,3 +82,10 @@ func (t *CollectiveTable) Reset(list []Collective) {
 	}
 	t.List = list
 }
+
+// Index returns the index of the collective (comm, op, seq), keyed as
+// Intern keys it; false when the table does not hold it.
+func (t *CollectiveTable) Index(comm, op string, seq int64) (int32, bool) {
+	i, ok := t.index[keyOf(comm, op, seq)]
+	return i, ok
+}

@@ -13,8 +13,8 @@ import (
 // extension to keep across a restart (docs and layout: README.md,
 // Checkpoints). It starts with checkpointMagic and the format version, then
 // holds a sequence of sections, each a tag (uvarint), a length (4 bytes,
-// little endian) and a body: the job
-// section, then one rank section per rank, whose body is itself a sequence
+// little endian) and a body: the job section, evidence mode's collectives
+// table, then one rank section per rank, whose body is itself a sequence
 // of sections, one per column group of the rank.
 //
 // Adding state: a new column group of a rank (or of the job) gets a new
@@ -37,6 +37,9 @@ const (
 	tagJob     = 1 // id, newest event time
 	tagRank    = 2 // one rank: a sequence of rank sections
 	tagEmitted = 3 // the job's emitted memory (EmittedJob), after the ranks
+	// tagCollectives is evidence mode's collectives table, after the job
+	// section and before the ranks (checkpoint_evidence.go).
+	tagCollectives = 4
 )
 
 // Rank section tags.
@@ -48,6 +51,9 @@ const (
 	tagRankOthers     = 5 // times, sessions
 	tagRankBoundaries = 6 // stormlog phase boundaries
 	tagRankPhaseSpans = 7 // phase spans from traces
+	// Evidence mode (checkpoint_evidence.go).
+	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate
+	tagRankAccounting      = 9 // NCCL's accounting series per communicator
 )
 
 // Marker span codes in tagRankMarkers.
@@ -87,6 +93,9 @@ func (s *Store) AppendCheckpoint(dst []byte, job *Job) []byte {
 		w.str(job.id)
 		w.varint(job.newestNs)
 	})
+	if job.collectives != nil && len(job.collectives.List) > 0 {
+		w.section(tagCollectives, func(w *ckptWriter) { encodeCollectives(w, job.collectives.List) })
+	}
 	ranks := make([]int64, 0, len(job.ranks))
 	for r := range job.ranks {
 		ranks = append(ranks, r)
@@ -147,6 +156,14 @@ func encodeRank(w *ckptWriter, rank int64, rb *rankBuffer) {
 				encodePhaseSpan(w, rb.phaseSpans.at(i))
 			}
 		})
+	}
+	if ev := rb.ev; ev != nil {
+		if ev.markers.len() > 0 {
+			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) { encodeEvidenceMarkers(w, &ev.markers) })
+		}
+		if len(ev.accounting) > 0 {
+			w.section(tagRankAccounting, func(w *ckptWriter) { encodeAccounting(w, ev.accounting) })
+		}
 	}
 }
 
@@ -319,8 +336,14 @@ func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
 			seenJob = true
 		case tag == tagEmitted && seenJob && emitted == nil:
 			emitted = decodeEmitted(body)
+		case tag == tagCollectives && seenJob && job.collectives == nil && len(job.ranks) == 0 && emitted == nil:
+			job.collectives = decodeCollectives(body)
 		case tag == tagRank && seenJob && emitted == nil:
-			rank, rb := s.decodeRank(body)
+			nCollectives := 0
+			if job.collectives != nil {
+				nCollectives = len(job.collectives.List)
+			}
+			rank, rb := s.decodeRank(body, nCollectives)
 			if body.err != nil {
 				return nil, nil, body.err
 			}
@@ -348,8 +371,9 @@ func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
 	return job, emitted, nil
 }
 
-// decodeRank reads a rank section's body; errors are left in r.
-func (s *Store) decodeRank(r *ckptReader) (int64, *rankBuffer) {
+// decodeRank reads a rank section's body; errors are left in r. The job's
+// collectives table holds nCollectives entries.
+func (s *Store) decodeRank(r *ckptReader, nCollectives int) (int64, *rankBuffer) {
 	rb := &rankBuffer{newestNs: math.MinInt64}
 	var rank int64
 	seen := 0 // the tags read so far, as bits
@@ -399,6 +423,10 @@ func (s *Store) decodeRank(r *ckptReader) (int64, *rankBuffer) {
 				}
 				rb.phaseSpans.push(e, n)
 			}
+		case tagRankEvidenceMarkers:
+			decodeEvidenceMarkers(body, rb, nCollectives)
+		case tagRankAccounting:
+			decodeAccounting(body, rb)
 		default:
 			r.fail("unknown rank section %d", tag)
 		}

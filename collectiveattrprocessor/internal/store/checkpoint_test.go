@@ -221,7 +221,7 @@ func TestCheckpointOfAnEmptyRank(t *testing.T) {
 }
 
 // FuzzRestore: any bytes restore or are refused with ErrCheckpoint, never
-// panic; what restores snapshots and checkpoints again.
+// panic; what restores snapshots (in either mode) and checkpoints again.
 func FuzzRestore(f *testing.F) {
 	src := New(checkpointConfig())
 	fillRich(src, "job-a")
@@ -230,6 +230,9 @@ func FuzzRestore(f *testing.F) {
 	small.AddSampleRun(sampleRun("j", 0, 1*sec, 2*sec), wall)
 	small.AddRecord(markerRecord("j", 0, 7, 1*sec, 2*sec), wall)
 	f.Add(small.AppendCheckpoint(nil, small.Job("j")))
+	ev := New(evidenceCheckpointConfig())
+	fillEvidence(ev, "job-e", 50, 60)
+	f.Add(ev.AppendCheckpoint(nil, ev.Job("job-e")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := New(checkpointConfig())
 		job, err := s.Restore(data, wall)
@@ -241,6 +244,8 @@ func FuzzRestore(f *testing.F) {
 		}
 		var sc Scratch
 		s.Snapshot(job, &sc)
+		var es EvidenceScratch
+		s.EvidenceSnapshot(job, &sc, &es)
 		s.AppendCheckpoint(nil, job)
 		s.Sweep(wall, 0, true, false)
 	})

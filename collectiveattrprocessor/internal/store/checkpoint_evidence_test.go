@@ -1,0 +1,279 @@
+package store
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// evidenceCheckpointConfig bounds a rank below what fillEvidence gives it
+// in a minute, so that rings evict and wrap before a checkpoint.
+func evidenceCheckpointConfig() Config {
+	return Config{MaxJobs: 4, MaxRanksPerJob: 8, MaxEventsPerRank: 600, Window: 40 * time.Second, Evidence: true}
+}
+
+// collectiveRecord is a stormlog marker of collective (comm, op, seq) on
+// rank, lasting dur, with the communicator's size or member list.
+func collectiveRecord(job string, rank, ts int64, comm, op string, seq, dur int64, members []int64, approximate bool) *ingest.Record {
+	rec := stormlogRecord(job, rank, ts, ingest.StormlogMarker, "s")
+	rec.Event.EventType = "nccl:" + op
+	rec.Event.DeviceUsedBytes, rec.Event.AllocatorReservedBytes = telemetry.OptInt{}, telemetry.OptInt{}
+	md := map[string]any{
+		evidence.KeyCommID: comm, evidence.KeySeq: json.Number(itoa(seq)), evidence.KeyOp: op,
+		evidence.KeyDurationNs: json.Number(itoa(dur)), evidence.KeyMessageBytes: json.Number("67108864"),
+	}
+	if members == nil {
+		md[evidence.KeyCommNRanks] = json.Number("4")
+	} else {
+		list := make([]any, len(members))
+		for i, m := range members {
+			list[i] = json.Number(itoa(m))
+		}
+		md[evidence.KeyCommRanks] = list
+	}
+	if approximate {
+		md[evidence.KeyTimeApproximate] = true
+	}
+	rec.Event.Metadata = md
+	return rec
+}
+
+func accountingRecordOf(job string, rank, ts int64, comm string, total int64) *ingest.Record {
+	rec := accountingRecord(rank, ts, comm, total)
+	rec.JobID, rec.Event.SessionID = job, "s"
+	return rec
+}
+
+// fillEvidence buffers seconds [from, to) of a 4-rank job in evidence
+// mode: samples at 10 Hz, a world all_reduce every 5 s (a 1 GiB spike on
+// every rank, NCCL's accounting covering it on ranks 0-2, approximate
+// times on rank 3), and at 35 s the first all_gather of a two-rank
+// communicator with its member list, where ranks 0 and 1 step up by
+// 256 MiB for good (NCCL reports the new communicator's buffers from
+// then on).
+func fillEvidence(s *Store, job string, from, to int64) {
+	step := int64(100 * time.Millisecond)
+	for r := range int64(4) {
+		run := &ingest.SampleRun{JobID: job, Rank: r, WorldSize: 4, Host: "node-a"}
+		for n := from * 10; n < to*10; n++ {
+			ts := n * step
+			gap := int64(100<<20) + (n*7919%5)<<20
+			if r < 2 && n >= 350 {
+				gap += 256 << 20
+			}
+			if n%50 == 25 || n%50 == 26 {
+				gap += 1 << 30
+			}
+			run.Samples = append(run.Samples, ingest.SamplePoint{TimestampNs: ts, DeviceUsed: 8<<30 + gap, AllocatorReserved: 8 << 30, DeviceTotal: 80 << 30, Has: ingest.HasDeviceTotal})
+			if n%50 == 25 {
+				s.AddRecord(collectiveRecord(job, r, ts-step/2, "world", "all_reduce", n/50, 250_000_000, nil, r == 3), wall)
+			}
+			if n == 350 && r < 2 {
+				s.AddRecord(collectiveRecord(job, r, ts-step/2, "tp", "all_gather", 0, 50_000_000, []int64{0, 1}, false), wall)
+			}
+			if n%5 == 0 && r < 3 {
+				acct := int64(64 << 20)
+				if n%50 == 25 || n%50 == 26 {
+					acct += 1 << 30
+				}
+				s.AddRecord(accountingRecordOf(job, r, ts, "world", acct), wall)
+				if r < 2 && n >= 350 {
+					s.AddRecord(accountingRecordOf(job, r, ts, "tp", 256<<20), wall)
+				}
+			}
+		}
+		s.AddSampleRun(run, wall)
+	}
+}
+
+// evidenceInput is job's evaluation input, in scratch of its own.
+func evidenceInput(s *Store, job *Job) evidence.Input {
+	var sc Scratch
+	var es EvidenceScratch
+	return s.EvidenceSnapshot(job, &sc, &es).Input
+}
+
+func attributeEvidenceJob(t *testing.T, s *Store, job *Job) []attribution.Result {
+	t.Helper()
+	cfg, err := evidence.ResolveConfig("medium", nil, nil)
+	require.NoError(t, err)
+	var sc Scratch
+	var es EvidenceScratch
+	snap := s.EvidenceSnapshot(job, &sc, &es)
+	return evidence.Attribute(&snap.Input, cfg, snap.Resolver)
+}
+
+// TestEvidenceCheckpointRoundTrip: an evidence-mode job restored from its
+// checkpoint evaluates to exactly the results of the job it was taken
+// from, checkpoints to the same bytes, and, given the same data after the
+// restart (collectives it already knew and new ones), keeps evaluating
+// exactly as the job that was never checkpointed.
+func TestEvidenceCheckpointRoundTrip(t *testing.T) {
+	orig := New(evidenceCheckpointConfig())
+	fillEvidence(orig, "job-e", 0, 60)
+	job := orig.Job("job-e")
+	want := attributeEvidenceJob(t, orig, job)
+	classes := map[string]int{}
+	kinds := map[string]int{}
+	for _, r := range want {
+		classes[r.Classification]++
+		kinds[r.Kind]++
+	}
+	// The comparison means something only if the state decides results:
+	// NCCL's accounting (confirmed), member synchrony and the step at a
+	// communicator's first use (persistent).
+	require.Positive(t, classes[attribution.CollectiveConfirmed], "results %v", classes)
+	require.Positive(t, kinds[attribution.KindPersistent], "results %v", kinds)
+	_, _, ok := orig.Claim(job, &want[0], 0, true)
+	require.True(t, ok)
+	data := orig.AppendCheckpoint(nil, job)
+
+	restored := New(evidenceCheckpointConfig())
+	got, err := restored.Restore(data, wall.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, evidenceInput(orig, job), evidenceInput(restored, got), "markers, accounting and collectives as buffered")
+	assert.Equal(t, want, attributeEvidenceJob(t, restored, got))
+	assert.Equal(t, data, restored.AppendCheckpoint(nil, got), "the restored job checkpoints to the same bytes")
+	assert.Equal(t, job.collectives.List, got.collectives.List)
+	jo, _ := orig.InspectJob("job-e")
+	jr, _ := restored.InspectJob("job-e")
+	assert.Equal(t, jo, jr)
+	for r := range int64(4) {
+		vo, _ := orig.InspectRank("job-e", r)
+		vr, _ := restored.InspectRank("job-e", r)
+		vo.SampleCapacity, vr.SampleCapacity = 0, 0
+		assert.Equal(t, vo, vr, "rank %d", r)
+	}
+
+	// After the restart: the world collective's next instances and the
+	// two-rank communicator's known identity intern alike in both.
+	fillEvidence(orig, "job-e", 60, 90)
+	fillEvidence(restored, "job-e", 60, 90)
+	orig.AddRecord(collectiveRecord("job-e", 0, 85*sec, "tp", "all_gather", 0, 50_000_000, []int64{0, 1}, false), wall)
+	restored.AddRecord(collectiveRecord("job-e", 0, 85*sec, "tp", "all_gather", 0, 50_000_000, []int64{0, 1}, false), wall)
+	assert.Equal(t, evidenceInput(orig, job), evidenceInput(restored, got))
+	after := attributeEvidenceJob(t, orig, job)
+	require.NotEmpty(t, after)
+	assert.Equal(t, after, attributeEvidenceJob(t, restored, got))
+	assert.Equal(t, job.collectives.List, got.collectives.List)
+	assert.Equal(t, orig.AppendCheckpoint(nil, job), restored.AppendCheckpoint(nil, got))
+}
+
+// TestCheckpointWithoutEvidenceState: a checkpoint written before
+// evidence mode's sections existed (testdata, from the build before them)
+// restores in either mode and re-encodes to the same bytes; a job without
+// evidence state writes none of the sections.
+func TestCheckpointWithoutEvidenceState(t *testing.T) {
+	old, err := os.ReadFile("testdata/checkpoint-v1-reference.bin")
+	require.NoError(t, err)
+	for _, evidenceMode := range []bool{false, true} {
+		cfg := checkpointConfig()
+		cfg.Evidence = evidenceMode
+		s := New(cfg)
+		job, err := s.Restore(old, wall)
+		require.NoError(t, err, "evidence mode %v", evidenceMode)
+		assert.Nil(t, job.collectives)
+		for _, rb := range job.ranks {
+			assert.Nil(t, rb.ev)
+		}
+		assert.Equal(t, old, s.AppendCheckpoint(nil, job), "evidence mode %v", evidenceMode)
+	}
+	// The refusal of a later version still holds for the old bytes.
+	later := append([]byte(checkpointMagic+"\x02"), old[len(checkpointMagic)+1:]...)
+	_, err = New(checkpointConfig()).Restore(later, wall)
+	assert.ErrorIs(t, err, ErrCheckpoint)
+}
+
+// TestEvidenceCheckpointRefusals: evidence state that the store could not
+// have held is refused with ErrCheckpoint.
+func TestEvidenceCheckpointRefusals(t *testing.T) {
+	meta := func(w *ckptWriter) {
+		w.section(tagRankMeta, func(w *ckptWriter) { w.varint(0); w.varint(4); w.str("h"); w.varint(5) })
+	}
+	markers := func(coll int64, dur uint64) func(w *ckptWriter) {
+		return func(w *ckptWriter) {
+			meta(w)
+			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) {
+				w.uvarint(1)
+				w.varint(5)
+				w.uvarint(dur)
+				w.varint(coll)
+				w.bool(false)
+			})
+		}
+	}
+	table := func(comms ...string) func(w *ckptWriter) {
+		return func(w *ckptWriter) {
+			list := make([]evidence.Collective, len(comms))
+			for i, c := range comms {
+				list[i] = evidence.Collective{CommID: c, Op: "all_reduce", Seq: 1}
+			}
+			encodeCollectives(w, list)
+		}
+	}
+	accounting := func(comms []string, bytes int64) func(w *ckptWriter) {
+		return func(w *ckptWriter) {
+			meta(w)
+			w.section(tagRankAccounting, func(w *ckptWriter) {
+				w.uvarint(uint64(len(comms)))
+				for _, c := range comms {
+					w.str(c)
+					w.uvarint(1)
+					w.varint(5)
+					w.varint(bytes)
+				}
+			})
+		}
+	}
+	type section struct {
+		tag  uint64
+		body func(w *ckptWriter)
+	}
+	checkpoint := func(sections ...section) []byte {
+		w := ckptWriter{b: []byte(checkpointMagic)}
+		w.uvarint(CheckpointVersion)
+		w.section(tagJob, func(w *ckptWriter) { w.str("j"); w.varint(5) })
+		for _, s := range sections {
+			w.section(s.tag, s.body)
+		}
+		return w.b
+	}
+	ok := checkpoint(section{tagCollectives, table("a", "b")}, section{tagRank, markers(1, 10)}, section{tagRank, func(w *ckptWriter) {
+		w.section(tagRankMeta, func(w *ckptWriter) { w.varint(1); w.varint(4); w.str("h"); w.varint(5) })
+	}})
+	_, err := New(evidenceCheckpointConfig()).Restore(ok, wall)
+	require.NoError(t, err, "the valid checkpoint the refused ones vary")
+
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"marker collective without a table", checkpoint(section{tagRank, markers(0, 10)})},
+		{"marker collective outside the table", checkpoint(section{tagCollectives, table("a", "b")}, section{tagRank, markers(2, 10)})},
+		{"marker collective below -1", checkpoint(section{tagCollectives, table("a")}, section{tagRank, markers(-2, 10)})},
+		{"marker interval past the end of time", checkpoint(section{tagRank, markers(-1, 1<<63)})},
+		{"one collective twice", checkpoint(section{tagCollectives, table("a", "a")})},
+		{"table after a rank", checkpoint(section{tagRank, markers(-1, 10)}, section{tagCollectives, table("a")})},
+		{"two tables", checkpoint(section{tagCollectives, table("a")}, section{tagCollectives, table("b")})},
+		{"one accounting series twice", checkpoint(section{tagRank, accounting([]string{"c", "c"}, 1)})},
+		{"negative accounting bytes", checkpoint(section{tagRank, accounting([]string{"c"}, -1)})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(evidenceCheckpointConfig())
+			_, err := s.Restore(tt.data, wall)
+			require.ErrorIs(t, err, ErrCheckpoint)
+			jobs, _, _ := s.Sizes()
+			assert.Zero(t, jobs)
+		})
+	}
+}
