@@ -52,7 +52,7 @@ const (
 	tagRankBoundaries = 6 // stormlog phase boundaries
 	tagRankPhaseSpans = 7 // phase spans from traces
 	// Evidence mode (checkpoint_evidence.go).
-	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate
+	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate, spans
 	tagRankAccounting      = 9 // NCCL's accounting series per communicator
 )
 
@@ -159,7 +159,7 @@ func encodeRank(w *ckptWriter, rank int64, rb *rankBuffer) {
 	}
 	if ev := rb.ev; ev != nil {
 		if ev.markers.len() > 0 {
-			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) { encodeEvidenceMarkers(w, &ev.markers) })
+			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) { encodeEvidenceMarkers(w, ev) })
 		}
 		if len(ev.accounting) > 0 {
 			w.section(tagRankAccounting, func(w *ckptWriter) { encodeAccounting(w, ev.accounting) })

@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
@@ -11,13 +12,6 @@ import (
 // marker intervals and NCCL's accounting series (rank sections). A
 // checkpoint without them (a reference-mode job, or one written before
 // they existed) restores a job without evidence state.
-//
-// A new per-marker column (a span id, say) is one more rank section after
-// tagRankEvidenceMarkers, holding one entry per marker in the same order:
-// written beside encodeEvidenceMarkers, read after decodeEvidenceMarkers
-// into rb.ev.markers.auxAt(i) (see decodeRank), refused when its count is
-// not the markers'. A checkpoint without it restores the markers without
-// the column, and an older build refuses the unknown tag.
 
 // encodeCollectives writes the job's collectives table in index order.
 func encodeCollectives(w *ckptWriter, list []evidence.Collective) {
@@ -77,15 +71,31 @@ func decodeCollectives(r *ckptReader) *evidence.CollectiveTable {
 }
 
 // encodeEvidenceMarkers writes a rank's marker intervals: their start
-// times as deltas, then per marker its duration, its collective (-1: none)
-// and whether its time is approximate.
-func encodeEvidenceMarkers(w *ckptWriter, m *timedRing[evidenceMarker]) {
+// times as deltas, then per marker its duration, its collective (-1:
+// none), whether its time is approximate and its marker span, coded as
+// encodeMarkers codes a reference-mode marker's.
+func encodeEvidenceMarkers(w *ckptWriter, ev *evidenceRank) {
+	m := &ev.markers
 	encodeTimes(w, m.len(), m.at)
+	var last ingest.SpanRef
+	hasLast := false
 	for i := range m.len() {
 		mk := m.auxAt(i)
 		w.uvarint(uint64(mk.endNs - m.at(i)))
 		w.varint(int64(mk.collective))
-		w.bool(mk.approximate)
+		w.bool(mk.approximate())
+		ref, ok := ev.spanOf(mk)
+		switch {
+		case !ok:
+			w.uvarint(markerNoSpan)
+		case hasLast && ref == last:
+			w.uvarint(markerSameSpan)
+		default:
+			w.uvarint(markerNewSpan)
+			w.b = append(w.b, ref.TraceID[:]...)
+			w.b = append(w.b, ref.SpanID[:]...)
+			last, hasLast = ref, true
+		}
 	}
 }
 
@@ -94,10 +104,31 @@ func encodeEvidenceMarkers(w *ckptWriter, m *timedRing[evidenceMarker]) {
 // nCollectives entries.
 func decodeEvidenceMarkers(r *ckptReader, rb *rankBuffer, nCollectives int) {
 	times := decodeTimes(r)
+	var last ingest.SpanRef
+	hasLast := false
 	for _, ts := range times {
 		dur := r.uvarint()
 		coll := r.varint()
 		approx := r.bool()
+		var ref ingest.SpanRef
+		hasSpan := false
+		switch r.uvarint() {
+		case markerNoSpan:
+		case markerSameSpan:
+			if !hasLast {
+				r.fail("marker refers to a previous span before any")
+			}
+			ref, hasSpan = last, true
+		case markerNewSpan:
+			copy(ref.TraceID[:], r.raw(len(ref.TraceID)))
+			copy(ref.SpanID[:], r.raw(len(ref.SpanID)))
+			if ref == (ingest.SpanRef{}) {
+				r.fail("marker span with zero ids")
+			}
+			last, hasLast, hasSpan = ref, true, true
+		default:
+			r.fail("bad marker span code")
+		}
 		if r.err != nil {
 			return
 		}
@@ -109,8 +140,15 @@ func decodeEvidenceMarkers(r *ckptReader, rb *rankBuffer, nCollectives int) {
 			r.fail("marker collective %d outside a table of %d", coll, nCollectives)
 			return
 		}
-		mk := evidenceMarker{endNs: ts + int64(dur), collective: int32(coll), approximate: approx}
-		rb.evidence().markers.push(ts, mk, len(times))
+		ev := rb.evidence()
+		mk := evidenceMarker{endNs: ts + int64(dur), collective: int32(coll)}
+		if approx {
+			mk.flags = evApproximate
+		}
+		if hasSpan {
+			mk.flags |= ev.spanCode(ref, len(times))
+		}
+		ev.markers.push(ts, mk, len(times))
 	}
 }
 

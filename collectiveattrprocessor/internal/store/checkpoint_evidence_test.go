@@ -199,7 +199,9 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 	meta := func(w *ckptWriter) {
 		w.section(tagRankMeta, func(w *ckptWriter) { w.varint(0); w.varint(4); w.str("h"); w.varint(5) })
 	}
-	markers := func(coll int64, dur uint64) func(w *ckptWriter) {
+	// spanMarker is one marker with span code code, followed by span's
+	// ids when code is markerNewSpan.
+	spanMarker := func(coll int64, dur, code uint64, span byte) func(w *ckptWriter) {
 		return func(w *ckptWriter) {
 			meta(w)
 			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) {
@@ -208,8 +210,16 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 				w.uvarint(dur)
 				w.varint(coll)
 				w.bool(false)
+				w.uvarint(code)
+				if code == markerNewSpan {
+					w.b = append(w.b, make([]byte, 16)...)
+					w.b = append(w.b, span, 0, 0, 0, 0, 0, 0, 0)
+				}
 			})
 		}
+	}
+	markers := func(coll int64, dur uint64) func(w *ckptWriter) {
+		return spanMarker(coll, dur, markerNoSpan, 0)
 	}
 	table := func(comms ...string) func(w *ckptWriter) {
 		return func(w *ckptWriter) {
@@ -247,7 +257,7 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 		}
 		return w.b
 	}
-	ok := checkpoint(section{tagCollectives, table("a", "b")}, section{tagRank, markers(1, 10)}, section{tagRank, func(w *ckptWriter) {
+	ok := checkpoint(section{tagCollectives, table("a", "b")}, section{tagRank, spanMarker(1, 10, markerNewSpan, 7)}, section{tagRank, func(w *ckptWriter) {
 		w.section(tagRankMeta, func(w *ckptWriter) { w.varint(1); w.varint(4); w.str("h"); w.varint(5) })
 	}})
 	_, err := New(evidenceCheckpointConfig()).Restore(ok, wall)
@@ -266,6 +276,9 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 		{"two tables", checkpoint(section{tagCollectives, table("a")}, section{tagCollectives, table("b")})},
 		{"one accounting series twice", checkpoint(section{tagRank, accounting([]string{"c", "c"}, 1)})},
 		{"negative accounting bytes", checkpoint(section{tagRank, accounting([]string{"c"}, -1)})},
+		{"marker span the same as none before", checkpoint(section{tagRank, spanMarker(-1, 10, markerSameSpan, 0)})},
+		{"marker span with zero ids", checkpoint(section{tagRank, spanMarker(-1, 10, markerNewSpan, 0)})},
+		{"unknown marker span code", checkpoint(section{tagRank, spanMarker(-1, 10, 3, 0)})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,4 +289,49 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 			assert.Zero(t, jobs)
 		})
 	}
+}
+
+// TestEvidenceCheckpointKeepsMarkerSpans: evidence markers read from
+// marker spans keep their spans through a checkpoint, after evictions have
+// moved the spans table's front, so that a result after a restart links
+// the same marker spans as before it.
+func TestEvidenceCheckpointKeepsMarkerSpans(t *testing.T) {
+	cfg := evidenceConfig()
+	cfg.MaxEventsPerRank = 5
+	orig := New(cfg)
+	now := time.Unix(0, spanT0)
+	for i := range int64(9) {
+		require.True(t, orig.AddRecord(spanMarkerRecord(0, spanT0+i*1000, 100, i, byte(i+1)), now))
+		require.True(t, orig.AddRecord(spanMarkerRecord(1, spanT0+i*1000+10, 100, i, byte(i+0x41)), now))
+	}
+	require.True(t, orig.AddRecord(evidenceMarkerRecord(1, spanT0+9*1000, "c", 9, 100), now))
+	job := orig.Job("j")
+	data := orig.AppendCheckpoint(nil, job)
+
+	restored := New(cfg)
+	got, err := restored.Restore(data, now)
+	require.NoError(t, err)
+	for r := range int64(2) {
+		vo, _ := orig.InspectRank("j", r)
+		vr, _ := restored.InspectRank("j", r)
+		require.NotEmpty(t, vo.EvidenceMarkers)
+		assert.Equal(t, vo.EvidenceMarkers, vr.EvidenceMarkers, "rank %d", r)
+	}
+	r := &attribution.Result{
+		Rank: 1, Mode: attribution.ModeEvidence,
+		Collective: &attribution.CollectiveMatch{CommID: "c", Op: "all_reduce", Seq: 7, Members: []attribution.MemberMarker{
+			{Rank: 0, StartNs: spanT0 + 7000, EndNs: spanT0 + 7100}, {Rank: 1, StartNs: spanT0 + 7010, EndNs: spanT0 + 7110},
+		}},
+	}
+	want := evidenceLinks(job, r)
+	require.Len(t, want, 2)
+	assert.Equal(t, want, evidenceLinks(got, r))
+	assert.Equal(t, data, restored.AppendCheckpoint(nil, got), "the restored job checkpoints to the same bytes")
+
+	// After the restart new spans take the next places in the table.
+	require.True(t, orig.AddRecord(spanMarkerRecord(0, spanT0+10*1000, 100, 10, 0x20), now))
+	require.True(t, restored.AddRecord(spanMarkerRecord(0, spanT0+10*1000, 100, 10, 0x20), now))
+	vo, _ := orig.InspectRank("j", 0)
+	vr, _ := restored.InspectRank("j", 0)
+	assert.Equal(t, vo.EvidenceMarkers, vr.EvidenceMarkers)
 }
