@@ -36,16 +36,9 @@ func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	c.touched = c.touched[:0]
 	limit := c.futureLimit(nowNs)
 	rms := md.ResourceMetrics()
-	c.zipRows = c.zipRows[:0]
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
-		if !c.noZip {
-			var done bool
-			if done, resStarted = c.convertLockstep(i, rm, nowNs, limit); done {
-				continue
-			}
-		}
 		var resSeries *series // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
@@ -68,7 +61,7 @@ func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 					continue
 				}
 				if !resStarted {
-					c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
+					c.startResource(rm.Resource().Attributes())
 					resStarted = true
 				}
 				unit := unitBytes
@@ -84,7 +77,6 @@ func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), sk
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
-	c.zipRows = keptScratch(c.zipRows)
 	c.dropRequest()
 }
 
@@ -169,17 +161,11 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			}
 			if attrs.Len() == 0 {
 				resSeries = s
-				c.resolvedResource(s)
 			}
 		}
 		if s.late(r, ts) {
 			c.refuseLate(skip)
 			continue
-		}
-		if s.block.n > 0 {
-			// Read in lockstep from an earlier resource: these points come after it.
-			c.spill(s, &s.block)
-			s.block = zipBlock{}
 		}
 		s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
 		c.touch(s)
@@ -200,9 +186,7 @@ func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) 
 		id := &c.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
-			if m := c.resMemo; c.idIsRes && m != nil && m.series != nil {
-				s = m.series // the memo's identity is c.id
-			} else if s = c.seriesFor(key, skip); s == nil {
+			if s = c.seriesFor(key, skip); s == nil {
 				return nil
 			}
 			c.lastSeries = s
