@@ -18,8 +18,11 @@ STATICCHECK := $(TOOLS)/staticcheck
 
 OTELCOL := build/otelcol-collectiveattr
 # The demo's distribution (builder-config-demo.yaml): only the components make demo runs.
+# Its sources are committed (ocb's output with a logger-only telemetry factory, see
+# cmd/otelcol-collectiveattr-demo/generate.sh), so that a first make demo needs neither ocb
+# nor the modules ocb's `go mod tidy` fetches.
 OTELCOL_DEMO     := build/otelcol-collectiveattr-demo
-OTELCOL_DEMO_SRC := build/otelcol-collectiveattr-demo-src
+OTELCOL_DEMO_SRC := cmd/otelcol-collectiveattr-demo
 # The repository packages the collector binary is built from (the processor and what it
 # imports), so that editing a test, the simulator or the CLI does not relink the collector.
 PROCESSOR_DIRS    := $(shell $(GO) list -deps -f '{{if not .Standard}}{{.Dir}}{{end}}' ./collectiveattrprocessor 2>/dev/null | grep '^$(CURDIR)/')
@@ -38,7 +41,7 @@ FUZZTIME  ?= 10s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 
-.PHONY: all build collector cli tools generate test test-unit demo bench bench-cli fuzz lint fmt-check vet staticcheck ci clean
+.PHONY: all build collector cli tools generate test test-unit demo demo-sources check-demo-sources bench bench-cli fuzz lint fmt-check vet staticcheck ci clean
 
 all: build
 
@@ -55,10 +58,19 @@ $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(PROCESSOR_SOURCES)
 	$(OCB) --config builder-config.yaml
 	@touch $@
 
-$(OTELCOL_DEMO): $(OCB) builder-config-demo.yaml go.mod go.sum $(PROCESSOR_SOURCES)
-	@mkdir -p build
-	$(OCB) --config builder-config-demo.yaml
-	cp $(OTELCOL_DEMO_SRC)/otelcol-collectiveattr-demo $@
+$(OTELCOL_DEMO): $(wildcard $(OTELCOL_DEMO_SRC)/*.go) $(OTELCOL_DEMO_SRC)/go.mod $(OTELCOL_DEMO_SRC)/go.sum go.mod go.sum $(PROCESSOR_SOURCES)
+	cd $(OTELCOL_DEMO_SRC) && $(GO) build -o $(CURDIR)/$@ .
+
+## demo-sources: regenerate the demo collector's sources from builder-config-demo.yaml
+demo-sources: $(OCB)
+	bash $(OTELCOL_DEMO_SRC)/generate.sh $(OCB) $(OTELCOL_DEMO_SRC)
+
+## check-demo-sources: fail when the committed demo sources are not what demo-sources writes
+check-demo-sources: $(OCB)
+	rm -rf build/otelcol-collectiveattr-demo-check
+	bash $(OTELCOL_DEMO_SRC)/generate.sh $(OCB) build/otelcol-collectiveattr-demo-check
+	diff -r -x generate.sh $(OTELCOL_DEMO_SRC) build/otelcol-collectiveattr-demo-check \
+	  || { echo "the demo sources are stale: run make demo-sources" >&2; exit 1; }
 
 cli:
 	$(GO) build -o bin/collectiveattr ./cmd/collectiveattr
@@ -139,7 +151,7 @@ staticcheck: $(STATICCHECK)
 	$(STATICCHECK) -checks 'inherit,-ST1005' ./...
 
 ## ci: what .ci/run runs on a fresh clone
-ci: fmt-check vet test $(DEPLOY_CI_TARGETS)
+ci: fmt-check vet test check-demo-sources $(DEPLOY_CI_TARGETS)
 
 clean:
 	rm -rf build bin .demo

@@ -5,6 +5,7 @@
 //	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318)
 //	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
 //	gpujobsim report -truth truth.json results.json...
+//	gpujobsim modes -truth truth.json -reference FILE -evidence FILE   the two modes side by side
 //	gpujobsim quality -out DIR [-families F,...] [-seeds S,...] [-nccl-stats]   quality cases
 package main
 
@@ -32,6 +33,8 @@ func main() {
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "report":
 		err = report(os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "modes":
+		err = modes(os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "quality":
 		err = quality(os.Args[2:], os.Stdout)
 	default:
@@ -68,6 +71,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.StepPeriod, "step-period", cfg.StepPeriod, "training step period (>= 1.95s)")
 	fs.IntVar(&cfg.CollectiveSpikes, "collective-spikes", cfg.CollectiveSpikes, "hidden-memory spikes injected at collectives")
 	fs.IntVar(&cfg.UnrelatedSpikes, "unrelated-spikes", cfg.UnrelatedSpikes, "single-rank spikes injected away from collectives")
+	fs.IntVar(&cfg.CotimedDecoys, "cotimed-decoys", cfg.CotimedDecoys, "non-collective spikes injected on every rank during an all_reduce (only NCCL accounting tells them apart)")
 	fs.BoolVar(&cfg.StepUp, "step-up", cfg.StepUp, "inject the lazy NCCL buffer step up at the first reduce_scatter")
 	fs.DurationVar(&cfg.ClockSkew, "clock-skew", cfg.ClockSkew, "largest per-host clock offset (±)")
 	fs.IntVar(&cfg.WarmupSteps, "warmup-steps", cfg.WarmupSteps, "steps without injected collective spikes at the start")

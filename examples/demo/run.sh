@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start the collector on loopback, run a simulated 16-rank training job through
 # it for about half a minute, stop the collector (it flushes on shutdown), then print the
-# attribution results next to the simulator's injected ground truth.
+# attribution results next to the simulator's injected ground truth, and the reference and
+# the evidence mode side by side on the same job.
 #
 # Everything it starts is stopped on exit. Ports and durations can be changed:
 #   DEMO_DURATION=30s DEMO_OTLP_HTTP_PORT=24318 DEMO_HEALTH_PORT=24133 bash examples/demo/run.sh
@@ -16,13 +17,12 @@ export DEMO_OUT_DIR=${DEMO_OUT_DIR:-$PWD/.demo}
 export DEMO_HEALTH_PORT=${DEMO_HEALTH_PORT:-24133}
 export DEMO_OTLP_GRPC_PORT=${DEMO_OTLP_GRPC_PORT:-24317}
 export DEMO_OTLP_HTTP_PORT=${DEMO_OTLP_HTTP_PORT:-24318}
-export DEMO_TELEMETRY_PORT=${DEMO_TELEMETRY_PORT:-24888}
 
 for f in "$OTELCOL" "$SIM" "$CLI"; do
   [[ -x $f ]] || { echo "demo: $f is missing: run make demo (or make build and set OTELCOL)" >&2; exit 1; }
 done
 rm -rf "$DEMO_OUT_DIR"
-mkdir -p "$DEMO_OUT_DIR"
+mkdir -p "$DEMO_OUT_DIR/reference" "$DEMO_OUT_DIR/evidence"
 log=$DEMO_OUT_DIR/collector.log
 
 collector_pid=""
@@ -59,18 +59,28 @@ for _ in $(seq 1 200); do
 done
 healthy 2>/dev/null || { echo "demo: the collector did not become healthy" >&2; tail -n 30 "$log" >&2; exit 1; }
 
+# Beyond the simulator's defaults: a non-collective spike on every rank during an all_reduce
+# (the reference calls it collective; only NCCL's accounting tells it apart) and NCCL's
+# accounting itself (the nccl.comm.memory.total gauge, comm_memory_stats records).
 echo "==> running a simulated training job for $DURATION (16 ranks on 2 hosts, 10 Hz memory samples)"
 "$SIM" -duration "$DURATION" -otlp-endpoint "127.0.0.1:$DEMO_OTLP_HTTP_PORT" -truth-json "$DEMO_OUT_DIR/truth.json" \
-  -stormlog "$DEMO_OUT_DIR/stormlog.jsonl"
+  -stormlog "$DEMO_OUT_DIR/stormlog.jsonl" -cotimed-decoys 1 -nccl-stats
 
 echo "==> stopping the collector (it evaluates every job once more and flushes)"
 stop_collector
 
-# The page is the CLI's attribution of the same job's stormlog records (same engine, whole job
-# at once); written before the check so that a failing demo still leaves it to look at.
+# The pages are the CLI's attribution of the same job's stormlog records (same engines, whole
+# job at once), one per mode; written before the checks so that a failing demo still leaves
+# them to look at.
 "$CLI" report --phases "$DEMO_OUT_DIR/stormlog.jsonl" -o "$DEMO_OUT_DIR/report.html"
+"$CLI" report --mode evidence --phases "$DEMO_OUT_DIR/stormlog.jsonl" -o "$DEMO_OUT_DIR/report-evidence.html"
 
-"$SIM" report -check -truth "$DEMO_OUT_DIR/truth.json" "$DEMO_OUT_DIR/logs.json" "$DEMO_OUT_DIR/traces.json"
+ref=$DEMO_OUT_DIR/reference ev=$DEMO_OUT_DIR/evidence
+status=0
+"$SIM" report -check -truth "$DEMO_OUT_DIR/truth.json" "$ref/logs.json" "$ref/traces.json" || status=1
+"$SIM" modes -check -truth "$DEMO_OUT_DIR/truth.json" -reference "$ref/logs.json" -reference "$ref/traces.json" \
+  -evidence "$ev/logs.json" -evidence "$ev/traces.json" || status=1
 echo
-echo "Collector log, result spans, metrics and logs (file exporter, OTLP JSON): $DEMO_OUT_DIR"
-echo "HTML report of the job (open it in a browser): $DEMO_OUT_DIR/report.html"
+echo "Collector log: $log; each mode's result spans, metrics and logs (file exporter, OTLP JSON): $ref, $ev"
+echo "HTML reports of the job (open them in a browser): $DEMO_OUT_DIR/report.html (reference), $DEMO_OUT_DIR/report-evidence.html (evidence)"
+exit $status

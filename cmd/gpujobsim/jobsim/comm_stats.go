@@ -24,7 +24,7 @@ func (s *Scenario) injectedAt(r int, t time.Duration, collectiveOnly bool) int64
 	var b int64
 	for i := range s.Injections {
 		in := &s.Injections[i]
-		if collectiveOnly && in.Kind == KindUnrelatedSpike {
+		if collectiveOnly && !IsCollectiveCaused(in.Kind) {
 			continue
 		}
 		sp, ok := in.perRank[r]
@@ -45,7 +45,8 @@ func (s *Scenario) injectedAt(r int, t time.Duration, collectiveOnly bool) int64
 }
 
 // CommMemoryAt is what NCCL reports for rank r's world communicator at job time t: its
-// baseline plus the collective-caused hidden memory. Unrelated spikes are not NCCL's.
+// baseline plus the collective-caused hidden memory. Unrelated spikes and co-timed decoys
+// are not NCCL's.
 func (s *Scenario) CommMemoryAt(r int, t time.Duration) int64 {
 	return s.commBaselineBytes(r) + s.injectedAt(r, t, true)
 }

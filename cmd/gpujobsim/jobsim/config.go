@@ -40,6 +40,10 @@ type Config struct {
 	// UnrelatedSpikes is the number of single-rank spikes injected in the forward pass, far
 	// from any collective.
 	UnrelatedSpikes int
+	// CotimedDecoys is the number of non-collective spikes injected on every rank while
+	// an all_reduce runs, shaped like a collective spike (e.g. an optimizer workspace
+	// allocated during the gradient all_reduce). NCCL's accounting does not hold them.
+	CotimedDecoys int
 	// StepUp injects, at the first reduce_scatter, the lazy connection of NCCL buffers: a
 	// transient spike on every rank that leaves a permanent step up behind.
 	StepUp bool
@@ -103,7 +107,7 @@ func (c Config) Validate() error {
 	if c.Duration < c.StepPeriod {
 		errs = append(errs, fmt.Errorf("duration must be at least one step period (%s), got %s", c.StepPeriod, c.Duration))
 	}
-	if c.CollectiveSpikes < 0 || c.UnrelatedSpikes < 0 {
+	if c.CollectiveSpikes < 0 || c.UnrelatedSpikes < 0 || c.CotimedDecoys < 0 {
 		errs = append(errs, errors.New("spike counts must be >= 0"))
 	}
 	if c.ClockSkew < 0 || c.ClockSkew > time.Second {

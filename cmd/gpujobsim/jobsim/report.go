@@ -29,6 +29,11 @@ type Result struct {
 	Confidence     float64
 	Reasons        []string
 	Phase          string
+	// Kind is evidence mode's transient or persistent ("" in the reference mode).
+	Kind string
+	// Accounted tells that evidence mode had NCCL's accounting for the result
+	// (nccl_accounted_bytes present).
+	Accounted bool
 }
 
 // Result attribute names (processor contract §5.1).
@@ -41,6 +46,8 @@ const (
 	attrPhaseSummary    = "collective_attribution.phase.summary"
 	attrPhasePaths      = "collective_attribution.phase.paths"
 	attrPhaseResolution = "collective_attribution.phase.resolution"
+	attrKind            = "collective_attribution.kind"
+	attrAccountedBytes  = "collective_attribution.evidence.nccl_accounted_bytes"
 )
 
 // ReadResults reads the file exporter's output (OTLP JSON, one request per line) and
@@ -115,6 +122,8 @@ type resultBody struct {
 	ReasonCodes      []string        `json:"reason_codes"`
 	PhaseAttribution *phasePayload   `json:"phase_attribution"`
 	Evidence         json.RawMessage `json:"evidence"`
+	Kind             string          `json:"kind"`
+	AccountedBytes   *int64          `json:"nccl_accounted_bytes"`
 }
 
 type phasePayload struct {
@@ -161,7 +170,7 @@ func resultsFromLogs(ld plog.Logs) []Result {
 				out = append(out, Result{
 					JobID: body.JobID, Rank: body.Rank, StartNs: body.IntervalStartNs, EndNs: saturatedNs(body.IntervalEndNs),
 					Classification: body.Classification, Confidence: body.Confidence, Reasons: body.ReasonCodes,
-					Phase: body.PhaseAttribution.summary(),
+					Phase: body.PhaseAttribution.summary(), Kind: body.Kind, Accounted: body.AccountedBytes != nil,
 				})
 			}
 		}
@@ -205,6 +214,10 @@ func resultsFromSpans(td ptrace.Traces) []Result {
 					}
 				}
 				res.Phase = spanPhase(a)
+				if v, ok := a.Get(attrKind); ok {
+					res.Kind = v.Str()
+				}
+				_, res.Accounted = a.Get(attrAccountedBytes)
 				out = append(out, res)
 			}
 		}

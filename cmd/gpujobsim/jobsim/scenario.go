@@ -121,7 +121,14 @@ const (
 	KindCollectiveSpike = "collective_spike"
 	KindStepUp          = "step_up"
 	KindUnrelatedSpike  = "unrelated_spike"
+	KindCotimedDecoy    = "cotimed_decoy"
 )
+
+// IsCollectiveCaused tells whether an injection kind is memory NCCL allocated (and its
+// accounting holds): collective spikes and the step up, not the decoys.
+func IsCollectiveCaused(kind string) bool {
+	return kind == KindCollectiveSpike || kind == KindStepUp
+}
 
 // Injection is one injected hidden-memory event: what happened, where and when (job time,
 // before clock skew), and what the attribution is expected to say about it.
@@ -267,10 +274,12 @@ func (s *Scenario) inject(rng *rand.Rand) {
 
 	// Collective spikes: steps spread over [warmup, steps-1), ops and rank subsets cycling.
 	ops := []string{AllReduce, AllGather, ReduceScatter, Broadcast, AllReduce}
+	usedSteps := map[int]bool{}
 	avail := s.Steps - 1 - cfg.WarmupSteps
 	for i := 0; i < cfg.CollectiveSpikes && avail > 0; i++ {
 		step := cfg.WarmupSteps + i*avail/cfg.CollectiveSpikes
 		op := ops[i%len(ops)]
+		usedSteps[step] = true
 		c := collectiveIndex(op)
 		var subset []int
 		var note string
@@ -318,6 +327,7 @@ func (s *Scenario) inject(rng *rand.Rand) {
 		}
 		s.Injections = append(s.Injections, in)
 	}
+	s.injectCotimedDecoys(rng, usedSteps, addSpike, atCollective)
 
 	for i := range s.Injections {
 		in := &s.Injections[i]
@@ -345,6 +355,8 @@ func (s *Scenario) inject(rng *rand.Rand) {
 // simulator's design: every spike sample is a z-outlier with full divergence strength, so
 // only the marker and the synchrony terms vary.
 func expectedClassification(in *Injection, worldSize int) string {
+	// A co-timed decoy looks like a collective spike to the reference (a marker, synchrony,
+	// an outlier) and is scored like one: the reference calls it collective, wrongly.
 	k := len(in.Ranks)
 	if in.Kind == KindUnrelatedSpike || k == 0 {
 		return "not reported"

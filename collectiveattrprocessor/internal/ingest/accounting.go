@@ -14,11 +14,11 @@ import (
 const AccountingMetric = "nccl.comm.memory.total"
 
 // convertAccounting hands each valid point of the accounting metric m of
-// resource i to emit as a KindAccounting Record. A point without a
+// resource rm to emit as a KindAccounting Record. A point without a
 // communicator, with a value that is no byte count, or without a rank is
 // skipped with its reason. begun says the resource's identity state is
 // begun; it returns whether it is now.
-func (c *Converter) convertAccounting(i int, rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
+func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
 	var dps pmetric.NumberDataPointSlice
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -41,7 +41,7 @@ func (c *Converter) convertAccounting(i int, rm pmetric.ResourceMetrics, m pmetr
 		return begun
 	}
 	if !begun {
-		c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
+		c.startResource(rm.Resource().Attributes())
 	}
 	unit := unitBytes
 	if isMiB(m) {
@@ -85,18 +85,4 @@ func (c *Converter) convertAccounting(i int, rm pmetric.ResourceMetrics, m pmetr
 		emit(rec)
 	}
 	return true
-}
-
-// accountingOf converts the accounting metrics of resource i, whose memory
-// metrics were read in lockstep (its identity state is begun).
-func (c *Converter) accountingOf(i int, rm pmetric.ResourceMetrics, nowNs, limit int64, emit func(*Record), skip func(Skip)) {
-	sms := rm.ScopeMetrics()
-	for j := 0; j < sms.Len(); j++ {
-		ms := sms.At(j).Metrics()
-		for k := 0; k < ms.Len(); k++ {
-			if m := ms.At(k); m.Name() == AccountingMetric {
-				c.convertAccounting(i, rm, m, true, nowNs, limit, emit, skip)
-			}
-		}
-	}
 }

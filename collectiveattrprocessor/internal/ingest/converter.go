@@ -41,9 +41,7 @@ type Converter struct {
 	gen    uint64
 
 	// Per-call scratch, reused to keep the hot path allocation-free.
-	touched []*series
-	// zipRows holds the collections of the call's zip blocks (zipBlock).
-	zipRows       []SamplePoint
+	touched       []*series
 	resID, itemID rawIdentity
 	id            identity
 	// idMemo remembers, per rank slot, the last identity resolved with a
@@ -61,18 +59,9 @@ type Converter struct {
 	resDetail string
 	resCached bool
 	// resAttrs are the current resource's attributes; resScanned says
-	// resID holds their scan (done on first need when a memo answered).
+	// resID holds their scan (done on first need).
 	resAttrs   pcommon.Map
 	resScanned bool
-	// metricsMemo and tracesMemo remember, per resource position of a
-	// batch of their signal, the identity (and join buffer) the resource
-	// resolved to (see resourceMemo); resMemo is the current resource's.
-	metricsMemo []resourceMemo
-	tracesMemo  []resourceMemo
-	resMemo     *resourceMemo
-	// seriesEpoch changes whenever a join buffer is forgotten, so that no
-	// memo hands out a forgotten one.
-	seriesEpoch uint64
 	// idGen changes whenever c.id is resolved anew; idIsRes says c.id holds
 	// resCache. Items of one resource without identity attributes of their
 	// own then reuse c.id as is, and the join buffer of the previous point
@@ -109,7 +98,7 @@ type Converter struct {
 	// rec is the Record handed to emit: emit reads it during the call and
 	// copies what it keeps, so no Record is copied or allocated per item.
 	// phaseRec is the one of phase spans: only its phase span fields are
-	// ever set, so it needs no clearing (a Record is about 400 bytes).
+	// ever set, so it needs no clearing between spans.
 	rec      Record
 	phaseRec Record
 	// markerRun is the MarkerRun being built, its spans' times in
@@ -125,23 +114,10 @@ type Converter struct {
 	spanAttrs   markerAttrs
 	// run is the SampleRun handed to convertMetrics' emit.
 	run SampleRun
-	// noZip turns the zip path of joinBatch off and noResourceMemo the
-	// resource memo (the differential tests' references); fast counts how
-	// often each was taken.
-	noZip          bool
-	noResourceMemo bool
-	fast           fastPathCounts
 
 	stats Stats
 	// orphaned counts partner points that Expire dropped (TakeOrphaned).
 	orphaned int
-}
-
-// fastPathCounts counts the batches joined by the zip path, the resources
-// read in lockstep (and how many of those went to the row path after all)
-// and the resources answered by the resource memo.
-type fastPathCounts struct {
-	zipped, lockstep, spilled, memoHits uint64
 }
 
 // Stats are sizes and cumulative counts for self-telemetry.
@@ -237,7 +213,6 @@ func (c *Converter) Expire() (unjoined int) {
 		c.orphaned += s.dropped.takeOrphaned()
 		if s.empty() {
 			delete(c.series, k)
-			c.seriesEpoch++
 			if c.lastSeries == s {
 				c.lastSeries = nil
 			}
@@ -269,7 +244,7 @@ func (c *Converter) beginResource(attrs pcommon.Map) {
 // startResource makes attrs the current resource's, not yet scanned.
 func (c *Converter) startResource(attrs pcommon.Map) {
 	c.resAttrs, c.resScanned = attrs, false
-	c.resCached, c.idIsRes, c.resMemo = false, false, nil
+	c.resCached, c.idIsRes = false, false
 	c.resSeq++
 }
 
@@ -291,58 +266,6 @@ func (c *Converter) scanResource() {
 		c.resID.reset()
 		c.resID.scan(c.keys, c.resAttrs)
 		c.resScanned = true
-	}
-}
-
-// beginResourceAt starts the i-th resource of a batch, memos being the
-// resource memos of its signal. When the resource is the one its position
-// held in an earlier batch, and that one named its rank, the memo answers
-// its identity (and, for metrics, its join buffer: itemSeries) without
-// scanning, resolving or looking anything up.
-func (c *Converter) beginResourceAt(memos *[]resourceMemo, i int, attrs pcommon.Map, nowNs int64) {
-	c.startResource(attrs)
-	if i >= maxResourceMemos || c.noResourceMemo {
-		return
-	}
-	if i >= len(*memos) {
-		*memos = append(*memos, make([]resourceMemo, i+1-len(*memos))...)
-	}
-	m := &(*memos)[i]
-	c.resMemo = m
-	if !m.holds(attrs) {
-		m.valid, m.series = false, nil
-		return
-	}
-	if m.series != nil && m.epoch != c.seriesEpoch {
-		m.series = nil // forgotten since: resolvedResource finds the new one
-	}
-	if nowNs-m.learnedNs >= int64(learnRefresh) || nowNs < m.learnedNs {
-		c.dev.learn(c.names, &m.id, nowNs)
-		m.learnedNs = nowNs
-	}
-	c.resCache, c.resCached, c.resReason, c.resDetail = m.id, true, "", ""
-	c.fast.memoHits++
-}
-
-// rememberResource records the current resource's identity, just resolved
-// from its attributes alone, in its memo. Only a rank the resource names
-// itself is remembered: one joined by host and device follows the mapping,
-// which may change.
-func (c *Converter) rememberResource(nowNs int64) {
-	m := c.resMemo
-	if m == nil || m.valid || c.resReason != "" || !c.resScanned || !c.resID.found[fieldRank] {
-		return
-	}
-	if m.remember(c.resAttrs) {
-		m.id, m.learnedNs, m.valid, m.series = c.resCache, nowNs, true, nil
-	}
-}
-
-// resolvedResource records in the current resource's memo that its identity
-// alone resolved to join buffer s.
-func (c *Converter) resolvedResource(s *series) {
-	if m := c.resMemo; m != nil && m.valid && m.series == nil {
-		m.series, m.epoch = s, c.seriesEpoch
 	}
 }
 
@@ -387,7 +310,6 @@ func (c *Converter) identifyByResource(nowNs int64) (SkipReason, string) {
 		c.resReason, c.resDetail = c.identify(nowNs)
 		c.resCache, c.resCached = c.id, true
 		c.idIsRes = true
-		c.rememberResource(nowNs)
 	case !c.idIsRes:
 		c.id = c.resCache
 		c.idGen++

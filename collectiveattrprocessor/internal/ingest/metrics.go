@@ -44,19 +44,9 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 	c.touched = c.touched[:0]
 	limit := c.futureLimit(nowNs)
 	rms := md.ResourceMetrics()
-	c.zipRows = c.zipRows[:0]
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
-		if !c.noZip {
-			var done bool
-			if done, resStarted = c.convertLockstep(i, rm, nowNs, limit); done {
-				if accounting {
-					c.accountingOf(i, rm, nowNs, limit, emitAccounting, skip)
-				}
-				continue
-			}
-		}
 		var resSeries *series // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
@@ -67,7 +57,7 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 				switch kind {
 				case notMemory:
 					if accounting && m.Name() == AccountingMetric {
-						resStarted = c.convertAccounting(i, rm, m, resStarted, nowNs, limit, emitAccounting, skip)
+						resStarted = c.convertAccounting(rm, m, resStarted, nowNs, limit, emitAccounting, skip)
 					}
 					continue
 				case deltaSum:
@@ -82,7 +72,7 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 					continue
 				}
 				if !resStarted {
-					c.beginResourceAt(&c.metricsMemo, i, rm.Resource().Attributes(), nowNs)
+					c.startResource(rm.Resource().Attributes())
 					resStarted = true
 				}
 				unit := unitBytes
@@ -98,7 +88,6 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
-	c.zipRows = keptScratch(c.zipRows)
 	c.dropRequest()
 }
 
@@ -183,17 +172,11 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			}
 			if attrs.Len() == 0 {
 				resSeries = s
-				c.resolvedResource(s)
 			}
 		}
 		if s.late(r, ts) {
 			c.refuseLate(skip)
 			continue
-		}
-		if s.block.n > 0 {
-			// Read in lockstep from an earlier resource: these points come after it.
-			c.spill(s, &s.block)
-			s.block = zipBlock{}
 		}
 		s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
 		c.touch(s)
@@ -214,9 +197,7 @@ func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) 
 		id := &c.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
-			if m := c.resMemo; c.idIsRes && m != nil && m.series != nil {
-				s = m.series // the memo's identity is c.id
-			} else if s = c.seriesFor(key, skip); s == nil {
+			if s = c.seriesFor(key, skip); s == nil {
 				return nil
 			}
 			c.lastSeries = s

@@ -157,7 +157,7 @@ func TestConvertMetricsDeviceResourceFollowsItsMapping(t *testing.T) {
 
 // TestConvertMetricsRepeatedIdentityKeepsItsMapping: a rank that keeps
 // reporting the same identity is not learned again on every resource (the
-// identity and resource memos), yet its mapping's last use is refreshed, so
+// identity memo), yet its mapping's last use is refreshed, so
 // it never expires while the rank reports; a changed identity is learned at
 // once.
 func TestConvertMetricsRepeatedIdentityKeepsItsMapping(t *testing.T) {
@@ -166,7 +166,7 @@ func TestConvertMetricsRepeatedIdentityKeepsItsMapping(t *testing.T) {
 	res := map[string]any{"training.job.id": "j", "training.rank": int64(1), "host.name": "node-a", "gpu.index": int64(1)}
 	for i := range int64(20) { // every 0.5 s for 10 s
 		// The attributes in one order every time, as an exporter sends
-		// them: the resource memo answers, and must refresh the mapping.
+		// them: the identity memo answers, and must refresh the mapping.
 		md := gaugeBatch(nil, reserved(t0+i*int64(500*time.Millisecond), 50))
 		attrs := md.ResourceMetrics().At(0).Resource().Attributes()
 		attrs.PutStr("training.job.id", "j")

@@ -96,9 +96,6 @@ type series struct {
 	// batch is the points of the current call, in arrival order, joined at
 	// its end (joinBatch).
 	batch []batchPoint
-	// block is the points of the current call when they were all read in
-	// lockstep (convertLockstep) instead: batch is then empty.
-	block zipBlock
 	// dropped counts the points dropped silently until reported
 	// (dropcounts.go).
 	dropped dropCounts

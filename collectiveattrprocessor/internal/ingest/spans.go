@@ -77,7 +77,7 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					continue
 				}
 				if !resStarted {
-					c.beginResourceAt(&c.tracesMemo, i, rs.Resource().Attributes(), nowNs)
+					c.startResource(rs.Resource().Attributes())
 					resStarted = true
 				}
 				if reason, detail := c.identifyScanned(nowNs); reason != "" {
