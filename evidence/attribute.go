@@ -269,6 +269,11 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		default:
 			codes = append(codes, ReasonAccountingUnsampled)
 		}
+		if decided := codes[len(codes)-1] != ReasonAccountingUnsampled; decided {
+			// The honesty rule held the timing's verdict to likely for
+			// want of accounting; the accounting has spoken instead.
+			codes = slices.DeleteFunc(codes, func(c string) bool { return c == ReasonCotimedOnly })
+		}
 	}
 
 	conf = roundTo(conf, 3)

@@ -267,6 +267,13 @@ func TestAccountingConfirmsAndDenies(t *testing.T) {
 		if d.Classification != attribution.CollectiveSuspect || d.NCCLAccountedBytes == nil || *d.NCCLAccountedBytes != 0 {
 			t.Errorf("rank %d: uncovered co-timed spike %s %v, want suspect with 0 accounted", r, d.Classification, d.ReasonCodes)
 		}
+		// Where the accounting decided, the spike was not judged without
+		// it: the reasons must not say it was.
+		for _, x := range []attribution.Result{c, d} {
+			if hasCode(x, ReasonCotimedOnly) {
+				t.Errorf("rank %d: %s result decided by NCCL's accounting says %s: %v", r, x.Classification, ReasonCotimedOnly, x.ReasonCodes)
+			}
+		}
 	}
 }
 
