@@ -39,7 +39,8 @@ const maxHiddenPointsPerTick = 1 << 16
 // results are claimed, never while the attribution runs, so Consume calls
 // never wait for an evaluation. evalMu serialises evaluation rounds (the
 // ticker's and Shutdown's) and guards what only they touch: the scratch
-// space, the result metrics state and the emission itself, which happens
+// space, evidence mode's baseline caches (which the engine updates while
+// it runs), the result metrics state and the emission itself, which happens
 // outside mu. sinkMu guards the registered next consumers.
 type core struct {
 	cfg     *Config

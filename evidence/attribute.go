@@ -10,19 +10,17 @@ import (
 
 // scratch holds buffers reused across ranks.
 type scratch struct {
-	buf           []int64
-	med           []int64
-	left, right   []int64
-	leftN, rightN []int32
-	window        windowMedian
+	buf    []int64
+	med    []int64
+	sides  sideScratch
+	window windowMedian
 }
 
-func (s *scratch) sides(n int) ([]int64, []int64) {
-	if cap(s.left) < n {
-		s.left, s.right = make([]int64, n), make([]int64, n)
-		s.leftN, s.rightN = make([]int32, n), make([]int32, n)
-	}
-	return s.left[:n], s.right[:n]
+// sideColumns are the side medians' columns of a rank without a
+// BaselineCache.
+func (s *scratch) sideColumns(n int) (left, right []int64, leftN, rightN []int32) {
+	s.sides.grow(n)
+	return s.sides.left, s.sides.right, s.sides.leftN, s.sides.rightN
 }
 
 func (s *scratch) ints(n int) []int64 {
@@ -43,7 +41,8 @@ func (s *scratch) median(n int) []int64 {
 // configuration; resolver may be nil (no phase attribution). Every change
 // found (a transient spike or the onset of a persistent step) gives one
 // result whose confidence reaches cfg.MinConfidence; results are sorted by
-// (rank, interval start). It does not modify in.
+// (rank, interval start). It does not modify in, apart from the ranks'
+// Baseline caches, so two calls must not share a cache concurrently.
 func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attribution.Result {
 	if in == nil || len(in.Ranks) == 0 {
 		return nil

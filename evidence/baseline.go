@@ -153,7 +153,8 @@ func (w *windowMedian) medianWith(extra []int64) int64 {
 
 // sideMedians writes to left[i] the median of vals over the samples in
 // [t_i - span, t_i) and to right[i] the median over [t_i, t_i + span], with
-// the number of samples each holds (a side without samples has count 0).
+// the number of samples each holds (a side without samples has count 0 and
+// median 0).
 //
 // One window slides over the samples before each t_j. The samples after
 // t_i are those before t_j, for the first j past t_i + span, plus the few
@@ -182,6 +183,7 @@ func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, ri
 			w.add(vals[j-1])
 		}
 		leftN[j] = int32(j - lo)
+		left[j] = 0 // a side without samples has no median
 		if j > lo {
 			left[j] = w.median()
 		}

@@ -71,17 +71,23 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 
 	// Level steps: the median of the span before each sample against the
 	// median of the span after it.
-	left, right := sc.sides(n)
-	sideMedians(times, gaps, span, left, right, sc.leftN[:n], sc.rightN[:n], &sc.window)
+	var left, right []int64
+	var leftN, rightN []int32
+	if rd.Baseline != nil {
+		left, right, leftN, rightN = rd.Baseline.sides(times, gaps, span, &sc.window, &sc.sides)
+	} else {
+		left, right, leftN, rightN = sc.sideColumns(n)
+		sideMedians(times, gaps, span, left, right, leftN, rightN, &sc.window)
+	}
 	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
 	stepThreshold := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
-	steps, cuts := findSteps(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], span, stepThreshold, cfg.MinSamplesPerRank)
+	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, stepThreshold, cfg.MinSamplesPerRank)
 
 	// The baseline is the level of the data around each sample, never
 	// across a step, so a step neither hides spikes after it nor counts as
 	// one.
 	base := sc.median(n)
-	levelBaseline(times, gaps, left, right, sc.leftN[:n], sc.rightN[:n], span, cuts, base, sc)
+	levelBaseline(times, gaps, left, right, leftN, rightN, span, cuts, base, sc)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)

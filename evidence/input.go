@@ -38,6 +38,12 @@ type RankData struct {
 	// Accounting holds NCCL's reported memory per communicator of this rank,
 	// each series in time order.
 	Accounting []AccountingSeries
+	// Baseline, when not nil, keeps the rank's baseline medians from one
+	// Attribute to the next, which then recomputes only those of the
+	// samples near what changed. A caller that evaluates the same ranks
+	// again and again (the processor) keeps one per rank; the results are
+	// the same with or without it.
+	Baseline *BaselineCache
 }
 
 // Samples are the usable `sample` records of a rank as parallel columns.

@@ -95,11 +95,17 @@ func fillEvidence(s *Store, job string, from, to int64) {
 	}
 }
 
-// evidenceInput is job's evaluation input, in scratch of its own.
+// evidenceInput is job's evaluation input, in scratch of its own, without
+// the ranks' baseline caches: they are not buffered state (a restored store
+// starts them empty).
 func evidenceInput(s *Store, job *Job) evidence.Input {
 	var sc Scratch
 	var es EvidenceScratch
-	return s.EvidenceSnapshot(job, &sc, &es).Input
+	in := s.EvidenceSnapshot(job, &sc, &es).Input
+	for i := range in.Ranks {
+		in.Ranks[i].Baseline = nil
+	}
+	return in
 }
 
 func attributeEvidenceJob(t *testing.T, s *Store, job *Job) []attribution.Result {

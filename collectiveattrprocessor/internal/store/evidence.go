@@ -26,6 +26,11 @@ type evidenceRank struct {
 	// (evidencespans.go).
 	spans     ring[ingest.SpanRef]
 	spanFront uint32
+	// baseline keeps the engine's baseline medians of the rank's samples
+	// between evaluations (40 bytes a sample). The engine checks it against
+	// the samples it is given, so the buffers never update it; a restored
+	// store starts it empty and the first evaluation fills it.
+	baseline evidence.BaselineCache
 }
 
 // evidenceMarker is a buffered marker beside its start time: its end, its

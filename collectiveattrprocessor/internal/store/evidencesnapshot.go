@@ -37,7 +37,9 @@ type EvidenceSnapshot struct {
 // NCCL's accounting series, and the job's collectives that the markers
 // inside the window refer to. Ranks are those with samples, markers or
 // accounting, as evidence.Builder keeps them; the world size and trace
-// start are read as it reads them.
+// start are read as it reads them. Each rank with samples brings its
+// baseline cache, which the engine updates: evaluations of a job must not
+// overlap (they already share sc and es).
 func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
 	ref := s.Snapshot(job, sc)
 	cutoff := job.cutoffNs(s.cfg.Window)
@@ -85,6 +87,7 @@ func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) Evi
 		rd := evidence.RankData{Rank: r}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])
+			rd.Baseline = &rb.evidence().baseline
 			next++
 		}
 		m0 := len(es.markers)
