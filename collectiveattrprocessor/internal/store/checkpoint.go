@@ -202,22 +202,56 @@ func encodeSamples(w *ckptWriter, c *sampleColumns) {
 
 func encodeMarkers(w *ckptWriter, m *markerColumns) {
 	encodeTimes(w, m.len(), m.at)
-	var last ingest.SpanRef
-	hasLast := false
+	var spans spanCoder
 	for i := range m.len() {
 		w.uvarint(uint64(m.auxAt(i).session))
 		ref, ok := m.ref(i)
-		switch {
-		case !ok:
-			w.uvarint(markerNoSpan)
-		case hasLast && ref == last:
-			w.uvarint(markerSameSpan)
-		default:
-			w.uvarint(markerNewSpan)
-			w.b = append(w.b, ref.TraceID[:]...)
-			w.b = append(w.b, ref.SpanID[:]...)
-			last, hasLast = ref, true
+		spans.encode(w, ref, ok)
+	}
+}
+
+// spanCoder codes the spans of a sequence of markers: none, the same as
+// the previous marker's with one, or a new one (its trace and span ids).
+type spanCoder struct {
+	last    ingest.SpanRef
+	hasLast bool
+}
+
+func (c *spanCoder) encode(w *ckptWriter, ref ingest.SpanRef, ok bool) {
+	switch {
+	case !ok:
+		w.uvarint(markerNoSpan)
+	case c.hasLast && ref == c.last:
+		w.uvarint(markerSameSpan)
+	default:
+		w.uvarint(markerNewSpan)
+		w.b = append(w.b, ref.TraceID[:]...)
+		w.b = append(w.b, ref.SpanID[:]...)
+		c.last, c.hasLast = ref, true
+	}
+}
+
+// decode reads what encode wrote; ok is false for a marker without a span.
+func (c *spanCoder) decode(r *ckptReader) (ref ingest.SpanRef, ok bool) {
+	switch r.uvarint() {
+	case markerNoSpan:
+		return ref, false
+	case markerSameSpan:
+		if !c.hasLast {
+			r.fail("marker refers to a previous span before any")
 		}
+		return c.last, true
+	case markerNewSpan:
+		copy(ref.TraceID[:], r.raw(len(ref.TraceID)))
+		copy(ref.SpanID[:], r.raw(len(ref.SpanID)))
+		if ref == (ingest.SpanRef{}) {
+			r.fail("marker span with zero ids")
+		}
+		c.last, c.hasLast = ref, true
+		return ref, true
+	default:
+		r.fail("bad marker span code")
+		return ref, false
 	}
 }
 
@@ -515,28 +549,10 @@ func (s *Store) decodeSamples(r *ckptReader, rb *rankBuffer) {
 
 func (s *Store) decodeMarkers(r *ckptReader, rb *rankBuffer) {
 	times := decodeTimes(r)
-	var last ingest.SpanRef
-	hasLast := false
+	var spans spanCoder
 	for _, ts := range times {
 		session := decodeSession(r, rb)
-		var ref ingest.SpanRef
-		switch r.uvarint() {
-		case markerNoSpan:
-		case markerSameSpan:
-			if !hasLast {
-				r.fail("marker refers to a previous span before any")
-			}
-			ref = last
-		case markerNewSpan:
-			copy(ref.TraceID[:], r.raw(len(ref.TraceID)))
-			copy(ref.SpanID[:], r.raw(len(ref.SpanID)))
-			if ref == (ingest.SpanRef{}) {
-				r.fail("marker span with zero ids")
-			}
-			last, hasLast = ref, true
-		default:
-			r.fail("bad marker span code")
-		}
+		ref, _ := spans.decode(r)
 		if r.err != nil {
 			return
 		}

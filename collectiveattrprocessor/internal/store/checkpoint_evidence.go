@@ -3,7 +3,6 @@ package store
 import (
 	"math"
 
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
@@ -77,25 +76,14 @@ func decodeCollectives(r *ckptReader) *evidence.CollectiveTable {
 func encodeEvidenceMarkers(w *ckptWriter, ev *evidenceRank) {
 	m := &ev.markers
 	encodeTimes(w, m.len(), m.at)
-	var last ingest.SpanRef
-	hasLast := false
+	var spans spanCoder
 	for i := range m.len() {
 		mk := m.auxAt(i)
 		w.uvarint(uint64(mk.endNs - m.at(i)))
 		w.varint(int64(mk.collective))
 		w.bool(mk.approximate())
 		ref, ok := ev.spanOf(mk)
-		switch {
-		case !ok:
-			w.uvarint(markerNoSpan)
-		case hasLast && ref == last:
-			w.uvarint(markerSameSpan)
-		default:
-			w.uvarint(markerNewSpan)
-			w.b = append(w.b, ref.TraceID[:]...)
-			w.b = append(w.b, ref.SpanID[:]...)
-			last, hasLast = ref, true
-		}
+		spans.encode(w, ref, ok)
 	}
 }
 
@@ -104,31 +92,12 @@ func encodeEvidenceMarkers(w *ckptWriter, ev *evidenceRank) {
 // nCollectives entries.
 func decodeEvidenceMarkers(r *ckptReader, rb *rankBuffer, nCollectives int) {
 	times := decodeTimes(r)
-	var last ingest.SpanRef
-	hasLast := false
+	var spans spanCoder
 	for _, ts := range times {
 		dur := r.uvarint()
 		coll := r.varint()
 		approx := r.bool()
-		var ref ingest.SpanRef
-		hasSpan := false
-		switch r.uvarint() {
-		case markerNoSpan:
-		case markerSameSpan:
-			if !hasLast {
-				r.fail("marker refers to a previous span before any")
-			}
-			ref, hasSpan = last, true
-		case markerNewSpan:
-			copy(ref.TraceID[:], r.raw(len(ref.TraceID)))
-			copy(ref.SpanID[:], r.raw(len(ref.SpanID)))
-			if ref == (ingest.SpanRef{}) {
-				r.fail("marker span with zero ids")
-			}
-			last, hasLast, hasSpan = ref, true, true
-		default:
-			r.fail("bad marker span code")
-		}
+		ref, hasSpan := spans.decode(r)
 		if r.err != nil {
 			return
 		}
