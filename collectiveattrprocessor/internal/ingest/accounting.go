@@ -57,13 +57,9 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 			skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 			continue
 		}
-		ts := int64(dp.Timestamp())
-		if ts <= 0 {
-			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing"})
-			continue
-		}
-		if ts > limit {
-			skip(futureSkip)
+		ts, refused, ok := pointTime(dp, limit)
+		if !ok {
+			skip(refused)
 			continue
 		}
 		attrs := dp.Attributes()

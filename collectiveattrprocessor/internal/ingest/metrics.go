@@ -156,13 +156,9 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 		} else {
 			bytes *= unit.scale
 		}
-		ts := int64(dp.Timestamp())
-		if ts <= 0 {
-			skip(Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing"})
-			continue
-		}
-		if ts > limit {
-			skip(futureSkip)
+		ts, refused, ok := pointTime(dp, limit)
+		if !ok {
+			skip(refused)
 			continue
 		}
 		s := resSeries
@@ -290,4 +286,17 @@ func pointBytes(dp pmetric.NumberDataPoint, unit valueUnit) (int64, string) {
 	default:
 		return 0, "data point has no value"
 	}
+}
+
+// pointTime is a data point's timestamp, or the skip that refuses the
+// point: no timestamp, or one past limit (max_future_skew ahead).
+func pointTime(dp pmetric.NumberDataPoint, limit int64) (int64, Skip, bool) {
+	ts := int64(dp.Timestamp())
+	if ts <= 0 {
+		return 0, Skip{Reason: SkipInvalidValue, Detail: "data point timestamp is missing"}, false
+	}
+	if ts > limit {
+		return 0, futureSkip, false
+	}
+	return ts, Skip{}, true
 }
