@@ -40,7 +40,8 @@ type InspectorLayout struct {
 // inspector.EvidenceMarker, as `collectiveattr attribute --nccl-inspector`
 // does. What the Inspector cannot carry is lost on the way: sub-µs times,
 // the sequence number of point-to-point ops (p2p_sn does not line up across
-// ranks), and in the default layout the op's start.
+// ranks; the parser numbers each direction's transfers per file instead, as
+// inspector.Op.PairSeq), and in the default layout the op's start.
 func ViaInspector(mode Mode, layout InspectorLayout) Mode {
 	return func(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
 		converted, err := InspectorEvents(events, layout)
