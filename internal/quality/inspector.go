@@ -31,6 +31,11 @@ type InspectorLayout struct {
 	DumpInterval time.Duration
 	// Seed draws each process's dump phase.
 	Seed uint64
+	// LostRecvs drops the first LostRecvs Recv records of each process's
+	// file, as a reader that resumed the file at a saved offset, or a ring
+	// that overwrote them, would: the per-file counts then pair the k-th
+	// send with the (k+LostRecvs)-th recv, a wrong transfer.
+	LostRecvs int
 }
 
 // ViaInspector wraps mode: every marker that carries a collective identity
@@ -85,6 +90,7 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 	rng := rand.New(rand.NewPCG(layout.Seed, 0x1175))
 	phase := map[inspector.Process]int64{}
 	logs := map[inspector.Process][]byte{}
+	lostRecvs := map[inspector.Process]int{}
 	w := inspector.RecordWriter{Verbose: layout.Verbose}
 	for _, m := range markers {
 		e := &events[m.event]
@@ -97,6 +103,10 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 			phase[p] = rng.Int64N(int64(layout.DumpInterval))
 		}
 		op.DumpTimestampUs = nextDump(op.EndNs, phase[p], int64(layout.DumpInterval)) / 1000
+		if op.Op == "recv" && lostRecvs[p] < layout.LostRecvs {
+			lostRecvs[p]++
+			continue
+		}
 		logs[p] = w.Append(logs[p], &op)
 	}
 

@@ -94,3 +94,43 @@ func TestInspectorLayoutQuality(t *testing.T) {
 	reportFailures(t, Table{}, failures)
 	t.Logf("\n%s", b.String())
 }
+
+// TestInspectorMisalignedP2P measures what a wrong P2P pairing costs: each
+// process's Inspector file loses its first Recv records (a collector that
+// resumed the files at saved offsets, or a ring that overwrote them), so the
+// per-file counts pair a direction's sends with later transfers' recvs. A
+// spike on the pair is then judged at the receiver's marker of another
+// transfer: while that marker still overlaps the receiver's change (here the
+// transfers last longer than the micro-batches are apart) synchrony holds;
+// past it the pair's synchrony is insufficient and the result suspect. The
+// wrong pairing never makes a result confident; NCCL's accounting confirms
+// on its own.
+func TestInspectorMisalignedP2P(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the pipeline family through Inspector logs: skipped with -short")
+	}
+	var b strings.Builder
+	b.WriteString("| recvs lost per file | NCCL stats | recall | claim precision | confident precision | results | confident claims |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	var failures []string
+	for _, lost := range []int{1, 10, 40} {
+		mode := ViaInspector(EvidenceMode, InspectorLayout{Verbose: true, LostRecvs: lost})
+		tab, err := Evaluate(mode, Plan{Shape: "default", Families: p2pFamilies, Seeds: []int64{1},
+			Presets: medium, NCCLStats: []bool{false, true}})
+		require.NoError(t, err)
+		for _, k := range tab.Keys() {
+			s := tab[k]
+			fmt.Fprintf(&b, "| %d | %t | %s | %s | %s | %d | %d |\n", lost, k.NCCLStats,
+				fmtRatio(s.Recall()), fmtRatio(s.Precision()), fmtRatio(s.ConfidentPrecision()), s.Results, s.ConfidentClaims)
+		}
+		for _, f := range Check(tab, misalignedGoals) {
+			failures = append(failures, fmt.Sprintf("%d recvs lost: %s", lost, f))
+		}
+	}
+	reportFailures(t, Table{}, failures)
+	t.Logf("\n%s", b.String())
+}
+
+var misalignedGoals = []Goal{
+	atLeast(ConfidentPrecision, 0.95, "misaligned P2P: confident means right", Rows{}),
+	atMost(ConfidentClaims, 0, "misaligned P2P without accounting: never confident", Rows{NCCLStats: withoutStats}),
+}
