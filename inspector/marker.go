@@ -90,32 +90,56 @@ func eventTypeOf(op string) string {
 
 // EvidenceMarker gives one event at the op's start carrying its collective
 // identity (evidence-mode §2.1) in metadata: nccl.comm.id, nccl.comm.name,
-// nccl.op, nccl.seq (collectives), nccl.message_bytes, nccl.comm.nranks,
+// nccl.op, nccl.seq, nccl.message_bytes, nccl.comm.nranks,
 // nccl.comm.ranks and nccl.peer (global ranks, once the communicator's
 // members are joined; until then a P2P op carries nccl.peer_comm_rank, the
 // peer's rank within the communicator), nccl.duration_ns, and
 // nccl.time_approximate: true when the interval is the default layout's
 // dump-time estimate.
+//
+// A collective is (header.id, coll_sn) with the communicator's size. A P2P
+// op numbered by its Parser (Op.PairSeq) is one transfer of a pair: its
+// identity is (Op.PairCommID, PairSeq), 2 members, and as nccl.comm.ranks
+// the sender's and the receiver's global ranks once known, so the send and
+// its matching recv name one collective instance. A P2P op without a
+// PairSeq carries no sequence number.
 func EvidenceMarker(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	op := j.Op
 	e := baseEvent(j, op.StartNs, textsOf(op.Name).evidence)
 	md := make(map[string]any, 10)
-	md["nccl.comm.id"] = op.CommID
+	pair := op.Kind == P2P && op.HasPairSeq
+	if pair {
+		md["nccl.comm.id"] = op.PairCommID()
+	} else {
+		md["nccl.comm.id"] = op.CommID
+	}
 	if op.CommName != "" {
 		md["nccl.comm.name"] = op.CommName
 	}
 	md["nccl.op"] = op.Op
-	if op.HasSeq {
+	switch {
+	case pair:
+		md["nccl.seq"] = jsonInt(op.PairSeq)
+	case op.HasSeq:
 		md["nccl.seq"] = jsonInt(op.Seq)
 	}
 	md["nccl.message_bytes"] = jsonInt(op.MessageBytes)
-	md["nccl.comm.nranks"] = jsonInt(op.NRanks)
-	if j.CommRanks != nil {
-		ranks := make([]any, len(j.CommRanks))
-		for i, g := range j.CommRanks {
-			ranks[i] = jsonInt(g)
+	switch {
+	case pair:
+		md["nccl.comm.nranks"] = jsonInt(2)
+		from, to := op.PairRanks()
+		if j.CommRanks != nil && from < int64(len(j.CommRanks)) && to < int64(len(j.CommRanks)) {
+			md["nccl.comm.ranks"] = []any{jsonInt(j.CommRanks[from]), jsonInt(j.CommRanks[to])}
 		}
-		md["nccl.comm.ranks"] = ranks
+	default:
+		md["nccl.comm.nranks"] = jsonInt(op.NRanks)
+		if j.CommRanks != nil {
+			ranks := make([]any, len(j.CommRanks))
+			for i, g := range j.CommRanks {
+				ranks[i] = jsonInt(g)
+			}
+			md["nccl.comm.ranks"] = ranks
+		}
 	}
 	if op.HasPeer {
 		if g, ok := j.PeerRank(); ok {

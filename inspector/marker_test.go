@@ -84,15 +84,17 @@ func TestEvidenceMarker(t *testing.T) {
 			"nccl.seq": n(1407), "nccl.message_bytes": n(17179869184), "nccl.comm.nranks": n(8),
 			"nccl.duration_ns": n(61974 * 1000), "nccl.time_approximate": true,
 		}},
+		// A P2P op is the first transfer of the pair comm rank 4 → 5 (the
+		// only record its Parser read).
 		{"p2p before its communicator is joined", variant(t, true), nil, map[string]any{
-			"nccl.comm.id": "0xe62dedaa97644a", "nccl.comm.name": "PP Group 0", "nccl.op": "send",
-			"nccl.message_bytes": n(33554432), "nccl.comm.nranks": n(8), "nccl.peer_comm_rank": n(5),
+			"nccl.comm.id": "0xe62dedaa97644a/4->5", "nccl.comm.name": "PP Group 0", "nccl.op": "send",
+			"nccl.seq": n(0), "nccl.message_bytes": n(33554432), "nccl.comm.nranks": n(2), "nccl.peer_comm_rank": n(5),
 			"nccl.duration_ns": n((1752867229235340 - 1752867229235059) * 1000),
 		}},
 		{"p2p with its communicator joined", variant(t, true), []int64{8, 9, 10, 11, 12, 13, 14, 15}, map[string]any{
-			"nccl.comm.id": "0xe62dedaa97644a", "nccl.comm.name": "PP Group 0", "nccl.op": "send",
-			"nccl.message_bytes": n(33554432), "nccl.comm.nranks": n(8), "nccl.peer": n(13),
-			"nccl.comm.ranks":  []any{n(8), n(9), n(10), n(11), n(12), n(13), n(14), n(15)},
+			"nccl.comm.id": "0xe62dedaa97644a/4->5", "nccl.comm.name": "PP Group 0", "nccl.op": "send",
+			"nccl.seq": n(0), "nccl.message_bytes": n(33554432), "nccl.comm.nranks": n(2), "nccl.peer": n(13),
+			"nccl.comm.ranks":  []any{n(12), n(13)},
 			"nccl.duration_ns": n((1752867229235340 - 1752867229235059) * 1000),
 		}},
 	}

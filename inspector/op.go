@@ -76,6 +76,13 @@ type Op struct {
 	Seq    int64
 	HasSeq bool
 	P2PSeq int64
+	// PairSeq numbers a P2P record among the records of its direction
+	// (PairRanks) on its communicator in the file the Parser reads, from 0:
+	// the k-th Send from a to b and the k-th Recv at b from a are one
+	// transfer (see PairCommID). HasPairSeq is false for collectives and
+	// when the Parser's count table is full.
+	PairSeq    int64
+	HasPairSeq bool
 
 	// MessageBytes is the message size per rank in bytes (see
 	// FlagWrappedSize for the uint8 case).

@@ -24,6 +24,8 @@ type Parser struct {
 	// follow such a marker carry neither and take them from it.
 	ctx    opContext
 	hasCtx bool
+	// pairs numbers the file's P2P records per direction (Op.PairSeq).
+	pairs pairCounter
 }
 
 // opContext is what a record's header and metadata say.
@@ -35,9 +37,13 @@ type opContext struct {
 	dump                     uint64
 }
 
-// ResetContext forgets the marker context: call it between files (a
-// Parser reads the lines of one file in order).
-func (p *Parser) ResetContext() { p.hasCtx = false }
+// ResetContext forgets the marker context and the P2P counts: call it
+// between files (a Parser reads the lines of one file in order, from its
+// beginning).
+func (p *Parser) ResetContext() {
+	p.hasCtx = false
+	p.pairs.reset()
+}
 
 // Parse parses one Inspector record (one line of a <host>-pid<pid>.log
 // file, without or with its trailing newline) with a fresh Parser.
@@ -92,6 +98,9 @@ type record struct {
 // a dump_stats line, and op lines without them: a line with header and
 // metadata but no op becomes the context of the lines after it, and an op
 // line without a header (or metadata) takes the context's.
+//
+// A P2P record is numbered among the records of its direction the Parser
+// has read since its last ResetContext (Op.PairSeq).
 func (p *Parser) Parse(line []byte) (Op, error) {
 	var op Op
 	r := record{p: p, op: &op}
@@ -101,6 +110,7 @@ func (p *Parser) Parse(line []byte) (Op, error) {
 		return Op{}, err
 	}
 	p.s.data = nil
+	p.pairs.number(&op)
 	return op, nil
 }
 

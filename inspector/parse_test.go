@@ -48,7 +48,8 @@ func TestParseSpecExamples(t *testing.T) {
 		{
 			Host: "node01", PID: 438776, CommID: "0xe62dedaa97644a", CommName: "PP Group 0",
 			CommRank: 4, NRanks: 8, NNodes: 1, Kind: P2P, Name: "Send", Op: "send",
-			P2PSeq: 42, MessageBytes: 33554432, Peer: 5, HasPeer: true,
+			// The file's first transfer from comm rank 4 to 5.
+			P2PSeq: 42, PairSeq: 0, HasPairSeq: true, MessageBytes: 33554432, Peer: 5, HasPeer: true,
 			StartNs: 1752867229235059 * 1000, EndNs: 1752867229235340 * 1000,
 			ExecTimeUs: 150, TimingSource: "kernel_gpu", AlgoBWGBs: 223.696213, BusBWGBs: 223.696213,
 			DumpTimestampUs: 1752867229276385, Version: "v4.0",

@@ -31,6 +31,11 @@ type InspectorLayout struct {
 	DumpInterval time.Duration
 	// Seed draws each process's dump phase.
 	Seed uint64
+	// LostRecvs drops the first LostRecvs Recv records of each process's
+	// file, as a reader that resumed the file at a saved offset, or a ring
+	// that overwrote them, would: the per-file counts then pair the k-th
+	// send with the (k+LostRecvs)-th recv, a wrong transfer.
+	LostRecvs int
 }
 
 // ViaInspector wraps mode: every marker that carries a collective identity
@@ -40,7 +45,8 @@ type InspectorLayout struct {
 // inspector.EvidenceMarker, as `collectiveattr attribute --nccl-inspector`
 // does. What the Inspector cannot carry is lost on the way: sub-µs times,
 // the sequence number of point-to-point ops (p2p_sn does not line up across
-// ranks), and in the default layout the op's start.
+// ranks; the parser numbers each direction's transfers per file instead, as
+// inspector.Op.PairSeq), and in the default layout the op's start.
 func ViaInspector(mode Mode, layout InspectorLayout) Mode {
 	return func(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
 		converted, err := InspectorEvents(events, layout)
@@ -84,6 +90,7 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 	rng := rand.New(rand.NewPCG(layout.Seed, 0x1175))
 	phase := map[inspector.Process]int64{}
 	logs := map[inspector.Process][]byte{}
+	lostRecvs := map[inspector.Process]int{}
 	w := inspector.RecordWriter{Verbose: layout.Verbose}
 	for _, m := range markers {
 		e := &events[m.event]
@@ -96,6 +103,10 @@ func InspectorEvents(events []telemetry.Event, layout InspectorLayout) ([]teleme
 			phase[p] = rng.Int64N(int64(layout.DumpInterval))
 		}
 		op.DumpTimestampUs = nextDump(op.EndNs, phase[p], int64(layout.DumpInterval)) / 1000
+		if op.Op == "recv" && lostRecvs[p] < layout.LostRecvs {
+			lostRecvs[p]++
+			continue
+		}
 		logs[p] = w.Append(logs[p], &op)
 	}
 

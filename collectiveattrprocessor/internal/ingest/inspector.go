@@ -54,8 +54,10 @@ const (
 	defaultInspectorMaxPending = 1 << 16
 	// maxInspectorParsers bounds the per-file parsers (one per
 	// log.file.path): past it they are all dropped and made anew, which
-	// only forgets the v4.3 dump_stats context of each file until its next
-	// dump.
+	// forgets the v4.3 dump_stats context of each file until its next dump
+	// and restarts each file's count of P2P transfers (Op.PairSeq), so the
+	// transfers read after it may be paired wrongly (README, NCCL Inspector
+	// logs).
 	maxInspectorParsers = 4096
 )
 
@@ -123,7 +125,8 @@ func newInspectorState(cfg InspectorConfig, ttl time.Duration, maxProcs int, now
 
 // parser is the Parser of the file a log record came from (its
 // log.file.path, else log.file.name attribute; "" without either): a v4.3
-// op line takes its header from the file's last dump_stats line.
+// op line takes its header from the file's last dump_stats line, and a P2P
+// record is numbered among the file's transfers of its direction.
 func (s *inspectorState) parser(attrs pcommon.Map) *inspector.Parser {
 	key := ""
 	if v, ok := attrs.Get("log.file.path"); ok && v.Type() == pcommon.ValueTypeStr {
