@@ -88,10 +88,9 @@ func (b *Builder) Add(e *telemetry.Event) {
 		return
 	}
 	md := readRecordMetadata(e)
-	if isAccountingType(e.EventType) {
-		comm, okC := md.comm.AsString()
-		total, okT := metadataValueInt(md.total)
-		if !okC || !okT || total < 0 {
+	if IsAccountingType(e.EventType) {
+		comm, total, ok := accountingPoint(md)
+		if !ok {
 			b.Skipped++
 			return
 		}
@@ -107,8 +106,25 @@ func (b *Builder) Add(e *telemetry.Event) {
 	rb.markers = append(rb.markers, m)
 }
 
-func isAccountingType(t string) bool {
+// IsAccountingType reports whether a stormlog event_type names NCCL's
+// accounting records (comm_memory_stats, as the reference compares event
+// types: trimmed, any case).
+func IsAccountingType(t string) bool {
 	return t == AccountingEventType || strings.EqualFold(telemetry.TrimSpace(t), AccountingEventType)
+}
+
+// AccountingOf reads the point an accounting record e carries: its
+// communicator and the bytes NCCL reports for it; ok is false when either
+// is missing or the count is negative. The Builder and the processor's
+// buffers both read accounting records with it.
+func AccountingOf(e *telemetry.Event) (comm string, total int64, ok bool) {
+	return accountingPoint(readRecordMetadata(e))
+}
+
+func accountingPoint(md recordMetadata) (comm string, total int64, ok bool) {
+	comm, okC := md.comm.AsString()
+	total, okT := metadataValueInt(md.total)
+	return comm, total, okC && okT && total >= 0
 }
 
 func (b *Builder) rank(r int64) *rankBuild {

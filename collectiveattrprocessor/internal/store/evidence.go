@@ -2,7 +2,6 @@ package store
 
 import (
 	"math"
-	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
@@ -128,13 +127,11 @@ func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Recor
 		}
 		rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), maxCap)
 		n++
-	} else if isAccountingType(e.EventType) {
-		if comm, ok := e.Metadata[evidence.KeyCommID].(string); ok {
-			if total, ok := evidence.MetadataInt(e.Metadata[evidence.KeyMemoryTotal]); ok && total >= 0 {
-				s.makeRoom(job, rb)
-				rb.evidence().series(comm).push(e.TimestampNs, total, maxCap)
-				n++
-			}
+	} else if evidence.IsAccountingType(e.EventType) {
+		if comm, total, ok := evidence.AccountingOf(e); ok {
+			s.makeRoom(job, rb)
+			rb.evidence().series(comm).push(e.TimestampNs, total, maxCap)
+			n++
 		}
 	} else if mk, ok := job.markerOf(e, rec.Stormlog&ingest.StormlogMarker != 0); ok {
 		s.makeRoom(job, rb)
@@ -169,10 +166,6 @@ func (e *evidenceRank) series(comm string) *accountingSeries {
 	}
 	e.accounting = append(e.accounting, accountingSeries{commID: comm})
 	return &e.accounting[len(e.accounting)-1]
-}
-
-func isAccountingType(t string) bool {
-	return t == evidence.AccountingEventType || strings.EqualFold(telemetry.TrimSpace(t), evidence.AccountingEventType)
 }
 
 // markerOf reads a record's marker as evidence.Builder does
