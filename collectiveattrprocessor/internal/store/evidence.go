@@ -3,7 +3,6 @@ package store
 import (
 	"math"
 
-	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -120,12 +119,7 @@ func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Recor
 	maxCap := s.cfg.MaxEventsPerRank
 	n := 0
 	if rec.Stormlog&ingest.StormlogSample != 0 {
-		s.makeRoom(job, rb)
-		total := int64(0)
-		if e.DeviceTotalBytes.Valid {
-			total = e.DeviceTotalBytes.Value
-		}
-		rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), maxCap)
+		s.pushStormlogSample(job, rb, e)
 		n++
 	} else if evidence.IsAccountingType(e.EventType) {
 		if comm, total, ok := evidence.AccountingOf(e); ok {
@@ -138,17 +132,7 @@ func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Recor
 		rb.evidence().markers.push(e.TimestampNs, mk, maxCap)
 		n++
 	}
-	if s.cfg.Phases && rec.Stormlog&ingest.StormlogBoundary != 0 {
-		s.makeRoom(job, rb)
-		rb.boundaries.push(*e, maxCap)
-		n++
-	}
-	if n == 0 {
-		s.makeRoom(job, rb)
-		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, maxCap)
-		n++
-	}
-	return n
+	return s.pushBoundaryOrOther(job, rb, rec, n)
 }
 
 func (rb *rankBuffer) evidence() *evidenceRank {

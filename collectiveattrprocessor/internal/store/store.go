@@ -18,6 +18,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // Config bounds a Store.
@@ -466,12 +467,7 @@ func (s *Store) pushStormlog(job *Job, rb *rankBuffer, rec *ingest.Record) int {
 	maxCap := s.cfg.MaxEventsPerRank
 	n := 0
 	if rec.Stormlog&ingest.StormlogSample != 0 {
-		s.makeRoom(job, rb)
-		total := int64(0)
-		if e.DeviceTotalBytes.Valid {
-			total = e.DeviceTotalBytes.Value
-		}
-		rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), maxCap)
+		s.pushStormlogSample(job, rb, e)
 		n++
 	}
 	if rec.Stormlog&ingest.StormlogMarker != 0 {
@@ -479,8 +475,27 @@ func (s *Store) pushStormlog(job *Job, rb *rankBuffer, rec *ingest.Record) int {
 		rb.markers.pushRef(e.TimestampNs, ingest.SpanRef{}, rb.sessionIndex(e.SessionID), maxCap)
 		n++
 	}
-	// Without phases a boundary counts only for the trace start (S6), as
-	// any other record: it is kept as one.
+	return s.pushBoundaryOrOther(job, rb, rec, n)
+}
+
+// pushStormlogSample buffers the sample a stormlog sample record e gives.
+func (s *Store) pushStormlogSample(job *Job, rb *rankBuffer, e *telemetry.Event) {
+	s.makeRoom(job, rb)
+	total := int64(0)
+	if e.DeviceTotalBytes.Valid {
+		total = e.DeviceTotalBytes.Value
+	}
+	rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), s.cfg.MaxEventsPerRank)
+}
+
+// pushBoundaryOrOther buffers what is left of a stormlog record of which
+// n entries were buffered as samples, markers or accounting: its phase
+// boundary, and, when nothing else kept it, an entry that counts for the
+// trace start. Without phases a boundary counts only for the trace start
+// (S6), as any other record: it is kept as one.
+func (s *Store) pushBoundaryOrOther(job *Job, rb *rankBuffer, rec *ingest.Record, n int) int {
+	e := &rec.Event
+	maxCap := s.cfg.MaxEventsPerRank
 	if s.cfg.Phases && rec.Stormlog&ingest.StormlogBoundary != 0 {
 		s.makeRoom(job, rb)
 		rb.boundaries.push(*e, maxCap)
