@@ -274,7 +274,7 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
-		Evidence:         cfg.Mode == ModeEvidence,
+		Mode:             cfg.storeMode(),
 		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
 		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}

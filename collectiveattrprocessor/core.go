@@ -22,7 +22,6 @@ import (
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
-	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // maxHiddenPointsPerTick bounds the gpu.memory.hidden points kept between
@@ -45,11 +44,12 @@ const maxHiddenPointsPerTick = 1 << 16
 type core struct {
 	cfg     *Config
 	attrCfg attribution.Config
-	// evidence is set in evidence mode: its resolved configuration.
-	evidence *evidence.Config
-	logger   *zap.Logger
-	clock    clock
-	tel      *selfTelemetry
+	// engine is the attribution mode, chosen once from cfg.Mode; its
+	// scratch space is guarded by evalMu.
+	engine engine
+	logger *zap.Logger
+	clock  clock
+	tel    *selfTelemetry
 	// factory holds the core for its component ID while refs (guarded
 	// by the factory) processors use it.
 	factory *factory
@@ -65,11 +65,8 @@ type core struct {
 	skips       skipLog
 
 	evalMu  sync.Mutex
-	scratch store.Scratch
-	// evScratch is evidence mode's snapshot scratch.
-	evScratch store.EvidenceScratch
-	results   resultMetrics
-	ids       output.IDSource
+	results resultMetrics
+	ids     output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// id is the component's: the storage client is the component's.
@@ -100,7 +97,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	evCfg, err := cfg.modeConfig()
+	eng, err := newEngine(cfg, attrCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -122,17 +119,17 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		return nil, err
 	}
 	c := &core{
-		cfg:      cfg,
-		attrCfg:  attrCfg,
-		evidence: evCfg,
-		logger:   set.Logger,
-		clock:    clk,
-		tel:      tel,
-		conv:     ingest.NewConverter(ic, clk.now),
-		store:    st,
-		skips:    skipLog{logger: set.Logger, now: clk.now},
-		results:  newResultMetrics(),
-		ids:      output.NewRandomIDSource(),
+		cfg:     cfg,
+		attrCfg: attrCfg,
+		engine:  eng,
+		logger:  set.Logger,
+		clock:   clk,
+		tel:     tel,
+		conv:    ingest.NewConverter(ic, clk.now),
+		store:   st,
+		skips:   skipLog{logger: set.Logger, now: clk.now},
+		results: newResultMetrics(),
+		ids:     output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
 	c.id, c.ckptFailures = set.ID, ckptFailures

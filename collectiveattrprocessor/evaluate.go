@@ -93,9 +93,9 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 		c.mu.Unlock()
 		return items
 	}
-	snap := c.snapshot(job)
+	run := c.engine.read(c.store, job)
 	c.mu.Unlock()
-	results := c.attribute(ctx, snap)
+	results := c.attribute(ctx, run)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.claimResults(job, results, false, items)
@@ -105,16 +105,16 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 // goroutine can reach the job, so its snapshot is taken without the lock;
 // the claims take it, as the store's own state may record them.
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
-	snap := c.snapshot(job)
-	results := c.attribute(ctx, snap)
+	run := c.engine.read(c.store, job)
+	results := c.attribute(ctx, run)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.claimResults(job, results, true, items)
 }
 
-func (c *core) attribute(ctx context.Context, snap jobSnapshot) []attribution.Result {
+func (c *core) attribute(ctx context.Context, run func() []attribution.Result) []attribution.Result {
 	start := time.Now()
-	results := snap.attribute(c)
+	results := run()
 	c.tel.tb.ProcessorCollectiveattrEvaluations.Add(ctx, 1)
 	c.tel.tb.ProcessorCollectiveattrEvaluationDuration.Record(ctx, time.Since(start).Seconds())
 	return results
@@ -124,7 +124,7 @@ func (c *core) attribute(ctx context.Context, snap jobSnapshot) []attribution.Re
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	for i := range results {
 		r := &results[i]
-		host, links, ok := c.store.Claim(job, r, c.settleDelay(), finalise)
+		host, links, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise)
 		if !ok {
 			continue
 		}

@@ -39,51 +39,75 @@ func (cfg *Config) evidenceConfig() (evidence.Config, error) {
 	return evidence.ResolveConfig(cfg.Preset, cfg.Overrides, cfg.Evidence)
 }
 
-// modeConfig is the resolved evidence configuration in evidence mode, nil
-// in the reference mode.
-func (cfg *Config) modeConfig() (*evidence.Config, error) {
+// engine is an attribution mode: what it reads of a job's buffers, how it
+// attributes them, and how long a result waits to settle. newCore chooses
+// it once, from mode; nothing past that point asks which mode runs. A new
+// mode is a new engine (and, when it buffers something the others do not,
+// a store mode).
+type engine interface {
+	// read copies what the engine reads of job's buffers (under the
+	// store's lock, or of a detached job) and returns the attribution of
+	// that copy, to run without the lock. One core's reads and
+	// attributions never overlap (evalMu): they share the engine's
+	// scratch space, valid until the next read.
+	read(st *store.Store, job *store.Job) func() []attribution.Result
+	// settleDelay is how far past a result's interval end the job's
+	// newest event must be before on_settle emits it, given the
+	// configured settle_delay.
+	settleDelay(configured time.Duration) time.Duration
+}
+
+// storeMode is what the store buffers for cfg.Mode.
+func (cfg *Config) storeMode() store.Mode {
+	if cfg.Mode == ModeEvidence {
+		return store.EvidenceMode
+	}
+	return store.ReferenceMode
+}
+
+// newEngine returns the engine of cfg.Mode; ref is the reference
+// configuration resolved from the preset and overrides.
+func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
 	if cfg.Mode != ModeEvidence {
-		return nil, nil
+		return &referenceEngine{cfg: ref}, nil
 	}
 	ec, err := cfg.evidenceConfig()
 	if err != nil {
 		return nil, err
 	}
-	return &ec, nil
+	return &evidenceEngine{cfg: ec}, nil
 }
 
-// jobSnapshot is a job's evaluation input in the core's mode.
-type jobSnapshot struct {
-	ref store.Snapshot
-	ev  *store.EvidenceSnapshot
+// referenceEngine is stormlog's heuristic over the store's columns.
+type referenceEngine struct {
+	cfg     attribution.Config
+	scratch store.Scratch
 }
 
-// snapshot reads job's buffers as the mode's engine takes them.
-func (c *core) snapshot(job *store.Job) jobSnapshot {
-	if c.evidence != nil {
-		ev := c.store.EvidenceSnapshot(job, &c.scratch, &c.evScratch)
-		return jobSnapshot{ev: &ev}
-	}
-	return jobSnapshot{ref: c.store.Snapshot(job, &c.scratch)}
+func (e *referenceEngine) read(st *store.Store, job *store.Job) func() []attribution.Result {
+	snap := st.Snapshot(job, &e.scratch)
+	return func() []attribution.Result { return attribution.AttributeColumns(snap.Input, e.cfg, snap.Resolver) }
 }
 
-// attribute runs the mode's engine.
-func (s *jobSnapshot) attribute(c *core) []attribution.Result {
-	if s.ev != nil {
-		return evidence.Attribute(&s.ev.Input, *c.evidence, s.ev.Resolver)
-	}
-	return attribution.AttributeColumns(s.ref.Input, c.attrCfg, s.ref.Resolver)
+func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
+
+// evidenceEngine is evidence mode (docs/evidence-mode.md).
+type evidenceEngine struct {
+	cfg       evidence.Config
+	scratch   store.Scratch
+	evScratch store.EvidenceScratch
 }
 
-// settleDelay is how far past a result's interval end the job's newest
-// event must be before on_settle emits it. In evidence mode it is at least
-// evidence.baseline_window_ns: the engine tells a persistent step from a
-// transient spike by the level over that span after the change, so a rise
-// emitted sooner could be a step reported as a transient spike, and the
-// step, which starts at the same onset, would then never be emitted.
-func (c *core) settleDelay() time.Duration {
-	if c.evidence != nil {
-		return max(c.cfg.SettleDelay, time.Duration(c.evidence.Evidence.BaselineWindowNs))
-	}
-	return c.cfg.SettleDelay
+func (e *evidenceEngine) read(st *store.Store, job *store.Job) func() []attribution.Result {
+	snap := st.EvidenceSnapshot(job, &e.scratch, &e.evScratch)
+	return func() []attribution.Result { return evidence.Attribute(&snap.Input, e.cfg, snap.Resolver) }
+}
+
+// settleDelay is at least evidence.baseline_window_ns: the engine tells a
+// persistent step from a transient spike by the level over that span
+// after the change, so a rise emitted sooner could be a step reported as
+// a transient spike, and the step, which starts at the same onset, would
+// then never be emitted.
+func (e *evidenceEngine) settleDelay(configured time.Duration) time.Duration {
+	return max(configured, time.Duration(e.cfg.Evidence.BaselineWindowNs))
 }

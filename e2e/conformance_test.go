@@ -165,7 +165,7 @@ func TestStormlogConformanceThroughFilelog(t *testing.T) {
 	fmt.Fprintf(&cfg, "extensions:\n  health_check:\n    endpoint: 127.0.0.1:%d\n", healthPort)
 	cfg.WriteString("receivers:\n")
 	for g := range order {
-		fmt.Fprintf(&cfg, "  filelog/%d:\n    include: [%s]\n    start_at: beginning\n    max_log_size: 4MiB\n",
+		fmt.Fprintf(&cfg, "  filelog/%d:\n    include: [%s]\n    start_at: beginning\n    max_log_size: 4MiB\n    include_file_record_number: true\n",
 			g, yamlString(filepath.Join(work, "in", itoa(g), "*.jsonl")))
 	}
 	cfg.WriteString("processors:\n")

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -63,7 +64,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					}
 					job = c.attributeJob(lr.Attributes())
 				}
-				c.emitStormlog(ev, job, nowNs, emit, skip)
+				c.emitStormlog(ev, job, fileLineOf(lr.Attributes()), nowNs, emit, skip)
 			}
 		}
 	}
@@ -75,7 +76,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 
 const maxKeptJSONBuf = 1 << 20
 
-func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, emit func(*Record), skip func(Skip)) {
+func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, nowNs int64, emit func(*Record), skip func(Skip)) {
 	host := ev.Host
 	if host == "unknown" {
 		host = ""
@@ -111,6 +112,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, nowNs int64, em
 		Host:        c.id.host,
 		TimestampNs: ev.TimestampNs,
 		Event:       ev,
+		Line:        line,
 	}
 	c.rec.Stormlog = classifyStormlog(&c.rec.Event)
 	emit(&c.rec)
@@ -256,4 +258,30 @@ func isStormlogVersion(lex string) bool {
 	}
 	f, err := strconv.ParseFloat(lex, 64)
 	return err == nil && (f == 2 || f == 3 || f == 4)
+}
+
+// Filelog's attributes of where a record stands in its file.
+const (
+	attrFilePath         = "log.file.path"
+	attrFileName         = "log.file.name"
+	attrFileRecordNumber = "log.file.record_number"
+	attrFileRecordOffset = "log.file.record_offset"
+)
+
+// fileLineOf reads the FileLine of a log record's attributes.
+func fileLineOf(attrs pcommon.Map) FileLine {
+	var fl FileLine
+	if v, ok := attrs.Get(attrFileRecordNumber); ok && v.Type() == pcommon.ValueTypeInt && v.Int() > 0 {
+		fl.Position = v.Int()
+	} else if v, ok := attrs.Get(attrFileRecordOffset); ok && v.Type() == pcommon.ValueTypeInt && v.Int() >= 0 && v.Int() < math.MaxInt64 {
+		fl.Position = v.Int() + 1
+	} else {
+		return FileLine{}
+	}
+	if v, ok := attrs.Get(attrFilePath); ok && v.Type() == pcommon.ValueTypeStr {
+		fl.File = v.Str()
+	} else if v, ok := attrs.Get(attrFileName); ok && v.Type() == pcommon.ValueTypeStr {
+		fl.File = v.Str()
+	}
+	return fl
 }

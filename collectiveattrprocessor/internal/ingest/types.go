@@ -68,6 +68,16 @@ func classifyStormlog(e *telemetry.Event) StormlogClass {
 	return c
 }
 
+// FileLine is where a record stands in a file: the file's path (else its
+// name) and the record's position in it (its record number, else its byte
+// offset plus one). Two records of one file at different positions are two
+// records even when their text is the same; one record sent twice has one
+// position. Position 0 is unknown.
+type FileLine struct {
+	File     string
+	Position int64
+}
+
 // SpanRef identifies the marker span that produced a marker, for result links.
 type SpanRef struct {
 	TraceID [16]byte
@@ -89,6 +99,10 @@ type Record struct {
 	Event telemetry.Event
 	// Stormlog is the class of a KindStormlog record's Event.
 	Stormlog StormlogClass
+	// Line is where a KindStormlog record stands in the file it was read
+	// from, when its log record says (filelog's include_file_record_number
+	// or include_file_record_offset); zero otherwise.
+	Line FileLine
 	// Marker is set for KindMarker.
 	Marker SpanRef
 	// MarkerTimesNs are the marker times of a KindMarker record, in the

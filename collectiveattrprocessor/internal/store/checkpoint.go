@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 )
 
@@ -25,11 +26,16 @@ import (
 // CheckpointVersion. A reader refuses a version above its own and a tag it
 // does not know, so an older build skips a newer checkpoint instead of
 // restoring part of it.
+//
+// Versions: 1 has no mode section (the mode is read from the sections a
+// job holds); 2 adds it, required: what a rank buffers depends on the
+// mode (a marker is a time in one, an interval in the other), so a job is
+// restored only into the mode that wrote it.
 const (
 	checkpointMagic = "CAJ\x00"
 	// CheckpointVersion is the version of the checkpoints this build
 	// writes; it reads every version up to it.
-	CheckpointVersion = 1
+	CheckpointVersion = 2
 )
 
 // Job-level section tags.
@@ -40,6 +46,12 @@ const (
 	// tagCollectives is evidence mode's collectives table, after the job
 	// section and before the ranks (checkpoint_evidence.go).
 	tagCollectives = 4
+	// tagMode is the attribution mode whose buffers the job holds, right
+	// after the job section (version 2 on).
+	tagMode = 5
+	// tagFileLines are the furthest file positions the job accepted
+	// (duplicates.go), before the ranks.
+	tagFileLines = 6
 )
 
 // Rank section tags.
@@ -93,8 +105,12 @@ func (s *Store) AppendCheckpoint(dst []byte, job *Job) []byte {
 		w.str(job.id)
 		w.varint(job.newestNs)
 	})
+	w.section(tagMode, func(w *ckptWriter) { w.str(s.cfg.Mode.Name()) })
 	if job.collectives != nil && len(job.collectives.List) > 0 {
 		w.section(tagCollectives, func(w *ckptWriter) { encodeCollectives(w, job.collectives.List) })
+	}
+	if len(job.lines) > 0 {
+		w.section(tagFileLines, func(w *ckptWriter) { encodeFileLines(w, job.lines) })
 	}
 	ranks := make([]int64, 0, len(job.ranks))
 	for r := range job.ranks {
@@ -352,12 +368,14 @@ func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
 		return nil, nil, checkpointError("not a job checkpoint")
 	}
 	r := &ckptReader{b: data[len(checkpointMagic):]}
-	if v := r.uvarint(); r.err == nil && (v == 0 || v > CheckpointVersion) {
-		return nil, nil, checkpointError("version %d; this build reads 1 to %d", v, CheckpointVersion)
+	version := r.uvarint()
+	if r.err == nil && (version == 0 || version > CheckpointVersion) {
+		return nil, nil, checkpointError("version %d; this build reads 1 to %d", version, CheckpointVersion)
 	}
 	job := &Job{ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
 	var emitted *EmittedJob
 	seenJob := false
+	mode := ""
 	for {
 		tag, body, ok := r.section()
 		if !ok {
@@ -368,6 +386,13 @@ func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
 			job.id = body.str()
 			job.newestNs = body.varint()
 			seenJob = true
+		case tag == tagMode && seenJob && version >= 2 && mode == "" && job.collectives == nil && job.lines == nil && len(job.ranks) == 0:
+			mode = body.str()
+			if mode == "" {
+				body.fail("empty mode")
+			}
+		case tag == tagFileLines && seenJob && job.lines == nil && len(job.ranks) == 0 && emitted == nil:
+			job.lines = decodeFileLines(body)
 		case tag == tagEmitted && seenJob && emitted == nil:
 			emitted = decodeEmitted(body)
 		case tag == tagCollectives && seenJob && job.collectives == nil && len(job.ranks) == 0 && emitted == nil:
@@ -402,7 +427,74 @@ func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
 	if !seenJob {
 		return nil, nil, checkpointError("no job section")
 	}
+	if version >= 2 && mode == "" {
+		return nil, nil, checkpointError("no mode section")
+	}
+	if version == 1 {
+		mode = job.modeOfBuffers()
+	}
+	if mode != "" && mode != s.cfg.Mode.Name() {
+		return nil, nil, checkpointError("job %q was buffered in %s mode and this processor runs in %s mode: its buffers would be misread", job.id, mode, s.cfg.Mode.Name())
+	}
 	return job, emitted, nil
+}
+
+// modeOfBuffers reads a version 1 checkpoint's mode from what its job
+// holds: evidence mode's collectives, marker intervals or accounting, or
+// the reference mode's marker times; "" when it holds neither (samples
+// and other records, buffered alike in both modes).
+func (j *Job) modeOfBuffers() string {
+	if j.collectives != nil {
+		return attribution.ModeEvidence
+	}
+	for _, rb := range j.ranks {
+		switch {
+		case rb.ev.len() > 0:
+			return attribution.ModeEvidence
+		case rb.markers.len() > 0:
+			return attribution.ModeReference
+		}
+	}
+	return ""
+}
+
+// encodeFileLines writes the furthest file positions, in file order.
+func encodeFileLines(w *ckptWriter, lines fileLines) {
+	files := make([]string, 0, len(lines))
+	for f := range lines {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	w.uvarint(uint64(len(files)))
+	for _, f := range files {
+		w.str(f)
+		w.uvarint(uint64(lines[f]))
+	}
+}
+
+func decodeFileLines(r *ckptReader) fileLines {
+	n := r.count(2)
+	if n > maxFileLines {
+		r.fail("%d file positions, more than %d", n, maxFileLines)
+		return nil
+	}
+	lines := make(fileLines, n)
+	prev := ""
+	for i := range n {
+		f, pos := r.str(), r.uvarint()
+		if i > 0 && f <= prev {
+			r.fail("file positions out of order")
+		}
+		if pos == 0 || pos > math.MaxInt64 {
+			r.fail("file position %d", pos)
+		}
+		if r.err != nil {
+			return nil
+		}
+		lines[f] = int64(pos)
+		prev = f
+	}
+	return lines
 }
 
 // decodeRank reads a rank section's body; errors are left in r. The job's

@@ -18,7 +18,7 @@ import (
 // evidenceCheckpointConfig bounds a rank below what fillEvidence gives it
 // in a minute, so that rings evict and wrap before a checkpoint.
 func evidenceCheckpointConfig() Config {
-	return Config{MaxJobs: 4, MaxRanksPerJob: 8, MaxEventsPerRank: 600, Window: 40 * time.Second, Evidence: true}
+	return Config{MaxJobs: 4, MaxRanksPerJob: 8, MaxEventsPerRank: 600, Window: 40 * time.Second, Mode: EvidenceMode}
 }
 
 // collectiveRecord is a stormlog marker of collective (comm, op, seq) on
@@ -174,29 +174,66 @@ func TestEvidenceCheckpointRoundTrip(t *testing.T) {
 	assert.Equal(t, orig.AppendCheckpoint(nil, job), restored.AppendCheckpoint(nil, got))
 }
 
-// TestCheckpointWithoutEvidenceState: a checkpoint written before
-// evidence mode's sections existed (testdata, from the build before them)
-// restores in either mode and re-encodes to the same bytes; a job without
-// evidence state writes none of the sections.
-func TestCheckpointWithoutEvidenceState(t *testing.T) {
+// TestCheckpointVersion1: a version 1 checkpoint (testdata, written
+// before evidence mode's sections and the mode section existed) of a
+// reference-mode job with marker times restores in the reference mode,
+// and is re-written as version 2 with nothing lost: the same sections with
+// the mode section added. Evidence mode refuses it (it would read no
+// marker of the job), with an error that says why.
+func TestCheckpointVersion1(t *testing.T) {
 	old, err := os.ReadFile("testdata/checkpoint-v1-reference.bin")
 	require.NoError(t, err)
-	for _, evidenceMode := range []bool{false, true} {
-		cfg := checkpointConfig()
-		cfg.Evidence = evidenceMode
-		s := New(cfg)
-		job, err := s.Restore(old, wall)
-		require.NoError(t, err, "evidence mode %v", evidenceMode)
-		assert.Nil(t, job.collectives)
-		for _, rb := range job.ranks {
-			assert.Nil(t, rb.ev)
-		}
-		assert.Equal(t, old, s.AppendCheckpoint(nil, job), "evidence mode %v", evidenceMode)
+	require.Equal(t, byte(1), old[len(checkpointMagic)])
+
+	s := New(checkpointConfig())
+	job, err := s.Restore(old, wall)
+	require.NoError(t, err)
+	assert.Nil(t, job.collectives)
+	markers := 0
+	for _, rb := range job.ranks {
+		assert.Nil(t, rb.ev)
+		markers += rb.markers.len()
 	}
+	require.Positive(t, markers, "the testdata holds marker times")
+	v2 := s.AppendCheckpoint(nil, job)
+	assert.Equal(t, byte(CheckpointVersion), v2[len(checkpointMagic)])
+	asV1 := withoutSection(t, v2, tagMode)
+	asV1[len(checkpointMagic)] = 1
+	assert.Equal(t, old, asV1, "version 2 is version 1 and the mode")
+	again, err := New(checkpointConfig()).Restore(v2, wall)
+	require.NoError(t, err)
+	assert.Equal(t, attributeJob(t, s, job), attributeJob(t, s, again))
+
+	cfg := checkpointConfig()
+	cfg.Mode = EvidenceMode
+	_, err = New(cfg).Restore(old, wall)
+	require.ErrorIs(t, err, ErrCheckpoint)
+	assert.ErrorContains(t, err, "buffered in reference mode and this processor runs in evidence mode")
+
 	// The refusal of a later version still holds for the old bytes.
-	later := append([]byte(checkpointMagic+"\x02"), old[len(checkpointMagic)+1:]...)
+	later := append([]byte(checkpointMagic+string(rune(CheckpointVersion+1))), old[len(checkpointMagic)+1:]...)
 	_, err = New(checkpointConfig()).Restore(later, wall)
 	assert.ErrorIs(t, err, ErrCheckpoint)
+}
+
+// TestCheckpointModes: a job checkpointed in one mode restores in that
+// mode only; one without mode-specific buffers (samples alone) still
+// carries its mode.
+func TestCheckpointModes(t *testing.T) {
+	ev := New(evidenceCheckpointConfig())
+	fillEvidence(ev, "job-e", 0, 20)
+	data := ev.AppendCheckpoint(nil, ev.Job("job-e"))
+	_, err := New(checkpointConfig()).Restore(data, wall)
+	require.ErrorIs(t, err, ErrCheckpoint)
+	assert.ErrorContains(t, err, "buffered in evidence mode and this processor runs in reference mode")
+
+	ref := New(checkpointConfig())
+	ref.AddSampleRun(sampleRun("j", 0, 10*sec), wall)
+	data = ref.AppendCheckpoint(nil, ref.Job("j"))
+	_, err = New(evidenceCheckpointConfig()).Restore(data, wall)
+	require.ErrorIs(t, err, ErrCheckpoint)
+	_, err = New(checkpointConfig()).Restore(data, wall)
+	require.NoError(t, err)
 }
 
 // TestEvidenceCheckpointRefusals: evidence state that the store could not
@@ -258,6 +295,7 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 		w := ckptWriter{b: []byte(checkpointMagic)}
 		w.uvarint(CheckpointVersion)
 		w.section(tagJob, func(w *ckptWriter) { w.str("j"); w.varint(5) })
+		w.section(tagMode, func(w *ckptWriter) { w.str(attribution.ModeEvidence) })
 		for _, s := range sections {
 			w.section(s.tag, s.body)
 		}
@@ -285,6 +323,9 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 		{"marker span the same as none before", checkpoint(section{tagRank, spanMarker(-1, 10, markerSameSpan, 0)})},
 		{"marker span with zero ids", checkpoint(section{tagRank, spanMarker(-1, 10, markerNewSpan, 0)})},
 		{"unknown marker span code", checkpoint(section{tagRank, spanMarker(-1, 10, 3, 0)})},
+		{"file lines out of order", checkpoint(section{tagFileLines, fileLinesOf("b", 1, "a", 2)})},
+		{"file line at position 0", checkpoint(section{tagFileLines, fileLinesOf("a", 0)})},
+		{"file lines after a rank", checkpoint(section{tagRank, markers(-1, 10)}, section{tagFileLines, fileLinesOf("a", 1)})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +335,17 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 			jobs, _, _ := s.Sizes()
 			assert.Zero(t, jobs)
 		})
+	}
+}
+
+// fileLinesOf is a file lines section of (file, position) pairs.
+func fileLinesOf(pairs ...any) func(w *ckptWriter) {
+	return func(w *ckptWriter) {
+		w.uvarint(uint64(len(pairs) / 2))
+		for i := 0; i < len(pairs); i += 2 {
+			w.str(pairs[i].(string))
+			w.uvarint(uint64(pairs[i+1].(int)))
+		}
 	}
 }
 

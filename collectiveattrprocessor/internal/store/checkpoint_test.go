@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,7 +58,9 @@ func fillRich(s *Store, job string) {
 			case 0:
 				s.AddRecord(stormlogRecord(job, r, ts+3*step, ingest.StormlogSample, session), wall)
 			case 1:
-				s.AddRecord(stormlogRecord(job, r, ts+3*step, ingest.StormlogMarker, session), wall)
+				m := stormlogRecord(job, r, ts+3*step, ingest.StormlogMarker, session)
+				m.Line = ingest.FileLine{File: fmt.Sprintf("rank-%d.jsonl", r), Position: sec + 1}
+				s.AddRecord(m, wall)
 			case 2:
 				s.AddRecord(stormlogRecord(job, r, ts+3*step, 0, session), wall)
 			case 3:
@@ -167,7 +170,9 @@ func TestCheckpointRefusals(t *testing.T) {
 	}{
 		{name: "empty", data: nil},
 		{name: "other bytes", data: []byte("{\"job\":1}")},
-		{name: "a later version", data: append([]byte(checkpointMagic+"\x02"), data[len(checkpointMagic)+1:]...)},
+		{name: "a later version", data: append([]byte(checkpointMagic+string(rune(CheckpointVersion+1))), data[len(checkpointMagic)+1:]...)},
+		{name: "another mode", data: data, cfg: func(c *Config) { c.Mode = EvidenceMode }},
+		{name: "no mode section", data: withoutSection(t, data, tagMode)},
 		{name: "truncated", data: data[:len(data)/2]},
 		{name: "trailing byte", data: append(append([]byte{}, data...), 0)},
 		{name: "already tracked", data: data, setup: func(s *Store) { s.AddSampleRun(sampleRun("job-a", 0, 1), wall) }},
@@ -249,4 +254,28 @@ func FuzzRestore(f *testing.F) {
 		s.AppendCheckpoint(nil, job)
 		s.Sweep(wall, 0, true, false)
 	})
+}
+
+// withoutSection is checkpoint data without its job-level section of tag.
+func withoutSection(t *testing.T, data []byte, tag uint64) []byte {
+	t.Helper()
+	out := []byte(checkpointMagic)
+	r := &ckptReader{b: data[len(checkpointMagic):]}
+	w := ckptWriter{b: out}
+	w.uvarint(r.uvarint())
+	found := false
+	for {
+		tg, body, ok := r.section()
+		if !ok {
+			break
+		}
+		if tg == tag {
+			found = true
+			continue
+		}
+		w.section(tg, func(w *ckptWriter) { w.b = append(w.b, body.b...) })
+	}
+	require.NoError(t, r.err)
+	require.True(t, found, "section %d", tag)
+	return w.b
 }

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"strings"
+
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // Ingestion is idempotent for identical items: a sample, a marker span or a
@@ -13,6 +16,15 @@ import (
 // of the window or evicted) cannot be recognised; a replay of that is
 // stale, or, for a job forgotten since, kept from emitting again by the
 // emitted memory (emitted.go).
+//
+// Content alone cannot tell a resent record from a second record with the
+// same text: a stormlog file may hold one line twice, and the CLI counts
+// both. A record read from a file by position (ingest.FileLine: filelog's
+// record number or offset) past the furthest position the job accepted
+// from that file is new whatever its content; one at or before it is
+// judged by content as above (a file read again from its start after a
+// collector restart, or a retried batch). filelog reads a file in order,
+// so the furthest position is where its reading stands.
 
 // holds reports whether the ring holds an entry at ts for which match(i)
 // holds (i: the entry's index, oldest first). The search reads no entry
@@ -89,33 +101,103 @@ func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
 	return len(spans)
 }
 
-// duplicateRecord reports whether rb already buffers what rec would add:
-// its marker span (as evidence markers in evidence mode), its accounting
-// point, or its stormlog sample or collective marker.
-func (rb *rankBuffer) duplicateRecord(rec *ingest.Record, evidenceMode bool) bool {
+// duplicate reports whether rec is a record the job already holds: by its
+// file position when that says it is new, else by content
+// (the mode's holds). read is a stormlog record as the mode read it.
+func (s *Store) duplicate(job *Job, rb *rankBuffer, rec *ingest.Record, read *stormlogRead) bool {
+	if rec.Line.Position == 0 {
+		return s.cfg.Mode.holds(rb, rec, read)
+	}
+	if !job.lines.past(rec.Line) && s.cfg.Mode.holds(rb, rec, read) {
+		return true
+	}
+	job.lines.note(rec.Line)
+	return false
+}
+
+// holdsReference reports whether rb already buffers what rec would add in
+// the reference mode: its marker span, or its stormlog sample or
+// collective marker.
+func (rb *rankBuffer) holdsReference(rec *ingest.Record) bool {
 	switch rec.Kind {
 	case ingest.KindMarker:
-		if evidenceMode {
-			return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
-		}
 		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)
-	case ingest.KindAccounting:
-		return rb.holdsAccounting(rec)
 	case ingest.KindStormlog:
 		e := &rec.Event
 		switch {
 		case rec.Stormlog&ingest.StormlogSample != 0:
-			total := int64(0)
-			if e.DeviceTotalBytes.Valid {
-				total = e.DeviceTotalBytes.Value
-			}
-			gap := attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
-			return rb.holdsSample(e.TimestampNs, gap, total, rb.existingSession(e.SessionID))
+			return rb.holdsStormlogSample(e)
 		case rec.Stormlog&ingest.StormlogMarker != 0:
 			return rb.holdsSpan(e.TimestampNs, ingest.SpanRef{}, rb.existingSession(e.SessionID))
 		}
 	}
 	return false
+}
+
+// holdsEvidence reports whether rb already buffers what rec would add in
+// evidence mode: its marker span's intervals, its accounting point, or
+// (as read read it) its stormlog sample, accounting point or marker
+// interval.
+func (rb *rankBuffer) holdsEvidence(rec *ingest.Record, read *stormlogRead) bool {
+	switch rec.Kind {
+	case ingest.KindMarker:
+		return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
+	case ingest.KindAccounting:
+		return rb.holdsAccounting(rec.AccountingCommID, rec.TimestampNs, rec.AccountingBytes)
+	case ingest.KindStormlog:
+		e := &rec.Event
+		switch read.kind {
+		case readSample:
+			return rb.holdsStormlogSample(e)
+		case readAccounting:
+			return rb.holdsAccounting(read.comm, e.TimestampNs, read.bytes)
+		case readInterval:
+			return rb.holdsStormlogInterval(e.TimestampNs, &read.mk)
+		}
+	}
+	return false
+}
+
+// holdsStormlogSample reports whether rb buffers the sample of stormlog
+// sample record e.
+func (rb *rankBuffer) holdsStormlogSample(e *telemetry.Event) bool {
+	total := int64(0)
+	if e.DeviceTotalBytes.Valid {
+		total = e.DeviceTotalBytes.Value
+	}
+	gap := attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
+	return rb.holdsSample(e.TimestampNs, gap, total, rb.existingSession(e.SessionID))
+}
+
+// fileLines is, per file a job's records were read from, the furthest
+// position accepted (ingest.FileLine). Files are few per job (one per
+// rank, and their rotations); a job that reads from more than
+// maxFileLines starts over, its records then judged by content alone
+// until their file's position is known again.
+type fileLines map[string]int64
+
+const maxFileLines = 4096
+
+// past reports whether l is past the furthest position accepted from its
+// file; false when none is known.
+func (f fileLines) past(l ingest.FileLine) bool {
+	furthest, ok := f[l.File]
+	return ok && l.Position > furthest
+}
+
+// note records that the record at l was accepted.
+func (f *fileLines) note(l ingest.FileLine) {
+	furthest, ok := (*f)[l.File]
+	switch {
+	case ok:
+		if l.Position > furthest {
+			(*f)[l.File] = l.Position
+		}
+		return
+	case *f == nil || len(*f) >= maxFileLines:
+		*f = fileLines{}
+	}
+	(*f)[strings.Clone(l.File)] = l.Position
 }
 
 // existingSession is the index of session in the rank's table, or one

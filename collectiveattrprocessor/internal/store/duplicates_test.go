@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/telemetry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -41,4 +42,60 @@ func TestIdenticalItemsAreBufferedOnce(t *testing.T) {
 	rb, ok := s.InspectRank("j", 0)
 	require.True(t, ok)
 	assert.Equal(t, []int64{10 * sec, 11 * sec, 12 * sec, 13 * sec, 10 * sec}, rb.SampleTimesNs)
+}
+
+// TestFileLinesTellRecordsApart: records read from a file by position are
+// one record per position. A second line with the same text, past the
+// furthest position accepted, is buffered; the same position again (a
+// resent batch), or a file read again from its start, is judged by
+// content and refused; a record without a position, or of a file no
+// record was accepted from, is judged by content.
+func TestFileLinesTellRecordsApart(t *testing.T) {
+	for _, mode := range []Mode{ReferenceMode, EvidenceMode} {
+		cfg := testConfig()
+		cfg.Mode = mode
+		s := New(cfg)
+		at := func(file string, pos int64, class ingest.StormlogClass) *ingest.Record {
+			r := stormlogRecord("j", 0, 10*sec, class, "s")
+			if class&ingest.StormlogMarker != 0 {
+				r.Event.EventType = "nccl:all_reduce"
+				r.Event.DeviceUsedBytes, r.Event.AllocatorReservedBytes = telemetry.OptInt{}, telemetry.OptInt{}
+			}
+			r.Line = ingest.FileLine{File: file, Position: pos}
+			return r
+		}
+		for _, class := range []ingest.StormlogClass{ingest.StormlogSample, ingest.StormlogMarker} {
+			s.Forget("j")
+			s.Take()
+			assert.True(t, s.AddRecord(at("a.jsonl", 1, class), wall))
+			assert.True(t, s.AddRecord(at("a.jsonl", 2, class), wall), "%s mode, class %v: the file's second line", mode.Name(), class)
+			assert.False(t, s.AddRecord(at("a.jsonl", 2, class), wall), "the second line resent")
+			assert.False(t, s.AddRecord(at("a.jsonl", 1, class), wall), "the file read again from its start")
+			assert.False(t, s.AddRecord(at("", 0, class), wall), "no position: by content")
+			assert.False(t, s.AddRecord(at("b.jsonl", 7, class), wall), "another file's first line is judged by content")
+			assert.False(t, s.AddRecord(at("b.jsonl", 8, class), wall), "a refused line does not say where b's reading stands")
+			tally := s.Take()
+			assert.Equal(t, int64(5), tally.Rejected(ErrDuplicate))
+			assert.Equal(t, int64(2), tally.Buffered)
+		}
+	}
+}
+
+// TestFileLinesSurviveARestart: a job restored from its checkpoint knows
+// how far it read each file, so a file read again from its start after
+// the restart counts nothing twice, and a line the file holds twice past
+// that point is still a second record.
+func TestFileLinesSurviveARestart(t *testing.T) {
+	line := func(pos int64) *ingest.Record {
+		r := stormlogRecord("j", 0, 10*sec, ingest.StormlogSample, "s")
+		r.Line = ingest.FileLine{File: "a.jsonl", Position: pos}
+		return r
+	}
+	s := New(testConfig())
+	require.True(t, s.AddRecord(line(1), wall))
+	restored := New(testConfig())
+	_, err := restored.Restore(s.AppendCheckpoint(nil, s.Job("j")), wall)
+	require.NoError(t, err)
+	assert.False(t, restored.AddRecord(line(1), wall), "read again from the start")
+	assert.True(t, restored.AddRecord(line(2), wall), "the file's second line with the same text")
 }

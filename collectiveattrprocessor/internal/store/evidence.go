@@ -106,30 +106,47 @@ func (e *evidenceRank) trim(cutoffNs int64) int {
 	return n
 }
 
-// pushStormlogEvidence buffers a stormlog record as evidence.Builder reads
-// it, so that on_job_end equals the CLI's `--mode evidence` batch result: a
+// readStormlogEvidence reads rec as evidence.Builder reads a record: a
 // usable sample is a sample; otherwise a comm_memory_stats record with a
 // communicator and a byte count is an accounting point, and a record with
 // a collective identity (nccl.comm.id and nccl.seq) or a collective token
-// is a marker interval. Phase boundaries feed the phase index as in the
-// reference mode, and a record that is none of these counts for the trace
-// start.
-func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) int {
+// is a marker interval, its collective interned in the job's table.
+func (j *Job) readStormlogEvidence(rec *ingest.Record) stormlogRead {
+	e := &rec.Event
+	switch {
+	case rec.Stormlog&ingest.StormlogSample != 0:
+		return stormlogRead{kind: readSample}
+	case evidence.IsAccountingType(e.EventType):
+		if comm, total, ok := evidence.AccountingOf(e); ok {
+			return stormlogRead{kind: readAccounting, comm: comm, bytes: total}
+		}
+	default:
+		if mk, ok := j.markerOf(e, rec.Stormlog&ingest.StormlogMarker != 0); ok {
+			return stormlogRead{kind: readInterval, mk: mk}
+		}
+	}
+	return stormlogRead{}
+}
+
+// pushStormlogEvidence buffers a stormlog record as readStormlogEvidence
+// read it, so that on_job_end equals the CLI's `--mode evidence` batch
+// result. Phase boundaries feed the phase index as in the reference mode,
+// and a record that is none of these counts for the trace start.
+func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Record, r *stormlogRead) int {
 	e := &rec.Event
 	maxCap := s.cfg.MaxEventsPerRank
 	n := 0
-	if rec.Stormlog&ingest.StormlogSample != 0 {
+	switch r.kind {
+	case readSample:
 		s.pushStormlogSample(job, rb, e)
 		n++
-	} else if evidence.IsAccountingType(e.EventType) {
-		if comm, total, ok := evidence.AccountingOf(e); ok {
-			s.makeRoom(job, rb)
-			rb.evidence().series(comm).push(e.TimestampNs, total, maxCap)
-			n++
-		}
-	} else if mk, ok := job.markerOf(e, rec.Stormlog&ingest.StormlogMarker != 0); ok {
+	case readAccounting:
 		s.makeRoom(job, rb)
-		rb.evidence().markers.push(e.TimestampNs, mk, maxCap)
+		rb.evidence().series(r.comm).push(e.TimestampNs, r.bytes, maxCap)
+		n++
+	case readInterval:
+		s.makeRoom(job, rb)
+		rb.evidence().markers.push(e.TimestampNs, r.mk, maxCap)
 		n++
 	}
 	return s.pushBoundaryOrOther(job, rb, rec, n)

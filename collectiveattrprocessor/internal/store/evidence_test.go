@@ -14,7 +14,7 @@ import (
 
 func evidenceConfig() Config {
 	cfg := testConfig()
-	cfg.Evidence = true
+	cfg.Mode = EvidenceMode
 	cfg.Phases = false
 	return cfg
 }

@@ -23,8 +23,8 @@ func TestEvidenceBaselineCacheEqualsFresh(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"evicted at max_events_per_rank", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 260, Window: 10 * time.Minute, Evidence: true}},
-		{"trimmed by the window", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 10000, Window: 25 * time.Second, Evidence: true}},
+		{"evicted at max_events_per_rank", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 260, Window: 10 * time.Minute, Mode: EvidenceMode}},
+		{"trimmed by the window", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 10000, Window: 25 * time.Second, Mode: EvidenceMode}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := evidence.ResolveConfig("medium", nil, nil)

@@ -121,18 +121,32 @@ func (rb *rankBuffer) holdsEvidenceSpan(ts int64, ref ingest.SpanRef) bool {
 	})
 }
 
-// holdsAccounting reports whether rb buffers the accounting point rec.
-func (rb *rankBuffer) holdsAccounting(rec *ingest.Record) bool {
+// holdsAccounting reports whether rb buffers the accounting point of comm
+// at ts.
+func (rb *rankBuffer) holdsAccounting(comm string, ts, bytes int64) bool {
 	e := rb.ev
 	if e == nil {
 		return false
 	}
 	for i := range e.accounting {
-		if a := &e.accounting[i]; a.commID == rec.AccountingCommID {
-			return a.holds(rec.TimestampNs, func(j int) bool { return *a.auxAt(j) == rec.AccountingBytes })
+		if a := &e.accounting[i]; a.commID == comm {
+			return a.holds(ts, func(j int) bool { return *a.auxAt(j) == bytes })
 		}
 	}
 	return false
+}
+
+// holdsStormlogInterval reports whether rb buffers the marker interval mk
+// of a stormlog or Inspector record (no span) at ts.
+func (rb *rankBuffer) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
+	e := rb.ev
+	if e == nil {
+		return false
+	}
+	return e.markers.holds(ts, func(i int) bool {
+		m := e.markers.auxAt(i)
+		return m.flags&evHasSpan == 0 && m.endNs == mk.endNs && m.collective == mk.collective && m.approximate() == mk.approximate()
+	})
 }
 
 // evidenceLinks returns the spans an evidence-mode result links to: the

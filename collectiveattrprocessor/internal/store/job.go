@@ -32,6 +32,8 @@ type Job struct {
 	// collectives interns the collective identities of evidence mode's
 	// markers (nil in the reference mode).
 	collectives *evidence.CollectiveTable
+	// lines are the furthest positions accepted per file (duplicates.go).
+	lines fileLines
 	// unsaved says the job changed (data, an emitted result) since its
 	// last checkpoint.
 	unsaved bool

@@ -32,9 +32,9 @@ type Config struct {
 	// Phases keeps phase boundaries and phase spans for the phase index;
 	// without it a boundary is kept as any other record.
 	Phases bool
-	// Evidence buffers what evidence mode reads: marker intervals with
-	// their collective identity, and NCCL's memory accounting.
-	Evidence bool
+	// Mode is what the attribution mode reads beyond what every mode
+	// keeps (mode.go); nil is ReferenceMode.
+	Mode Mode
 	// EmittedMemoryTTL and MaxEmittedJobs bound the emitted memory
 	// (emitted.go): how long after a forgotten job last received data, and
 	// for how many jobs, what it emitted is remembered.
@@ -76,6 +76,9 @@ func New(cfg Config) *Store {
 	}
 	if cfg.MaxEmittedJobs <= 0 {
 		cfg.MaxEmittedJobs = defaultMaxEmittedJobs
+	}
+	if cfg.Mode == nil {
+		cfg.Mode = ReferenceMode
 	}
 	return &Store{cfg: cfg, jobs: map[string]*Job{}, emitted: map[string]*EmittedJob{}}
 }
@@ -129,7 +132,11 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
-	if rb.duplicateRecord(rec, s.cfg.Evidence) {
+	var read stormlogRead
+	if rec.Kind == ingest.KindStormlog {
+		read = s.cfg.Mode.readStormlog(job, rec)
+	}
+	if s.duplicate(job, rb, rec, &read) {
 		s.reject(rejectDuplicate)
 		return false
 	}
@@ -140,19 +147,13 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	added := 0
 	switch rec.Kind {
 	case ingest.KindMarker:
-		if s.cfg.Evidence {
-			added += s.pushSpanEvidence(job, rb, rec)
-		} else {
-			added += s.pushMarkers(job, rb, rec)
-		}
+		added += s.cfg.Mode.pushMarkerSpan(s, job, rb, rec)
 	case ingest.KindAccounting:
-		if s.cfg.Evidence {
-			added += s.pushAccounting(job, rb, rec)
-		}
+		added += s.cfg.Mode.pushAccounting(s, job, rb, rec)
 	case ingest.KindPhaseSpan:
 		added += s.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
-		added += s.pushStormlog(job, rb, rec)
+		added += s.cfg.Mode.pushStormlog(s, job, rb, rec, &read)
 	}
 	if added == 0 {
 		return true
@@ -167,15 +168,19 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 // their markers and none is stale even against the run's newest time, they
 // are pushed with the lookups and the per-rank bookkeeping done once.
 func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
-	if s.cfg.Evidence {
-		// Evidence markers go one span at a time: a span's collective is
-		// interned per marker.
-		for i := range run.Spans {
-			rec := run.Record(i)
-			s.AddRecord(&rec, now)
-		}
-		return
+	s.cfg.Mode.addMarkerRun(s, run, now)
+}
+
+// addRecords buffers the marker spans of a run one at a time, as records.
+func (s *Store) addRecords(run *ingest.MarkerRun, now time.Time) {
+	for i := range run.Spans {
+		rec := run.Record(i)
+		s.AddRecord(&rec, now)
 	}
+}
+
+// addMarkerTimes is AddMarkerRun of the reference mode's marker times.
+func (s *Store) addMarkerTimes(run *ingest.MarkerRun, now time.Time) {
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
 	if rb == nil {
 		return
@@ -460,9 +465,6 @@ func (s *Store) pushPhaseSpan(job *Job, rb *rankBuffer, rec *ingest.Record) int 
 // token is a marker (S2), phase boundaries feed the phase index (§3.2)
 // when phases are on, and every record counts for the trace start (S6).
 func (s *Store) pushStormlog(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	if s.cfg.Evidence {
-		return s.pushStormlogEvidence(job, rb, rec)
-	}
 	e := &rec.Event
 	maxCap := s.cfg.MaxEventsPerRank
 	n := 0
