@@ -88,6 +88,10 @@ func TestLoadConfig(t *testing.T) {
 		// Issue 16 item 7: values that were accepted and did harm.
 		{name: "window_bare_number", wantErr: "window: 5 has no unit and would be read as nanoseconds; write the unit, e.g. 5s"},
 		{name: "window_short", wantErr: "window must be >= 1s, got 500ms"},
+		// Nested keys are checked as the top-level ones: the keys come from
+		// the Config type.
+		{name: "nccl_inspector_hold_bare_number", wantErr: "nccl_inspector.hold: 30 has no unit and would be read as nanoseconds; write the unit, e.g. 30s"},
+		{name: "nccl_inspector_max_pending_fraction", wantErr: "nccl_inspector.max_pending must be an integer, got 1.5"},
 		{name: "evaluation_interval_1ns", wantErr: "evaluation_interval must be >= 100ms, got 1ns"},
 		{name: "settle_past_window", wantErr: "settle_delay must be < window (2s) with emit: on_settle, got 2s"},
 		{name: "emit_timeout", wantErr: "emit_timeout must be >= 100ms, got 10ms"},

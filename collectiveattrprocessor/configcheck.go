@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -41,29 +43,56 @@ const (
 	maxIdentityBytes = 64 << 10
 )
 
-// durationKeys are the keys holding a duration, in the order of the
-// configuration table.
-var durationKeys = []string{"window", "evaluation_interval", "settle_delay", "job_idle_timeout", "sample_join_tolerance", "identity_ttl", "emit_timeout", "max_future_skew", "emitted_memory_ttl", "checkpoint_interval"}
+// durationKeys and integerKeys are the keys of the Config type's
+// time.Duration and int fields, nested ones included, in field order: read
+// from the type, so that a key added to it is checked too.
+var (
+	durationKeys = typeKeys(reflect.TypeFor[Config](), nil, func(t reflect.Type) bool { return t == reflect.TypeFor[time.Duration]() })
+	integerKeys  = typeKeys(reflect.TypeFor[Config](), nil, func(t reflect.Type) bool { return t.Kind() == reflect.Int })
+)
 
-// limitKeys are the integer limits.
-var limitKeys = []string{"max_jobs", "max_ranks_per_job", "max_events_per_rank", "max_identity_bytes", "max_emitted_jobs"}
+// typeKeys returns the paths (mapstructure names from the top) of t's
+// fields, below prefix, whose type is wanted; it descends into struct
+// fields.
+func typeKeys(t reflect.Type, prefix []string, wanted func(reflect.Type) bool) [][]string {
+	var keys [][]string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		path := append(slices.Clip(prefix), name)
+		switch {
+		case wanted(f.Type):
+			keys = append(keys, path)
+		case f.Type.Kind() == reflect.Struct:
+			keys = append(keys, typeKeys(f.Type, path, wanted)...)
+		}
+	}
+	return keys
+}
 
 // Unmarshal decodes the configuration after checking the values the
 // decoder would silently turn into something else than what was written:
 // a bare number for a duration (nanoseconds: `window: 5` is 5 ns), and an
-// integer limit that is fractional or beyond int64 (which the decoder
-// truncates or wraps to -9223372036854775808). The errors quote the value
-// as the YAML parser read it.
+// integer that is fractional or beyond int64 (which the decoder truncates
+// or wraps to -9223372036854775808). The errors quote the value as the
+// YAML parser read it.
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	var errs []error
-	for _, k := range durationKeys {
-		if text, ok := bareNumber(conf.Get(k)); ok {
-			errs = append(errs, fmt.Errorf("%s: %s has no unit and would be read as nanoseconds; write the unit, e.g. %ss", k, text, text))
+	for _, path := range durationKeys {
+		if text, ok := bareNumber(conf.Get(strings.Join(path, confmap.KeyDelimiter))); ok {
+			errs = append(errs, fmt.Errorf("%s: %s has no unit and would be read as nanoseconds; write the unit, e.g. %ss", strings.Join(path, "."), text, text))
 		}
 	}
-	for _, k := range limitKeys {
-		if text, ok := notAnInt64(conf.Get("limits" + confmap.KeyDelimiter + k)); ok {
-			errs = append(errs, fmt.Errorf("limits.%s must be an integer in [1, %d], got %s", k, int64(math.MaxInt64), text))
+	for _, path := range integerKeys {
+		text, ok := notAnInt64(conf.Get(strings.Join(path, confmap.KeyDelimiter)))
+		switch {
+		case !ok:
+		case path[0] == "limits":
+			errs = append(errs, fmt.Errorf("%s must be an integer in [1, %d], got %s", strings.Join(path, "."), int64(math.MaxInt64), text))
+		default:
+			errs = append(errs, fmt.Errorf("%s must be an integer, got %s", strings.Join(path, "."), text))
 		}
 	}
 	if len(errs) > 0 {
