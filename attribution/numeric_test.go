@@ -210,3 +210,16 @@ func TestScoreArithmetic(t *testing.T) {
 		t.Fatalf("negative: %v", conf)
 	}
 }
+
+// TestPyRoundDoesNotAllocate: rounding the values the engine rounds
+// (scores, ratios, confidences) allocates nothing, without unsafe.
+func TestPyRoundDoesNotAllocate(t *testing.T) {
+	var sink float64
+	allocs := testing.AllocsPerRun(100, func() {
+		sink += pyRound(1234.56789, 4) + pyRound(0.7996, 3) + pyRound(-3.25e9, 6)
+	})
+	if allocs != 0 {
+		t.Errorf("pyRound allocates %v times per call", allocs)
+	}
+	_ = sink
+}

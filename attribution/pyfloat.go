@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"unsafe"
 )
 
 // pyRound is Python's round(x, n) for a float: the exact binary value rounded
@@ -17,9 +16,9 @@ func pyRound(x float64, n int) float64 {
 	}
 	var buf [400]byte // enough for any float64 in 'f' format with n <= 6
 	b := strconv.AppendFloat(buf[:0], x, 'f', n, 64)
-	// ParseFloat does not retain its argument, so viewing the stack buffer
-	// as a string is safe and saves an allocation per rounding.
-	v, _ := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
+	// The conversion does not allocate: ParseFloat does not keep its
+	// argument, so the compiler puts a short string on the stack.
+	v, _ := strconv.ParseFloat(string(b), 64)
 	return v
 }
 
