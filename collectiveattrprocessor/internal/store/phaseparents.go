@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/hex"
 	"hash/maphash"
-	"unsafe"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
@@ -123,16 +122,24 @@ func (pp *phaseParents) find(spans *ring[phaseSpanEntry], trace [16]byte, span [
 
 // join returns outer followed by inner. Paths are shared and read-only
 // (ingest.Record.PhaseSpan), so a join is remembered by the identity of
-// its two parts.
+// its two parts: their first element's address and their length.
 func (pp *phaseParents) join(outer, inner []string) []string {
-	op, ip := unsafe.SliceData(outer), unsafe.SliceData(inner)
-	h := (uintptr(unsafe.Pointer(op))>>4*31 + uintptr(unsafe.Pointer(ip))>>4) % uintptr(len(pp.joined))
+	op, ip := firstOf(outer), firstOf(inner)
+	h := (maphash.Comparable(pp.seed, op)*31 + maphash.Comparable(pp.seed, ip)) % uint64(len(pp.joined))
 	j := &pp.joined[h]
-	if unsafe.SliceData(j.outer) == op && len(j.outer) == len(outer) && unsafe.SliceData(j.inner) == ip && len(j.inner) == len(inner) {
+	if firstOf(j.outer) == op && len(j.outer) == len(outer) && firstOf(j.inner) == ip && len(j.inner) == len(inner) {
 		return j.path
 	}
 	path := make([]string, 0, len(outer)+len(inner))
 	path = append(append(path, outer...), inner...)
 	*j = joinedPath{outer: outer, inner: inner, path: path}
 	return path
+}
+
+// firstOf is the address of the array under s (nil without one).
+func firstOf(s []string) *string {
+	if cap(s) == 0 {
+		return nil
+	}
+	return &s[:1][0]
 }
