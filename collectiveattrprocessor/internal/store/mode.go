@@ -103,7 +103,7 @@ func (evidenceMode) pushMarkerSpan(s *Store, job *Job, rb *rankBuffer, rec *inge
 // addMarkerRun buffers the spans one at a time: a span's collective is
 // interned per marker.
 func (evidenceMode) addMarkerRun(s *Store, run *ingest.MarkerRun, now time.Time) {
-	s.addRecords(run, now)
+	s.addRecords(run, 0, now)
 }
 
 func (evidenceMode) pushAccounting(s *Store, job *Job, rb *rankBuffer, rec *ingest.Record) int {

@@ -51,6 +51,10 @@ type Store struct {
 	tally  Tally
 	// emitted is what each job emitted, by job id; it outlives the jobs.
 	emitted map[string]*EmittedJob
+	// read is the stormlog record being added as the mode read it;
+	// spanRec the marker span of a run being added as a record.
+	read    stormlogRead
+	spanRec ingest.Record
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
 	// leaves jobs.
@@ -132,11 +136,14 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
-	var read stormlogRead
+	// The read lives in the store: a local whose address goes to the
+	// mode's methods would be allocated per record.
+	read := &s.read
+	*read = stormlogRead{}
 	if rec.Kind == ingest.KindStormlog {
-		read = s.cfg.Mode.readStormlog(job, rec)
+		*read = s.cfg.Mode.readStormlog(job, rec)
 	}
-	if s.duplicate(job, rb, rec, &read) {
+	if s.duplicate(job, rb, rec, read) {
 		s.reject(rejectDuplicate)
 		return false
 	}
@@ -153,7 +160,7 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	case ingest.KindPhaseSpan:
 		added += s.pushPhaseSpan(job, rb, rec)
 	case ingest.KindStormlog:
-		added += s.cfg.Mode.pushStormlog(s, job, rb, rec, &read)
+		added += s.cfg.Mode.pushStormlog(s, job, rb, rec, read)
 	}
 	if added == 0 {
 		return true
@@ -171,11 +178,13 @@ func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
 	s.cfg.Mode.addMarkerRun(s, run, now)
 }
 
-// addRecords buffers the marker spans of a run one at a time, as records.
-func (s *Store) addRecords(run *ingest.MarkerRun, now time.Time) {
-	for i := range run.Spans {
-		rec := run.Record(i)
-		s.AddRecord(&rec, now)
+// addRecords buffers the marker spans of run from the first one at a
+// time, as records. The record is built in the store: AddRecord hands its
+// record to the mode's methods, so a local would be allocated per span.
+func (s *Store) addRecords(run *ingest.MarkerRun, first int, now time.Time) {
+	for i := first; i < len(run.Spans); i++ {
+		s.spanRec = run.Record(i)
+		s.AddRecord(&s.spanRec, now)
 	}
 }
 
@@ -200,10 +209,7 @@ func (s *Store) addMarkerTimes(run *ingest.MarkerRun, now time.Time) {
 	}
 	maxCap := s.cfg.MaxEventsPerRank
 	if rb.len()+markers > maxCap || oldest < cutoffAt(newest, s.cfg.Window) {
-		for i := first; i < len(run.Spans); i++ {
-			rec := run.Record(i)
-			s.AddRecord(&rec, now)
-		}
+		s.addRecords(run, first, now)
 		return
 	}
 	session := rb.sessionIndex("")
