@@ -418,6 +418,30 @@ func (s *scanner) uintField(path string) (uint64, error) {
 	return v, nil
 }
 
+// microsField scans an execution time in µs: the plugin writes an unsigned
+// integer (%lu); forks write a double, read rounded down to the µs.
+func (s *scanner) microsField(path string) (uint64, error) {
+	c := s.peek()
+	if !isDigit(c) {
+		if c == '-' {
+			return 0, &FieldError{Field: path, Msg: "must be " + wantUint}
+		}
+		return 0, s.typeError(path, wantUint)
+	}
+	tok, err := s.numberToken()
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := parseDigits(tok); ok {
+		return v, nil
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || f >= maxUs+1 {
+		return 0, &FieldError{Field: path, Msg: "is out of range, got " + string(tok)}
+	}
+	return uint64(f), nil
+}
+
 func isIntegerToken(tok []byte) bool {
 	for _, c := range tok {
 		if !isDigit(c) {
