@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/inspector"
@@ -46,11 +49,11 @@ func writeInspectorLogs(t *testing.T, dir string, ops []inspector.Op) {
 // coll_sn are two ops, and a spike of one rank at the gather is no
 // collective's.
 func TestInspectorInvalidOpsNeverMerge(t *testing.T) {
-	run := sourceRun{ranks: 4, spikes: []sourceSpike{
+	job := sourceRun{ranks: 4, spikes: []sourceSpike{
 		{atNs: 20_000_000_000, ranks: []int{0, 1, 2, 3}},
 		{atNs: 40_000_000_000, ranks: []int{0}},
 	}}
-	events := run.samples()
+	events := job.samples()
 	path := tempPath(t, "run.jsonl")
 	writeEvents(t, path, events)
 	var ops []inspector.Op
@@ -79,15 +82,15 @@ func TestInspectorInvalidOpsNeverMerge(t *testing.T) {
 // and two ranks' Inspector records cut to 14 hex digits is one collective
 // of 4 members.
 func TestMixedSourceCommunicatorIsOneCollective(t *testing.T) {
-	run := sourceRun{ranks: 4}
+	job := sourceRun{ranks: 4}
 	for k := int64(0); k < 3; k++ {
-		run.spikes = append(run.spikes, sourceSpike{atNs: 10_000_000_000 + k*15_000_000_000, ranks: []int{0, 1, 2, 3}})
+		job.spikes = append(job.spikes, sourceSpike{atNs: 10_000_000_000 + k*15_000_000_000, ranks: []int{0, 1, 2, 3}})
 	}
-	events := run.samples()
+	events := job.samples()
 	var ops []inspector.Op
-	for k, sp := range run.spikes {
+	for k, sp := range job.spikes {
 		for r := 0; r < 2; r++ {
-			events = append(events, run.stormlogMarker(r, sp.atNs, "0x7f8c496ae9f661ab", "all_reduce", int64(k)))
+			events = append(events, job.stormlogMarker(r, sp.atNs, "0x7f8c496ae9f661ab", "all_reduce", int64(k)))
 		}
 		for r := 2; r < 4; r++ {
 			ops = append(ops, inspectorOp(r, 4, sp.atNs, "0x7f8c496ae9f661", "AllReduce", int64(k)))
@@ -122,4 +125,97 @@ func sortedByTime(events []telemetry.Event) []telemetry.Event {
 		}
 	}
 	return out
+}
+
+// A directory of gzip-compressed logs, of .jsonl files, or of per-node
+// subdirectories gives exactly what the plain directory gives; a
+// directory with nothing readable is an error, not an empty run.
+func TestInspectorDirectoryForms(t *testing.T) {
+	job := sourceRun{ranks: 4}
+	var ops []inspector.Op
+	for k := int64(0); k < 3; k++ {
+		at := 10_000_000_000 + k*15_000_000_000
+		job.spikes = append(job.spikes, sourceSpike{atNs: at, ranks: []int{0, 1, 2, 3}})
+		for r := 0; r < 4; r++ {
+			ops = append(ops, inspectorOp(r, 4, at, "0x5eed", "AllReduce", k))
+		}
+	}
+	path := tempPath(t, "run.jsonl")
+	writeEvents(t, path, job.samples())
+	plain := filepath.Join(t.TempDir(), "plain")
+	writeInspectorLogs(t, plain, ops)
+	entries, err := os.ReadDir(plain)
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("%d logs: %v", len(entries), err)
+	}
+
+	forms := map[string]func(name string, data []byte) (string, []byte){
+		"gzip": func(name string, data []byte) (string, []byte) { return name + ".gz", gzipBytes(t, data) },
+		"jsonl": func(name string, data []byte) (string, []byte) {
+			return strings.TrimSuffix(name, ".log") + ".jsonl", data
+		},
+		"jsonl.gz": func(name string, data []byte) (string, []byte) {
+			return strings.TrimSuffix(name, ".log") + ".jsonl.gz", gzipBytes(t, data)
+		},
+		"per-node": func(name string, data []byte) (string, []byte) {
+			return filepath.Join("node"+name[len(name)-5:len(name)-4], name), gzipBytes(t, data)
+		},
+	}
+	for _, mode := range []string{"reference", "evidence"} {
+		want := attributeOutput(t, "--mode", mode, "--nccl-inspector", plain, path)
+		if !strings.Contains(want, `"collective`) {
+			t.Fatalf("%s: the plain directory attributes nothing: %.200s", mode, want)
+		}
+		for name, form := range forms {
+			dir := filepath.Join(t.TempDir(), "form")
+			for _, e := range entries {
+				data, err := os.ReadFile(filepath.Join(plain, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rel, out := form(e.Name(), data)
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, rel), out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := attributeOutput(t, "--mode", mode, "--nccl-inspector", dir, path); got != want {
+				t.Errorf("%s, %s directory: output differs from the plain directory's\n got %.300s\nwant %.300s", mode, name, got, want)
+			}
+		}
+	}
+
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"attribute", "--nccl-inspector", empty, path}, nil, &out, &errb)
+	if code != exitInput || out.Len() != 0 || !strings.Contains(errb.String(), empty+" holds no *.log, *.log.gz, *.jsonl, *.jsonl.gz file") {
+		t.Fatalf("directory with nothing readable: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+func gzipBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func attributeOutput(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(append([]string{"attribute"}, args...), nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	return out.String()
 }
