@@ -21,6 +21,7 @@ type runInput struct {
 	evidence  *evidence.Builder   // evidence mode only
 	phases    *phase.IndexBuilder // nil without --phases
 	inspector *inspectorJoin      // nil without --nccl-inspector
+	torch     *torchRun           // nil without --torch-profiler
 }
 
 // readRun streams the records of r into the builders opts asks for.
@@ -35,6 +36,7 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	if len(opts.inspector) > 0 {
 		ri.inspector = newInspectorJoin(opts.inspector)
 	}
+	ri.torch = opts.sources.torch
 	err := telemetry.Stream(r, func(chunk []telemetry.Event) error {
 		ri.add(chunk)
 		return nil
@@ -48,6 +50,12 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 // add feeds events to every builder of the run.
 func (ri *runInput) add(events []telemetry.Event) {
 	ri.events += len(events)
+	if ri.torch != nil {
+		for i := range events {
+			ri.torch.fill(&events[i])
+			ri.torch.owners.learn(&events[i])
+		}
+	}
 	if ri.evidence == nil {
 		ri.reference.AddEvents(events)
 	}
@@ -83,6 +91,31 @@ func (ri *runInput) addInspectorMarkers(stderr io.Writer) error {
 	}
 	ri.inspector = nil // the markers are not (host, pid) telemetry
 	ri.add(events)
+	return nil
+}
+
+// addSourceMarkers adds the markers of every marker source of the run:
+// NCCL Inspector logs, then PyTorch profiler traces (and, with --phases,
+// their ranges as phases of their ranks' sessions).
+func (ri *runInput) addSourceMarkers(stderr io.Writer) error {
+	if err := ri.addInspectorMarkers(stderr); err != nil {
+		return err
+	}
+	if ri.torch == nil {
+		return nil
+	}
+	torch := ri.torch
+	ri.torch = nil // the markers are no telemetry of their ranks
+	events := torch.events(ri.mode, ri.phases != nil, stderr)
+	var marks []telemetry.Event
+	for i := range events {
+		if t := events[i].EventType; t == phase.EnterEvent || t == phase.ExitEvent {
+			ri.phases.Add(&events[i])
+		} else {
+			marks = append(marks, events[i])
+		}
+	}
+	ri.add(marks)
 	return nil
 }
 
