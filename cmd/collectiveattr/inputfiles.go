@@ -21,9 +21,10 @@ const gzipSuffix = ".gz"
 // included, as NVIDIA's own exporter reads an Inspector directory) whose
 // name ends in one of suffixes, plain or with .gz. Files are sorted by
 // their name without .gz, then by path, so a directory of compressed or
-// per-node files is read in the order of the plain one. A directory with
-// no such file is an error naming what was looked for: an empty result is
-// more likely a wrong path than a run without records.
+// per-node files is read in the order of the plain one. No suffixes means
+// every file. A directory with no such file is an error naming what was
+// looked for: an empty result is more likely a wrong path than a run
+// without records.
 func inputFiles(flag string, paths []string, suffixes []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -48,6 +49,9 @@ func inputFiles(flag string, paths []string, suffixes []string) ([]string, error
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
+		if len(found) == 0 && len(suffixes) == 0 {
+			return nil, fmt.Errorf("%s: %s holds no file (subdirectories included)", flag, p)
+		}
 		if len(found) == 0 {
 			var want []string
 			for _, s := range suffixes {
@@ -67,6 +71,9 @@ func inputFiles(flag string, paths []string, suffixes []string) ([]string, error
 }
 
 func hasInputSuffix(name string, suffixes []string) bool {
+	if len(suffixes) == 0 {
+		return true
+	}
 	name = strings.TrimSuffix(name, gzipSuffix)
 	for _, s := range suffixes {
 		if strings.HasSuffix(name, s) {

@@ -98,6 +98,13 @@ Flags:
                     events fill the allocator side of samples that lack it,
                     and with --phases ProfilerStep#N/record_function ranges
                     become phases. Repeatable. See docs/torch-sources.md.
+  --flight-recorder PATH
+                    also read PyTorch Flight Recorder dumps in JSON (not the
+                    default pickle): PATH is a dump or a directory of them,
+                    one per rank, named <prefix><rank>. Their identity names
+                    the bare markers of --torch-profiler traces of the same
+                    rank; the other entries are approximate markers of their
+                    own. Repeatable.
   -h, --help        print this help.
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -31,8 +33,36 @@ type markerSources struct {
 // allocator figures fill the samples that lack them as they come.
 func (s *markerSources) load(stderr io.Writer) error {
 	var err error
-	s.torch, err = s.loadTorch(stderr)
-	return err
+	if s.torch, err = s.loadTorch(stderr); err != nil {
+		return err
+	}
+	flight, err := loadFlightRecorder(s.flightRecorder, stderr)
+	if err != nil || flight == nil {
+		return err
+	}
+	if s.torch == nil {
+		s.torch = &torchRun{}
+	}
+	s.torch.identify(flight)
+	return nil
+}
+
+// identifyToleranceNs is how far outside a Flight Recorder entry's
+// interval (enqueue to the watchdog seeing it complete) a trace's op may
+// start and still be that entry: the two read one host's wall clock.
+const identifyToleranceNs = 50_000_000
+
+// identify gives each trace's bare markers the identity of the Flight
+// Recorder entries of its rank, and keeps the entries no trace op took as
+// markers of their own.
+func (tr *torchRun) identify(flight map[int64][]markers.Marker) {
+	for i := range tr.traces {
+		t := tr.traces[i].trace
+		if f, ok := flight[t.Rank]; ok {
+			flight[t.Rank] = markers.Identify(t.Markers, f, identifyToleranceNs)
+		}
+	}
+	tr.flight = flight
 }
 
 func (s *markerSources) register(fs *flag.FlagSet) {
@@ -62,6 +92,9 @@ type torchRun struct {
 	traces []rankTrace
 	// memory is each rank's [memory] samples per device, in time order.
 	memory map[int64]map[int64][]kineto.MemorySample
+	// flight are the Flight Recorder markers of each rank that no trace
+	// op took the identity of.
+	flight map[int64][]markers.Marker
 	owners rankOwners
 	// filled counts samples whose allocator figures came from a trace.
 	filled int
@@ -248,8 +281,22 @@ func (tr *torchRun) events(mode string, withPhases bool, stderr io.Writer) []tel
 			out = appendPhaseEvents(out, t, &owner)
 		}
 	}
+	for _, rank := range slices.Sorted(maps.Keys(tr.flight)) {
+		owner, ok := tr.owners.owners[rank]
+		switch {
+		case !ok:
+			unjoined[fmt.Sprintf("Flight Recorder dumps (rank %d: no record of FILE has it)", rank)] += len(tr.flight[rank])
+			continue
+		case tr.owners.ambiguous[rank]:
+			unjoined[fmt.Sprintf("Flight Recorder dumps (rank %d: records of several jobs have it)", rank)] += len(tr.flight[rank])
+			continue
+		}
+		for i := range tr.flight[rank] {
+			out = convert(out, &tr.flight[rank][i], &owner, "flight_recorder")
+		}
+	}
 	for what, n := range unjoined {
-		fmt.Fprintf(stderr, "collectiveattr: --torch-profiler: %d markers of %s left out\n", n, what)
+		fmt.Fprintf(stderr, "collectiveattr: %d markers of %s left out\n", n, what)
 	}
 	if tr.filled > 0 {
 		fmt.Fprintf(stderr, "collectiveattr: --torch-profiler: %d samples took their allocator figures from [memory] events\n", tr.filled)
