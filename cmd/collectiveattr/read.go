@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
@@ -37,14 +39,44 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 		ri.inspector = newInspectorJoin(opts.inspector)
 	}
 	ri.torch = opts.sources.torch
-	err := telemetry.Stream(r, func(chunk []telemetry.Event) error {
+	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
 		return nil
-	})
-	if err != nil {
+	}
+	if f, ok := r.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.IsDir() {
+			if err := streamSinkDir(f.Name(), add); err != nil {
+				return nil, err
+			}
+			return ri, nil
+		}
+	}
+	if err := telemetry.Stream(r, add); err != nil {
 		return nil, err
 	}
 	return ri, nil
+}
+
+// streamSinkDir streams the segments of a stormlog sink directory in
+// write order; an error names the segment (and, for a bad record, its
+// line).
+func streamSinkDir(dir string, add func([]telemetry.Event) error) error {
+	segments, err := telemetry.SinkSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range segments {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		err = telemetry.Stream(f, add)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // add feeds events to every builder of the run.
