@@ -3,6 +3,8 @@ package inspector
 import (
 	"math"
 	"strings"
+
+	"github.com/collectiveattr/collectiveattr/internal/jsonscan"
 )
 
 // maxUs is the largest µs timestamp whose ns value fits an int64 (year 2262).
@@ -17,7 +19,7 @@ const maxInterned = 4096
 // timing source, version) so that each is allocated once. The zero value is
 // ready to use; a Parser is not safe for concurrent use.
 type Parser struct {
-	s      scanner
+	s      jsonscan.Scanner
 	intern map[string]string
 	// ctx is the header and metadata of the last dump_stats line of format
 	// v4.3 or later: the op lines that follow it carry neither and take them
@@ -137,9 +139,9 @@ const (
 func (p *Parser) Parse(line []byte) (Op, error) {
 	var op Op
 	r := record{p: p, op: &op}
-	p.s = scanner{data: line, buf: p.s.buf[:0]}
+	p.s.Reset(line)
 	if err := r.parse(); err != nil {
-		p.s.data = nil
+		p.s.Release()
 		if _, torn := err.(*SyntaxError); torn {
 			// A torn line may have been the next dump's dump_stats line:
 			// the op lines after it must not take the previous context.
@@ -147,7 +149,7 @@ func (p *Parser) Parse(line []byte) (Op, error) {
 		}
 		return Op{}, err
 	}
-	p.s.data = nil
+	p.s.Release()
 	p.pairs.number(&op)
 	return op, nil
 }
@@ -167,10 +169,10 @@ func (r *record) str(b []byte) string {
 
 func (r *record) stringField(path string) (string, error) {
 	s := &r.p.s
-	if s.peek() != '"' {
-		return "", s.typeError(path, wantString)
+	if s.Peek() != '"' {
+		return "", s.TypeError(path, jsonscan.WantString)
 	}
-	b, err := s.stringBytes()
+	b, err := s.StringBytes()
 	if err != nil {
 		return "", err
 	}
@@ -179,16 +181,16 @@ func (r *record) stringField(path string) (string, error) {
 
 func (r *record) parse() error {
 	s := &r.p.s
-	if c := s.peek(); c != '{' {
+	if c := s.Peek(); c != '{' {
 		if c == 0 {
-			return s.fail("empty record")
+			return s.Fail("empty record")
 		}
-		if err := s.skipValue(); err != nil {
+		if err := s.SkipValue(); err != nil {
 			return err
 		}
 		return ErrNotOpRecord
 	}
-	err := s.object(func(key []byte) error {
+	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "header":
 			r.seen |= hasHeader
@@ -206,23 +208,23 @@ func (r *record) parse() error {
 		case "proxy_trace":
 			r.seen |= hasProxyTrace
 		}
-		return s.skipValue()
+		return s.SkipValue()
 	})
 	if err != nil {
 		return err
 	}
-	if s.skipWS(); s.pos != len(s.data) {
-		return s.fail("unexpected data after the record")
+	if !s.AtEnd() {
+		return s.Fail("unexpected data after the record")
 	}
 	return r.finish()
 }
 
 func (r *record) header() error {
 	s, op := &r.p.s, r.op
-	if s.peek() != '{' {
-		return s.typeError("header", "an object")
+	if s.Peek() != '{' {
+		return s.TypeError("header", "an object")
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "id":
@@ -231,15 +233,15 @@ func (r *record) header() error {
 		case "comm_name":
 			op.CommName, err = r.stringField("header.comm_name")
 		case "rank":
-			op.CommRank, err = s.intField("header.rank")
+			op.CommRank, err = s.IntField("header.rank")
 			r.seen |= hasRank
 		case "n_ranks":
-			op.NRanks, err = s.intField("header.n_ranks")
+			op.NRanks, err = s.IntField("header.n_ranks")
 			r.seen |= hasNRanks
 		case "nnodes":
-			op.NNodes, err = s.intField("header.nnodes")
+			op.NNodes, err = s.IntField("header.nnodes")
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		return err
 	})
@@ -247,25 +249,25 @@ func (r *record) header() error {
 
 func (r *record) metadata() error {
 	s, op := &r.p.s, r.op
-	if s.peek() != '{' {
-		return s.typeError("metadata", "an object")
+	if s.Peek() != '{' {
+		return s.TypeError("metadata", "an object")
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "inspector_output_format_version":
 			op.Version, err = r.stringField("metadata.inspector_output_format_version")
 		case "dump_timestamp_us":
-			r.dump, err = s.uintField("metadata.dump_timestamp_us")
+			r.dump, err = s.UintField("metadata.dump_timestamp_us")
 			r.seen |= hasDump
 		case "hostname":
 			op.Host, err = r.stringField("metadata.hostname")
 			r.seen |= hasHost
 		case "pid":
-			op.PID, err = s.intField("metadata.pid")
+			op.PID, err = s.IntField("metadata.pid")
 			r.seen |= hasPID
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		return err
 	})
@@ -274,22 +276,22 @@ func (r *record) metadata() error {
 // dumpStats reads the record counts of a dump_stats line.
 func (r *record) dumpStats() error {
 	s := &r.p.s
-	if s.peek() != '{' {
-		return s.typeError("dump_stats", "an object")
+	if s.Peek() != '{' {
+		return s.TypeError("dump_stats", "an object")
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "coll_records":
-			r.counts[countColl], err = s.uintField("dump_stats.coll_records")
+			r.counts[countColl], err = s.UintField("dump_stats.coll_records")
 			r.seen |= hasCollRecords
 		case "p2p_records":
-			r.counts[countP2P], err = s.uintField("dump_stats.p2p_records")
+			r.counts[countP2P], err = s.UintField("dump_stats.p2p_records")
 			r.seen |= hasP2PRecords
 		case "proxy_records":
-			r.counts[countProxy], err = s.uintField("dump_stats.proxy_records")
+			r.counts[countProxy], err = s.UintField("dump_stats.proxy_records")
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		return err
 	})
@@ -334,11 +336,11 @@ func (r *record) perf(kind Kind, paths *sectionPaths) error {
 	if op.Kind != 0 {
 		return &FieldError{Field: paths.section, Msg: "must not appear with the other of coll_perf and p2p_perf"}
 	}
-	if s.peek() != '{' {
-		return s.typeError(paths.section, "an object")
+	if s.Peek() != '{' {
+		return s.TypeError(paths.section, "an object")
 	}
 	op.Kind = kind
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		var err error
 		switch {
 		case string(key) == paths.prefix:
@@ -348,21 +350,22 @@ func (r *record) perf(kind Kind, paths *sectionPaths) error {
 			err = r.traceTs(paths)
 		case string(key) == paths.keySN:
 			if kind == Collective {
-				op.Seq, err = s.intField(paths.sn)
+				op.Seq, err = s.IntField(paths.sn)
 				op.HasSeq = true
 				r.seen |= hasSN
 			} else {
-				op.P2PSeq, err = s.intField(paths.sn)
+				op.P2PSeq, err = s.IntField(paths.sn)
 			}
 		case string(key) == paths.keyPeer && kind == P2P:
-			op.Peer, err = s.intField(paths.peer)
+			op.Peer, err = s.IntField(paths.peer)
 			op.HasPeer = true
 			r.seen |= hasPeer
 		case string(key) == paths.keySize:
-			r.size, err = s.uintField(paths.size)
+			r.size, err = s.UintField(paths.size)
 			r.seen |= hasSize
 		case string(key) == paths.keyExec:
-			r.exec, err = s.microsField(paths.exec)
+			// A fork writes it as a double: read rounded down to the µs.
+			r.exec, err = s.FloorUintField(paths.exec, maxUs)
 			r.seen |= hasExec
 		case kind == Collective && string(key) == "coll_algo":
 			op.Algo, err = r.stringField("coll_perf.coll_algo")
@@ -373,13 +376,13 @@ func (r *record) perf(kind Kind, paths *sectionPaths) error {
 		case string(key) == paths.keySource:
 			op.TimingSource, err = r.stringField(paths.source)
 		case string(key) == paths.keyAlgoBW:
-			op.AlgoBWGBs, err = s.floatField(paths.algobw)
+			op.AlgoBWGBs, err = s.FloatField(paths.algobw)
 			r.nanCheck(op.AlgoBWGBs)
 		case string(key) == paths.keyBusBW:
-			op.BusBWGBs, err = s.floatField(paths.busbw)
+			op.BusBWGBs, err = s.FloatField(paths.busbw)
 			r.nanCheck(op.BusBWGBs)
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		return err
 	})
@@ -395,35 +398,35 @@ func (r *record) nanCheck(v float64) {
 // the latest kernel stop over the channels.
 func (r *record) traceTs(paths *sectionPaths) error {
 	s := &r.p.s
-	if s.peek() != '{' {
-		return s.typeError(paths.trace, "an object")
+	if s.Peek() != '{' {
+		return s.TypeError(paths.trace, "an object")
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case paths.startKey:
-			v, err := s.uintField(paths.start)
+			v, err := s.UintField(paths.start)
 			r.startTs = v
 			r.seen |= hasStartTs
 			return err
 		case "kernel_events":
-			if s.peek() != '[' {
-				return s.typeError(paths.kernelEvents, "an array")
+			if s.Peek() != '[' {
+				return s.TypeError(paths.kernelEvents, "an array")
 			}
-			return s.array(func() error {
-				if s.peek() != '{' {
-					return s.typeError(paths.kernelEvent, "an object")
+			return s.Array(func() error {
+				if s.Peek() != '{' {
+					return s.TypeError(paths.kernelEvent, "an object")
 				}
-				return s.object(func(key []byte) error {
+				return s.Object(func(key []byte) error {
 					if string(key) != "kernel_stop_ts" {
-						return s.skipValue()
+						return s.SkipValue()
 					}
-					v, err := s.uintField(paths.kernelStop)
+					v, err := s.UintField(paths.kernelStop)
 					r.kernelStop(v)
 					return err
 				})
 			})
 		}
-		return s.skipValue()
+		return s.SkipValue()
 	})
 }
 
@@ -447,38 +450,38 @@ func (r *record) kernelStop(v uint64) {
 func (r *record) childEvents(paths *sectionPaths) error {
 	s := &r.p.s
 	path := paths.section + ".events"
-	if s.peek() != '[' {
-		return s.typeError(path, "an array")
+	if s.Peek() != '[' {
+		return s.TypeError(path, "an array")
 	}
-	return s.array(func() error {
-		if s.peek() != '{' {
-			return s.typeError(path+"[]", "an object")
+	return s.Array(func() error {
+		if s.Peek() != '{' {
+			return s.TypeError(path+"[]", "an object")
 		}
 		var kernel, hasType bool
 		var stop uint64
-		err := s.object(func(key []byte) error {
+		err := s.Object(func(key []byte) error {
 			switch string(key) {
 			case "event_type":
-				if s.peek() != '"' {
-					return s.typeError(path+"[].event_type", wantString)
+				if s.Peek() != '"' {
+					return s.TypeError(path+"[].event_type", jsonscan.WantString)
 				}
-				b, err := s.stringBytes()
+				b, err := s.StringBytes()
 				kernel, hasType = string(b) == "KernelCh", true
 				return err
 			case "event_trace_ts":
-				if s.peek() != '{' {
-					return s.typeError(path+"[].event_trace_ts", "an object")
+				if s.Peek() != '{' {
+					return s.TypeError(path+"[].event_trace_ts", "an object")
 				}
-				return s.object(func(key []byte) error {
+				return s.Object(func(key []byte) error {
 					if string(key) != "kernel_stop_ts" {
-						return s.skipValue()
+						return s.SkipValue()
 					}
 					var err error
-					stop, err = s.uintField(path + "[].event_trace_ts.kernel_stop_ts")
+					stop, err = s.UintField(path + "[].event_trace_ts.kernel_stop_ts")
 					return err
 				})
 			}
-			return s.skipValue()
+			return s.SkipValue()
 		})
 		if err == nil && hasType && kernel {
 			r.kernelStop(stop)
@@ -556,7 +559,7 @@ func dumpContextVersion(v string) bool {
 	}
 	n := 0
 	for i := 0; i < len(minor); i++ {
-		if !isDigit(minor[i]) || n > 1000 {
+		if !jsonscan.IsDigit(minor[i]) || n > 1000 {
 			return false
 		}
 		n = n*10 + int(minor[i]-'0')

@@ -1,7 +1,6 @@
 package kineto
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,14 +46,14 @@ func BenchmarkRead(b *testing.B) {
 		trace := benchTrace(n)
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			var (
-				d                 telemetry.Decoder
+				d                telemetry.Decoder
 				traceNs, stormNs time.Duration
 			)
 			b.SetBytes(int64(len(trace)))
 			b.ReportAllocs()
 			for b.Loop() {
 				t0 := time.Now()
-				tr, err := Read(bytes.NewReader(trace))
+				tr, err := ReadBytes(trace)
 				if err != nil || tr.Stats.Events != n+1 {
 					b.Fatal(err)
 				}

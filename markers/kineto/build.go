@@ -1,8 +1,8 @@
 package kineto
 
 import (
+	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -10,31 +10,28 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/inspector"
+	"github.com/collectiveattr/collectiveattr/internal/jsonscan"
 	"github.com/collectiveattr/collectiveattr/markers"
 )
 
 // commArgs are the args of record_param_comms ops and NCCL kernels that
 // name a collective (the keys c10d and Kineto share).
 type commArgs struct {
-	ExternalID json.Number     `json:"External id"`
-	Collective string          `json:"Collective name"`
-	PGName     string          `json:"Process Group Name"`
-	PGDesc     string          `json:"Process Group Description"`
-	PGRanks    json.RawMessage `json:"Process Group Ranks"`
-	GroupSize  json.Number     `json:"Group size"`
-	InNelems   json.Number     `json:"In msg nelems"`
-	OutNelems  json.Number     `json:"Out msg nelems"`
-	DType      string          `json:"dtype"`
-	Seq        json.Number     `json:"Seq"`
-	Rank       json.Number     `json:"Rank"`
+	externalID          string // "" when absent
+	collective          string
+	pgName, pgDesc      string
+	ranks               []int64
+	groupSize           int64
+	inNelems, outNelems int64
+	dtype               string
+	seq, rank           int64
+	hasSeq, hasRank     bool
 }
 
 // memoryArgs are the args of a [memory] instant event.
 type memoryArgs struct {
-	DeviceType     json.Number `json:"Device Type"`
-	DeviceID       json.Number `json:"Device Id"`
-	TotalReserved  json.Number `json:"Total Reserved"`
-	TotalAllocated json.Number `json:"Total Allocated"`
+	deviceType, deviceID, reserved, allocated int64
+	has                                       int // how many of the four were read
 }
 
 // span is one timed event, its times in ns from the trace's base.
@@ -66,60 +63,56 @@ const cudaDeviceType = 1
 
 var errBadTime = errors.New("ts or dur is not a number of µs")
 
-// add reads one event.
-func (b *builder) add(ev *rawEvent) error {
+// add reads one event; args scans its args when it needs them.
+func (b *builder) add(ev *rawEvent, args *jsonscan.Scanner) error {
+	ph, name := string(ev.ph), ev.name
 	switch {
-	case ev.Ph == "X" && ev.Name == "record_param_comms":
+	case ph == "X" && string(name) == "record_param_comms":
 		s, err := b.timed(ev)
 		if err != nil {
 			return err
 		}
-		if err := decodeArgs(ev.Args, &s.args); err != nil {
+		if err := readCommArgs(args, ev.args, &s.args); err != nil {
 			return err
 		}
-		if s.args.PGDesc == "default_pg" && !b.hasDefaultPGRank {
-			if r, err := s.args.Rank.Int64(); err == nil && r >= 0 {
-				b.defaultPGRank, b.hasDefaultPGRank = r, true
-			}
+		if s.args.pgDesc == "default_pg" && s.args.hasRank && !b.hasDefaultPGRank && s.args.rank >= 0 {
+			b.defaultPGRank, b.hasDefaultPGRank = s.args.rank, true
 		}
 		b.cpuOps = append(b.cpuOps, s)
-	case ev.Ph == "X" && strings.EqualFold(ev.Cat, "kernel") && strings.HasPrefix(ev.Name, "nccl"):
+	case ph == "X" && bytes.HasPrefix(name, []byte("nccl")) && bytes.EqualFold(ev.cat, []byte("kernel")):
 		s, err := b.timed(ev)
 		if err != nil {
 			return err
 		}
-		if err := decodeArgs(ev.Args, &s.args); err != nil {
+		if err := readCommArgs(args, ev.args, &s.args); err != nil {
 			return err
 		}
 		b.kernels = append(b.kernels, s)
-	case ev.Ph == "X" && (ev.Cat == "user_annotation" || strings.HasPrefix(ev.Name, "ProfilerStep#")) && ev.Cat != "gpu_user_annotation":
+	case ph == "X" && (string(ev.cat) == "user_annotation" || bytes.HasPrefix(name, []byte("ProfilerStep#"))) && string(ev.cat) != "gpu_user_annotation":
 		s, err := b.timed(ev)
 		if err != nil {
 			return err
 		}
-		s.tid = tidOf(ev.Tid)
+		s.tid = ev.tid
 		b.annotations = append(b.annotations, s)
-	case (ev.Ph == "i" || ev.Ph == "I") && ev.Name == "[memory]":
+	case (ph == "i" || ph == "I") && string(name) == "[memory]":
 		var a memoryArgs
-		if err := decodeArgs(ev.Args, &a); err != nil {
+		if err := readMemoryArgs(args, ev.args, &a); err != nil {
 			return err
 		}
-		if dt, err := a.DeviceType.Int64(); err != nil || dt != cudaDeviceType {
+		if a.deviceType != cudaDeviceType {
 			return nil
 		}
-		ts, err := micros(ev.Ts)
+		if a.has != 4 || a.reserved < 0 || a.allocated < 0 {
+			return errors.New("[memory] args Device Id, Total Reserved and Total Allocated must be integers >= 0")
+		}
+		ts, err := micros(ev.ts)
 		if err != nil {
 			return err
 		}
-		dev, err1 := a.DeviceID.Int64()
-		reserved, err2 := a.TotalReserved.Int64()
-		allocated, err3 := a.TotalAllocated.Int64()
-		if err1 != nil || err2 != nil || err3 != nil || reserved < 0 || allocated < 0 {
-			return errors.New("[memory] args Device Id, Total Reserved and Total Allocated must be integers >= 0")
-		}
 		b.note(ts)
-		b.memory = append(b.memory, MemorySample{TimeNs: ts, DeviceID: dev, ReservedBytes: reserved, AllocatedBytes: allocated})
-	case ev.Ph == "X" && legacyCollective(ev.Name):
+		b.memory = append(b.memory, MemorySample{TimeNs: ts, DeviceID: a.deviceID, ReservedBytes: a.reserved, AllocatedBytes: a.allocated})
+	case ph == "X" && legacyCollective(name):
 		s, err := b.timed(ev)
 		if err != nil {
 			return err
@@ -132,26 +125,142 @@ func (b *builder) add(ev *rawEvent) error {
 // legacyCollective reports a collective range of the legacy format:
 // c10d's enqueue ops (c10d::allreduce_) and the backends' execution
 // ranges (nccl:all_reduce, gloo:all_reduce).
-func legacyCollective(name string) bool {
-	return strings.HasPrefix(name, "c10d::") || strings.HasPrefix(name, "nccl:") || strings.HasPrefix(name, "gloo:")
+func legacyCollective(name []byte) bool {
+	return bytes.HasPrefix(name, []byte("c10d::")) || bytes.HasPrefix(name, []byte("nccl:")) || bytes.HasPrefix(name, []byte("gloo:"))
 }
 
-func decodeArgs(raw json.RawMessage, dst any) error {
-	if len(raw) == 0 {
+// readCommArgs reads the collective keys of an args object.
+func readCommArgs(s *jsonscan.Scanner, text []byte, a *commArgs) error {
+	if len(text) == 0 {
 		return nil
 	}
-	return json.Unmarshal(raw, dst)
+	s.Reset(text)
+	defer s.Release()
+	var bad error
+	str := func(dst *string, key string) error {
+		if s.Peek() != '"' {
+			bad = errors.New(key + " is not a string")
+			return s.SkipValue()
+		}
+		v, err := s.StringBytes()
+		*dst = string(v)
+		return err
+	}
+	num := func(dst *int64, has *bool, key string) error {
+		v, ok, err := intOrDigits(s)
+		if err == nil && !ok {
+			bad = errors.New(key + " is not an integer")
+		}
+		*dst = v
+		if has != nil {
+			*has = ok
+		}
+		return err
+	}
+	err := s.Object(func(key []byte) error {
+		switch string(key) {
+		case "External id":
+			var id int64
+			var ok bool
+			err := num(&id, &ok, "External id")
+			if ok {
+				a.externalID = strconv.FormatInt(id, 10)
+			}
+			return err
+		case "Collective name":
+			return str(&a.collective, "Collective name")
+		case "Process Group Name":
+			return str(&a.pgName, "Process Group Name")
+		case "Process Group Description":
+			return str(&a.pgDesc, "Process Group Description")
+		case "Process Group Ranks":
+			return readRanks(s, &a.ranks)
+		case "Group size":
+			return num(&a.groupSize, nil, "Group size")
+		case "In msg nelems":
+			return num(&a.inNelems, nil, "In msg nelems")
+		case "Out msg nelems":
+			return num(&a.outNelems, nil, "Out msg nelems")
+		case "dtype":
+			return str(&a.dtype, "dtype")
+		case "Seq":
+			return num(&a.seq, &a.hasSeq, "Seq")
+		case "Rank":
+			return num(&a.rank, &a.hasRank, "Rank")
+		}
+		return s.SkipValue()
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}
+
+// readRanks reads Process Group Ranks: a string "[0, 1]" (c10d) or an
+// array of integers.
+func readRanks(s *jsonscan.Scanner, dst *[]int64) error {
+	switch s.Peek() {
+	case '"':
+		b, err := s.StringBytes()
+		*dst = markers.ParseRanks(string(b))
+		return err
+	case '[':
+		var ranks []int64
+		ok := true
+		err := s.Array(func() error {
+			v, good, err := intOrDigits(s)
+			ok = ok && good && v >= 0
+			ranks = append(ranks, v)
+			return err
+		})
+		if ok && len(ranks) > 0 {
+			*dst = ranks
+		}
+		return err
+	}
+	return s.SkipValue()
+}
+
+// readMemoryArgs reads the allocator keys of a [memory] event's args.
+func readMemoryArgs(s *jsonscan.Scanner, text []byte, a *memoryArgs) error {
+	a.deviceType = -1
+	if len(text) == 0 {
+		return nil
+	}
+	s.Reset(text)
+	defer s.Release()
+	read := func(dst *int64) error {
+		v, ok, err := intOrDigits(s)
+		if ok {
+			*dst = v
+			a.has++
+		}
+		return err
+	}
+	return s.Object(func(key []byte) error {
+		switch string(key) {
+		case "Device Type":
+			return read(&a.deviceType)
+		case "Device Id":
+			return read(&a.deviceID)
+		case "Total Reserved":
+			return read(&a.reserved)
+		case "Total Allocated":
+			return read(&a.allocated)
+		}
+		return s.SkipValue()
+	})
 }
 
 // timed reads an event's interval.
 func (b *builder) timed(ev *rawEvent) (span, error) {
-	start, err := micros(ev.Ts)
+	start, err := micros(ev.ts)
 	if err != nil {
 		return span{}, err
 	}
 	dur := int64(0)
-	if ev.Dur != "" {
-		if dur, err = micros(ev.Dur); err != nil || dur < 0 {
+	if len(ev.dur) > 0 {
+		if dur, err = micros(ev.dur); err != nil || dur < 0 {
 			return span{}, errBadTime
 		}
 	}
@@ -159,7 +268,7 @@ func (b *builder) timed(ev *rawEvent) (span, error) {
 		return span{}, errBadTime
 	}
 	b.note(start)
-	return span{startNs: start, endNs: start + dur, name: ev.Name}, nil
+	return span{startNs: start, endNs: start + dur, name: string(ev.name)}, nil
 }
 
 func (b *builder) note(ts int64) {
@@ -174,13 +283,12 @@ const maxMicros = math.MaxInt64 / 1000
 
 // micros reads a time in µs as Kineto writes it ("123.456": µs and ns) or
 // as any JSON number, into ns.
-func micros(n json.Number) (int64, error) {
-	s := string(n)
-	if s == "" {
+func micros(tok []byte) (int64, error) {
+	if len(tok) == 0 {
 		return 0, errBadTime
 	}
-	intPart, frac, hasFrac := strings.Cut(s, ".")
-	if us, err := strconv.ParseInt(intPart, 10, 64); err == nil && !strings.ContainsAny(frac, "eE") {
+	intPart, frac, hasFrac := bytes.Cut(tok, []byte("."))
+	if us, ok := parseInt(intPart); ok && bytes.IndexAny(frac, "eE") < 0 {
 		if us > maxMicros || us < -maxMicros {
 			return 0, errBadTime
 		}
@@ -197,26 +305,41 @@ func micros(n json.Number) (int64, error) {
 					f += int64(c - '0')
 				}
 			}
-			if strings.HasPrefix(intPart, "-") {
+			if intPart[0] == '-' {
 				f = -f
 			}
 			ns += f
 		}
 		return ns, nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil || math.IsNaN(f) || math.Abs(f) > float64(maxMicros) {
 		return 0, errBadTime
 	}
 	return int64(math.Round(f * 1000)), nil
 }
 
-func tidOf(raw json.RawMessage) int64 {
-	v, err := strconv.ParseInt(strings.Trim(string(raw), `"`), 10, 64)
-	if err != nil {
-		return 0
+// parseInt reads an optionally negative decimal integer of at most 18
+// digits.
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
 	}
-	return v
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // build places everything on the epoch (base ns) and makes the trace's
@@ -229,7 +352,7 @@ func (b *builder) build(t *Trace, base int64) {
 	// External id: the op gets the kernels' GPU times.
 	byExternal := make(map[string]int, len(b.cpuOps))
 	for i := range b.cpuOps {
-		if id := string(b.cpuOps[i].args.ExternalID); id != "" {
+		if id := b.cpuOps[i].args.externalID; id != "" {
 			byExternal[id] = i
 		}
 	}
@@ -237,8 +360,8 @@ func (b *builder) build(t *Trace, base int64) {
 	gpu := make(map[int]gpuTime, len(b.cpuOps))
 	for i := range b.kernels {
 		k := &b.kernels[i]
-		op, linked := byExternal[string(k.args.ExternalID)]
-		if !linked || k.args.ExternalID == "" {
+		op, linked := byExternal[k.args.externalID]
+		if !linked || k.args.externalID == "" {
 			t.Markers = append(t.Markers, markerOf(k, &k.args, k.startNs, k.endNs, shift))
 			continue
 		}
@@ -276,54 +399,33 @@ func (b *builder) build(t *Trace, base int64) {
 
 // markerOf is the marker of a collective span with args a.
 func markerOf(s *span, a *commArgs, start, end int64, shift func(int64) int64) markers.Marker {
-	name := a.Collective
+	name := a.collective
 	op := markers.OpName(name)
 	if name == "" {
 		name, op = s.name, kernelOp(s.name)
 	}
-	m := markers.Marker{StartNs: shift(start), EndNs: shift(end), Op: op, Name: name, CommID: a.PGName}
-	if seq, err := a.Seq.Int64(); err == nil && seq >= 0 && !markers.IsP2P(op) {
+	m := markers.Marker{StartNs: shift(start), EndNs: shift(end), Op: op, Name: name, CommID: a.pgName}
+	if a.hasSeq && a.seq >= 0 && !markers.IsP2P(op) {
 		// c10d numbers P2P ops on their own counter, which its Seq does
 		// not carry: only collectives have identity.
-		m.Seq, m.HasSeq = seq, true
+		m.Seq, m.HasSeq = a.seq, true
 	}
-	if n, err := a.GroupSize.Int64(); err == nil && n > 0 {
-		m.NRanks = n
+	if a.groupSize > 0 {
+		m.NRanks = a.groupSize
 	}
-	if ranks := ranksOf(a.PGRanks); len(ranks) > 0 && (m.NRanks == 0 || int64(len(ranks)) == m.NRanks) {
-		m.Ranks = ranks
+	if len(a.ranks) > 0 && (m.NRanks == 0 || int64(len(a.ranks)) == m.NRanks) {
+		m.Ranks = a.ranks
 	}
-	in, err1 := a.InNelems.Int64()
-	out, err2 := a.OutNelems.Int64()
-	if size := markers.DTypeSize(a.DType); size > 0 && err1 == nil && err2 == nil {
-		n := min(in, out)
+	if size := markers.DTypeSize(a.dtype); size > 0 {
+		n := min(a.inNelems, a.outNelems)
 		if n <= 0 {
-			n = max(in, out)
+			n = max(a.inNelems, a.outNelems)
 		}
 		if n > 0 && n <= math.MaxInt64/size {
 			m.MessageBytes = n * size
 		}
 	}
 	return m
-}
-
-// ranksOf reads Process Group Ranks, a string "[0, 1]" or an array.
-func ranksOf(raw json.RawMessage) []int64 {
-	if len(raw) == 0 {
-		return nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil
-		}
-		return markers.ParseRanks(s)
-	}
-	var ranks []int64
-	if json.Unmarshal(raw, &ranks) != nil {
-		return nil
-	}
-	return ranks
 }
 
 // kernelOp is the op an NCCL kernel's name gives

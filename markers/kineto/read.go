@@ -1,70 +1,58 @@
 package kineto
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/collectiveattr/collectiveattr/internal/jsonscan"
 )
-
-// rawEvent is the part of a trace event every event is read for; args are
-// decoded only for the events that need them.
-type rawEvent struct {
-	Ph   string          `json:"ph"`
-	Cat  string          `json:"cat"`
-	Name string          `json:"name"`
-	Tid  json.RawMessage `json:"tid"`
-	Ts   json.Number     `json:"ts"`
-	Dur  json.Number     `json:"dur"`
-	Args json.RawMessage `json:"args"`
-}
-
-// distributedInfo is the trace's distributedInfo object.
-type distributedInfo struct {
-	Rank json.RawMessage `json:"rank"`
-}
 
 // reader is the state of one Read.
 type reader struct {
-	dec      *json.Decoder
+	s        jsonscan.Scanner
+	args     jsonscan.Scanner // scans one event's args
 	t        *Trace
 	base     int64
 	hasBase  bool
-	distRank json.RawMessage
+	distRank int64
+	hasDist  bool
 	b        builder
 }
 
 // Read reads one trace: a JSON object with traceEvents (Kineto), or a
-// bare array of events (the legacy format). An event whose fields have
-// the wrong type is skipped and counted; JSON that is not well formed is a
-// *SyntaxError; times that cannot be placed on the epoch are
-// ErrRelativeTimes.
+// bare array of events (the legacy format). The trace is read whole into
+// memory. An event whose fields have the wrong type is skipped and
+// counted; JSON that is not well formed is a *SyntaxError; times that
+// cannot be placed on the epoch are ErrRelativeTimes.
 func Read(r io.Reader) (*Trace, error) {
-	rd := &reader{dec: json.NewDecoder(r), t: &Trace{}}
-	rd.dec.UseNumber()
-	tok, err := rd.dec.Token()
+	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, rd.syntax(err)
+		return nil, err
 	}
-	switch tok {
-	case json.Delim('['):
+	return ReadBytes(data)
+}
+
+// ReadBytes is Read of a trace held in memory; the Trace keeps no
+// reference to data.
+func ReadBytes(data []byte) (*Trace, error) {
+	var err error
+	rd := &reader{t: &Trace{}}
+	rd.s.Reset(data)
+	switch rd.s.Peek() {
+	case '[':
 		rd.t.Legacy = true
-		if err := rd.events(); err != nil {
-			return nil, err
-		}
-	case json.Delim('{'):
-		if err := rd.object(); err != nil {
-			return nil, err
-		}
+		err = rd.events()
+	case '{':
+		err = rd.object()
 	default:
-		return nil, &SyntaxError{Offset: rd.dec.InputOffset(), Err: errors.New("a trace is a JSON object or array")}
+		err = rd.s.Fail("a trace is a JSON object or array")
 	}
-	if _, err := rd.dec.Token(); err != io.EOF {
-		if err == nil {
-			err = errors.New("unexpected data after the trace")
-		}
-		return nil, rd.syntax(err)
+	if err == nil && !rd.s.AtEnd() {
+		err = rd.s.Fail("unexpected data after the trace")
+	}
+	if err != nil {
+		return nil, syntaxOf(err)
 	}
 	if err := rd.finish(); err != nil {
 		return nil, err
@@ -72,94 +60,164 @@ func Read(r io.Reader) (*Trace, error) {
 	return rd.t, nil
 }
 
-func (rd *reader) syntax(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+// syntaxOf turns the scanner's errors into the package's: malformed JSON
+// is a *SyntaxError; a top-level field of the wrong type stays what it is.
+func syntaxOf(err error) error {
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		return &SyntaxError{Offset: int64(se.Offset), Err: errors.New(se.Msg)}
 	}
-	return &SyntaxError{Offset: rd.dec.InputOffset(), Err: err}
+	return err
 }
 
 // object reads the members of the top-level object.
 func (rd *reader) object() error {
-	for rd.dec.More() {
-		tok, err := rd.dec.Token()
-		if err != nil {
-			return rd.syntax(err)
-		}
-		key, _ := tok.(string)
-		switch key {
+	s := &rd.s
+	return s.Object(func(key []byte) error {
+		switch string(key) {
 		case "traceEvents":
-			tok, err := rd.dec.Token()
-			if err != nil {
-				return rd.syntax(err)
+			if s.Peek() != '[' {
+				return s.TypeError("traceEvents", "an array")
 			}
-			if tok != json.Delim('[') {
-				return &SyntaxError{Offset: rd.dec.InputOffset(), Err: errors.New("traceEvents is not an array")}
-			}
-			if err := rd.events(); err != nil {
-				return err
-			}
+			return rd.events()
 		case "baseTimeNanoseconds":
-			var n json.Number
-			if err := rd.dec.Decode(&n); err != nil {
-				return rd.fieldError("baseTimeNanoseconds", err)
-			}
-			v, err := n.Int64()
-			if err != nil || v < 0 {
-				return fmt.Errorf("baseTimeNanoseconds: not an integer number of ns: %s", n)
+			v, err := s.IntField("baseTimeNanoseconds")
+			if err == nil && v < 0 {
+				err = &jsonscan.FieldError{Field: "baseTimeNanoseconds", Msg: "must be >= 0"}
 			}
 			rd.base, rd.hasBase = v, true
+			return err
 		case "distributedInfo":
-			var di distributedInfo
-			if err := rd.dec.Decode(&di); err != nil {
-				return rd.fieldError("distributedInfo", err)
+			if s.Peek() != '{' {
+				return s.SkipValue()
 			}
-			rd.distRank = di.Rank
-		default:
-			var skip json.RawMessage
-			if err := rd.dec.Decode(&skip); err != nil {
-				return rd.syntax(err)
-			}
+			return s.Object(func(key []byte) error {
+				if string(key) != "rank" {
+					return s.SkipValue()
+				}
+				v, ok, err := intOrDigits(s)
+				rd.distRank, rd.hasDist = v, ok && v >= 0
+				return err
+			})
 		}
-	}
-	if _, err := rd.dec.Token(); err != nil { // '}'
-		return rd.syntax(err)
-	}
-	return nil
+		return s.SkipValue()
+	})
 }
 
-// fieldError reports a member that is well-formed JSON of the wrong type
-// (fatal for the trace's own fields) or malformed JSON.
-func (rd *reader) fieldError(field string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("%s at byte %d: %v", field, rd.dec.InputOffset(), err)
-	}
-	return rd.syntax(err)
-}
-
-// events reads the elements of an event array up to its closing bracket.
+// events reads an event array.
 func (rd *reader) events() error {
+	s := &rd.s
 	var ev rawEvent
-	for rd.dec.More() {
+	return s.Array(func() error {
+		if s.Peek() != '{' {
+			rd.skip(fmt.Sprintf("event at byte %d: not an object", s.Pos()))
+			return s.SkipValue()
+		}
 		ev = rawEvent{}
-		if err := rd.dec.Decode(&ev); err != nil {
-			var te *json.UnmarshalTypeError
-			if !errors.As(err, &te) {
-				return rd.syntax(err)
-			}
-			rd.skip(fmt.Sprintf("event ending at byte %d: %v", rd.dec.InputOffset(), err))
-			continue
+		if err := rd.event(&ev); err != nil {
+			return err
 		}
 		rd.t.Stats.Events++
-		if err := rd.b.add(&ev); err != nil {
-			rd.skip(fmt.Sprintf("event %q ending at byte %d: %v", ev.Name, rd.dec.InputOffset(), err))
+		if ev.bad != "" {
+			rd.skip(fmt.Sprintf("event %q ending at byte %d: %s", ev.name, s.Pos(), ev.bad))
+			return nil
 		}
+		if err := rd.b.add(&ev, &rd.args); err != nil {
+			rd.skip(fmt.Sprintf("event %q ending at byte %d: %v", ev.name, s.Pos(), err))
+		}
+		return nil
+	})
+}
+
+// rawEvent is what every event is read for; args are scanned only for
+// the events that need them.
+type rawEvent struct {
+	ph, cat, name []byte
+	ts, dur       []byte
+	tid           int64
+	args          []byte
+	// bad says why the event is skipped ("" when it is not).
+	bad string
+}
+
+// event reads one event object; a field of the wrong type marks the event
+// bad (skipped), malformed JSON is returned.
+func (rd *reader) event(ev *rawEvent) error {
+	s := &rd.s
+	str := func(dst *[]byte, key string) error {
+		if s.Peek() != '"' {
+			ev.bad = key + " is not a string"
+			return s.SkipValue()
+		}
+		b, err := s.StringBytes()
+		if s.Scratch() {
+			b = append([]byte(nil), b...) // the next string reuses the scratch buffer
+		}
+		*dst = b
+		return err
 	}
-	if _, err := rd.dec.Token(); err != nil { // ']'
-		return rd.syntax(err)
+	num := func(dst *[]byte, key string) error {
+		c := s.Peek()
+		if c != '-' && !jsonscan.IsDigit(c) {
+			ev.bad = key + " is not a number"
+			return s.SkipValue()
+		}
+		b, err := s.NumberToken()
+		*dst = b
+		return err
 	}
-	return nil
+	return s.Object(func(key []byte) error {
+		switch string(key) {
+		case "ph":
+			return str(&ev.ph, "ph")
+		case "cat":
+			return str(&ev.cat, "cat")
+		case "name":
+			return str(&ev.name, "name")
+		case "ts":
+			return num(&ev.ts, "ts")
+		case "dur":
+			return num(&ev.dur, "dur")
+		case "tid":
+			v, _, err := intOrDigits(s)
+			ev.tid = v
+			return err
+		case "args":
+			start := s.Pos()
+			if s.Peek() != '{' {
+				ev.bad = "args is not an object"
+				return s.SkipValue()
+			}
+			// Most events' args are never read: their brackets are
+			// matched, the text is scanned only if the event needs it.
+			err := s.SkipContainer()
+			ev.args = s.Slice(start)
+			return err
+		}
+		return s.SkipValue()
+	})
+}
+
+// intOrDigits reads an integer written as a number or as a string of
+// digits; ok is false (and the value consumed) for anything else.
+func intOrDigits(s *jsonscan.Scanner) (int64, bool, error) {
+	switch c := s.Peek(); {
+	case c == '-' || jsonscan.IsDigit(c):
+		tok, err := s.NumberToken()
+		if err != nil {
+			return 0, false, err
+		}
+		v, ok := parseInt(tok)
+		return v, ok, nil
+	case c == '"':
+		b, err := s.StringBytes()
+		if err != nil {
+			return 0, false, err
+		}
+		v, ok := parseInt(b)
+		return v, ok, nil
+	}
+	return 0, false, s.SkipValue()
 }
 
 func (rd *reader) skip(why string) {
@@ -185,26 +243,10 @@ func (rd *reader) finish() error {
 		base = 0
 	}
 	t := rd.t
-	t.Rank, t.HasRank = rankOf(rd.distRank)
+	t.Rank, t.HasRank = rd.distRank, rd.hasDist
 	if !t.HasRank {
 		t.Rank, t.HasRank = rd.b.defaultPGRank, rd.b.hasDefaultPGRank
 	}
 	rd.b.build(t, base)
 	return nil
-}
-
-// rankOf reads distributedInfo.rank, a number or a numeric string.
-func rankOf(raw json.RawMessage) (int64, bool) {
-	s := strings.Trim(strings.TrimSpace(string(raw)), `"`)
-	if s == "" {
-		return 0, false
-	}
-	var v int64
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' || i > 12 {
-			return 0, false
-		}
-		v = v*10 + int64(s[i]-'0')
-	}
-	return v, true
 }
