@@ -140,3 +140,46 @@ func TestInspectorOTLPOwners(t *testing.T) {
 		})
 	}
 }
+
+// FuzzInspectorOTLPPoint: any attribute values and point give a consistent
+// op or an error, never a panic.
+func FuzzInspectorOTLPPoint(f *testing.F) {
+	f.Add("node01", "0x7f8c496ae9f661", "8", "AllReduce", "1407", "17179869184", "", 61974.0, int64(1767225600100000))
+	f.Add("node01", "0xe6", "8", "Send", "42", "33554432", "5", 150.0, int64(1))
+	f.Add("", "unknown", "-1", "", "x", "-5", "9", -1.0, int64(-1))
+	f.Fuzz(func(t *testing.T, node, comm, nranks, name, sn, size, peer string, value float64, timeUs int64) {
+		kind := inspector.Collective
+		attrs := pcommon.NewMap()
+		attrs.PutStr("node", node)
+		attrs.PutStr("comm_id", comm)
+		attrs.PutStr("nranks", nranks)
+		if peer != "" {
+			kind = inspector.P2P
+			attrs.PutStr("p2p_operation", name)
+			attrs.PutStr("p2p_sn", sn)
+			attrs.PutStr("p2p_msg_size_bytes", size)
+			attrs.PutStr("p2p_peer", peer)
+		} else {
+			attrs.PutStr("collective", name)
+			attrs.PutStr("coll_sn", sn)
+			attrs.PutStr("coll_msg_size_bytes", size)
+		}
+		dp := pmetric.NewNumberDataPoint()
+		dp.SetDoubleValue(value)
+		dp.SetTimestamp(pcommon.Timestamp(uint64(timeUs) * 1000))
+		var op inspector.Op
+		if msg := inspectorOpOfPoint(&op, pcommon.NewMap(), attrs, dp, kind, DefaultInspectorPIDKeys()); msg != "" {
+			return
+		}
+		switch {
+		case op.Host == "" || op.CommID == "" || op.NRanks < 1:
+			t.Fatalf("empty identity: %+v", op)
+		case op.StartNs > op.EndNs || op.ExecTimeUs < 0 || op.MessageBytes < 0:
+			t.Fatalf("bad interval or size: %+v", op)
+		case op.HasPeer && (op.Peer < 0 || op.Peer >= op.NRanks):
+			t.Fatalf("peer outside the communicator: %+v", op)
+		case op.HasSeq != (kind == inspector.Collective):
+			t.Fatalf("seq on a P2P op: %+v", op)
+		}
+	})
+}
