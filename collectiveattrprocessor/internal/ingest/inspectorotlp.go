@@ -36,6 +36,7 @@ func (c *Converter) convertInspectorMetrics(md pmetric.Metrics, emit func(*Recor
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		res := rms.At(i).Resource().Attributes()
+		var rid resourceOwner
 		sms := rms.At(i).ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -53,15 +54,49 @@ func (c *Converter) convertInspectorMetrics(md pmetric.Metrics, emit func(*Recor
 					continue
 				}
 				dps := m.Gauge().DataPoints()
+				if !rid.read {
+					rid = c.inspectorResourceOwner(res)
+				}
 				for l := 0; l < dps.Len(); l++ {
-					c.convertInspectorPoint(res, dps.At(l), kind, nowNs, emit, skip)
+					c.convertInspectorPoint(&rid, dps.At(l), kind, nowNs, emit, skip)
 				}
 			}
 		}
 	}
 }
 
-func (c *Converter) convertInspectorPoint(res pcommon.Map, dp pmetric.NumberDataPoint, kind inspector.Kind, nowNs int64, emit func(*Record), skip func(Skip)) {
+// resourceOwner is what a resource says of the rank its points belong
+// to: the rank itself, or the process's pid (-1: none).
+type resourceOwner struct {
+	read     bool
+	owner    inspector.Owner
+	hasOwner bool
+	pid      int64
+}
+
+// inspectorResourceOwner reads a resource's rank identity (the
+// processor's identity keys) and pid (nccl_inspector.pid_keys).
+func (c *Converter) inspectorResourceOwner(res pcommon.Map) resourceOwner {
+	ro := resourceOwner{read: true, pid: -1}
+	var raw, none rawIdentity
+	raw.scan(c.keys, res)
+	var id identity
+	if resolve(&none, &raw, &id) == "" && id.hasRank && id.job != "" {
+		ro.owner = inspector.Owner{JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex}
+		ro.hasOwner = true
+	}
+	for _, k := range c.insp.cfg.PIDKeys {
+		if v, found := res.Get(k); found {
+			if pid, ok := intValue(v); ok && pid >= 0 {
+				ro.pid = pid
+			}
+			break
+		}
+	}
+	return ro
+}
+
+func (c *Converter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDataPoint, kind inspector.Kind, nowNs int64, emit func(*Record), skip func(Skip)) {
 	s := c.insp
 	attrs := dp.Attributes()
 	snKey := "coll_sn"
@@ -71,12 +106,13 @@ func (c *Converter) convertInspectorPoint(res pcommon.Map, dp pmetric.NumberData
 	if _, perOp := attrs.Get(snKey); !perOp {
 		return // an aggregated bucket
 	}
-	if err := inspectorOpOfPoint(&s.op, res, attrs, dp, kind, s.cfg.PIDKeys); err != "" {
+	if err := inspectorOpOfPoint(&s.op, attrs, dp, kind); err != "" {
 		s.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point: " + err})
 		return
 	}
 	op := &s.op
+	op.PID = ro.pid
 	s.stats.Read++
 	if op.Flags&inspector.FlagInvalidOp != 0 {
 		s.stats.InvalidOps++
@@ -86,13 +122,8 @@ func (c *Converter) convertInspectorPoint(res pcommon.Map, dp pmetric.NumberData
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point time is too far in the future"})
 		return
 	}
-	var raw, none rawIdentity
-	raw.scan(c.keys, res)
-	var id identity
-	if resolve(&none, &raw, &id) == "" && id.hasRank && id.job != "" {
-		c.emitInspector(op, inspector.Owner{
-			JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex,
-		}, emit)
+	if ro.hasOwner {
+		c.emitInspector(op, ro.owner, emit)
 		return
 	}
 	if op.PID < 0 {
@@ -112,70 +143,80 @@ func (c *Converter) convertInspectorPoint(res pcommon.Map, dp pmetric.NumberData
 // collective, coll_sn, coll_msg_size_bytes, or p2p_operation, p2p_sn,
 // p2p_peer, p2p_msg_size_bytes; the value is the execution time in µs and
 // the time the op's completion. The points carry no rank within the
-// communicator (CommRank is -1), so a P2P op gets no transfer number.
-func inspectorOpOfPoint(op *inspector.Op, res, attrs pcommon.Map, dp pmetric.NumberDataPoint, kind inspector.Kind, pidKeys []string) string {
-	*op = inspector.Op{Kind: kind, CommRank: -1, PID: -1}
-	str := func(key string) (string, bool) {
-		v, ok := attrs.Get(key)
-		if !ok || v.Type() != pcommon.ValueTypeStr || v.Str() == "" {
-			return "", false
-		}
-		return v.Str(), true
-	}
-	num := func(key string) (int64, bool) {
-		v, ok := attrs.Get(key)
-		if !ok {
-			return 0, false
-		}
-		return intValue(v)
-	}
-	var ok bool
-	if op.Host, ok = str("node"); !ok {
-		return "the node attribute is missing"
-	}
-	if op.CommID, ok = str("comm_id"); !ok || op.CommID == "unknown" {
-		return "the comm_id attribute is missing"
-	}
-	op.CommName, _ = str("comm_name")
-	if op.NRanks, ok = num("nranks"); !ok || op.NRanks < 1 {
-		return "the nranks attribute is missing or not a positive integer"
-	}
-	op.NNodes, _ = num("n_nodes")
+// communicator (CommRank is -1), so a P2P op gets no transfer number; nor
+// a pid (PID is -1: the resource's, if any, is the caller's to set).
+func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDataPoint, kind inspector.Kind) string {
+	*op = inspector.Op{Kind: kind, CommRank: -1, PID: -1, Peer: -1}
 	nameKey, snKey, sizeKey := "collective", "coll_sn", "coll_msg_size_bytes"
 	if kind == inspector.P2P {
 		nameKey, snKey, sizeKey = "p2p_operation", "p2p_sn", "p2p_msg_size_bytes"
 	}
-	if op.Name, ok = str(nameKey); !ok {
+	sn, size := int64(-1), int64(-1)
+	for k, v := range attrs.All() {
+		if v.Type() != pcommon.ValueTypeStr {
+			continue
+		}
+		str := v.Str()
+		switch k {
+		case "node":
+			op.Host = str
+		case "comm_id":
+			op.CommID = str
+		case "comm_name":
+			op.CommName = str
+		case "nranks":
+			op.NRanks, _ = parseDecimal(str)
+		case "n_nodes":
+			op.NNodes, _ = parseDecimal(str)
+		case nameKey:
+			op.Name = str
+		case snKey:
+			if n, ok := parseDecimal(str); ok {
+				sn = n
+			}
+		case sizeKey:
+			if n, ok := parseDecimal(str); ok {
+				size = n
+			}
+		case "p2p_peer":
+			if kind == inspector.P2P {
+				op.Peer, op.HasPeer = -1, true
+				if n, ok := parseDecimal(str); ok {
+					op.Peer = n
+				}
+			}
+		case "version":
+			op.Version = str
+		case "algo_proto":
+			op.Algo = str
+		}
+	}
+	switch {
+	case op.Host == "":
+		return "the node attribute is missing"
+	case op.CommID == "" || op.CommID == "unknown":
+		return "the comm_id attribute is missing"
+	case op.NRanks < 1:
+		return "the nranks attribute is missing or not a positive integer"
+	case op.Name == "":
 		return "the " + nameKey + " attribute is missing"
+	case sn < 0:
+		return "the " + snKey + " attribute is not an integer >= 0"
+	case size < 0:
+		return "the " + sizeKey + " attribute is not an integer >= 0"
+	case kind == inspector.P2P && (!op.HasPeer || op.Peer < 0 || op.Peer >= op.NRanks):
+		return "the p2p_peer attribute is not a rank of the communicator"
 	}
 	op.Op = inspector.OpName(op.Name)
 	if op.Name == "Invalid" {
 		op.Flags |= inspector.FlagInvalidOp
 	}
-	sn, ok := num(snKey)
-	if !ok || sn < 0 {
-		return "the " + snKey + " attribute is not an integer >= 0"
-	}
 	if kind == inspector.Collective {
 		op.Seq, op.HasSeq = sn, true
 	} else {
 		op.P2PSeq = sn
-		if op.Peer, ok = num("p2p_peer"); !ok || op.Peer < 0 || op.Peer >= op.NRanks {
-			return "the p2p_peer attribute is not a rank of the communicator"
-		}
-		op.HasPeer = true
 	}
-	if op.MessageBytes, ok = num(sizeKey); !ok || op.MessageBytes < 0 {
-		return "the " + sizeKey + " attribute is not an integer >= 0"
-	}
-	for _, k := range pidKeys {
-		if v, found := res.Get(k); found {
-			if pid, ok := intValue(v); ok && pid >= 0 {
-				op.PID = pid
-			}
-			break
-		}
-	}
+	op.MessageBytes = size
 	var exec float64
 	switch dp.ValueType() {
 	case pmetric.NumberDataPointValueTypeDouble:
@@ -186,7 +227,7 @@ func inspectorOpOfPoint(op *inspector.Op, res, attrs pcommon.Map, dp pmetric.Num
 		return "the point has no value"
 	}
 	end := int64(dp.Timestamp())
-	if math.IsNaN(exec) || exec < 0 || exec > float64(end)/1000 || end <= 0 {
+	if math.IsNaN(exec) || exec < 0 || end <= 0 || exec > float64(end)/1000 {
 		return "the execution time or the point's time is out of range"
 	}
 	op.ExecTimeUs = int64(exec)
@@ -194,11 +235,5 @@ func inspectorOpOfPoint(op *inspector.Op, res, attrs pcommon.Map, dp pmetric.Num
 	op.StartNs = end - op.ExecTimeUs*1000
 	op.DumpTimestampUs = end / 1000
 	op.TimingSource = "kernel_gpu"
-	if v, ok := str("version"); ok {
-		op.Version = v
-	}
-	if v, ok := str("algo_proto"); ok {
-		op.Algo = v
-	}
 	return ""
 }
