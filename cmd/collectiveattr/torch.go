@@ -132,7 +132,8 @@ func (s *markerSources) loadTorch(stderr io.Writer) (*torchRun, error) {
 		}
 		ranks[t.Rank] = name
 		if t.Stats.Skipped > 0 {
-			fmt.Fprintf(stderr, "collectiveattr: --torch-profiler: %s: %d events skipped (first: %s)\n", name, t.Stats.Skipped, t.Stats.FirstSkip)
+			fmt.Fprintf(stderr, "collectiveattr: --torch-profiler: %s: %d events skipped (first: line %d: %s)\n",
+				name, t.Stats.Skipped, lineAt(name, t.Stats.FirstSkipOffset), t.Stats.FirstSkip)
 		}
 		tr.traces = append(tr.traces, rankTrace{file: name, trace: t})
 		for _, m := range t.Memory {

@@ -231,3 +231,24 @@ func TestTorchProfilerPhases(t *testing.T) {
 		t.Fatalf("phases without the trace: %.300s", plain)
 	}
 }
+
+// An event of the wrong shape is skipped and counted, naming the file and
+// the line where it ends; the rest of the trace is read.
+func TestTorchProfilerSkippedEvent(t *testing.T) {
+	path := tempPath(t, "run.jsonl")
+	writeEvents(t, path, sourceRun{ranks: 2}.samples())
+	dir := t.TempDir()
+	trace := strings.Replace(string(kinetoTrace(0, 2, []kinetoOp{{atNs: 1_000_000_000, seq: 0}, {atNs: 2_000_000_000, seq: 1}}, true)),
+		`"ph": "X", "cat": "kernel"`, `"ph": "X", "cat": 7`, 1)
+	file := filepath.Join(dir, "rank0.json")
+	if err := os.WriteFile(file, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"attribute", "--torch-profiler", dir, path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := file + `: 1 events skipped (first: line 27: event "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)": cat is not a string)`; !strings.Contains(errb.String(), want) {
+		t.Fatalf("stderr %q, want %q", errb.String(), want)
+	}
+}

@@ -110,8 +110,9 @@ func (rd *reader) events() error {
 	var ev rawEvent
 	return s.Array(func() error {
 		if s.Peek() != '{' {
-			rd.skip(fmt.Sprintf("event at byte %d: not an object", s.Pos()))
-			return s.SkipValue()
+			err := s.SkipValue()
+			rd.skip("an event that is not an object")
+			return err
 		}
 		ev = rawEvent{}
 		if err := rd.event(&ev); err != nil {
@@ -119,11 +120,11 @@ func (rd *reader) events() error {
 		}
 		rd.t.Stats.Events++
 		if ev.bad != "" {
-			rd.skip(fmt.Sprintf("event %q ending at byte %d: %s", ev.name, s.Pos(), ev.bad))
+			rd.skip(fmt.Sprintf("event %q: %s", ev.name, ev.bad))
 			return nil
 		}
 		if err := rd.b.add(&ev, &rd.args); err != nil {
-			rd.skip(fmt.Sprintf("event %q ending at byte %d: %v", ev.name, s.Pos(), err))
+			rd.skip(fmt.Sprintf("event %q: %v", ev.name, err))
 		}
 		return nil
 	})
@@ -220,9 +221,10 @@ func intOrDigits(s *jsonscan.Scanner) (int64, bool, error) {
 	return 0, false, s.SkipValue()
 }
 
+// skip counts the event just read as skipped.
 func (rd *reader) skip(why string) {
 	if rd.t.Stats.Skipped == 0 {
-		rd.t.Stats.FirstSkip = why
+		rd.t.Stats.FirstSkip, rd.t.Stats.FirstSkipOffset = why, int64(rd.s.Pos())
 	}
 	rd.t.Stats.Skipped++
 }

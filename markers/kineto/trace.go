@@ -50,9 +50,11 @@ type Stats struct {
 	Kernels int // NCCL kernels
 	CPUOps  int // record_param_comms ops
 	// Skipped counts events left out because a field they need has the
-	// wrong type; FirstSkip describes the first.
-	Skipped   int
-	FirstSkip string
+	// wrong type; FirstSkip describes the first, which ends at byte
+	// FirstSkipOffset of the trace.
+	Skipped         int
+	FirstSkip       string
+	FirstSkipOffset int64
 }
 
 // ErrRelativeTimes: the trace's times count from the profiler's start
