@@ -32,11 +32,14 @@ type collectiveKey struct {
 // p2pKeyOp is the op a send or a recv keys its instance with.
 const p2pKeyOp = "send/recv"
 
+// keyOf keys a collective by its communicator's canonical id
+// (CanonicalCommID), so that sources writing one communicator's hash
+// differently name one collective.
 func keyOf(comm, op string, seq int64) collectiveKey {
 	if op == "send" || op == "recv" {
 		op = p2pKeyOp
 	}
-	return collectiveKey{comm, op, seq}
+	return collectiveKey{CanonicalCommID(comm), op, seq}
 }
 
 // Intern returns the index of the collective (comm, op, seq) that a

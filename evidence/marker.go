@@ -92,16 +92,26 @@ func (t *CollectiveTable) entry(comm, op string, seq int64, clone bool) (int32, 
 		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
 		i = int32(len(t.List) - 1)
 		t.index[key] = i
-	} else if c := &t.List[i]; key.op == p2pKeyOp && op < c.Op {
-		// The two sides of a transfer are one instance: its op is the
-		// smaller name its markers give ("recv" once the receiver's is
-		// seen), whichever member's marker came first, so that the
-		// processor, whose markers arrive in no fixed order across ranks,
-		// names it as the CLI does.
-		if clone {
-			op = strings.Clone(op)
+	} else {
+		c := &t.List[i]
+		if comm != c.CommID && fullerCommID(comm, c.CommID) {
+			// The id shown is the fullest form any source gave.
+			if clone {
+				comm = strings.Clone(comm)
+			}
+			c.CommID = comm
 		}
-		c.Op = op
+		if key.op == p2pKeyOp && op < c.Op {
+			// The two sides of a transfer are one instance: its op is the
+			// smaller name its markers give ("recv" once the receiver's is
+			// seen), whichever member's marker came first, so that the
+			// processor, whose markers arrive in no fixed order across
+			// ranks, names it as the CLI does.
+			if clone {
+				op = strings.Clone(op)
+			}
+			c.Op = op
+		}
 	}
 	return i, &t.List[i]
 }

@@ -29,8 +29,8 @@ type commRanks struct {
 // Learn records that the process joined to globalRank of job is rank
 // op.CommRank of op's communicator.
 func (m *Members) Learn(job string, op *Op, globalRank int64) {
-	if op.NRanks < 1 || op.NRanks > maxCommSize || globalRank < 0 {
-		return
+	if op.NRanks < 1 || op.NRanks > maxCommSize || globalRank < 0 || op.CommRank < 0 || op.CommRank >= op.NRanks {
+		return // the op does not say which member wrote it
 	}
 	if m.comms == nil {
 		m.comms = make(map[commKey]*commRanks)

@@ -3,27 +3,17 @@ package inspector
 import (
 	"errors"
 	"fmt"
+
+	"github.com/collectiveattr/collectiveattr/internal/jsonscan"
 )
 
 // SyntaxError reports a line that is not well-formed JSON (a torn last line
 // of a file being written, or not an Inspector file at all).
-type SyntaxError struct {
-	Offset int // byte offset in the line
-	Msg    string
-}
-
-func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("malformed JSON at offset %d: %s", e.Offset, e.Msg)
-}
+type SyntaxError = jsonscan.SyntaxError
 
 // FieldError reports a well-formed record whose field is missing, of the
 // wrong type or out of range. Field is the key's path, e.g. "header.rank".
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
+type FieldError = jsonscan.FieldError
 
 // VersionError reports a record whose inspector_output_format_version is
 // not of format 4: its fields may mean something else.

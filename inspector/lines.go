@@ -26,6 +26,9 @@ type Stats struct {
 	// Malformed the lines that failed to parse (ErrNotOpRecord aside).
 	NotOpRecords int
 	Malformed    int
+	// IncompleteDumps counts dumps (format v4.3 and later) whose announced
+	// op lines did not all come: their context ends where they broke off.
+	IncompleteDumps int
 }
 
 // Add counts one parsed op.
@@ -74,6 +77,7 @@ type Reader struct {
 // errors.
 func (rd *Reader) Read(r io.Reader, visit func(*Op)) error {
 	rd.Parser.ResetContext()
+	startIncomplete := rd.Parser.IncompleteDumps()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	line := 0
@@ -97,6 +101,8 @@ func (rd *Reader) Read(r io.Reader, visit func(*Op)) error {
 			}
 		}
 	}
+	rd.Parser.endDump() // the file's last dump ends with it
+	rd.Stats.IncompleteDumps += rd.Parser.IncompleteDumps() - startIncomplete
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("line %d: %w", line+1, err)
 	}

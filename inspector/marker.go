@@ -103,9 +103,19 @@ func eventTypeOf(op string) string {
 // the sender's and the receiver's global ranks once known, so the send and
 // its matching recv name one collective instance. A P2P op without a
 // PairSeq carries no sequence number.
+//
+// An "Invalid" op (FlagInvalidOp) is a bare marker: its time, op, size and
+// duration, no communicator or sequence number. The plugin prints every
+// NCCL function it has no name for (all-to-all, gather, scatter) as
+// "Invalid", and NCCL numbers each function on its own counter, so
+// (communicator, "invalid", coll_sn) would name several ops as one.
 func EvidenceMarker(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	op := j.Op
 	e := baseEvent(j, op.StartNs, textsOf(op.Name).evidence)
+	if op.Flags&FlagInvalidOp != 0 {
+		e.Metadata = bareMetadata(op)
+		return append(dst, e)
+	}
 	md := make(map[string]any, 10)
 	pair := op.Kind == P2P && op.HasPairSeq
 	if pair {
@@ -154,6 +164,19 @@ func EvidenceMarker(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	}
 	e.Metadata = md
 	return append(dst, e)
+}
+
+// bareMetadata is the metadata of a marker without collective identity.
+func bareMetadata(op *Op) map[string]any {
+	md := map[string]any{
+		"nccl.op":            op.Op,
+		"nccl.message_bytes": jsonInt(op.MessageBytes),
+		"nccl.duration_ns":   jsonInt(op.DurationNs()),
+	}
+	if op.Approximate() {
+		md["nccl.time_approximate"] = true
+	}
+	return md
 }
 
 func jsonInt(v int64) json.Number { return json.Number(strconv.FormatInt(v, 10)) }

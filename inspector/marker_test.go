@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -155,5 +156,34 @@ func TestMembers(t *testing.T) {
 	m.Forget("job")
 	if len(m.comms) != 0 {
 		t.Fatalf("Forget left %d communicators", len(m.comms))
+	}
+}
+
+// "Invalid" stands for several NCCL functions, each numbered on its own
+// counter: an all-to-all and a gather of one communicator with the same
+// coll_sn must not name one collective.
+func TestEvidenceMarkerInvalidIsBare(t *testing.T) {
+	var table evidence.CollectiveTable
+	token := func() bool { return true }
+	for _, sn := range []string{`"coll_sn":1231`, `"coll_sn":1231`} {
+		op := mustParse(t, variant(t, false, `"ReduceScatter"`, `"Invalid"`, `"coll_sn":1231`, sn))
+		events := EvidenceMarker(nil, &Joined{Op: op, Owner: testOwner, CommRanks: []int64{0, 1, 2, 3, 4, 5, 6, 7}})
+		if len(events) != 1 {
+			t.Fatalf("%d events", len(events))
+		}
+		e := &events[0]
+		if _, ok := e.Metadata["nccl.seq"]; ok {
+			t.Fatalf("Invalid op carries nccl.seq: %v", e.Metadata)
+		}
+		m, ok := evidence.MetadataMarker(e, token, &table)
+		if !ok || m.Collective != evidence.NoCollective {
+			t.Fatalf("marker %+v ok %v: want a bare marker", m, ok)
+		}
+		if e.Metadata["nccl.op"] != "invalid" || !attribution.IsMarker(e) {
+			t.Fatalf("event %+v", *e)
+		}
+	}
+	if len(table.List) != 0 {
+		t.Fatalf("collectives %+v, want none", table.List)
 	}
 }

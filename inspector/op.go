@@ -102,6 +102,10 @@ type Op struct {
 	// says how it was measured ("kernel_gpu" with the plugin's defaults).
 	ExecTimeUs   int64
 	TimingSource string
+	// Algo and Proto are coll_algo and coll_proto (format v4.2 and later:
+	// NCCL's algorithm and protocol names, e.g. "RING", "LL"); "" when the
+	// record has none.
+	Algo, Proto string
 	// AlgoBWGBs and BusBWGBs are the bandwidths in GB/s; NaN for "nan".
 	AlgoBWGBs float64
 	BusBWGBs  float64

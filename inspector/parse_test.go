@@ -340,3 +340,49 @@ func TestParserReusesNothingAcrossRecords(t *testing.T) {
 		t.Fatalf("strings changed with the input: %+v", op)
 	}
 }
+
+// The layouts of the plugin's later versions and of the forks: v4.1's
+// proxy variant lists kernel channels under "events", a verbose record
+// may have all-zero kernel times (REQUIRE_KERNEL_TIMING=0), and a fork
+// writes the execution time as a double.
+func TestParseLayoutVariants(t *testing.T) {
+	const (
+		startUs = 1752867229235059
+		stopUs  = 1752867229275811
+		execUs  = 41057
+	)
+	kernelEvents := `"kernel_events":[{"channel_id":0,"kernel_start_ts":1752867229235181,"kernel_stop_ts":1752867229275811,"kernel_record_ts":1752867229275811}]}`
+	tests := []struct {
+		name        string
+		line        []byte
+		wantEndNs   int64
+		approximate bool
+		wantExecUs  int64
+	}{
+		{"v4.1 proxy variant", variant(t, false, `"v4.0"`, `"v4.1"`, `,`+kernelEvents,
+			`},"events":[{"event_type":"KernelCh","channel_id":0,"event_trace_sn":{"kernel_start_sn":3,"kernel_stop_sn":5,"kernel_record_sn":4},"event_trace_ts":{"kernel_start_ts":1752867229235181,"kernel_stop_ts":1752867229275811,"kernel_record_ts":1752867229275811}},{"event_type":"ProxyOp","proxy_id":9,"proxy_rank":4,"proxy_pid":438776,"proxy_start_ts":1752867229235200,"proxy_stop_ts":1752867229299999,"proxy_duration_us":64799,"proxy_states":[]}]`),
+			stopUs * 1000, false, execUs},
+		{"all-zero kernel events", variant(t, false, `"kernel_start_ts":1752867229235181,"kernel_stop_ts":1752867229275811,"kernel_record_ts":1752867229275811`,
+			`"kernel_start_ts":0,"kernel_stop_ts":0,"kernel_record_ts":0`),
+			(startUs + execUs) * 1000, true, execUs},
+		{"exec time as a double", variant(t, false, `"coll_exec_time_us":41057`, `"coll_exec_time_us":41057.750000`),
+			stopUs * 1000, false, execUs},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			op, err := Parse(tc.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.StartNs != startUs*1000 || op.EndNs != tc.wantEndNs || op.Approximate() != tc.approximate || op.ExecTimeUs != tc.wantExecUs {
+				t.Fatalf("start %d end %d approximate %v exec %d, want %d %d %v %d",
+					op.StartNs, op.EndNs, op.Approximate(), op.ExecTimeUs, startUs*1000, tc.wantEndNs, tc.approximate, tc.wantExecUs)
+			}
+		})
+	}
+	for _, bad := range []string{`-1.5`, `1e300`, `"41057"`} {
+		if _, err := Parse(variant(t, false, `"coll_exec_time_us":41057`, `"coll_exec_time_us":`+bad)); err == nil {
+			t.Errorf("exec time %s accepted", bad)
+		}
+	}
+}

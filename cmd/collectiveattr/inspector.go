@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/inspector"
@@ -26,28 +23,10 @@ func (p *pathList) Set(v string) error {
 	return nil
 }
 
-// inspectorFiles expands each path: a file is taken as it is, a directory
-// gives its *.log files (not recursive), each list sorted by name.
-func inspectorFiles(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		logs, err := filepath.Glob(filepath.Join(p, "*.log"))
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(logs)
-		files = append(files, logs...)
-	}
-	return files, nil
-}
+// inspectorSuffixes are the names of Inspector logs in a directory: the
+// plugin writes <host>-pid<pid>.log; NVIDIA's exporter also reads .jsonl
+// (and both gzip-compressed).
+var inspectorSuffixes = []string{".log", ".jsonl"}
 
 // inspectorJoin joins NCCL Inspector records to the ranks of a run: it
 // learns each rank's (host, pid) from the run's records as they stream in,
@@ -97,9 +76,9 @@ func addInspectorMarkers(events []telemetry.Event, paths []string, markers inspe
 // appendMarkers reads the Inspector files, joins their records to the ranks
 // learned so far and appends the markers that markers makes of each.
 func (ij *inspectorJoin) appendMarkers(events []telemetry.Event, markers inspector.MarkerFunc, stderr io.Writer) ([]telemetry.Event, error) {
-	files, err := inspectorFiles(ij.paths)
+	files, err := inputFiles("--nccl-inspector", ij.paths, inspectorSuffixes)
 	if err != nil {
-		return nil, fmt.Errorf("--nccl-inspector: %w", err)
+		return nil, err
 	}
 	joiner := ij.joiner
 
@@ -116,7 +95,7 @@ func (ij *inspectorJoin) appendMarkers(events []telemetry.Event, markers inspect
 	)
 	for _, name := range files {
 		var rd inspector.Reader
-		f, err := os.Open(name)
+		f, err := openInput(name)
 		if err != nil {
 			return nil, fmt.Errorf("--nccl-inspector: %w", err)
 		}

@@ -1,7 +1,7 @@
 // Command collectiveattr runs the collective attribution engine outside a
 // collector (docs/processor-contract.md §7):
 //
-//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
+//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... [--torch-profiler PATH]... [--flight-recorder PATH]... FILE|-
 //
 // It reads stormlog TelemetryEvent records, attributes all of them as one run
 // exactly as stormlog's attribute_collective_memory does, and writes the
@@ -81,13 +81,30 @@ Flags:
   --nccl-inspector PATH
                     also read NCCL Inspector logs (the plugin's
                     <host>-pid<pid>.log files): PATH is a file or a directory
-                    whose *.log files are read. Repeat the flag for more paths
+                    whose *.log, *.jsonl, *.log.gz and *.jsonl.gz files are
+                    read, subdirectories included. Repeat the flag for more paths
                     (--nccl-inspector a --nccl-inspector b). Each record is
                     joined to the rank of FILE whose records carry its
                     hostname and pid, and counts as a collective marker at
                     its op's start and end. Records that join no rank, or a
                     host and pid several ranks share, are left out and
                     counted on stderr, as are unreadable lines.
+  --torch-profiler PATH
+                    also read PyTorch profiler traces (Kineto JSON, .json or
+                    .json.gz): PATH is a trace or a directory of them, one
+                    per rank (rank from distributedInfo, else rank<N> in the
+                    file name). NCCL collectives become markers of that rank
+                    (with identity from the process group and Seq), [memory]
+                    events fill the allocator side of samples that lack it,
+                    and with --phases ProfilerStep#N/record_function ranges
+                    become phases. Repeatable. See docs/torch-sources.md.
+  --flight-recorder PATH
+                    also read PyTorch Flight Recorder dumps in JSON (not the
+                    default pickle): PATH is a dump or a directory of them,
+                    one per rank, named <prefix><rank>. Their identity names
+                    the bare markers of --torch-profiler traces of the same
+                    rank; the other entries are approximate markers of their
+                    own. Repeatable.
   -h, --help        print this help.
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result
@@ -150,6 +167,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
+	if err := opts.sources.load(stderr); err != nil {
+		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
+		return exitInput
+	}
 	runIn, err := readRun(in, opts)
 	if err != nil {
 		var recErr *telemetry.RecordError
@@ -159,7 +180,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitInput
 	}
-	if err := runIn.addInspectorMarkers(stderr); err != nil {
+	if err := runIn.addSourceMarkers(stderr); err != nil {
 		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
 		return exitInput
 	}
@@ -199,6 +220,7 @@ type attributeOptions struct {
 	mode      string
 	phases    bool
 	inspector pathList
+	sources   markerSources
 	file      string
 }
 
@@ -211,6 +233,7 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	fs.StringVar(&o.overrides, "overrides", "", "")
 	fs.BoolVar(&o.phases, "phases", false, "")
 	fs.Var(&o.inspector, "nccl-inspector", "")
+	o.sources.register(fs)
 	fs.StringVar(&o.mode, "mode", attribution.ModeReference, "")
 	fs.StringVar(&o.evidence, "evidence", "", "")
 	var files []string

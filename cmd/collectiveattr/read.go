@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
@@ -21,6 +23,7 @@ type runInput struct {
 	evidence  *evidence.Builder   // evidence mode only
 	phases    *phase.IndexBuilder // nil without --phases
 	inspector *inspectorJoin      // nil without --nccl-inspector
+	torch     *torchRun           // nil without --torch-profiler
 }
 
 // readRun streams the records of r into the builders opts asks for.
@@ -35,19 +38,56 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	if len(opts.inspector) > 0 {
 		ri.inspector = newInspectorJoin(opts.inspector)
 	}
-	err := telemetry.Stream(r, func(chunk []telemetry.Event) error {
+	ri.torch = opts.sources.torch
+	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
 		return nil
-	})
-	if err != nil {
+	}
+	if f, ok := r.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.IsDir() {
+			if err := streamSinkDir(f.Name(), add); err != nil {
+				return nil, err
+			}
+			return ri, nil
+		}
+	}
+	if err := telemetry.Stream(r, add); err != nil {
 		return nil, err
 	}
 	return ri, nil
 }
 
+// streamSinkDir streams the segments of a stormlog sink directory in
+// write order; an error names the segment (and, for a bad record, its
+// line).
+func streamSinkDir(dir string, add func([]telemetry.Event) error) error {
+	segments, err := telemetry.SinkSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range segments {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		err = telemetry.Stream(f, add)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // add feeds events to every builder of the run.
 func (ri *runInput) add(events []telemetry.Event) {
 	ri.events += len(events)
+	if ri.torch != nil {
+		for i := range events {
+			ri.torch.fill(&events[i])
+			ri.torch.owners.learn(&events[i])
+		}
+	}
 	if ri.evidence == nil {
 		ri.reference.AddEvents(events)
 	}
@@ -83,6 +123,31 @@ func (ri *runInput) addInspectorMarkers(stderr io.Writer) error {
 	}
 	ri.inspector = nil // the markers are not (host, pid) telemetry
 	ri.add(events)
+	return nil
+}
+
+// addSourceMarkers adds the markers of every marker source of the run:
+// NCCL Inspector logs, then PyTorch profiler traces (and, with --phases,
+// their ranges as phases of their ranks' sessions).
+func (ri *runInput) addSourceMarkers(stderr io.Writer) error {
+	if err := ri.addInspectorMarkers(stderr); err != nil {
+		return err
+	}
+	if ri.torch == nil {
+		return nil
+	}
+	torch := ri.torch
+	ri.torch = nil // the markers are no telemetry of their ranks
+	events := torch.events(ri.mode, ri.phases != nil, stderr)
+	var marks []telemetry.Event
+	for i := range events {
+		if t := events[i].EventType; t == phase.EnterEvent || t == phase.ExitEvent {
+			ri.phases.Add(&events[i])
+		} else {
+			marks = append(marks, events[i])
+		}
+	}
+	ri.add(marks)
 	return nil
 }
 

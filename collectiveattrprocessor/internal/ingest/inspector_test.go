@@ -208,7 +208,7 @@ func TestInspectorContextPerFile(t *testing.T) {
 	c.Metrics(rankMetrics("job-a", 0, "node01", 100))(func(Read) bool { return true })
 	c.Metrics(rankMetrics("job-a", 1, "node01", 200))(func(Read) bool { return true })
 	ctx := func(pid int64) string {
-		return `{"header":{"id":"0xabc","comm_name":"unknown","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.3","dump_timestamp_us":1767225600100000,"hostname":"node01","pid":` + itoa(pid) + `},"dump_stats":{}}`
+		return `{"header":{"id":"0xabc","comm_name":"unknown","rank":0,"n_ranks":2,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.3","dump_timestamp_us":1767225600100000,"hostname":"node01","pid":` + itoa(pid) + `},"dump_stats":{"coll_records":1,"p2p_records":0}}`
 	}
 	op := `{"coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":1048576,"coll_exec_time_us":100,"coll_timing_source":"kernel_gpu","coll_algobw_gbs":1.0,"coll_busbw_gbs":1.0}}`
 	ld := plog.NewLogs()

@@ -27,12 +27,15 @@ type Read struct {
 }
 
 // Metrics converts md (convertMetrics): sample runs, skips and, with
-// Config.Evidence, NCCL's accounting points as records.
+// Config.Evidence, NCCL's accounting points as records; the per-operation
+// points of NCCL Inspector's OTLP export become marker records
+// (inspectorotlp.go).
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
 		c.learnMetricsProcesses(md)
 		c.convertMetricsAccounting(md, y.sampleRun, y.record, y.skip)
+		c.convertInspectorMetrics(md, y.record, y.skip)
 	}
 }
 

@@ -1,0 +1,399 @@
+package flightrecorder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/collectiveattr/collectiveattr/internal/jsonscan"
+	"github.com/collectiveattr/collectiveattr/markers"
+)
+
+// Dump is what one Flight Recorder dump says.
+type Dump struct {
+	// Version is the dump's version ("2.10").
+	Version string
+	// Markers are the entries that ran (state started or completed), in
+	// dump order, approximate, with identity where the entry has it.
+	Markers []markers.Marker
+	Stats   Stats
+}
+
+// Stats counts a dump's entries.
+type Stats struct {
+	Entries int
+	// Scheduled counts entries that had not started when the dump was
+	// taken: no marker.
+	Scheduled int
+	// Skipped counts entries with unusable fields; FirstSkip says why.
+	Skipped   int
+	FirstSkip string
+}
+
+// ErrPickle: the file is a pickle, Flight Recorder's default dump format.
+var ErrPickle = errors.New("a pickle (Flight Recorder's default dump format), not JSON: dump JSON with torch._C._distributed_c10d._dump_nccl_trace_json(), or convert the pickle (docs/torch-sources.md)")
+
+// SyntaxError is a dump that is not well-formed JSON.
+type SyntaxError struct {
+	Offset int64
+	Err    error
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("malformed JSON at byte %d: %v", e.Offset, e.Err)
+}
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// entry is what a dump entry is read for.
+type entry struct {
+	pgName        string
+	seq           int64
+	hasSeq        bool
+	profilingName string
+	createdNs     int64
+	durationMs    float64
+	hasDuration   bool
+	inElems       int64
+	outElems      int64
+	dtype         string
+	state         string
+	startedNs     int64
+	completedNs   int64
+	isP2P         bool
+}
+
+// Read reads one dump. A pickle is ErrPickle, malformed JSON a
+// *SyntaxError; an entry with fields of the wrong type is skipped and
+// counted. The dump is read whole into memory.
+func Read(r io.Reader) (*Dump, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return ReadBytes(data)
+}
+
+// ReadBytes is Read of a dump held in memory.
+func ReadBytes(data []byte) (*Dump, error) {
+	if len(data) > 0 && data[0] == 0x80 {
+		return nil, ErrPickle // pickle protocol 2 and later start with PROTO
+	}
+	rd := dumpReader{d: &Dump{}, ranks: map[string][]int64{}}
+	s := &rd.s
+	s.Reset(data)
+	err := s.Object(rd.member)
+	if err == nil && !s.AtEnd() {
+		err = s.Fail("unexpected data after the dump")
+	}
+	var se *jsonscan.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, &SyntaxError{Offset: int64(se.Offset), Err: errors.New(se.Msg)}
+	case err != nil:
+		return nil, err
+	}
+	for i := range rd.d.Markers {
+		m := &rd.d.Markers[i]
+		if ranks, ok := rd.ranks[m.CommID]; ok && len(ranks) > 0 {
+			m.Ranks, m.NRanks = ranks, int64(len(ranks))
+		}
+	}
+	return rd.d, nil
+}
+
+// dumpReader is the state of one ReadBytes.
+type dumpReader struct {
+	s jsonscan.Scanner
+	d *Dump
+	// ranks are pg_config's members per group name (pg_config may follow
+	// the entries).
+	ranks map[string][]int64
+	// strings holds the short strings that repeat from entry to entry
+	// (group names, op names, dtypes, states), each allocated once.
+	strings map[string]string
+}
+
+// maxInterned bounds the string table against a dump of ever-new values.
+const maxInterned = 1024
+
+func (rd *dumpReader) intern(b []byte) string {
+	if v, ok := rd.strings[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if rd.strings == nil || len(rd.strings) >= maxInterned {
+		rd.strings = make(map[string]string, 16)
+	}
+	rd.strings[v] = v
+	return v
+}
+
+func (rd *dumpReader) member(key []byte) error {
+	s := &rd.s
+	switch string(key) {
+	case "version":
+		if s.Peek() == '"' {
+			v, err := s.StringBytes()
+			rd.d.Version = string(v)
+			return err
+		}
+	case "pg_config":
+		if s.Peek() != '{' {
+			return s.TypeError("pg_config", "an object")
+		}
+		return s.Object(func([]byte) error { return rd.pgConfig() })
+	case "entries":
+		if s.Peek() != '[' {
+			return s.TypeError("entries", "an array")
+		}
+		i := 0
+		return s.Array(func() error {
+			defer func() { i++ }()
+			return rd.entry(i)
+		})
+	}
+	return s.SkipValue()
+}
+
+// pgConfig reads one group of pg_config: {"name", "desc", "ranks"}.
+func (rd *dumpReader) pgConfig() error {
+	s := &rd.s
+	if s.Peek() != '{' {
+		return s.SkipValue()
+	}
+	var name, ranks string
+	err := s.Object(func(key []byte) error {
+		k := string(key)
+		if (k != "name" && k != "ranks") || s.Peek() != '"' {
+			return s.SkipValue()
+		}
+		v, err := s.StringBytes()
+		if k == "name" {
+			name = string(v)
+		} else {
+			ranks = string(v)
+		}
+		return err
+	})
+	if err == nil && name != "" {
+		rd.ranks[name] = markers.ParseRanks(ranks)
+	}
+	return err
+}
+
+// entry reads entries[i]; an entry with a field of the wrong type is
+// skipped and counted.
+func (rd *dumpReader) entry(i int) error {
+	s := &rd.s
+	rd.d.Stats.Entries++
+	if s.Peek() != '{' {
+		rd.d.skip(fmt.Sprintf("entry %d: not an object", i))
+		return s.SkipValue()
+	}
+	var e entry
+	bad := ""
+	wrong := func(key, want string) error {
+		if bad == "" {
+			bad = key + " must be " + want
+		}
+		return s.SkipValue()
+	}
+	str := func(dst *string, key string) error {
+		if s.Peek() != '"' {
+			return wrong(key, "a string")
+		}
+		v, err := s.StringBytes()
+		*dst = rd.intern(v)
+		return err
+	}
+	// optInt reads an integer that JSON dumps may write as 0 or null.
+	optInt := func(dst *int64, has *bool, key string) error {
+		if s.SkipNull() {
+			return nil
+		}
+		switch c := s.Peek(); {
+		case c == '-' || jsonscan.IsDigit(c):
+			v, err := s.IntField(key)
+			*dst = v
+			if has != nil {
+				*has = err == nil
+			}
+			var fe *jsonscan.FieldError
+			if errors.As(err, &fe) {
+				bad = fe.Error()
+				return nil
+			}
+			return err
+		}
+		return wrong(key, "an integer")
+	}
+	err := s.Object(func(key []byte) error {
+		switch string(key) {
+		case "process_group":
+			if s.Peek() != '[' {
+				return wrong("process_group", "an array")
+			}
+			first := true
+			return s.Array(func() error {
+				if !first || s.Peek() != '"' {
+					return s.SkipValue()
+				}
+				first = false
+				v, err := s.StringBytes()
+				e.pgName = rd.intern(v)
+				return err
+			})
+		case "collective_seq_id":
+			return optInt(&e.seq, &e.hasSeq, "collective_seq_id")
+		case "profiling_name":
+			return str(&e.profilingName, "profiling_name")
+		case "time_created_ns":
+			return optInt(&e.createdNs, nil, "time_created_ns")
+		case "time_discovered_started_ns":
+			return optInt(&e.startedNs, nil, "time_discovered_started_ns")
+		case "time_discovered_completed_ns":
+			return optInt(&e.completedNs, nil, "time_discovered_completed_ns")
+		case "duration_ms":
+			if s.SkipNull() {
+				return nil // without TORCH_NCCL_ENABLE_TIMING
+			}
+			v, err := s.FloatField("duration_ms")
+			e.durationMs, e.hasDuration = v, err == nil
+			var fe *jsonscan.FieldError
+			if errors.As(err, &fe) {
+				bad = fe.Error()
+				return nil
+			}
+			return err
+		case "input_sizes":
+			return rd.elements(&e.inElems, &bad)
+		case "output_sizes":
+			return rd.elements(&e.outElems, &bad)
+		case "input_dtypes":
+			if s.Peek() != '[' {
+				return wrong("input_dtypes", "an array")
+			}
+			return s.Array(func() error {
+				if e.dtype != "" || s.Peek() != '"' {
+					return s.SkipValue()
+				}
+				v, err := s.StringBytes()
+				e.dtype = rd.intern(v)
+				return err
+			})
+		case "state":
+			return str(&e.state, "state")
+		case "is_p2p":
+			switch s.Peek() {
+			case 't':
+				e.isP2P = true
+			case 'f':
+			default:
+				return wrong("is_p2p", "a boolean")
+			}
+			return s.SkipValue()
+		}
+		return s.SkipValue()
+	})
+	if err != nil {
+		return err
+	}
+	if bad != "" {
+		rd.d.skip(fmt.Sprintf("entry %d: %s", i, bad))
+		return nil
+	}
+	m, ok, merr := markerOf(&e)
+	switch {
+	case merr != nil:
+		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
+	case !ok:
+		rd.d.Stats.Scheduled++
+	default:
+		rd.d.Markers = append(rd.d.Markers, m)
+	}
+	return nil
+}
+
+// elements reads the element count of a sizes list's first tensor
+// ([[4096, 4096], ...] → 16777216); 0 when it has none.
+func (rd *dumpReader) elements(dst *int64, bad *string) error {
+	s := &rd.s
+	if s.Peek() != '[' {
+		if *bad == "" {
+			*bad = "sizes must be a list of lists"
+		}
+		return s.SkipValue()
+	}
+	first := true
+	return s.Array(func() error {
+		if !first || s.Peek() != '[' {
+			return s.SkipValue()
+		}
+		first = false
+		n := int64(1)
+		err := s.Array(func() error {
+			d, err := s.IntField("sizes")
+			switch {
+			case err != nil:
+				var fe *jsonscan.FieldError
+				if errors.As(err, &fe) {
+					n = 0
+					return nil
+				}
+				return err
+			case d < 0 || (d > 0 && n > math.MaxInt64/d):
+				n = 0
+			default:
+				n *= d
+			}
+			return nil
+		})
+		*dst = n
+		return err
+	})
+}
+
+func (d *Dump) skip(why string) {
+	if d.Stats.Skipped == 0 {
+		d.Stats.FirstSkip = why
+	}
+	d.Stats.Skipped++
+}
+
+// markerOf is the marker of an entry that ran; ok is false for one that
+// had not started.
+func markerOf(e *entry) (markers.Marker, bool, error) {
+	if e.state == "scheduled" {
+		return markers.Marker{}, false, nil
+	}
+	if e.profilingName == "" || e.createdNs <= 0 {
+		return markers.Marker{}, false, errors.New("profiling_name and time_created_ns are required")
+	}
+	op := markers.OpName(e.profilingName)
+	m := markers.Marker{Op: op, Name: e.profilingName, CommID: e.pgName, Approximate: true}
+	if e.hasSeq && e.seq >= 0 && !e.isP2P && !markers.IsP2P(op) {
+		m.Seq, m.HasSeq = e.seq, true
+	}
+	if size := markers.DTypeSize(e.dtype); size > 0 {
+		n := e.inElems
+		if e.outElems > 0 && (n == 0 || e.outElems < n) {
+			n = e.outElems
+		}
+		if n > 0 && n <= math.MaxInt64/size {
+			m.MessageBytes = n * size
+		}
+	}
+	// The op ran after it was enqueued and had ended when the watchdog
+	// saw it complete; GPU timing, when enabled, gives its duration.
+	start := max(e.createdNs, e.startedNs)
+	end := start
+	switch {
+	case e.completedNs > start:
+		end = e.completedNs
+	case e.hasDuration && e.durationMs > 0 && e.durationMs < 1e9:
+		end = start + int64(e.durationMs*1e6)
+	}
+	m.StartNs, m.EndNs = start, end
+	return m, true, nil
+}
