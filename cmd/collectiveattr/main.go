@@ -32,7 +32,6 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 const (
@@ -105,18 +104,21 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, shortUsage)
 		return exitConfig
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
 	case "attribute":
 	case "report":
 		return runReport(args[1:], stdin, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n%s", args[0], shortUsage)
 		return exitConfig
 	}
 
@@ -126,8 +128,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n\n%s", err, usage)
-		return exitConfig
+		return usageError(stderr, "collectiveattr", "attribute", err)
 	}
 
 	overrides, err := parseOverrides(opts.overrides)
@@ -140,28 +141,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr: --evidence: %v\n", err)
 		return exitConfig
 	}
-	in := stdin
-	if opts.file != "-" {
-		f, err := os.Open(opts.file)
-		if err != nil {
-			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-			return exitInput
-		}
-		defer f.Close()
-		in = f
-	}
-	runIn, err := readRun(in, opts)
-	if err != nil {
-		var recErr *telemetry.RecordError
-		if !errors.As(err, &recErr) {
-			err = fmt.Errorf("collectiveattr: %s: %w", opts.file, err)
-		}
-		fmt.Fprintln(stderr, err)
-		return exitInput
-	}
-	if err := runIn.addInspectorMarkers(stderr); err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-		return exitInput
+	runIn, code := readInput("collectiveattr", opts, stdin, stderr)
+	if code != exitOK {
+		return code
 	}
 
 	// As the reference: records are loaded first (an invalid one is exit 1),
@@ -172,8 +154,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-
-	return writeResults(results, opts.phases, stdout, stderr)
+	if opts.format == formatTable {
+		return writeTable(results, runIn, stdout, stderr)
+	}
+	if code := writeResults(results, opts.phases, stdout, stderr); code != exitOK {
+		return code
+	}
+	if !opts.quiet {
+		fmt.Fprintln(stderr, summaryLine(results, runIn))
+	}
+	return exitOK
 }
 
 // writeResults prints the results as one JSON array and a newline.
@@ -200,6 +190,11 @@ type attributeOptions struct {
 	phases    bool
 	inspector pathList
 	file      string
+	job       jobFlag
+	strict    bool
+	page      bool   // report: build the page's lanes while reading
+	format    string // attribute: json or table
+	quiet     bool   // attribute: no summary line on stderr
 }
 
 // parseAttributeArgs parses flags and the one FILE argument in any order.
@@ -213,6 +208,10 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	fs.Var(&o.inspector, "nccl-inspector", "")
 	fs.StringVar(&o.mode, "mode", attribution.ModeReference, "")
 	fs.StringVar(&o.evidence, "evidence", "", "")
+	addRunFlags(fs, &o)
+	fs.StringVar(&o.format, "format", formatJSON, "")
+	fs.BoolVar(&o.quiet, "q", false, "")
+	fs.BoolVar(&o.quiet, "quiet", false, "")
 	var files []string
 	rest := args
 	for {
@@ -232,6 +231,9 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 		rest = rest[1:]
 	}
 	if err := checkMode(&o); err != nil {
+		return o, err
+	}
+	if err := checkFormat(&o); err != nil {
 		return o, err
 	}
 	switch len(files) {
