@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,7 +45,8 @@ type jobTally struct {
 
 func newJobTally() *jobTally { return &jobTally{jobs: map[string]*jobStats{}} }
 
-// add counts e; it returns the job's stats.
+// add counts e in its job; records without a job_id form the job ""
+// (select it with --job "").
 func (t *jobTally) add(e *telemetry.Event) {
 	s := t.last
 	if s == nil || e.JobID != t.lastJob {
@@ -75,15 +77,6 @@ func (t *jobTally) ids() []string {
 	return ids
 }
 
-// jobName is how messages name a job; records without a job_id form the
-// job "" (select it with --job "").
-func jobName(id string) string {
-	if id == "" {
-		return `"" (records without job_id)`
-	}
-	return id
-}
-
 // severalJobsError lists the jobs of an input that holds more than one.
 func (t *jobTally) severalJobsError(file string) error {
 	var b strings.Builder
@@ -92,7 +85,7 @@ func (t *jobTally) severalJobsError(file string) error {
 		s := t.jobs[id]
 		fmt.Fprintf(&b, "\n  --job %-24s %d records, %d ranks", quoteJob(id), s.records, len(s.ranks))
 	}
-	return errorString(b.String())
+	return errors.New(b.String())
 }
 
 // missingJobError says that --job names no job of the input.
@@ -101,10 +94,7 @@ func (t *jobTally) missingJobError(file, id string) error {
 	for _, j := range t.ids() {
 		names = append(names, quoteJob(j))
 	}
-	if len(names) == 0 {
-		return errorString(fmt.Sprintf("--job %s: %s has no records", quoteJob(id), file))
-	}
-	return errorString(fmt.Sprintf("--job %s: no record of %s has that job_id (its jobs: %s)", quoteJob(id), file, strings.Join(names, ", ")))
+	return fmt.Errorf("--job %s: no record of %s has that job_id (its jobs: %s)", quoteJob(id), file, strings.Join(names, ", "))
 }
 
 // quoteJob writes a job id as a shell argument would need it.
@@ -114,7 +104,3 @@ func quoteJob(id string) string {
 	}
 	return id
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

@@ -1,16 +1,19 @@
 // Command collectiveattr runs the collective attribution engine outside a
 // collector (docs/processor-contract.md §7):
 //
-//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
+//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... [--job ID] [--format json|table] [--strict] [-q] FILE|-
 //
-// It reads stormlog TelemetryEvent records, attributes all of them as one run
-// exactly as stormlog's attribute_collective_memory does, and writes the
-// results to stdout as one JSON array in the reference serialisation.
+// It reads stormlog TelemetryEvent records of one job, attributes all of
+// them as one run exactly as stormlog's attribute_collective_memory does,
+// and writes the results to stdout as one JSON array in the reference
+// serialisation (and a one-line summary to stderr), or as a table.
 //
 // Exit status: 0 on success (including no results, printed as []); 1 when the
 // input cannot be read or a record is invalid (the message names its line,
-// and its index in a JSON array); 2 on a usage error or an invalid configuration
-// (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
+// and its index in a JSON array), or with --strict a line was skipped; 2 on a
+// usage error, an invalid configuration (the message is the reference's, e.g.
+// "min_samples_per_rank must be >= 3") or an input of several jobs without
+// --job.
 //
 // As in the reference, the input is loaded before the configuration is
 // resolved, and an empty input prints [] whatever the preset or overrides
@@ -41,12 +44,14 @@ const (
 )
 
 const usage = `Usage: collectiveattr attribute [--mode M] [--preset P] [--overrides JSON]
-                                [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
+                                [--evidence JSON] [--phases] [--nccl-inspector PATH]...
+                                [--job ID] [--format F] [--strict] [-q] FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
+       collectiveattr --version
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
 NCCL collective communication, exactly as stormlog's collective attribution
-does, treating every record of FILE as one run.
+does, treating every record of FILE's job as one run.
 
 FILE holds stormlog TelemetryEvent records (schema_version 2, 3 or 4), either
 as JSON Lines (one object per line) or as one JSON array (or an object with an
@@ -87,6 +92,19 @@ Flags:
                     its op's start and end. Records that join no rank, or a
                     host and pid several ranks share, are left out and
                     counted on stderr, as are unreadable lines.
+  --job ID          attribute the records whose job_id is ID ("" selects the
+                    records without one). A run is one job: when FILE holds
+                    several and --job is not given, the jobs are listed and
+                    the exit status is 2.
+  --format F        json (default): the results as one JSON array on stdout
+                    and a one-line summary on stderr; table: a table for
+                    people (times in seconds from the job's first record,
+                    sizes in binary units) ending with the summary.
+  --strict          exit 1 instead of warning when a line is skipped: FILE's
+                    truncated last line (no newline, not valid JSON: a writer
+                    still appending) or an unreadable NCCL Inspector line.
+  -q, --quiet       no summary line on stderr (warnings still go there).
+  --version         print the version and exit.
   -h, --help        print this help.
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result
@@ -95,7 +113,8 @@ reason_codes and evidence, in that order; evidence mode adds mode, kind,
 excess_bytes, collective and nccl_accounted_bytes.
 
 Exit status: 0 success; 1 unreadable input or invalid record (the message
-names the line, and the index in a JSON array); 2 usage or configuration error.
+names the line, and the index in a JSON array), or a skipped line with
+--strict; 2 usage or configuration error, or several jobs without --job.
 `
 
 func main() {

@@ -208,7 +208,7 @@ func TestCLIHelpExplainsEveryFlag(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("%v: exit %d", args, res.code)
 		}
-		for _, flagName := range []string{"--mode", "--preset", "--overrides", "--evidence", "--phases", "FILE|-"} {
+		for _, flagName := range []string{"--mode", "--preset", "--overrides", "--evidence", "--phases", "--job", "--format", "--strict", "--quiet", "--version", "FILE|-"} {
 			if !strings.Contains(res.stdout, flagName) {
 				t.Fatalf("%v: help does not mention %s", args, flagName)
 			}

@@ -17,7 +17,7 @@ import (
 
 const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON]
                            [--evidence JSON] [--phases] [--nccl-inspector PATH]...
-                           FILE|- -o REPORT.html
+                           [--job ID] [--strict] FILE|- -o REPORT.html
 
 Attribute FILE as "collectiveattr attribute" does and write one self-contained
 HTML page (no network needed to view it) that shows, per rank, the hidden
@@ -36,12 +36,15 @@ Flags:
                         files; repeatable) whose ops become collective markers
                         of the ranks whose host and pid they name, as for
                         "collectiveattr attribute".
+  --job ID, --strict    as for "collectiveattr attribute": the page shows
+                        one job.
   --columns N           plot width in pixels, one downsampled column each
                         (default 1200).
   -h, --help            print this help.
 
-Exit status: 0 success; 1 unreadable input, invalid record or unwritable
-output; 2 usage or configuration error.
+Exit status: 0 success; 1 unreadable input, invalid record, unwritable
+output or a skipped line with --strict; 2 usage or configuration error, or
+several jobs without --job.
 `
 
 type reportOptions struct {
@@ -195,6 +198,9 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func writeReport(path string, stdout io.Writer, render func(io.Writer) error) error {
 	if path == "-" {
 		return render(stdout)
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("-o %s: is a directory", path)
 	}
 	if err := writeViaTemp(path, render); err != nil {
 		var pe *os.PathError
