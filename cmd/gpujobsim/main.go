@@ -200,7 +200,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gpujobsim report", flag.ContinueOnError)
 	truthPath := fs.String("truth", "", "ground truth JSON written by gpujobsim -truth-json (required)")
-	check := fs.Bool("check", false, "exit 1 when the results do not match the ground truth")
+	check := fs.Bool("check", false, "exit 1 when the results are not what the reference mode is expected to give")
 	perRank := fs.Bool("per-rank", false, "one row per result instead of one per group of ranks that agree")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gpujobsim report -truth truth.json [-check] FILE... (file exporter output: result logs or spans)")
@@ -236,18 +236,17 @@ func report(args []string, stdout io.Writer) error {
 	if err := write(stdout, results, truth.EpochNs); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "\nInjected vs found:")
+	fmt.Fprintln(stdout, "\nInjected vs found (\"expected\": what the reference mode is built to say; \"right?\": whether that is what happened):")
 	v := jobsim.Compare(truth, results)
 	if err := v.WriteVerdict(stdout, truth); err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "\nverdict: %s\n", v.Summary())
 	if v.OK {
-		fmt.Fprintln(stdout, "\nverdict: results match the ground truth")
 		return nil
 	}
-	fmt.Fprintln(stdout, "\nverdict: results DO NOT match the ground truth")
 	if *check {
-		return errors.New("results do not match the ground truth")
+		return errors.New("the results are not what the reference mode is expected to give")
 	}
 	return nil
 }
