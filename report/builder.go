@@ -22,7 +22,8 @@ const (
 
 // Builder collects a Job from a run's events, one Add per event in any
 // order. It keeps per sample a time and a value, per marker a time and a
-// label index and, with phases, the phase boundary events.
+// label index and, with phases, what the phase replay reads (the phase
+// boundaries, each (session, rank)'s last event time), not the events.
 type Builder struct {
 	phases  bool
 	started bool
@@ -30,11 +31,13 @@ type Builder struct {
 	lanes   map[int64]*Lane
 	jobIDs  map[string]bool
 	labels  map[MarkerLabel]int32
-	// boundaries are copies of the phase boundary events; sessionEnd is
-	// each (session, rank)'s latest event time, where a scope that never
-	// closes ends (reference-semantics §3.2).
-	boundaries []telemetry.Event
-	sessionEnd map[sessionRank]int64
+	// phaseIndex replays the boundaries as the attribution does; sessions
+	// are the (session, rank) pairs it has seen.
+	phaseIndex phase.IndexBuilder
+	sessions   map[sessionRank]struct{}
+	// lastSession is the previous event's: consecutive events nearly always
+	// share it.
+	lastSession sessionRank
 }
 
 type sessionRank struct {
@@ -46,17 +49,16 @@ type sessionRank struct {
 // boundaries (phase_enter / phase_exit) into each lane's phase spans.
 func NewBuilder(phases bool) *Builder {
 	return &Builder{
-		phases:     phases,
-		lanes:      make(map[int64]*Lane),
-		jobIDs:     make(map[string]bool),
-		labels:     make(map[MarkerLabel]int32),
-		sessionEnd: make(map[sessionRank]int64),
-		job:        Job{StartNs: math.MaxInt64, EndNs: math.MinInt64, PhasesKnown: phases},
+		phases:   phases,
+		lanes:    make(map[int64]*Lane),
+		jobIDs:   make(map[string]bool),
+		labels:   make(map[MarkerLabel]int32),
+		sessions: make(map[sessionRank]struct{}),
+		job:      Job{StartNs: math.MaxInt64, EndNs: math.MinInt64, PhasesKnown: phases},
 	}
 }
 
-// Add takes one event. It does not retain e; it keeps the metadata map of
-// a phase boundary, which must then not change (decoded metadata does not).
+// Add takes one event. It does not retain e.
 func (b *Builder) Add(e *telemetry.Event) {
 	b.started = true
 	b.job.Events++
@@ -69,7 +71,7 @@ func (b *Builder) Add(e *telemetry.Event) {
 	}
 	lane := b.lanes[e.Rank]
 	if lane == nil {
-		lane = &Lane{Rank: e.Rank, Host: e.Host}
+		lane = &Lane{Rank: e.Rank, Host: strings.Clone(e.Host)}
 		b.lanes[e.Rank] = lane
 	}
 	if attribution.IsSample(e) {
@@ -82,13 +84,14 @@ func (b *Builder) Add(e *telemetry.Event) {
 	if !b.phases || e.SessionID == "" {
 		return
 	}
-	k := sessionRank{e.SessionID, e.Rank}
-	if end, ok := b.sessionEnd[k]; !ok || e.TimestampNs > end {
-		b.sessionEnd[k] = e.TimestampNs
+	if k := (sessionRank{e.SessionID, e.Rank}); k != b.lastSession {
+		if _, ok := b.sessions[k]; !ok {
+			k.session = strings.Clone(k.session) // a streamed event's strings share a block of text
+			b.sessions[k] = struct{}{}
+		}
+		b.lastSession = k
 	}
-	if _, ok := phase.ParseBoundary(e); ok {
-		b.boundaries = append(b.boundaries, *e)
-	}
+	b.phaseIndex.Add(e)
 }
 
 func (b *Builder) label(e *telemetry.Event) int32 {
@@ -161,23 +164,18 @@ func sortSamples(l *Lane) {
 	l.TimesNs, l.HiddenBytes = ts, hb
 }
 
-// replayPhases replays the boundaries as the attribution does (phase.NewIndex),
-// with one boundary-free event per (session, rank) at its latest time, so
-// that open scopes end where they end in the attribution.
+// replayPhases replays the boundaries as the attribution does
+// (phase.IndexBuilder, each (session, rank)'s scopes still open at the end
+// closing at its last event) into each lane's phase spans.
 func (b *Builder) replayPhases(job *Job) {
-	if len(b.boundaries) == 0 {
-		return
-	}
-	events := b.boundaries
-	keys := make([]sessionRank, 0, len(b.sessionEnd))
-	for k, end := range b.sessionEnd {
-		events = append(events, telemetry.Event{SessionID: k.session, Rank: k.rank, TimestampNs: end})
+	keys := make([]sessionRank, 0, len(b.sessions))
+	for k := range b.sessions {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b sessionRank) int {
 		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.session, b.session))
 	})
-	ix := phase.NewIndex(events, nil)
+	ix := b.phaseIndex.Index(nil)
 	li := 0
 	for _, k := range keys {
 		for li < len(job.Lanes) && job.Lanes[li].Rank < k.rank {
@@ -192,5 +190,5 @@ func (b *Builder) replayPhases(job *Job) {
 			})
 		}
 	}
-	b.boundaries = nil
+	b.phaseIndex = phase.IndexBuilder{}
 }
