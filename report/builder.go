@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -17,6 +18,8 @@ const (
 	metaOp         = "nccl.op"
 	metaCommID     = "nccl.comm.id"
 	metaCommIDOld  = "nccl_comm_id"
+	metaSeq        = "nccl.seq"
+	metaSeqOld     = "nccl_seq"
 	maxJobIDsShown = 64
 )
 
@@ -31,6 +34,9 @@ type Builder struct {
 	lanes   map[int64]*Lane
 	jobIDs  map[string]bool
 	labels  map[MarkerLabel]int32
+	// open holds, per rank, the ops whose start marker named them, until
+	// their end marker.
+	open map[int64]map[openOp]int32
 	// phaseIndex replays the boundaries as the attribution does; sessions
 	// are the (session, rank) pairs it has seen.
 	phaseIndex phase.IndexBuilder
@@ -53,6 +59,7 @@ func NewBuilder(phases bool) *Builder {
 		lanes:    make(map[int64]*Lane),
 		jobIDs:   make(map[string]bool),
 		labels:   make(map[MarkerLabel]int32),
+		open:     make(map[int64]map[openOp]int32),
 		sessions: make(map[sessionRank]struct{}),
 		job:      Job{StartNs: math.MaxInt64, EndNs: math.MinInt64, PhasesKnown: phases},
 	}
@@ -79,7 +86,10 @@ func (b *Builder) Add(e *telemetry.Event) {
 		lane.HiddenBytes = append(lane.HiddenBytes, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value))
 	}
 	if attribution.IsMarker(e) {
-		lane.Markers = append(lane.Markers, Marker{TimeNs: e.TimestampNs, Label: b.label(e)})
+		lane.Markers = append(lane.Markers, b.marker(e, lane))
+	}
+	if isAccounting(e) {
+		b.addAccounting(e, lane)
 	}
 	if !b.phases || e.SessionID == "" {
 		return
@@ -94,9 +104,12 @@ func (b *Builder) Add(e *telemetry.Event) {
 	b.phaseIndex.Add(e)
 }
 
-func (b *Builder) label(e *telemetry.Event) int32 {
+// marker returns e as a marker of lane: labelled by its op, or, when it
+// names no op but the communicator and sequence number of an op the lane
+// opened, as that op's end.
+func (b *Builder) marker(e *telemetry.Event, lane *Lane) Marker {
 	l := MarkerLabel{Op: telemetry.TrimSpace(e.EventType)}
-	var op, comm, commOld telemetry.MetadataValue
+	var op, comm, commOld, seq, seqOld telemetry.MetadataValue
 	for k, v := range e.MetadataMembers() {
 		switch k {
 		case metaOp:
@@ -105,16 +118,51 @@ func (b *Builder) label(e *telemetry.Event) int32 {
 			comm = v
 		case metaCommIDOld:
 			commOld = v
+		case metaSeq:
+			seq = v
+		case metaSeqOld:
+			seqOld = v
 		}
-	}
-	if op, ok := op.AsString(); ok && op != "" {
-		l.Op = op
 	}
 	if c, ok := comm.AsString(); ok {
 		l.Comm = c
 	} else if c, ok := commOld.AsString(); ok {
 		l.Comm = c
 	}
+	n, hasSeq := seq.AsInt()
+	if !hasSeq {
+		n, hasSeq = seqOld.AsInt()
+	}
+	key := openOp{comm: l.Comm, seq: n}
+	m := Marker{TimeNs: e.TimestampNs}
+	if o, ok := op.AsString(); ok && o != "" {
+		l.Op = o
+		m.Label = b.label(l)
+		if hasSeq && l.Comm != "" {
+			if b.open[lane.Rank] == nil {
+				b.open[lane.Rank] = map[openOp]int32{}
+			}
+			b.open[lane.Rank][key] = m.Label
+		}
+		return m
+	}
+	if label, ok := b.open[lane.Rank][key]; ok && hasSeq && l.Comm != "" {
+		delete(b.open[lane.Rank], key)
+		m.Label, m.End = label, true
+		return m
+	}
+	m.Label = b.label(l)
+	return m
+}
+
+// openOp is an op a rank's marker opened: its communicator and sequence
+// number.
+type openOp struct {
+	comm string
+	seq  int64
+}
+
+func (b *Builder) label(l MarkerLabel) int32 {
 	i, ok := b.labels[l]
 	if !ok {
 		// A streamed event's strings share a block of text with others.
@@ -191,4 +239,36 @@ func (b *Builder) replayPhases(job *Job) {
 		}
 	}
 	b.phaseIndex = phase.IndexBuilder{}
+}
+
+func isAccounting(e *telemetry.Event) bool {
+	return strings.EqualFold(telemetry.TrimSpace(e.EventType), evidence.AccountingEventType)
+}
+
+// addAccounting adds an accounting record's value to its communicator's
+// series of lane; a record without a communicator or a byte count is left
+// out (the attribution skips it too).
+func (b *Builder) addAccounting(e *telemetry.Event, lane *Lane) {
+	var comm string
+	var total int64
+	var hasComm, hasTotal bool
+	for k, v := range e.MetadataMembers() {
+		switch k {
+		case evidence.KeyCommID:
+			comm, hasComm = v.AsString()
+		case evidence.KeyMemoryTotal:
+			total, hasTotal = v.AsInt()
+		}
+	}
+	if !hasComm || !hasTotal || total < 0 {
+		return
+	}
+	i := slices.IndexFunc(lane.Accounting, func(a AccountingSeries) bool { return a.Comm == comm })
+	if i < 0 {
+		i = len(lane.Accounting)
+		lane.Accounting = append(lane.Accounting, AccountingSeries{Comm: strings.Clone(comm)})
+	}
+	a := &lane.Accounting[i]
+	a.TimesNs = append(a.TimesNs, e.TimestampNs)
+	a.Bytes = append(a.Bytes, total)
 }
