@@ -187,7 +187,12 @@ func (b *Builder) Job() *Job {
 	}
 	slices.SortFunc(job.Lanes, func(a, b Lane) int { return cmp.Compare(a.Rank, b.Rank) })
 	for i := range job.Lanes {
-		sortSamples(&job.Lanes[i])
+		l := &job.Lanes[i]
+		l.TimesNs, l.HiddenBytes = sortByTime(l.TimesNs, l.HiddenBytes)
+		for k := range l.Accounting {
+			a := &l.Accounting[k]
+			a.TimesNs, a.Bytes = sortByTime(a.TimesNs, a.Bytes)
+		}
 		slices.SortStableFunc(job.Lanes[i].Markers, func(a, b Marker) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	}
 	if b.phases {
@@ -196,20 +201,21 @@ func (b *Builder) Job() *Job {
 	return job
 }
 
-func sortSamples(l *Lane) {
-	if slices.IsSorted(l.TimesNs) {
-		return
+// sortByTime returns a series' times and values in time order (stable).
+func sortByTime(times, values []int64) ([]int64, []int64) {
+	if slices.IsSorted(times) {
+		return times, values
 	}
-	idx := make([]int, len(l.TimesNs))
+	idx := make([]int, len(times))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(l.TimesNs[a], l.TimesNs[b]) })
-	ts, hb := make([]int64, len(idx)), make([]int64, len(idx))
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(times[a], times[b]) })
+	ts, vs := make([]int64, len(idx)), make([]int64, len(idx))
 	for i, j := range idx {
-		ts[i], hb[i] = l.TimesNs[j], l.HiddenBytes[j]
+		ts[i], vs[i] = times[j], values[j]
 	}
-	l.TimesNs, l.HiddenBytes = ts, hb
+	return ts, vs
 }
 
 // replayPhases replays the boundaries as the attribution does
