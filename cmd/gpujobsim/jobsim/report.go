@@ -307,13 +307,6 @@ func Compare(t Truth, results []Result) Verdict {
 	return v
 }
 
-func listIf(prefix string, items []string) string {
-	if len(items) == 0 {
-		return ""
-	}
-	return prefix + strings.Join(items, ",")
-}
-
 // WriteResultsTable prints one row per result, times relative to epochNs (0 for
 // absolute).
 func WriteResultsTable(w io.Writer, results []Result, epochNs int64) error {
