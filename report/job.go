@@ -36,12 +36,28 @@ type Lane struct {
 	HiddenBytes []int64
 	Markers     []Marker // time order
 	Phases      []PhaseSpan
+	// Accounting is NCCL's accounting of the rank's communicators
+	// (comm_memory_stats records), one series per communicator, by id.
+	Accounting []AccountingSeries
 }
 
 // Marker is one collective marker of a rank.
 type Marker struct {
 	TimeNs int64
 	Label  int32
+	// End says the marker closes the op an earlier marker of the rank
+	// opened (stormlog records a bare marker at a call's end, with the
+	// communicator and sequence number of its start): it is drawn as that
+	// op's end, not as an op of its own.
+	End bool
+}
+
+// AccountingSeries is NCCL's reported memory of one communicator of a rank
+// over time (nccl.comm.memory.total_bytes), in time order.
+type AccountingSeries struct {
+	Comm    string
+	TimesNs []int64
+	Bytes   []int64
 }
 
 // MarkerLabel names a marker: the op (metadata nccl.op, else the event

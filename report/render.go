@@ -71,6 +71,12 @@ type page struct {
 	EpisodesMore int
 	MarkerLegend []legendItem
 	PhaseLegend  []legendItem
+	// AccountingLegend names the communicators whose accounting is drawn.
+	AccountingLegend []legendItem
+	// StartNs is the job's first event time, from which the hover gives
+	// times (a decimal string: it is beyond a JavaScript number's exact
+	// integers).
+	StartNs string
 	// CompactLanes puts a lane's label on one line (lanes too low for two).
 	CompactLanes bool
 	Data         resultsData
@@ -79,18 +85,25 @@ type page struct {
 }
 
 type laneView struct {
-	Rank      int64
-	Host      string
-	Height    int
-	Area      string
-	Band      string
-	Results   []resultGroup
-	Markers   []pathView
-	Phases    []pathView
-	Badge     int
-	BadgeCSS  string
-	Peak      string
-	NoSamples bool
+	Rank    int64
+	Host    string
+	Height  int
+	Area    string
+	Band    string
+	Results []resultGroup
+	Markers []pathView
+	Phases  []pathView
+	// Accounting is NCCL's accounting of each of the rank's communicators,
+	// drawn on the lane's y scale.
+	Accounting []pathView
+	// YTop and YBottom are the y axis: the values of the plot's top and
+	// bottom lines, at the pixel rows TopY and BottomY.
+	YTop, YBottom string
+	TopY, BottomY int
+	Badge         int
+	BadgeCSS      string
+	Peak          string
+	NoSamples     bool
 }
 
 // resultGroup is a lane's results of one classification: one SVG group
@@ -145,10 +158,11 @@ type resultsData struct {
 }
 
 const (
-	episodeRowsShown = 500
-	maxLabelsShown   = 4
-	markerPalette    = 8
-	phasePalette     = 8
+	episodeRowsShown  = 500
+	maxLabelsShown    = 4
+	markerPalette     = 8
+	accountingPalette = 4
+	phasePalette      = 8
 )
 
 func buildPage(job *Job, results []Result, opts Options) (*page, error) {
@@ -173,8 +187,10 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 	p.Classes = classRows(results, eps)
 	p.Summary = summary(job, lanes, results, eps)
 
+	p.StartNs = strconv.FormatInt(job.StartNs, 10)
 	lo, hi := hiddenRange(lanes)
 	p.Scale = fmtBytes(lo) + " – " + fmtBytes(hi)
+	acctClass := map[string]string{}
 	phaseRows := 0
 	if job.PhasesKnown {
 		for i := range lanes {
@@ -234,6 +250,8 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		}
 		lv.Badge, lv.BadgeCSS = len(byRank[l.Rank]), classCSS(strongest)
 		lv.Markers = markerPaths(l.Markers, job.MarkerLabels, opClass, scale, g)
+		lv.Accounting = accountingPaths(l.Accounting, acctClass, &p.AccountingLegend, scale, g)
+		lv.YTop, lv.YBottom, lv.TopY, lv.BottomY = fmtBytes(g.Hi), fmtBytes(g.Lo), g.Top, g.Bottom
 		lv.Phases = phasePaths(l.Phases, phaseClass, &p.PhaseLegend, scale, g)
 	}
 	var err error
@@ -331,11 +349,18 @@ func maxGapColumns(times []int64, s TimeScale) int {
 	return int(math.Ceil(5*float64(med)/float64(span)*float64(s.Columns))) + 1
 }
 
+// hiddenRange is the shared y scale of the lanes: hidden memory and NCCL's
+// accounting, which is part of it.
 func hiddenRange(lanes []Lane) (lo, hi int64) {
 	lo, hi = math.MaxInt64, 0
 	for i := range lanes {
 		for _, v := range lanes[i].HiddenBytes {
 			lo, hi = min(lo, v), max(hi, v)
+		}
+		for _, a := range lanes[i].Accounting {
+			for _, v := range a.Bytes {
+				lo, hi = min(lo, v), max(hi, v)
+			}
 		}
 	}
 	if lo > hi {
@@ -348,23 +373,78 @@ func markerPaths(markers []Marker, labels []MarkerLabel, opClass map[string]stri
 	if len(markers) == 0 {
 		return nil
 	}
-	byLabel := map[int32][]int{}
-	for _, m := range markers {
-		byLabel[m.Label] = append(byLabel[m.Label], s.Column(m.TimeNs))
+	// An op's end is a shorter tick of the op's colour: it is no op.
+	type key struct {
+		label int32
+		end   bool
 	}
-	keys := make([]int32, 0, len(byLabel))
+	byLabel := map[key][]int{}
+	for _, m := range markers {
+		k := key{m.Label, m.End}
+		byLabel[k] = append(byLabel[k], s.Column(m.TimeNs))
+	}
+	keys := make([]key, 0, len(byLabel))
 	for k := range byLabel {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.label != b.label {
+			return cmp.Compare(a.label, b.label)
+		}
+		if a.end == b.end {
+			return 0
+		}
+		if a.end {
+			return 1
+		}
+		return -1
+	})
 	out := make([]pathView, 0, len(keys))
 	for _, k := range keys {
-		l := labels[k]
-		out = append(out, pathView{
+		l := labels[k.label]
+		v := pathView{
 			D:     string(tickPath(byLabel[k], g.Bottom+1, markerHeight)),
 			Class: opClass[l.Op],
 			Tip:   "collective: " + l.String(),
-		})
+		}
+		if k.end {
+			v.D = string(tickPath(byLabel[k], g.Bottom+1+markerHeight/2, markerHeight-markerHeight/2))
+			v.Class += " end"
+			v.Tip = "end of collective: " + l.String()
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// accountingPaths draws each communicator's accounting as a line through
+// the greatest value of each pixel column, held between reports.
+func accountingPaths(series []AccountingSeries, class map[string]string, legend *[]legendItem, s TimeScale, g laneGeometry) []pathView {
+	out := make([]pathView, 0, len(series))
+	for _, a := range series {
+		cols := Downsample(a.TimesNs, a.Bytes, s)
+		holdGaps(cols, maxGapColumns(a.TimesNs, s))
+		var d []byte
+		for x := 0; x < len(cols); {
+			if cols[x].N == 0 {
+				x++
+				continue
+			}
+			y := x
+			for y < len(cols) && cols[y].N != 0 {
+				y++
+			}
+			d = stepPath(d, cols, x, y, func(c Column) int { return g.y(c.Max) })
+			x = y
+		}
+		c, ok := class[a.Comm]
+		if !ok {
+			c = "a" + strconv.Itoa(len(class)%accountingPalette)
+			class[a.Comm] = c
+			*legend = append(*legend, legendItem{Name: "NCCL accounting, comm " + a.Comm, Class: c})
+		}
+		out = append(out, pathView{D: string(d), Class: "acct " + c,
+			Tip: "NCCL accounting · comm " + a.Comm + " · peak " + fmtBytes(slices.Max(a.Bytes))})
 	}
 	return out
 }

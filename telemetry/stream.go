@@ -27,12 +27,34 @@ import (
 // error fn returns, or the read error. fn may have been called with the
 // records before the bad one: on an error, discard what it was given.
 func Stream(r io.Reader, fn func(chunk []Event) error) error {
-	return stream(r, true, fn)
+	return stream(r, readOptions{lazy: true}, fn)
 }
 
-// stream is Stream; lazy keeps metadata as text (Stream), else the events'
-// Metadata maps are built (the readers that return every event).
-func stream(r io.Reader, lazy bool, fn func(chunk []Event) error) error {
+// DroppedTail is the last line of JSON Lines input when it has no newline
+// and is not valid JSON: a writer still appending. The readers drop it, as
+// the reference does; a caller may want to say so.
+type DroppedTail struct {
+	Line  int // 1-based
+	Bytes int
+}
+
+// StreamNotingTail is Stream that also calls dropped when the input's
+// truncated last line was dropped (JSON Lines only: a truncated document
+// is an error).
+func StreamNotingTail(r io.Reader, fn func(chunk []Event) error, dropped func(DroppedTail)) error {
+	return stream(r, readOptions{lazy: true, dropped: dropped}, fn)
+}
+
+// readOptions: lazy keeps metadata as text (Stream), else the events'
+// Metadata maps are built (the readers that return every event); dropped,
+// when set, hears of a dropped truncated tail.
+type readOptions struct {
+	lazy    bool
+	dropped func(DroppedTail)
+}
+
+// stream is Stream with its options.
+func stream(r io.Reader, opts readOptions, fn func(chunk []Event) error) error {
 	in := &input{r: r}
 	// Events do not refer to the text they are decoded from.
 	defer in.release()
@@ -43,7 +65,7 @@ func stream(r io.Reader, lazy bool, fn func(chunk []Event) error) error {
 	s := &scanner{data: head}
 	switch s.peek() {
 	case '[':
-		return streamDocument(in, head, nil, lazy, fn)
+		return streamDocument(in, head, nil, opts, fn)
 	case '{':
 		first := head
 		if i := bytes.IndexByte(head[s.pos:], '\n'); i >= 0 {
@@ -55,15 +77,15 @@ func stream(r io.Reader, lazy bool, fn func(chunk []Event) error) error {
 			// sequential pass. The light split tells it; the document's
 			// check and decoding confirm it, or go the exact way.
 			if spans, events, ok := splitDocument(first); ok && events {
-				return streamDocument(in, head, &split{end: len(first), spans: spans}, lazy, fn)
+				return streamDocument(in, head, &split{end: len(first), spans: spans}, opts, fn)
 			}
 		}
 		switch firstLineKind(head[s.pos:]) {
 		case eventsWrapper, incompleteLine:
-			return streamDocument(in, head, nil, lazy, fn)
+			return streamDocument(in, head, nil, opts, fn)
 		}
 	}
-	return streamJSONL(r, head, lazy, fn)
+	return streamJSONL(r, head, opts, fn)
 }
 
 // longFirstLine is the first-line length from which a line opening an
@@ -76,7 +98,7 @@ const longFirstLine = 1 << 20
 // record); anything else is streamed as JSON Lines. It is Stream collecting
 // every event, with their Metadata maps built.
 func ReadAuto(r io.Reader) ([]Event, error) {
-	return collect(func(fn func([]Event) error) error { return stream(r, false, fn) })
+	return collect(func(fn func([]Event) error) error { return stream(r, readOptions{}, fn) })
 }
 
 // ReadJSONL reads TelemetryEvent records, one JSON object per line (the
@@ -91,7 +113,7 @@ func ReadAuto(r io.Reader) ([]Event, error) {
 // Events share one Metadata map per distinct metadata text: treat Metadata
 // as read-only.
 func ReadJSONL(r io.Reader) ([]Event, error) {
-	return collect(func(fn func([]Event) error) error { return streamJSONL(r, nil, false, fn) })
+	return collect(func(fn func([]Event) error) error { return streamJSONL(r, nil, readOptions{}, fn) })
 }
 
 // DecodeJSONL is ReadJSONL over an in-memory buffer.
@@ -133,6 +155,7 @@ type batch struct {
 
 	events []Event
 	lines  int          // lines in text (JSON Lines)
+	tail   DroppedTail  // a dropped truncated tail (Line 0: none); Line counts from the block's start
 	err    *RecordError // first bad record; Line counts from the block's start
 	failed bool         // a document element did not decode
 	done   chan struct{}
@@ -215,8 +238,8 @@ func (p *pipeline) consume(handle func(b *batch) bool) {
 }
 
 // streamJSONL streams r as JSON Lines; head holds bytes already read from r.
-func streamJSONL(r io.Reader, head []byte, lazy bool, fn func([]Event) error) error {
-	p := newPipeline(lazy, func(d *Decoder, b *batch) { d.decodeBlock(b) })
+func streamJSONL(r io.Reader, head []byte, opts readOptions, fn func([]Event) error) error {
+	p := newPipeline(opts.lazy, func(d *Decoder, b *batch) { d.decodeBlock(b) })
 	var readErr error
 	go func() {
 		defer p.close()
@@ -230,6 +253,9 @@ func streamJSONL(r io.Reader, head []byte, lazy bool, fn func([]Event) error) er
 			e.Line += linesBefore
 			err = &e
 			return false
+		}
+		if b.tail.Line > 0 && opts.dropped != nil {
+			opts.dropped(DroppedTail{Line: linesBefore + b.tail.Line, Bytes: b.tail.Bytes})
 		}
 		linesBefore += b.lines
 		if len(b.events) > 0 {
@@ -291,7 +317,7 @@ func produceBlocks(p *pipeline, r io.Reader, head []byte) error {
 // without a newline that is malformed JSON is a truncated tail, dropped.
 func (d *Decoder) decodeBlock(b *batch) {
 	data := b.text
-	b.events, b.err, b.lines = b.events[:0], nil, 0
+	b.events, b.err, b.lines, b.tail = b.events[:0], nil, 0, DroppedTail{}
 	line := 0
 	for pos := 0; pos < len(data); line++ {
 		lineEnd, next := len(data), len(data)
@@ -313,7 +339,8 @@ func (d *Decoder) decodeBlock(b *batch) {
 			var syn *SyntaxError
 			isSyntax := errors.As(err, &syn)
 			if isSyntax && b.final && lineEnd == len(data) {
-				continue // truncated tail
+				b.tail = DroppedTail{Line: line + 1, Bytes: len(text)}
+				continue
 			}
 			if isSyntax {
 				err = fmt.Errorf("malformed JSON record: %s", syn.Msg)
@@ -353,7 +380,7 @@ type split struct {
 // checked, in parallel, before anything is delivered. When an element does
 // not decode, ReadDocument's whole-text check and in-order decode give the
 // error.
-func streamDocument(in *input, head []byte, pre *split, lazy bool, fn func([]Event) error) error {
+func streamDocument(in *input, head []byte, pre *split, opts readOptions, fn func([]Event) error) error {
 	data, err := in.readRest(head)
 	if err != nil {
 		return err
@@ -366,16 +393,16 @@ func streamDocument(in *input, head []byte, pre *split, lazy bool, fn func([]Eve
 		spans, _, ok = splitDocument(data)
 	}
 	if !ok || (malformedIsTail(data) && !checkSpans(data, spans)) {
-		return streamExact(data, lazy, fn)
+		return streamExact(data, opts, fn)
 	}
-	delivered, ok, err := streamSpans(data, spans, lazy, fn)
+	delivered, ok, err := streamSpans(data, spans, opts.lazy, fn)
 	if err != nil || ok {
 		return err
 	}
 	// An element did not decode: the exact reading gives the error. Should
 	// it accept the document after all, the records it delivers first are
 	// the ones already delivered, decoded the same way: skip them.
-	return streamExact(data, lazy, func(chunk []Event) error {
+	return streamExact(data, opts, func(chunk []Event) error {
 		skip := min(delivered, len(chunk))
 		delivered -= skip
 		if skip == len(chunk) {
@@ -387,7 +414,8 @@ func streamDocument(in *input, head []byte, pre *split, lazy bool, fn func([]Eve
 
 // streamExact reads an in-memory input as ReadAuto did before streaming:
 // the first line classified strictly, a document read by ReadDocument.
-func streamExact(data []byte, lazy bool, fn func([]Event) error) error {
+func streamExact(data []byte, opts readOptions, fn func([]Event) error) error {
+	lazy := opts.lazy
 	deliver := func(events []Event, err error) error {
 		if err != nil || len(events) == 0 {
 			return err
@@ -411,7 +439,7 @@ func streamExact(data []byte, lazy bool, fn func([]Event) error) error {
 			}
 		}
 	}
-	return streamJSONL(bytes.NewReader(data), nil, lazy, fn)
+	return streamJSONL(bytes.NewReader(data), nil, opts, fn)
 }
 
 // malformedIsTail reports whether the input, were it malformed, would be a

@@ -38,6 +38,8 @@ type inspectorJoin struct {
 	// records nearly always come from the same rank.
 	last    identityKey
 	hasLast bool
+	// unreadable counts the lines appendMarkers skipped as unreadable.
+	unreadable int
 }
 
 // identityKey is what a record tells the joiner about its rank.
@@ -59,18 +61,6 @@ func (ij *inspectorJoin) learn(e *telemetry.Event) {
 	}
 	ij.joiner.LearnEvent(e)
 	ij.last, ij.hasLast = k, true
-}
-
-// addInspectorMarkers reads the NCCL Inspector files under paths, joins
-// their records to the ranks of events by (host, pid), and appends the
-// markers that markers makes of each joined record. Counts of records that
-// could not be joined or read go to stderr.
-func addInspectorMarkers(events []telemetry.Event, paths []string, markers inspector.MarkerFunc, stderr io.Writer) ([]telemetry.Event, error) {
-	ij := newInspectorJoin(paths)
-	for i := range events {
-		ij.learn(&events[i])
-	}
-	return ij.appendMarkers(events, markers, stderr)
 }
 
 // appendMarkers reads the Inspector files, joins their records to the ranks
@@ -140,6 +130,7 @@ func (ij *inspectorJoin) appendMarkers(events []telemetry.Event, markers inspect
 		fmt.Fprintf(stderr, "collectiveattr: --nccl-inspector: %d of %d records not joined to a rank (%d name a host and pid that no record of FILE has, %d one that several ranks have)\n",
 			n, n+len(joined), unknown, ambiguous)
 	}
+	ij.unreadable = malformed
 	if malformed > 0 {
 		fmt.Fprintf(stderr, "collectiveattr: --nccl-inspector: %d lines skipped as unreadable (first: %s)\n", malformed, firstBad)
 	}

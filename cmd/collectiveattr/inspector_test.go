@@ -121,7 +121,7 @@ func caseArgs(c conformance.Case) []string {
 func runInProcess(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run(args, nil, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+	if code := run(args, nil, &stdout, &stderr); code != 0 || nonSummary(stderr.String()) != "" {
 		t.Fatalf("%v: exit %d, stderr %q", args, code, stderr.String())
 	}
 	return stdout.String()
@@ -266,7 +266,7 @@ func TestInspectorFlag(t *testing.T) {
 					t.Fatalf("stderr %q does not contain %q", stderr.String(), s)
 				}
 			}
-			if len(tc.wantStderr) == 0 && stderr.Len() > 0 {
+			if len(tc.wantStderr) == 0 && nonSummary(stderr.String()) != "" {
 				t.Fatalf("stderr %q", stderr.String())
 			}
 		})

@@ -1,16 +1,19 @@
 // Command collectiveattr runs the collective attribution engine outside a
 // collector (docs/processor-contract.md §7):
 //
-//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... [--torch-profiler PATH]... [--flight-recorder PATH]... FILE|-
+//	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... [--torch-profiler PATH]... [--flight-recorder PATH]... [--job ID] [--format json|table] [--strict] [-q] FILE|-
 //
-// It reads stormlog TelemetryEvent records, attributes all of them as one run
-// exactly as stormlog's attribute_collective_memory does, and writes the
-// results to stdout as one JSON array in the reference serialisation.
+// It reads stormlog TelemetryEvent records of one job, attributes all of
+// them as one run exactly as stormlog's attribute_collective_memory does,
+// and writes the results to stdout as one JSON array in the reference
+// serialisation (and a one-line summary to stderr), or as a table.
 //
 // Exit status: 0 on success (including no results, printed as []); 1 when the
 // input cannot be read or a record is invalid (the message names its line,
-// and its index in a JSON array); 2 on a usage error or an invalid configuration
-// (the message is the reference's, e.g. "min_samples_per_rank must be >= 3").
+// and its index in a JSON array), or with --strict a line was skipped; 2 on a
+// usage error, an invalid configuration (the message is the reference's, e.g.
+// "min_samples_per_rank must be >= 3") or an input of several jobs without
+// --job.
 //
 // As in the reference, the input is loaded before the configuration is
 // resolved, and an empty input prints [] whatever the preset or overrides
@@ -32,7 +35,6 @@ import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 const (
@@ -42,12 +44,14 @@ const (
 )
 
 const usage = `Usage: collectiveattr attribute [--mode M] [--preset P] [--overrides JSON]
-                                [--evidence JSON] [--phases] [--nccl-inspector PATH]... FILE|-
+                                [--evidence JSON] [--phases] [--nccl-inspector PATH]...
+                                [--job ID] [--format F] [--strict] [-q] FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
+       collectiveattr --version
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
 NCCL collective communication, exactly as stormlog's collective attribution
-does, treating every record of FILE as one run.
+does, treating every record of FILE's job as one run.
 
 FILE holds stormlog TelemetryEvent records (schema_version 2, 3 or 4), either
 as JSON Lines (one object per line) or as one JSON array (or an object with an
@@ -105,6 +109,19 @@ Flags:
                     the bare markers of --torch-profiler traces of the same
                     rank; the other entries are approximate markers of their
                     own. Repeatable.
+  --job ID          attribute the records whose job_id is ID ("" selects the
+                    records without one). A run is one job: when FILE holds
+                    several and --job is not given, the jobs are listed and
+                    the exit status is 2.
+  --format F        json (default): the results as one JSON array on stdout
+                    and a one-line summary on stderr; table: a table for
+                    people (times in seconds from the job's first record,
+                    sizes in binary units) ending with the summary.
+  --strict          exit 1 instead of warning when a line is skipped: FILE's
+                    truncated last line (no newline, not valid JSON: a writer
+                    still appending) or an unreadable NCCL Inspector line.
+  -q, --quiet       no summary line on stderr (warnings still go there).
+  --version         print the version and exit.
   -h, --help        print this help.
 
 Output: one JSON array on stdout ([] when nothing is attributed); each result
@@ -113,7 +130,8 @@ reason_codes and evidence, in that order; evidence mode adds mode, kind,
 excess_bytes, collective and nccl_accounted_bytes.
 
 Exit status: 0 success; 1 unreadable input or invalid record (the message
-names the line, and the index in a JSON array); 2 usage or configuration error.
+names the line, and the index in a JSON array), or a skipped line with
+--strict; 2 usage or configuration error, or several jobs without --job.
 `
 
 func main() {
@@ -122,18 +140,21 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, shortUsage)
 		return exitConfig
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
 	case "attribute":
 	case "report":
 		return runReport(args[1:], stdin, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n%s", args[0], shortUsage)
 		return exitConfig
 	}
 
@@ -143,8 +164,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n\n%s", err, usage)
-		return exitConfig
+		return usageError(stderr, "collectiveattr", "attribute", err)
 	}
 
 	overrides, err := parseOverrides(opts.overrides)
@@ -157,32 +177,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collectiveattr: --evidence: %v\n", err)
 		return exitConfig
 	}
-	in := stdin
-	if opts.file != "-" {
-		f, err := os.Open(opts.file)
-		if err != nil {
-			fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-			return exitInput
-		}
-		defer f.Close()
-		in = f
-	}
-	if err := opts.sources.load(stderr); err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-		return exitInput
-	}
-	runIn, err := readRun(in, opts)
-	if err != nil {
-		var recErr *telemetry.RecordError
-		if !errors.As(err, &recErr) {
-			err = fmt.Errorf("collectiveattr: %s: %w", opts.file, err)
-		}
-		fmt.Fprintln(stderr, err)
-		return exitInput
-	}
-	if err := runIn.addSourceMarkers(stderr); err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: %v\n", err)
-		return exitInput
+	runIn, code := readInput("collectiveattr", opts, stdin, stderr)
+	if code != exitOK {
+		return code
 	}
 
 	// As the reference: records are loaded first (an invalid one is exit 1),
@@ -193,8 +190,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-
-	return writeResults(results, opts.phases, stdout, stderr)
+	if opts.format == formatTable {
+		return writeTable(results, runIn, stdout, stderr)
+	}
+	if code := writeResults(results, opts.phases, stdout, stderr); code != exitOK {
+		return code
+	}
+	if !opts.quiet {
+		fmt.Fprintln(stderr, summaryLine(results, runIn))
+	}
+	return exitOK
 }
 
 // writeResults prints the results as one JSON array and a newline.
@@ -222,6 +227,11 @@ type attributeOptions struct {
 	inspector pathList
 	sources   markerSources
 	file      string
+	job       jobFlag
+	strict    bool
+	page      bool   // report: build the page's lanes while reading
+	format    string // attribute: json or table
+	quiet     bool   // attribute: no summary line on stderr
 }
 
 // parseAttributeArgs parses flags and the one FILE argument in any order.
@@ -236,6 +246,10 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	o.sources.register(fs)
 	fs.StringVar(&o.mode, "mode", attribution.ModeReference, "")
 	fs.StringVar(&o.evidence, "evidence", "", "")
+	addRunFlags(fs, &o)
+	fs.StringVar(&o.format, "format", formatJSON, "")
+	fs.BoolVar(&o.quiet, "q", false, "")
+	fs.BoolVar(&o.quiet, "quiet", false, "")
 	var files []string
 	rest := args
 	for {
@@ -255,6 +269,9 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 		rest = rest[1:]
 	}
 	if err := checkMode(&o); err != nil {
+		return o, err
+	}
+	if err := checkFormat(&o); err != nil {
 		return o, err
 	}
 	switch len(files) {

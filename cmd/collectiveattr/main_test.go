@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -111,11 +112,20 @@ func TestCLIConformance(t *testing.T) {
 					}
 					return
 				}
-				if res.code != 0 || res.stderr != "" {
-					t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+				// stderr holds the summary line alone, its count the results'.
+				rest, n := withoutSummary(res.stderr)
+				if res.code != 0 || rest != "" || n < 0 {
+					t.Fatalf("exit %d, stderr %q; want exit 0 and the summary line", res.code, res.stderr)
 				}
 				if d := conformance.CompareJSON(c.Expected, []byte(res.stdout)); d != "" {
 					t.Fatalf("%s\ngot: %s", d, res.stdout)
+				}
+				var expected []json.RawMessage
+				if err := json.Unmarshal(c.Expected, &expected); err != nil {
+					t.Fatal(err)
+				}
+				if n != len(expected) {
+					t.Fatalf("summary %q counts %d results, want %d", res.stderr, n, len(expected))
 				}
 			})
 		}
@@ -198,7 +208,7 @@ func TestCLIHelpExplainsEveryFlag(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("%v: exit %d", args, res.code)
 		}
-		for _, flagName := range []string{"--mode", "--preset", "--overrides", "--evidence", "--phases", "FILE|-"} {
+		for _, flagName := range []string{"--mode", "--preset", "--overrides", "--evidence", "--phases", "--job", "--format", "--strict", "--quiet", "--version", "FILE|-"} {
 			if !strings.Contains(res.stdout, flagName) {
 				t.Fatalf("%v: help does not mention %s", args, flagName)
 			}

@@ -9,13 +9,16 @@ import (
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // runInput is what `attribute` keeps of its input, built while the records
 // stream in instead of from a slice of every event: the grouped samples and
 // markers of the selected mode, with --phases the phase boundaries, and with
-// --nccl-inspector the (host, pid) of every rank.
+// --nccl-inspector the (host, pid) of every rank, and for `report` the
+// page's lanes. Only the records of the selected job (--job) reach the
+// builders; every record is counted in jobs.
 type runInput struct {
 	mode      string
 	events    int
@@ -24,11 +27,19 @@ type runInput struct {
 	phases    *phase.IndexBuilder // nil without --phases
 	inspector *inspectorJoin      // nil without --nccl-inspector
 	torch     *torchRun           // nil without --torch-profiler
+	page      *report.Builder     // report only
+	job       jobFlag
+	jobs      *jobTally
+	selected  []telemetry.Event // the chunk's records of the selected job
+	// tail is FILE's truncated last line, dropped (Line 0: none).
+	tail telemetry.DroppedTail
+	// inspectorUnreadable counts the Inspector lines skipped as unreadable.
+	inspectorUnreadable int
 }
 
 // readRun streams the records of r into the builders opts asks for.
 func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
-	ri := &runInput{mode: opts.mode}
+	ri := &runInput{mode: opts.mode, job: opts.job, jobs: newJobTally()}
 	if opts.mode == attribution.ModeEvidence {
 		ri.evidence = evidence.NewBuilder()
 	}
@@ -39,6 +50,9 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 		ri.inspector = newInspectorJoin(opts.inspector)
 	}
 	ri.torch = opts.sources.torch
+	if opts.page {
+		ri.page = report.NewBuilder(opts.phases)
+	}
 	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
 		return nil
@@ -51,7 +65,8 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 			return ri, nil
 		}
 	}
-	if err := telemetry.Stream(r, add); err != nil {
+	err := telemetry.StreamNotingTail(r, add, func(t telemetry.DroppedTail) { ri.tail = t })
+	if err != nil {
 		return nil, err
 	}
 	return ri, nil
@@ -79,8 +94,26 @@ func streamSinkDir(dir string, add func([]telemetry.Event) error) error {
 	return nil
 }
 
-// add feeds events to every builder of the run.
+// add feeds the records of the selected job to every builder of the run;
+// the Inspector join learns every rank's (host, pid), whatever its job.
 func (ri *runInput) add(events []telemetry.Event) {
+	if ri.inspector != nil {
+		for i := range events {
+			ri.inspector.learn(&events[i])
+		}
+	}
+	for i := range events {
+		ri.jobs.add(&events[i])
+	}
+	if ri.job.set {
+		ri.selected = ri.selected[:0]
+		for i := range events {
+			if events[i].JobID == ri.job.id {
+				ri.selected = append(ri.selected, events[i])
+			}
+		}
+		events = ri.selected
+	}
 	ri.events += len(events)
 	if ri.torch != nil {
 		for i := range events {
@@ -99,10 +132,23 @@ func (ri *runInput) add(events []telemetry.Event) {
 		if ri.phases != nil {
 			ri.phases.Add(e)
 		}
-		if ri.inspector != nil {
-			ri.inspector.learn(e)
+		if ri.page != nil {
+			ri.page.Add(e)
 		}
 	}
+}
+
+// checkJobs returns the error of a run that does not hold exactly the one
+// job it attributes: several jobs without --job, or a --job that names none.
+// An input without records is no error (its result is []).
+func (ri *runInput) checkJobs(file string) error {
+	switch {
+	case ri.job.set && ri.jobs.jobs[ri.job.id] == nil && len(ri.jobs.jobs) > 0:
+		return ri.jobs.missingJobError(file, ri.job.id)
+	case !ri.job.set && len(ri.jobs.jobs) > 1:
+		return ri.jobs.severalJobsError(file)
+	}
+	return nil
 }
 
 // addInspectorMarkers reads the run's NCCL Inspector files and adds the
@@ -121,6 +167,7 @@ func (ri *runInput) addInspectorMarkers(stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ri.inspectorUnreadable = ri.inspector.unreadable
 	ri.inspector = nil // the markers are not (host, pid) telemetry
 	ri.add(events)
 	return nil

@@ -12,15 +12,12 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
-	"github.com/collectiveattr/collectiveattr/inspector"
-	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON]
                            [--evidence JSON] [--phases] [--nccl-inspector PATH]...
-                           FILE|- -o REPORT.html
+                           [--job ID] [--strict] FILE|- -o REPORT.html
 
 Attribute FILE as "collectiveattr attribute" does and write one self-contained
 HTML page (no network needed to view it) that shows, per rank, the hidden
@@ -39,12 +36,15 @@ Flags:
                         files; repeatable) whose ops become collective markers
                         of the ranks whose host and pid they name, as for
                         "collectiveattr attribute".
+  --job ID, --strict    as for "collectiveattr attribute": the page shows
+                        one job.
   --columns N           plot width in pixels, one downsampled column each
                         (default 1200).
   -h, --help            print this help.
 
-Exit status: 0 success; 1 unreadable input, invalid record or unwritable
-output; 2 usage or configuration error.
+Exit status: 0 success; 1 unreadable input, invalid record, unwritable
+output or a skipped line with --strict; 2 usage or configuration error, or
+several jobs without --job.
 `
 
 type reportOptions struct {
@@ -66,6 +66,7 @@ func parseReportArgs(args []string) (reportOptions, error) {
 	fs.StringVar(&o.evidence, "evidence", "", "")
 	fs.Var(&o.inspector, "nccl-inspector", "")
 	fs.IntVar(&o.columns, "columns", o.columns, "")
+	addRunFlags(fs, &o.attributeOptions)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return o, err
@@ -109,74 +110,54 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	const prog = "collectiveattr report"
 	opts, err := parseReportArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, reportUsage)
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr report: %v\n\n%s", err, reportUsage)
-		return exitConfig
+		return usageError(stderr, prog, "report", err)
 	}
 	overrides, err := parseOverrides(opts.overrides)
 	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr report: --overrides: %v\n", err)
+		fmt.Fprintf(stderr, "%s: --overrides: %v\n", prog, err)
 		return exitConfig
 	}
 	evidenceKeys, err := parseOverrides(opts.evidence)
 	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr report: --evidence: %v\n", err)
+		fmt.Fprintf(stderr, "%s: --evidence: %v\n", prog, err)
 		return exitConfig
 	}
 
-	in := stdin
-	if opts.file != "-" {
-		f, err := os.Open(opts.file)
-		if err != nil {
-			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
-			return exitInput
-		}
-		defer f.Close()
-		in = f
-	}
-	events, err := telemetry.ReadAuto(in)
-	if err != nil {
-		var recErr *telemetry.RecordError
-		if !errors.As(err, &recErr) {
-			err = fmt.Errorf("collectiveattr report: %s: %w", opts.file, err)
-		}
-		fmt.Fprintln(stderr, err)
-		return exitInput
-	}
-	if len(opts.inspector) > 0 {
-		markers := inspector.ReferenceMarkers
-		if opts.mode == attribution.ModeEvidence {
-			markers = inspector.EvidenceMarker
-		}
-		if events, err = addInspectorMarkers(events, opts.inspector, markers, stderr); err != nil {
-			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
-			return exitInput
-		}
+	// The records stream into the attribution's and the page's builders;
+	// no slice of every event is kept.
+	opts.page = true
+	runIn, code := readInput(prog, opts.attributeOptions, stdin, stderr)
+	if code != exitOK {
+		return code
 	}
 	// Unlike attribute, an empty input still makes a page, and the page
 	// shows the configuration: resolve it whatever the input.
-	attributed, config, err := attributeForReport(events, opts.attributeOptions, overrides, evidenceKeys)
+	config, err := reportConfig(opts.attributeOptions, overrides, evidenceKeys)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	attributed, err := runIn.attribute(opts.preset, overrides, evidenceKeys)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
 
-	b := report.NewBuilder(opts.phases)
-	for i := range events {
-		b.Add(&events[i])
-	}
-	job := b.Job()
+	job := runIn.page.Job()
+	runIn = nil // the attribution's input is no longer needed while the page renders
 	results := make([]report.Result, len(attributed))
 	var buf []byte
 	for i := range attributed {
 		buf = attribution.AppendResultJSON(buf[:0], &attributed[i], opts.phases)
 		if results[i], err = report.ParseResult(buf); err != nil {
-			fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			return exitInput
 		}
 	}
@@ -190,6 +171,9 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		},
 		Config: config,
 	}
+	if opts.job.set {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "job", Value: opts.job.id})
+	}
 	if strings.TrimSpace(opts.overrides) != "" {
 		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "overrides", Value: opts.overrides})
 	}
@@ -202,18 +186,37 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := writeReport(opts.output, stdout, func(w io.Writer) error {
 		return report.Render(w, job, results, ropts)
 	}); err != nil {
-		fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitInput
 	}
 	return exitOK
 }
 
 // writeReport writes to a temporary file beside path and renames it, so
-// that a failed run leaves no half page behind.
+// that a failed run leaves no half page behind. Its errors name path, the
+// file the user asked for, not the temporary one.
 func writeReport(path string, stdout io.Writer, render func(io.Writer) error) error {
 	if path == "-" {
 		return render(stdout)
 	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("-o %s: is a directory", path)
+	}
+	if err := writeViaTemp(path, render); err != nil {
+		var pe *os.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		}
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeViaTemp(path string, render func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -250,34 +253,20 @@ func configFields(c attribution.Config) []report.Field {
 	}
 }
 
-// attributeForReport resolves the mode's configuration (whatever the
-// input: the page shows it) and attributes events, returning the results
-// and the configuration as the page lists it.
-func attributeForReport(events []telemetry.Event, opts attributeOptions, overrides, evidenceKeys map[string]any) ([]attribution.Result, []report.Field, error) {
-	var resolver attribution.PhaseResolver
-	if opts.phases {
-		resolver = phase.NewIndex(events, nil)
-	}
+// reportConfig resolves the mode's configuration as the page lists it.
+func reportConfig(opts attributeOptions, overrides, evidenceKeys map[string]any) ([]report.Field, error) {
 	if opts.mode != attribution.ModeEvidence {
 		cfg, err := attribution.ResolveConfig(opts.preset, overrides)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return attribution.Attribute(events, cfg, resolver), configFields(cfg), nil
+		return configFields(cfg), nil
 	}
 	cfg, err := evidence.ResolveConfig(opts.preset, overrides, evidenceKeys)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	fields := append(configFields(cfg.Config), evidenceConfigFields(cfg.Evidence)...)
-	if len(events) == 0 {
-		return nil, fields, nil
-	}
-	b := evidence.NewBuilder()
-	for i := range events {
-		b.Add(&events[i])
-	}
-	return evidence.Attribute(b.Input(), cfg, resolver), fields, nil
+	return append(configFields(cfg.Config), evidenceConfigFields(cfg.Evidence)...), nil
 }
 
 // evidenceConfigFields lists evidence mode's own settings under the key

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +106,7 @@ func TestReportInBrowser(t *testing.T) {
 		{name: "gpujobsim16_phases", write: gpujobsimInput(nil), args: []string{"--phases"}},
 		{name: "gpujobsim16", write: gpujobsimInput(nil)},
 		{name: "gpujobsim16_evidence", write: gpujobsimInput(nil), args: []string{"--mode", "evidence", "--phases"}},
+		{name: "gpujobsim16_accounting", write: gpujobsimInput(func(c *jobsim.Config) { c.NCCLStats, c.CotimedDecoys = true, 1 }), args: []string{"--mode", "evidence", "--phases"}},
 		{name: "gpujobsim16_hostile", write: gpujobsimInput(func(c *jobsim.Config) { c.JobID = hostileJobID }), args: []string{"--phases", "--preset", "high"}},
 		{name: "eventgen1024x3000", write: eventgenInput(eventgen.Default(1024)), large: true},
 	}
@@ -133,6 +136,10 @@ type pageFacts struct {
 	TipText     string   `json:"tipText"`
 	ViewBox     string   `json:"viewBox"`
 	External    []string `json:"external"`
+	Legend      []string `json:"legend"`
+	Accounting  int      `json:"accounting"`
+	EndTicks    int      `json:"endTicks"`
+	YAxis       []string `json:"yAxis"`
 }
 
 const factsJS = `new Promise((resolve) => {
@@ -154,6 +161,10 @@ const factsJS = `new Promise((resolve) => {
       jobCell: (document.querySelector(".kv td") || {}).textContent,
       height: document.documentElement.scrollHeight,
       external: Array.from(document.querySelectorAll("[src],[href]"), (e) => e.getAttribute("src") || e.getAttribute("href")).filter((u) => !u.startsWith("data:")),
+      legend: Array.from(document.querySelectorAll(".legend .li"), (e) => e.textContent.trim()),
+      accounting: document.querySelectorAll("#lanes path.acct").length,
+      endTicks: document.querySelectorAll("#lanes path.mk.end").length,
+      yAxis: Array.from(document.querySelectorAll("#lanes .lane:first-child .yax span"), (e) => e.textContent),
     };
     const r = rects[0];
     if (r) {
@@ -260,6 +271,26 @@ func checkReportInBrowser(t *testing.T, chromium, outDir string, tc browserCase)
 			t.Errorf("clicking an episode left the lanes' viewBox at %q, want a zoom", facts.ViewBox)
 		}
 	}
+	if wantResults > 0 {
+		// Hover values in human units, times from the job's start.
+		if !regexp.MustCompile(`interval_start_ns\+\d+\.\d{3} s  \(\d+\)`).MatchString(facts.TipText) ||
+			!regexp.MustCompile(`_bytes-?\d+\.\d+ (GiB|MiB|KiB)  \(-?\d+\)`).MatchString(facts.TipText) {
+			t.Errorf("hovering a result shows %q, want times from the job's start and sizes in binary units", facts.TipText)
+		}
+	}
+	// gpujobsim writes a bare "collective" record at each op's end: it is
+	// drawn as the op's end, never as an op of its own.
+	if slices.Contains(facts.Legend, "collective") || facts.EndTicks == 0 {
+		t.Errorf("legend %q, %d end ticks: want the ops' ends drawn as ends, not as an op \"collective\"", facts.Legend, facts.EndTicks)
+	}
+	if len(facts.YAxis) != 2 || !strings.HasSuffix(facts.YAxis[0], "iB") {
+		t.Errorf("the first lane's y axis is %q, want its top and bottom values with units", facts.YAxis)
+	}
+	if strings.Contains(tc.name, "accounting") {
+		if facts.Accounting != len(wantRanks) || !slices.ContainsFunc(facts.Legend, func(s string) bool { return strings.HasPrefix(s, "NCCL accounting, comm ") }) {
+			t.Errorf("%d accounting lines, legend %q; want one per rank and the communicator in the legend", facts.Accounting, facts.Legend)
+		}
+	}
 	if facts.AxisTicks < 4 {
 		t.Errorf("%d axis labels, want the time axes drawn", facts.AxisTicks)
 	}
@@ -297,6 +328,72 @@ func checkReportInBrowser(t *testing.T, chromium, outDir string, tc browserCase)
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
+	if !tc.large {
+		checkResponsive(ctx, t, page, html, outDir, tc.name)
+	}
+}
+
+// layoutFacts is the page's width against the window's, and its plots'.
+type layoutFacts struct {
+	ScrollWidth int     `json:"scrollWidth"`
+	InnerWidth  int     `json:"innerWidth"`
+	PlotRight   float64 `json:"plotRight"`
+	PlotWidth   float64 `json:"plotWidth"`
+	HeatWidth   float64 `json:"heatWidth"`
+	AxisRight   float64 `json:"axisRight"`
+	AxisLabels  int     `json:"axisLabels"`
+}
+
+const layoutJS = `new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+  const lane = document.querySelector("#lanes .lane svg.zx").getBoundingClientRect();
+  const texts = Array.from(document.querySelectorAll(".lanehead svg.axis text"), (t) => t.getBoundingClientRect());
+  resolve({
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+    plotRight: lane.right,
+    plotWidth: lane.width,
+    heatWidth: document.getElementById("heat").getBoundingClientRect().width,
+    axisRight: Math.max(0, ...texts.map((r) => r.right)),
+    axisLabels: texts.length,
+  });
+}, 300))))`
+
+// checkResponsive loads the page in windows 800 and 1400 px wide: nothing
+// overflows the window (no horizontal scroll), the plots fill the width
+// left of the labels, and the time axis is redrawn for it.
+func checkResponsive(ctx context.Context, t *testing.T, page *cdp.Page, html, outDir, name string) {
+	for _, width := range []int{800, 1400} {
+		if err := page.SetViewport(ctx, width, 900); err != nil {
+			t.Fatal(err)
+		}
+		if err := page.Navigate(ctx, "file://"+html); err != nil {
+			t.Fatal(err)
+		}
+		var f layoutFacts
+		if err := page.Eval(ctx, layoutJS, &f); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d px: page %d px wide, lane plot %.0f px, heat strip %.0f px, %d axis labels", width, f.ScrollWidth, f.PlotWidth, f.HeatWidth, f.AxisLabels)
+		switch {
+		case f.InnerWidth != width:
+			t.Errorf("%d px: the window is %d px wide", width, f.InnerWidth)
+		case f.ScrollWidth > f.InnerWidth:
+			t.Errorf("%d px: the page is %d px wide, wider than the window", width, f.ScrollWidth)
+		case f.PlotRight > float64(width) || f.AxisRight > float64(width):
+			t.Errorf("%d px: a plot ends at %.0f px, its axis at %.0f px, past the window", width, f.PlotRight, f.AxisRight)
+		case f.PlotWidth < float64(width)/2 || math.Abs(f.HeatWidth-f.PlotWidth) > 2: // the heat strip has a border
+			t.Errorf("%d px: lane plot %.0f px, heat strip %.0f px: want them as wide as each other and at least half the window", width, f.PlotWidth, f.HeatWidth)
+		case f.AxisLabels < 3:
+			t.Errorf("%d px: %d time axis labels", width, f.AxisLabels)
+		}
+		png, err := page.Screenshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(outDir, fmt.Sprintf("%s_%dpx.png", name, width)), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 const blankPage = `<!DOCTYPE html><html><body><script>

@@ -2,7 +2,7 @@
 // the ground truth of what it injected; `gpujobsim report` compares a collector's results
 // with that truth.
 //
-//	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318)
+//	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318 when a collector listens there)
 //	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
 //	gpujobsim report -truth truth.json results.json...
 //	gpujobsim modes -truth truth.json -reference FILE -evidence FILE   the two modes side by side
@@ -76,7 +76,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.ClockSkew, "clock-skew", cfg.ClockSkew, "largest per-host clock offset (±)")
 	fs.IntVar(&cfg.WarmupSteps, "warmup-steps", cfg.WarmupSteps, "steps without injected collective spikes at the start")
 	fs.BoolVar(&cfg.NCCLStats, "nccl-stats", cfg.NCCLStats, "also report NCCL's own communicator memory (comm_memory_stats records, nccl.comm.memory.total gauge)")
-	endpoint := fs.String("otlp-endpoint", "127.0.0.1:4318", "OTLP/HTTP endpoint of the collector (empty: send nothing)")
+	endpoint := fs.String("otlp-endpoint", defaultOTLPEndpoint, "OTLP/HTTP endpoint of the collector (empty: send nothing; when not given and no collector listens there, nothing is sent)")
 	device := fs.String("device-metrics", "otlp", "who reports device memory: otlp (NVML in process), dcgm (the -dcgm-listen page), both")
 	dcgmListen := fs.String("dcgm-listen", "", "serve a DCGM-exporter /metrics page on this address (e.g. 127.0.0.1:9400)")
 	stormlogPath := fs.String("stormlog", "", "write stormlog TelemetryEvent v3 JSON Lines to this file")
@@ -126,8 +126,14 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		opts.Epoch = time.Now()
 	}
-	if *endpoint != "" {
-		opts.OTLP = jobsim.NewOTLPSender(*endpoint)
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "otlp-endpoint" })
+	target, err := otlpTarget(*endpoint, explicit, stderr)
+	if err != nil {
+		return err
+	}
+	if target != "" {
+		opts.OTLP = jobsim.NewOTLPSender(target)
 	}
 	if *stormlogPath != "" {
 		f, err := os.Create(*stormlogPath)
@@ -194,7 +200,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gpujobsim report", flag.ContinueOnError)
 	truthPath := fs.String("truth", "", "ground truth JSON written by gpujobsim -truth-json (required)")
-	check := fs.Bool("check", false, "exit 1 when the results do not match the ground truth")
+	check := fs.Bool("check", false, "exit 1 when the results are not what the reference mode is expected to give")
 	perRank := fs.Bool("per-rank", false, "one row per result instead of one per group of ranks that agree")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gpujobsim report -truth truth.json [-check] FILE... (file exporter output: result logs or spans)")
@@ -230,18 +236,17 @@ func report(args []string, stdout io.Writer) error {
 	if err := write(stdout, results, truth.EpochNs); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "\nInjected vs found:")
+	fmt.Fprintln(stdout, "\nInjected vs found (\"expected\": what the reference mode is built to say; \"right?\": whether that is what happened):")
 	v := jobsim.Compare(truth, results)
 	if err := v.WriteVerdict(stdout, truth); err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "\nverdict: %s\n", v.Summary())
 	if v.OK {
-		fmt.Fprintln(stdout, "\nverdict: results match the ground truth")
 		return nil
 	}
-	fmt.Fprintln(stdout, "\nverdict: results DO NOT match the ground truth")
 	if *check {
-		return errors.New("results do not match the ground truth")
+		return errors.New("the results are not what the reference mode is expected to give")
 	}
 	return nil
 }

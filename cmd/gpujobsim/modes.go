@@ -58,12 +58,15 @@ func modes(args []string, stdout io.Writer) error {
 	if err := c.WriteTable(stdout); err != nil {
 		return err
 	}
+	fmt.Fprintln(stdout)
+	if err := c.WriteVerdicts(stdout); err != nil {
+		return err
+	}
 	problems := c.Check()
 	if len(problems) == 0 {
-		fmt.Fprintln(stdout, "evidence mode: as expected")
 		return nil
 	}
-	fmt.Fprintf(stdout, "evidence mode: NOT as expected:\n  %s\n", strings.Join(problems, "\n  "))
+	fmt.Fprintf(stdout, "evidence mode NOT as expected:\n  %s\n", strings.Join(problems, "\n  "))
 	if *check {
 		return errors.New("the evidence mode's results are not as expected")
 	}

@@ -89,6 +89,9 @@ func TestModesCheck(t *testing.T) {
 			assert.Equal(t, tc.wantError, err != nil, "%v\n%s", err, out.String())
 			assert.Contains(t, out.String(), "cotimed_decoy @ all_reduce")
 			assert.Contains(t, out.String(), "<- differs")
+			assert.Contains(t, out.String(), "\nverdict, reference mode: as expected on ")
+			assert.Contains(t, out.String(), "\nverdict, evidence mode (without NCCL's accounting): ")
+			assert.Contains(t, out.String(), "\nwhich to trust: ")
 		})
 	}
 }

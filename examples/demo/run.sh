@@ -77,7 +77,11 @@ stop_collector
 
 ref=$DEMO_OUT_DIR/reference ev=$DEMO_OUT_DIR/evidence
 status=0
+echo
+echo "==> the reference mode (the collector's default, stormlog's heuristic) against the ground truth"
 "$SIM" report -check -truth "$DEMO_OUT_DIR/truth.json" "$ref/logs.json" "$ref/traces.json" || status=1
+echo
+echo "==> both modes side by side, a verdict per mode, and which one to trust"
 "$SIM" modes -check -truth "$DEMO_OUT_DIR/truth.json" -reference "$ref/logs.json" -reference "$ref/traces.json" \
   -evidence "$ev/logs.json" -evidence "$ev/traces.json" || status=1
 echo

@@ -6,6 +6,7 @@
   var root = document.getElementById("report");
   var W = Number(root.getAttribute("data-width"));
   var spanS = Number(root.getAttribute("data-span-s"));
+  var startNs = root.getAttribute("data-start-ns");
   var data = null; // the results' fields, parsed at the first hover
   var plots = Array.prototype.slice.call(document.querySelectorAll("svg.zx"));
   var axes = Array.prototype.slice.call(document.querySelectorAll("svg.axis"));
@@ -27,14 +28,19 @@
     var digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
     axes.forEach(function (ax) {
       while (ax.firstChild) ax.removeChild(ax.firstChild);
-      for (var t = Math.ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) {
-        var x = (t - t0) / (t1 - t0) * W;
+      // The axis is as wide as its column, which follows the window.
+      var pw = ax.getBoundingClientRect().width || W;
+      var every = Math.max(1, Math.ceil(12 / Math.max(pw / 90, 1)));
+      var n = 0;
+      for (var t = Math.ceil(t0 / step) * step; t <= t1 + 1e-9; t += step, n++) {
+        var x = (t - t0) / (t1 - t0) * pw;
         var line = document.createElementNS(SVG, "line");
         line.setAttribute("x1", x); line.setAttribute("x2", x);
         line.setAttribute("y1", 14); line.setAttribute("y2", 20);
         ax.appendChild(line);
+        if (n % every) continue;
         var text = document.createElementNS(SVG, "text");
-        text.setAttribute("x", Math.min(Math.max(x, 12), W - 20));
+        text.setAttribute("x", Math.min(Math.max(x, 12), pw - 20));
         text.setAttribute("y", 11);
         text.setAttribute("text-anchor", "middle");
         text.textContent = t.toFixed(digits) + " s";
@@ -70,6 +76,27 @@
     tip.style.left = x + "px"; tip.style.top = y + "px";
   }
 
+  // Human units for the hover: byte counts in binary units, interval times
+  // in seconds from the job's first event (the raw value follows).
+  function humanBytes(v) {
+    var n = Number(v), a = Math.abs(n);
+    if (!isFinite(n)) return v;
+    if (a >= 1073741824) return (n / 1073741824).toFixed(2) + " GiB";
+    if (a >= 1048576) return (n / 1048576).toFixed(1) + " MiB";
+    if (a >= 1024) return (n / 1024).toFixed(1) + " KiB";
+    return n + " B";
+  }
+  function sinceStart(v) {
+    if (!/^[0-9]+$/.test(v) || typeof BigInt !== "function") return v;
+    var d = Number(BigInt(v) - BigInt(startNs)) / 1e9;
+    return (d >= 0 ? "+" : "") + d.toFixed(3) + " s";
+  }
+  function human(key, v) {
+    if (/_bytes$/.test(key) && /^-?[0-9]+$/.test(v)) return humanBytes(v) + "  (" + v + ")";
+    if (/^interval_(start|end)_ns$/.test(key)) return sinceStart(v) + "  (" + v + ")";
+    return v;
+  }
+
   function resultFields(i) {
     if (!data) data = JSON.parse(document.getElementById("results-data").textContent);
     var out = [];
@@ -93,7 +120,7 @@
       rows.forEach(function (r) {
         var tr = document.createElement("tr");
         var kd = document.createElement("td"); kd.textContent = r[0];
-        var vd = document.createElement("td"); vd.textContent = r[1];
+        var vd = document.createElement("td"); vd.textContent = human(r[0], r[1]);
         tr.appendChild(kd); tr.appendChild(vd); table.appendChild(tr);
       });
       box.appendChild(table);
@@ -166,6 +193,11 @@
   });
 
   drawAxes();
+  var resizeTimer = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(drawAxes, 100);
+  });
   // The time from navigation start to the first frame after this script:
   // what the browser test reports as the render time.
   requestAnimationFrame(function () {

@@ -99,7 +99,7 @@ func TestCotimedDecoyAttribution(t *testing.T) {
 	for _, row := range c.Rows {
 		if row.Injection.Kind == KindCotimedDecoy {
 			assert.Equal(t, attribution.CollectiveConfident, row.Reference.Class)
-			assert.Empty(t, ranksAtLeast(row.Evidence, attribution.CollectiveLikely))
+			assert.Empty(t, ranksAtLeastOf(row.Evidence.PerRank, attribution.CollectiveLikely))
 			assert.True(t, row.Differs())
 		}
 	}

@@ -130,54 +130,20 @@ func (r ModesRow) Differs() bool {
 		!slices.Equal(a.Kinds, b.Kinds)
 }
 
+// EvidenceExpectation is what the evidence mode should say about in on this job: with
+// NCCL's accounting when any of its results carried it.
+func (c ModesComparison) EvidenceExpectation(in TruthInjection) Expectation {
+	return EvidenceExpectation(in, c.Accounted, c.Truth.WorldSize)
+}
+
 // Check returns what the evidence mode got wrong on the job, as far as the demo holds it
-// to evidence-mode §3. Always: an unrelated spike is not claimed (likely or above), no
-// claim lies outside the injections, and the step up has a persistent result. Without NCCL's
-// accounting: a co-timed decoy is at most likely, and a collective-caused injection on
-// more than half the world is claimed on all its ranks (one on fewer ranks may be judged
-// against a larger communicator and missed). With it (any evidence result carries
-// nccl_accounted_bytes): a co-timed decoy is not claimed, and every collective-caused
-// injection is confirmed on all its ranks.
+// to evidence-mode §3 (EvidenceExpectation), and its claims that overlap no injection.
 func (c ModesComparison) Check() []string {
 	var problems []string
-	add := func(in TruthInjection, format string, args ...any) {
-		problems = append(problems, fmt.Sprintf("#%d %s: ", in.ID, in.Kind)+fmt.Sprintf(format, args...))
-	}
 	for _, row := range c.Rows {
-		in, f := row.Injection, row.Evidence
-		switch {
-		case in.Kind == KindCotimedDecoy && c.Accounted:
-			if ranks := ranksAtLeast(f, attribution.CollectiveLikely); len(ranks) > 0 {
-				add(in, "claimed on ranks %s although NCCL's accounting does not hold it", RankList(ranks))
-			}
-		case in.Kind == KindCotimedDecoy:
-			if ranks := ranksAtLeast(f, attribution.CollectiveConfident); len(ranks) > 0 {
-				add(in, "confident on ranks %s without NCCL's accounting", RankList(ranks))
-			}
-		case in.Kind == KindUnrelatedSpike:
-			if ranks := ranksAtLeast(f, attribution.CollectiveLikely); len(ranks) > 0 {
-				add(in, "claimed on ranks %s", RankList(ranks))
-			}
-		case IsCollectiveCaused(in.Kind):
-			if in.Kind == KindStepUp && !slices.Contains(f.Kinds, "persistent") {
-				add(in, "no persistent result")
-			}
-			want := attribution.CollectiveConfirmed
-			if !c.Accounted {
-				if 2*len(in.Ranks) <= c.Truth.WorldSize {
-					continue
-				}
-				want = attribution.CollectiveLikely
-			}
-			var weak []int
-			for _, r := range in.Ranks {
-				if attribution.ClassificationRank(f.PerRank[r]) < attribution.ClassificationRank(want) {
-					weak = append(weak, r)
-				}
-			}
-			if len(weak) > 0 {
-				add(in, "weaker than %s on ranks %s", want, RankList(weak))
-			}
+		in := row.Injection
+		if why := c.EvidenceExpectation(in).Misses(in, row.Evidence.PerRank, row.Evidence.Kinds); why != "" {
+			problems = append(problems, fmt.Sprintf("#%d %s: %s", in.ID, in.Kind, why))
 		}
 	}
 	if c.EvidenceClaimsElsewhere > 0 {
@@ -186,40 +152,32 @@ func (c ModesComparison) Check() []string {
 	return problems
 }
 
-func ranksAtLeast(f ModeFinding, class string) []int {
-	var ranks []int
-	for r, c := range f.PerRank {
-		if attribution.ClassificationRank(c) >= attribution.ClassificationRank(class) {
-			ranks = append(ranks, r)
-		}
-	}
-	slices.Sort(ranks)
-	return ranks
-}
-
-// WriteTable prints two lines per injection, one per mode, and marks where they differ.
+// WriteTable prints two lines per injection, one per mode: what the mode is expected to
+// say, what it said, whether that is as expected and whether it is right (Right); and
+// marks where the modes differ.
 func (c ModesComparison) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "#\tinjected\tt (s)\tranks\tNCCL's?\tmode\tsaid (ranks)\tkind\tconfidence\treasons\t\n")
+	fmt.Fprintf(tw, "#\tinjected\tt (s)\tranks\tNCCL's?\tmode\texpected\tsaid (ranks)\tkind\tconfidence\tas expected?\tright?\t\n")
 	for _, row := range c.Rows {
 		in := row.Injection
 		what := in.Kind
 		if in.Collective != "" {
 			what += " @ " + in.Collective
 		}
-		truth := "no"
-		if IsCollectiveCaused(in.Kind) {
-			truth = "yes"
-		}
 		mark := ""
 		if row.Differs() {
 			mark = "<- differs"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%s\t%s\treference\t%s\t%s\t%s\t%s\t\n", in.ID, what,
-			float64(in.StartNs-c.Truth.EpochNs)/1e9, RankList(in.Ranks), truth, said(row.Reference),
-			dashList(row.Reference.Kinds), confRange(row.Reference), dashList(row.Reference.Reasons))
-		fmt.Fprintf(tw, "\t\t\t\t\tevidence\t%s\t%s\t%s\t%s\t%s\n", said(row.Evidence),
-			dashList(row.Evidence.Kinds), confRange(row.Evidence), dashList(row.Evidence.Reasons), mark)
+		refExp, evExp := ReferenceExpectation(in), c.EvidenceExpectation(in)
+		refRight, _ := Right(in, row.Reference.PerRank)
+		evRight, _ := Right(in, row.Evidence.PerRank)
+		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%s\t%s\treference\t%s\t%s\t%s\t%s\t%s\t%s\t\n", in.ID, what,
+			float64(in.StartNs-c.Truth.EpochNs)/1e9, RankList(in.Ranks), yesNo(IsCollectiveCaused(in.Kind)),
+			refExp, said(row.Reference), dashList(row.Reference.Kinds), confRange(row.Reference),
+			yesNO(refExp.Misses(in, row.Reference.PerRank, row.Reference.Kinds) == ""), yesNO(refRight))
+		fmt.Fprintf(tw, "\t\t\t\t\tevidence\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", evExp, said(row.Evidence),
+			dashList(row.Evidence.Kinds), confRange(row.Evidence),
+			yesNO(evExp.Misses(in, row.Evidence.PerRank, row.Evidence.Kinds) == ""), yesNO(evRight), mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -231,6 +189,89 @@ func (c ModesComparison) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "claims overlapping no injection: reference %d, evidence %d; evidence mode ran %s\n",
 		c.ReferenceClaimsElsewhere, c.EvidenceClaimsElsewhere, accounting)
 	return err
+}
+
+// ModeVerdict is one mode's verdict on the job: how many injections it answered as it is
+// expected to and how many it got right, and the ones it got wrong.
+type ModeVerdict struct {
+	Mode            string
+	Events          int
+	AsExpected      int
+	Right           int
+	Wrong           []string // "#6 cotimed_decoy: called ... on ranks 0-15, but NCCL did not allocate it"
+	ClaimsElsewhere int
+}
+
+// Verdicts returns the reference's and the evidence mode's verdicts.
+func (c ModesComparison) Verdicts() (reference, evidence ModeVerdict) {
+	reference = ModeVerdict{Mode: "reference mode", Events: len(c.Rows), ClaimsElsewhere: c.ReferenceClaimsElsewhere}
+	evidence = ModeVerdict{Mode: "evidence mode", Events: len(c.Rows), ClaimsElsewhere: c.EvidenceClaimsElsewhere}
+	tally := func(v *ModeVerdict, in TruthInjection, f ModeFinding, e Expectation) {
+		if e.Misses(in, f.PerRank, f.Kinds) == "" {
+			v.AsExpected++
+		}
+		if ok, why := Right(in, f.PerRank); ok {
+			v.Right++
+		} else {
+			v.Wrong = append(v.Wrong, fmt.Sprintf("#%d %s: %s", in.ID, in.Kind, why))
+		}
+	}
+	for _, row := range c.Rows {
+		tally(&reference, row.Injection, row.Reference, ReferenceExpectation(row.Injection))
+		tally(&evidence, row.Injection, row.Evidence, c.EvidenceExpectation(row.Injection))
+	}
+	return reference, evidence
+}
+
+func (v ModeVerdict) String() string {
+	s := fmt.Sprintf("%s: as expected on %d of %d injected events; right on %d of %d", v.Mode, v.AsExpected, v.Events, v.Right, v.Events)
+	if len(v.Wrong) > 0 {
+		s += " (wrong on " + strings.Join(v.Wrong, "; ") + ")"
+	}
+	if v.ClaimsElsewhere > 0 {
+		s += fmt.Sprintf("; %d claim(s) where nothing was injected", v.ClaimsElsewhere)
+	}
+	return s
+}
+
+// WriteVerdicts prints each mode's verdict and, in an operator's words, which mode to
+// trust on this job.
+func (c ModesComparison) WriteVerdicts(w io.Writer) error {
+	ref, ev := c.Verdicts()
+	if c.Accounted {
+		ev.Mode = "evidence mode (with NCCL's accounting)"
+	} else {
+		ev.Mode = "evidence mode (without NCCL's accounting)"
+	}
+	_, err := fmt.Fprintf(w, "verdict, %s\nverdict, %s\nwhich to trust: %s\n", ref, ev, c.Trust())
+	return err
+}
+
+// Trust says which mode to trust on this job, and why, in one sentence.
+func (c ModesComparison) Trust() string {
+	if c.Accounted {
+		s := "evidence mode, because this job reports NCCL's memory accounting: its \"confirmed\" means NCCL's own books hold the memory, " +
+			"while the reference mode only sees memory rise on many ranks during a collective and so blames NCCL for anything allocated alongside one"
+		if wrong := c.wrongDecoys(); wrong != "" {
+			s += " (" + wrong + " here)"
+		}
+		return s + "; use the reference mode to compare with stormlog's own output."
+	}
+	return "without NCCL's memory accounting neither mode can tell memory NCCL allocated from memory allocated while a collective ran; " +
+		"prefer evidence mode (it caps such spikes at \"likely\" and judges each rank against its own baseline) " +
+		"and report NCCL's accounting (nccl.comm.memory.total) to get \"confirmed\"."
+}
+
+// wrongDecoys lists the injections the reference claimed although NCCL did not allocate
+// them ("#6").
+func (c ModesComparison) wrongDecoys() string {
+	var ids []string
+	for _, row := range c.Rows {
+		if ok, _ := Right(row.Injection, row.Reference.PerRank); !ok && !IsCollectiveCaused(row.Injection.Kind) {
+			ids = append(ids, fmt.Sprintf("#%d", row.Injection.ID))
+		}
+	}
+	return strings.Join(ids, ", ")
 }
 
 func said(f ModeFinding) string {

@@ -72,15 +72,15 @@ func TestModesCheck(t *testing.T) {
 	}{
 		{"without accounting", false, withoutAccounting, ""},
 		{"decoy confident without accounting", false, override(withoutAccounting, KindCotimedDecoy, attribution.CollectiveConfident), "confident on ranks 0-15"},
-		{"unrelated spike claimed", false, override(withoutAccounting, KindUnrelatedSpike, attribution.CollectiveLikely), "unrelated_spike: claimed"},
-		{"world-wide spike missed", false, override(withoutAccounting, KindCollectiveSpike, attribution.CollectiveSuspect), "weaker than collective_likely"},
+		{"unrelated spike claimed", false, override(withoutAccounting, KindUnrelatedSpike, attribution.CollectiveLikely), "unrelated_spike: likely on ranks"},
+		{"world-wide spike missed", false, override(withoutAccounting, KindCollectiveSpike, attribution.CollectiveSuspect), "weaker than likely"},
 		{"step up not persistent", false, func(in TruthInjection) (string, string) {
 			c, _ := withoutAccounting(in)
 			return c, "transient"
 		}, "no persistent result"},
 		{"with accounting", true, withAccounting, ""},
-		{"decoy likely with accounting", true, override(withAccounting, KindCotimedDecoy, attribution.CollectiveLikely), "although NCCL's accounting does not hold it"},
-		{"collective spike only likely with accounting", true, override(withAccounting, KindCollectiveSpike, attribution.CollectiveLikely), "weaker than collective_confirmed"},
+		{"decoy likely with accounting", true, override(withAccounting, KindCotimedDecoy, attribution.CollectiveLikely), "cotimed_decoy: likely on ranks 0-15"},
+		{"collective spike only likely with accounting", true, override(withAccounting, KindCollectiveSpike, attribution.CollectiveLikely), "weaker than confirmed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := CompareModes(truth, reference, modeResults(truth, tc.accounted, tc.classFor))

@@ -250,8 +250,13 @@ type InjectionVerdict struct {
 	Injection TruthInjection
 	// Found maps each affected rank to the strongest classification that overlapped it.
 	Found map[int]string
-	OK    bool
-	Why   string
+	// OK tells that the results are what the reference mode is expected to give
+	// (ReferenceExpectation); Why says how they are not.
+	OK  bool
+	Why string
+	// Right tells that they are what happened (Right); Wrong says how they are not.
+	Right bool
+	Wrong string
 }
 
 // Verdict is the comparison of a run's results with its ground truth.
@@ -283,30 +288,10 @@ func Compare(t Truth, results []Result) Verdict {
 				}
 			}
 		}
-		switch in.Kind {
-		case KindUnrelatedSpike:
-			for rank, c := range iv.Found {
-				if attribution.ClassificationRank(c) >= attribution.ClassificationRank(attribution.CollectiveLikely) {
-					iv.OK = false
-					iv.Why = fmt.Sprintf("rank %d called %s", rank, c)
-				}
-			}
-		default:
-			var missing, weak []string
-			for _, rank := range in.Ranks {
-				c, ok := iv.Found[rank]
-				switch {
-				case !ok:
-					missing = append(missing, fmt.Sprint(rank))
-				case attribution.ClassificationRank(c) < attribution.ClassificationRank(in.Expected):
-					weak = append(weak, fmt.Sprintf("%d:%s", rank, strings.TrimPrefix(c, "collective_")))
-				}
-			}
-			if len(missing) > 0 || len(weak) > 0 {
-				iv.OK = false
-				iv.Why = strings.TrimSpace(fmt.Sprintf("%s %s", listIf("not found on ranks ", missing), listIf("weaker than expected: ", weak)))
-			}
+		if iv.Why = ReferenceExpectation(in).Misses(in, iv.Found, nil); iv.Why != "" {
+			iv.OK = false
 		}
+		iv.Right, iv.Wrong = Right(in, iv.Found)
 		v.OK = v.OK && iv.OK
 		v.Injections = append(v.Injections, iv)
 	}
@@ -320,13 +305,6 @@ func Compare(t Truth, results []Result) Verdict {
 		}
 	}
 	return v
-}
-
-func listIf(prefix string, items []string) string {
-	if len(items) == 0 {
-		return ""
-	}
-	return prefix + strings.Join(items, ",")
 }
 
 // WriteResultsTable prints one row per result, times relative to epochNs (0 for
@@ -413,22 +391,20 @@ func phaseCounts(phases map[string]int) string {
 	return strings.Join(parts, "; ")
 }
 
-// WriteVerdict prints, per injection, what was found next to what was injected.
+// WriteVerdict prints, per injection, what was found next to what was injected: whether
+// it is what the reference mode is expected to answer, and whether it is right.
 func (v Verdict) WriteVerdict(w io.Writer, t Truth) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "#\tinjected\tt (s)\tranks\texpected\tfound\tverdict\n")
+	fmt.Fprintf(tw, "#\tinjected\tt (s)\tranks\tNCCL's?\texpected\tfound\tas expected?\tright?\n")
 	for _, iv := range v.Injections {
 		in := iv.Injection
 		what := in.Kind
 		if in.Collective != "" {
 			what += " @ " + in.Collective
 		}
-		verdict := "ok"
-		if !iv.OK {
-			verdict = "MISMATCH: " + iv.Why
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%s\t%s\t%s\t%s\n", in.ID, what, float64(in.StartNs-t.EpochNs)/1e9,
-			RankList(in.Ranks), in.Expected, foundSummary(iv.Found), verdict)
+		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, what, float64(in.StartNs-t.EpochNs)/1e9,
+			RankList(in.Ranks), yesNo(IsCollectiveCaused(in.Kind)), ReferenceExpectation(in), foundSummary(iv.Found),
+			verdictWord(iv.OK, iv.Why), yesNO(iv.Right))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -440,6 +416,42 @@ func (v Verdict) WriteVerdict(w io.Writer, t Truth) error {
 		}
 	}
 	return nil
+}
+
+// Summary is the verdict in one line: whether the results are what the reference mode
+// is expected to give, and how many injections they get right.
+func (v Verdict) Summary() string {
+	right, wrong := 0, []string{}
+	for _, iv := range v.Injections {
+		if iv.Right {
+			right++
+		} else {
+			wrong = append(wrong, fmt.Sprintf("#%d %s: %s", iv.Injection.ID, iv.Injection.Kind, iv.Wrong))
+		}
+	}
+	s := "as the reference mode is expected to answer"
+	if !v.OK {
+		s = "NOT as the reference mode is expected to answer"
+	}
+	s += fmt.Sprintf("; right on %d of %d injected events", right, len(v.Injections))
+	if len(wrong) > 0 {
+		s += " (wrong on " + strings.Join(wrong, "; ") + ")"
+	}
+	return s
+}
+
+func yesNO(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func verdictWord(ok bool, why string) string {
+	if ok {
+		return "yes"
+	}
+	return "NO: " + why
 }
 
 func foundSummary(found map[int]string) string {

@@ -18,6 +18,9 @@ type Truth struct {
 	DurationNs int64            `json:"duration_ns"`
 	Ranks      []TruthRank      `json:"ranks"`
 	Injections []TruthInjection `json:"injections"`
+	// NCCLAccounting tells that the job reports NCCL's own memory accounting
+	// (Config.NCCLStats), which the evidence mode's expectations depend on.
+	NCCLAccounting bool `json:"nccl_accounting,omitempty"`
 }
 
 // TruthRank is one rank's placement and reporting behaviour.
@@ -57,7 +60,8 @@ type TruthRankWindow struct {
 
 // Truth returns the ground truth for a run that started at epoch.
 func (s *Scenario) Truth(epoch time.Time) Truth {
-	t := Truth{JobID: s.Config.JobID, WorldSize: s.Config.Ranks, EpochNs: epoch.UnixNano(), DurationNs: int64(s.Config.Duration)}
+	t := Truth{JobID: s.Config.JobID, WorldSize: s.Config.Ranks, EpochNs: epoch.UnixNano(), DurationNs: int64(s.Config.Duration),
+		NCCLAccounting: s.Config.NCCLStats}
 	for _, rk := range s.Ranks {
 		t.Ranks = append(t.Ranks, TruthRank{Rank: rk.Rank, Host: rk.Host, GPU: rk.GPU, UUID: rk.UUID,
 			ClockSkewNs: int64(rk.ClockSkew), StartNs: int64(rk.Start), Missing: rk.Missing})
@@ -102,18 +106,31 @@ func (t Truth) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  clock skew: %s\n", strings.Join(skews, ", "))
 	fmt.Fprintf(&b, "  late ranks: %s; missing ranks: %s\n", orNone(late), orNone(missing))
+	accounting := "without NCCL's memory accounting"
+	if t.NCCLAccounting {
+		accounting = "with NCCL's memory accounting"
+	}
+	fmt.Fprintf(&b, "  injected events (\"NCCL's?\": whether NCCL allocated the memory), and what each mode is\n  expected to say of them on every rank (evidence mode %s):\n", accounting)
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tkind\tstep\tcollective\tt (s)\tranks\tpeak\texpected\tnote")
+	fmt.Fprintln(tw, "  #\tkind\tstep\tcollective\tt (s)\tranks\tpeak\tNCCL's?\treference expects\tevidence expects\tnote")
 	for _, in := range t.Injections {
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%.3f–%.3f\t%s\t%.2f GiB\t%s\t%s\n", in.ID, in.Kind, in.Step, dash(in.Collective),
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%.3f–%.3f\t%s\t%.2f GiB\t%s\t%s\t%s\t%s\n", in.ID, in.Kind, in.Step, dash(in.Collective),
 			float64(in.StartNs-t.EpochNs)/1e9, float64(in.EndNs-t.EpochNs)/1e9, RankList(in.Ranks),
-			float64(in.PeakBytes)/float64(gib), in.Expected, in.Note)
+			float64(in.PeakBytes)/float64(gib), yesNo(IsCollectiveCaused(in.Kind)), ReferenceExpectation(in),
+			EvidenceExpectation(in, t.NCCLAccounting, t.WorldSize), in.Note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func orNone(s []string) string {
