@@ -118,21 +118,18 @@ class Exporter(object):
     def flush(self):
         """Sends what is queued now. Never raises."""
         with self._flush_lock:
-            try:
-                self._send(self.samples, self.metrics_url, otlp.metrics_request, "samples")
-                self._send(self.spans, self.traces_url, otlp.traces_request, "spans")
-            except Exception:  # the encoders are ours: a bug must not kill the thread
-                log.exception("collectiveattr_torch: export failed")
+            self._send(self.samples, self.metrics_url, otlp.metrics_request, "samples")
+            self._send(self.spans, self.traces_url, otlp.traces_request, "spans")
 
     def _send(self, queue, url, encode, what):
         while True:
             batch = queue.take(self.max_batch)
             if not batch:
                 return
-            body = json.dumps(encode(self.resource, batch, self._version), separators=(",", ":")).encode()
             try:
+                body = json.dumps(encode(self.resource, batch, self._version), separators=(",", ":")).encode()
                 self._post(url, body, self.headers, self.timeout)
-            except Exception as e:  # refused, timeout, HTTP error: drop this batch
+            except Exception as e:  # refused, timeout, HTTP error (or a record we cannot encode): drop this batch
                 self.requests_failed += 1
                 if what == "spans":
                     self.spans_failed += len(batch)
