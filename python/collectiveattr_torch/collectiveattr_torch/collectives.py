@@ -113,7 +113,8 @@ class Groups(object):
         self.seen = {}  # comm id -> process group, for NCCL's accounting
 
     def describe(self, group):
-        """(comm id, backend, members tuple) of group (None: the default group)."""
+        """(comm id, backend, members tuple, whether this rank is a member) of group
+        (None: the default group)."""
         key = group
         hit = self._cache.get(key)
         if hit is not None:
@@ -130,7 +131,7 @@ class Groups(object):
             backend = str(self._dist.get_backend(pg))
         except (RuntimeError, ValueError, AttributeError):
             backend = ""
-        hit = ("pg:" + name, backend, members)
+        hit = ("pg:" + name, backend, members, self.rank in members)
         self._cache[key] = hit
         self.seen[hit[0]] = pg
         return hit
@@ -176,10 +177,10 @@ class Recorder(object):
     def identity(self, sig, args, kwargs):
         """(op, backend, comm id, seq, message bytes, members, peer), or None when
         this rank does not take part (a group it is not in)."""
-        comm, backend, members = self.groups.describe(sig.arg(args, kwargs, "group"))
-        rank = self.groups.rank
-        if rank not in members:
+        comm, backend, members, member = self.groups.describe(sig.arg(args, kwargs, "group"))
+        if not member:
             return None
+        rank = self.groups.rank
         msg = tensor_bytes(sig.arg(args, kwargs, sig.input_arg)) if sig.input_arg else 0
         peer = None
         if sig.peer_arg is not None:

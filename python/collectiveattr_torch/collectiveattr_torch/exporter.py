@@ -36,12 +36,15 @@ class BoundedQueue(object):
         self.dropped = 0
 
     def put(self, item):
+        """Appends item and returns the queue's new length, or 0 when it was full."""
+        items = self._items
         with self._lock:
-            if len(self._items) >= self.capacity:
+            n = len(items)
+            if n >= self.capacity:
                 self.dropped += 1
-                return False
-            self._items.append(item)
-            return True
+                return 0
+            items.append(item)
+            return n + 1
 
     def take(self, limit):
         """Removes and returns up to limit items, oldest first."""
@@ -77,6 +80,8 @@ class Exporter(object):
         self.interval, self.timeout, self.max_batch = interval, timeout, max_batch
         self.spans = BoundedQueue(queue_size)
         self.samples = BoundedQueue(queue_size)
+        # A queue reaching half its capacity wakes the thread before the interval ends.
+        self._wake_at = queue_size // 2 + 1
         self._post = post
         self._version = version
         self._wake = threading.Event()
@@ -95,15 +100,11 @@ class Exporter(object):
         self._thread.start()
 
     def add_span(self, span):
-        if not self.spans.put(span):
-            return
-        if len(self.spans) * 2 > self.spans.capacity:
+        if self.spans.put(span) == self._wake_at:
             self._wake.set()
 
     def add_sample(self, sample):
-        if not self.samples.put(sample):
-            return
-        if len(self.samples) * 2 > self.samples.capacity:
+        if self.samples.put(sample) == self._wake_at:
             self._wake.set()
 
     def _run(self):

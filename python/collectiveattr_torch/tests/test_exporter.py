@@ -13,10 +13,10 @@ from .test_otlp import span
 class QueueTest(unittest.TestCase):
     def test_full_queue_drops_and_counts(self):
         q = BoundedQueue(3)
-        self.assertEqual([q.put(i) for i in range(5)], [True, True, True, False, False])
+        self.assertEqual([q.put(i) for i in range(5)], [1, 2, 3, 0, 0])
         self.assertEqual(q.dropped, 2)
         self.assertEqual(q.take(2), [0, 1])
-        self.assertTrue(q.put(9))
+        self.assertEqual(q.put(9), 2)
         self.assertEqual(q.take(10), [2, 9])
 
     def test_capacity_must_be_positive(self):
