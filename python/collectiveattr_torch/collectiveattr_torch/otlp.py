@@ -33,6 +33,11 @@ KEY_PEER = "nccl.peer"
 
 SPAN_KIND_INTERNAL = 1
 
+# Groups up to this size list their members on every span; larger ones send only
+# their size, which is what the processor uses of the list (a 1 024-rank list
+# would make each span 20 KB, encoded on the exporter thread under the GIL).
+MAX_LISTED_MEMBERS = 64
+
 # One memory reading: bytes or None for what the source does not know.
 MemoryReading = collections.namedtuple(
     "MemoryReading", "reserved allocated device_used device_free device_total", defaults=(None,) * 5)
@@ -87,7 +92,8 @@ def span_attributes(s):
     a[KEY_MESSAGE_BYTES] = s.message_bytes
     if s.ranks:
         a[KEY_COMM_NRANKS] = len(s.ranks)
-        a[KEY_COMM_RANKS] = list(s.ranks)
+        if len(s.ranks) <= MAX_LISTED_MEMBERS:
+            a[KEY_COMM_RANKS] = list(s.ranks)
     if s.peer is not None:
         a[KEY_PEER] = s.peer
     a["torch.distributed.backend"] = s.backend or ""

@@ -62,6 +62,13 @@ class SpanTest(unittest.TestCase):
         self.assertNotIn("nccl.comm.id", bare)
         self.assertNotIn("nccl.seq", bare)
 
+    def test_large_groups_send_their_size_only(self):
+        a = attrs(otlp.span_json(span(ranks=tuple(range(65))))["attributes"])
+        self.assertEqual(a["nccl.comm.nranks"], 65)
+        self.assertNotIn("nccl.comm.ranks", a)
+        a = attrs(otlp.span_json(span(ranks=tuple(range(64))))["attributes"])
+        self.assertEqual(a["nccl.comm.ranks"], list(range(64)))
+
     def test_end_never_before_start(self):
         sp = otlp.span_json(span(start_ns=5000, end_ns=4000))
         self.assertEqual(sp["endTimeUnixNano"], "5000")
