@@ -164,6 +164,14 @@ type rankTruth struct {
 	Stats        map[string]int64 `json:"stats"`
 }
 
+// torchCollective names one collective call of one rank.
+type torchCollective struct {
+	rank int64
+	comm string
+	op   string
+	seq  int64
+}
+
 // torchResult is the part of a result log body (contract §5.3) the test reads.
 type torchResult struct {
 	JobID          string  `json:"job_id"`
@@ -235,6 +243,7 @@ func TestTorchGlooJob(t *testing.T) {
 	td := readTraces(t, filepath.Join(out, "traces.json"))
 	var passed int64
 	commsOf := map[int64]map[string]bool{}
+	spanTimes := map[torchCollective][2]int64{}
 	for _, rs := range td.ResourceSpans().All() {
 		res := rs.Resource().Attributes()
 		if job, _ := res.Get(attrJobID); job.Str() != jobID {
@@ -252,8 +261,10 @@ func TestTorchGlooJob(t *testing.T) {
 				if !ok {
 					continue
 				}
-				_, hasSeq := sp.Attributes().Get("nccl.seq")
+				seq, hasSeq := sp.Attributes().Get("nccl.seq")
 				assert.True(t, hasSeq, "span %s with a communicator has a sequence number", sp.Name())
+				op, _ := sp.Attributes().Get("nccl.op")
+				spanTimes[torchCollective{rank.Int(), comm.Str(), op.Str(), seq.Int()}] = [2]int64{int64(sp.StartTimestamp()), int64(sp.EndTimestamp())}
 				if commsOf[rank.Int()] == nil {
 					commsOf[rank.Int()] = map[string]bool{}
 				}
@@ -301,7 +312,7 @@ func TestTorchGlooJob(t *testing.T) {
 		}
 		for rank := range int64(ranks) {
 			require.NotEmpty(t, byRank[rank], "%s mode: a result for rank %d's spike", mode, rank)
-			t.Logf("%s rank %d: %s", mode, rank, describeResults(byRank[rank]))
+			t.Logf("%s rank %d (spike at %s/%s#%d): %s", mode, rank, truth[rank].CommID, truth[rank].Op, truth[rank].Seq, describeResults(byRank[rank]))
 		}
 		if mode != "evidence" {
 			continue
@@ -313,9 +324,17 @@ func TestTorchGlooJob(t *testing.T) {
 				if r.Collective == nil {
 					continue
 				}
+				// NCCL's accounting puts the bytes on the world communicator; the collective
+				// named is one of its calls on this rank, co-timed with the spike (the
+				// injected spike starts at an all_reduce; a barrier, the other gradient's
+				// all_reduce and a broadcast are within a few ms of it).
 				assert.Equal(t, tr.CommID, r.Collective.CommID, "rank %d: the spike's communicator", rank)
-				assert.Equal(t, tr.Op, r.Collective.Op, "rank %d", rank)
 				assert.Equal(t, int64(ranks), r.Collective.CommRanks, "rank %d: the world's members", rank)
+				when, ok := spanTimes[torchCollective{rank, r.Collective.CommID, r.Collective.Op, r.Collective.Seq}]
+				if assert.True(t, ok, "rank %d: the named collective %s/%s#%d is one of its spans", rank, r.Collective.CommID, r.Collective.Op, r.Collective.Seq) {
+					assert.True(t, when[1] >= tr.SpikeStartNs-int64(250*time.Millisecond) && when[0] <= tr.SpikeEndNs,
+						"rank %d: the named collective [%d, %d] is at the spike [%d, %d]", rank, when[0], when[1], tr.SpikeStartNs, tr.SpikeEndNs)
+				}
 				assert.Equal(t, "collective_confirmed", r.Classification, "rank %d: NCCL's accounting covers the spike", rank)
 				if assert.NotNil(t, r.NCCLAccountedBytes, "rank %d", rank) {
 					assert.Positive(t, *r.NCCLAccountedBytes)
