@@ -117,6 +117,9 @@ type IdentityConfig struct {
 	WorldSize []string `mapstructure:"world_size"`
 	Host      []string `mapstructure:"host"`
 	Device    []string `mapstructure:"device"`
+	// MIGInstance holds the MIG GPU instance id of the GPU that the device
+	// UUID names (docs/gpu-metrics-join.md).
+	MIGInstance []string `mapstructure:"mig_instance"`
 	// ProcessHost and PID are the keys of the (host, pid) an NCCL
 	// Inspector record is joined by (inspectorconfig.go).
 	ProcessHost []string `mapstructure:"process_host"`
@@ -174,6 +177,8 @@ func createDefaultConfig() component.Config {
 			WorldSize: keys.WorldSize,
 			Host:      keys.Host,
 			Device:    keys.Device,
+			// MIG instance of a device UUID.
+			MIGInstance: keys.MIGInstance,
 			// NCCL Inspector join keys (inspectorconfig.go).
 			ProcessHost: ingest.DefaultInspectorHostKeys(),
 			PID:         ingest.DefaultInspectorPIDKeys(),
@@ -221,6 +226,7 @@ func (cfg *Config) Validate() error {
 	noBlank("identity.world_size", cfg.Identity.WorldSize)
 	noBlank("identity.host", cfg.Identity.Host)
 	noBlank("identity.device", cfg.Identity.Device)
+	noBlank("identity.mig_instance", cfg.Identity.MIGInstance)
 	noBlank("metrics.device_used", cfg.Metrics.DeviceUsed)
 	noBlank("metrics.device_free", cfg.Metrics.DeviceFree)
 	noBlank("metrics.device_total", cfg.Metrics.DeviceTotal)
@@ -244,6 +250,8 @@ func (cfg *Config) ingestConfig() ingest.Config {
 			WorldSize: cfg.Identity.WorldSize,
 			Host:      cfg.Identity.Host,
 			Device:    cfg.Identity.Device,
+			// MIG instance of a device UUID.
+			MIGInstance: cfg.Identity.MIGInstance,
 		},
 		Metrics: ingest.MetricNames{
 			DeviceUsed:         cfg.Metrics.DeviceUsed,

@@ -352,8 +352,8 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if !id.hasDevice() || id.host == "" {
 		return SkipNoIdentity, "no rank and no host and device to join on"
 	}
-	if refused := c.dev.join(id, nowNs); refused != "" {
-		return SkipUnjoinable, refused
+	if reason, detail := c.dev.join(id, nowNs); reason != "" {
+		return reason, detail
 	}
 	id.host = c.names.intern(id.host)
 	return "", ""
