@@ -196,3 +196,61 @@ func TestDeviceMapClaimantsAreBounded(t *testing.T) {
 	reason, _ := d.join(&p, 10)
 	assert.Equal(t, SkipSharedDevice, reason)
 }
+
+// TestConvertMetricsKubernetesDCGMLabelSets: with the default identity
+// keys, ranks in pods (host.name is the pod's hostname, k8s.node.name the
+// node's, gpu.index 0 and the GPU's UUID) and dcgm-exporter's label sets
+// as scraped on Kubernetes (Hostname the exporter pod's name when NODE_NAME
+// is unset, or lowercase hostname, or none with -n; k8s_node_name from the
+// chart's relabelling; exported_* and the exporter's own pod label with
+// honor_labels false) join each GPU's points to the rank owning the GPU.
+func TestConvertMetricsKubernetesDCGMLabelSets(t *testing.T) {
+	const ts = int64(1767225600000000000)
+	uuid := func(i int) string { return fmt.Sprintf("GPU-4c226d4d-8129-a7cf-fecd-daa9018b4b4%d", i) }
+	variants := []struct {
+		name string
+		host map[string]any // the exporter's host labels
+	}{
+		{"release Hostname is the exporter pod", map[string]any{"Hostname": "nvidia-dcgm-exporter-cwbcm"}},
+		{"main lowercase hostname", map[string]any{"hostname": "node-a"}},
+		{"-n no hostname", map[string]any{}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			c, _ := newTestConverter(Config{})
+			for r := range 4 {
+				res := map[string]any{
+					"training.job.id": "llm", "training.rank": int64(4 + r), "training.world_size": int64(8),
+					"host.name": fmt.Sprintf("llm-worker-%d", r), "k8s.pod.name": fmt.Sprintf("llm-worker-%d", r),
+					"k8s.node.name": "node-a", "gpu.index": int64(0), "gpu.uuid": uuid(r),
+				}
+				got := convertMetrics(t, c, gaugeBatch(res, reserved(ts, int64(r+1)<<30)))
+				require.Empty(t, got.skips)
+			}
+			var pts []gaugePoint
+			for g := 3; g >= 0; g-- { // the page lists GPUs in any order
+				attrs := map[string]any{
+					"gpu": fmt.Sprint(g), "UUID": uuid(g), "pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x18+g),
+					"device": fmt.Sprintf("nvidia%d", g), "modelName": "NVIDIA H100 80GB HBM3",
+					"DCGM_FI_DRIVER_VERSION": "550.144.03", "k8s_node_name": "node-a",
+					"exported_pod": fmt.Sprintf("llm-worker-%d", g), "exported_namespace": "ml", "exported_container": "trainer",
+					"pod": "nvidia-dcgm-exporter-cwbcm", "namespace": "gpu-operator",
+				}
+				for k, val := range v.host {
+					attrs[k] = val
+				}
+				pts = append(pts, gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: ts, value: int64(10000 + g), attrs: attrs})
+			}
+			got := convertMetrics(t, c, gaugeBatch(map[string]any{"service.name": "dcgm-exporter"}, pts...))
+			require.Empty(t, got.skips)
+			require.Len(t, got.records, 4)
+			for _, r := range got.records {
+				g := r.Rank - 4
+				assert.Equal(t, "llm", r.JobID)
+				assert.Equal(t, (10000+g)*mibBytes, r.Event.DeviceUsedBytes.Value, "rank %d has GPU %d's memory", r.Rank, g)
+				assert.Equal(t, (g+1)<<30, r.Event.AllocatorReservedBytes.Value)
+				assert.Equal(t, "node-a", r.Host)
+			}
+		})
+	}
+}
