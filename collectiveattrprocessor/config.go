@@ -140,6 +140,9 @@ type MetricsConfig struct {
 	// DCGM_FI_DEV_FB_RESERVED): it completes the device total as
 	// used + free + reserved when no total is reported.
 	DeviceReserved []string `mapstructure:"device_reserved"`
+	// ProcessUsed is the GPU memory of the rank's own process: when
+	// reported, it stands for device used (docs/gpu-metrics-join.md).
+	ProcessUsed []string `mapstructure:"process_used"`
 }
 
 var _ component.Config = (*Config)(nil)
@@ -193,6 +196,7 @@ func createDefaultConfig() component.Config {
 			AllocatorActive:    names.AllocatorActive,
 			AllocatorInactive:  names.AllocatorInactive,
 			DeviceReserved:     names.DeviceReserved,
+			ProcessUsed:        names.ProcessUsed,
 		},
 		PhaseSpanNames:     []string{},
 		CheckpointInterval: 10 * time.Second,
@@ -235,6 +239,7 @@ func (cfg *Config) Validate() error {
 	noBlank("metrics.allocator_active", cfg.Metrics.AllocatorActive)
 	noBlank("metrics.allocator_inactive", cfg.Metrics.AllocatorInactive)
 	noBlank("metrics.device_reserved", cfg.Metrics.DeviceReserved)
+	noBlank("metrics.process_used", cfg.Metrics.ProcessUsed)
 	noBlank("phase_span_names", cfg.PhaseSpanNames)
 	errs = append(errs, cfg.validateInspector()...)
 	return errors.Join(errs...)
@@ -262,6 +267,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 			AllocatorActive:    cfg.Metrics.AllocatorActive,
 			AllocatorInactive:  cfg.Metrics.AllocatorInactive,
 			DeviceReserved:     cfg.Metrics.DeviceReserved,
+			ProcessUsed:        cfg.Metrics.ProcessUsed,
 		},
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,

@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 			DeviceUsed: []string{"used"}, DeviceFree: []string{"free"}, DeviceTotal: []string{"total"},
 			AllocatorReserved: []string{"reserved"}, AllocatorAllocated: []string{"allocated"},
 			AllocatorActive: []string{"active"}, AllocatorInactive: []string{"inactive"},
-			DeviceReserved: []string{"driver.reserved"},
+			DeviceReserved: []string{"driver.reserved"}, ProcessUsed: []string{"proc.used"},
 		},
 		PhaseSpanNames:     []string{"train", "optimizer"},
 		Storage:            &fileStorageWindows,

@@ -55,6 +55,12 @@ type MetricNames struct {
 	// It is no TelemetryEvent field: it only completes the device total
 	// (used + free + reserved) when no total metric is reported.
 	DeviceReserved []string
+	// ProcessUsed is the GPU memory of the rank's own process (NVML's
+	// per-process figure). When a rank reports it, it stands for device
+	// used, which includes other processes' memory on the GPU. Only a
+	// point carrying its rank counts: a device-level one may be any
+	// process's.
+	ProcessUsed []string
 }
 
 // DefaultMetricNames returns the contract §3.1 defaults.
@@ -68,6 +74,7 @@ func DefaultMetricNames() MetricNames {
 		AllocatorActive:    []string{"gpu.memory.allocator.active"},
 		AllocatorInactive:  []string{"gpu.memory.allocator.inactive"},
 		DeviceReserved:     []string{"DCGM_FI_DEV_FB_RESERVED"},
+		ProcessUsed:        []string{"process.gpu.memory.usage", "gpu.memory.process.used"},
 	}
 }
 

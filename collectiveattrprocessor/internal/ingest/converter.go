@@ -177,6 +177,7 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 	addRoles(roleAllocatorActive, m.AllocatorActive)
 	addRoles(roleAllocatorInactive, m.AllocatorInactive)
 	addRoles(roleDeviceReserved, m.DeviceReserved)
+	addRoles(roleProcessUsed, m.ProcessUsed)
 	return c
 }
 
