@@ -117,6 +117,9 @@ type IdentityConfig struct {
 	WorldSize []string `mapstructure:"world_size"`
 	Host      []string `mapstructure:"host"`
 	Device    []string `mapstructure:"device"`
+	// MIGInstance holds the MIG GPU instance id of the GPU that the device
+	// UUID names (docs/gpu-metrics-join.md).
+	MIGInstance []string `mapstructure:"mig_instance"`
 	// ProcessHost and PID are the keys of the (host, pid) an NCCL
 	// Inspector record is joined by (inspectorconfig.go).
 	ProcessHost []string `mapstructure:"process_host"`
@@ -137,6 +140,9 @@ type MetricsConfig struct {
 	// DCGM_FI_DEV_FB_RESERVED): it completes the device total as
 	// used + free + reserved when no total is reported.
 	DeviceReserved []string `mapstructure:"device_reserved"`
+	// ProcessUsed is the GPU memory of the rank's own process: when
+	// reported, it stands for device used (docs/gpu-metrics-join.md).
+	ProcessUsed []string `mapstructure:"process_used"`
 }
 
 var _ component.Config = (*Config)(nil)
@@ -174,6 +180,8 @@ func createDefaultConfig() component.Config {
 			WorldSize: keys.WorldSize,
 			Host:      keys.Host,
 			Device:    keys.Device,
+			// MIG instance of a device UUID.
+			MIGInstance: keys.MIGInstance,
 			// NCCL Inspector join keys (inspectorconfig.go).
 			ProcessHost: ingest.DefaultInspectorHostKeys(),
 			PID:         ingest.DefaultInspectorPIDKeys(),
@@ -188,6 +196,7 @@ func createDefaultConfig() component.Config {
 			AllocatorActive:    names.AllocatorActive,
 			AllocatorInactive:  names.AllocatorInactive,
 			DeviceReserved:     names.DeviceReserved,
+			ProcessUsed:        names.ProcessUsed,
 		},
 		PhaseSpanNames:     []string{},
 		CheckpointInterval: 10 * time.Second,
@@ -221,6 +230,7 @@ func (cfg *Config) Validate() error {
 	noBlank("identity.world_size", cfg.Identity.WorldSize)
 	noBlank("identity.host", cfg.Identity.Host)
 	noBlank("identity.device", cfg.Identity.Device)
+	noBlank("identity.mig_instance", cfg.Identity.MIGInstance)
 	noBlank("metrics.device_used", cfg.Metrics.DeviceUsed)
 	noBlank("metrics.device_free", cfg.Metrics.DeviceFree)
 	noBlank("metrics.device_total", cfg.Metrics.DeviceTotal)
@@ -229,6 +239,7 @@ func (cfg *Config) Validate() error {
 	noBlank("metrics.allocator_active", cfg.Metrics.AllocatorActive)
 	noBlank("metrics.allocator_inactive", cfg.Metrics.AllocatorInactive)
 	noBlank("metrics.device_reserved", cfg.Metrics.DeviceReserved)
+	noBlank("metrics.process_used", cfg.Metrics.ProcessUsed)
 	noBlank("phase_span_names", cfg.PhaseSpanNames)
 	errs = append(errs, cfg.validateInspector()...)
 	return errors.Join(errs...)
@@ -244,6 +255,8 @@ func (cfg *Config) ingestConfig() ingest.Config {
 			WorldSize: cfg.Identity.WorldSize,
 			Host:      cfg.Identity.Host,
 			Device:    cfg.Identity.Device,
+			// MIG instance of a device UUID.
+			MIGInstance: cfg.Identity.MIGInstance,
 		},
 		Metrics: ingest.MetricNames{
 			DeviceUsed:         cfg.Metrics.DeviceUsed,
@@ -254,6 +267,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 			AllocatorActive:    cfg.Metrics.AllocatorActive,
 			AllocatorInactive:  cfg.Metrics.AllocatorInactive,
 			DeviceReserved:     cfg.Metrics.DeviceReserved,
+			ProcessUsed:        cfg.Metrics.ProcessUsed,
 		},
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,

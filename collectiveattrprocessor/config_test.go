@@ -39,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128, MaxEmittedJobs: 20},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
-			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"},
+			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"}, MIGInstance: []string{"mig.gi"},
 			ProcessHost: []string{"k8s.pod.name"}, PID: []string{"pid"},
 		},
 		NCCLInspector: InspectorConfig{Hold: 10 * time.Second, MaxPending: 100},
@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 			DeviceUsed: []string{"used"}, DeviceFree: []string{"free"}, DeviceTotal: []string{"total"},
 			AllocatorReserved: []string{"reserved"}, AllocatorAllocated: []string{"allocated"},
 			AllocatorActive: []string{"active"}, AllocatorInactive: []string{"inactive"},
-			DeviceReserved: []string{"driver.reserved"},
+			DeviceReserved: []string{"driver.reserved"}, ProcessUsed: []string{"proc.used"},
 		},
 		PhaseSpanNames:     []string{"train", "optimizer"},
 		Storage:            &fileStorageWindows,

@@ -66,3 +66,25 @@ func TestMetadataClassificationsAreTheEngines(t *testing.T) {
 	slices.Sort(want)
 	assert.Equal(t, want, got)
 }
+
+// TestMetadataSkipReasonsAreTheConverters checks that the reason values
+// declared for items_skipped (metadata.yaml) are exactly the reasons the
+// processor counts, so that a new skip reason is declared and documented.
+func TestMetadataSkipReasonsAreTheConverters(t *testing.T) {
+	raw, err := os.ReadFile("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Attributes map[string]struct {
+			Enum []string `yaml:"enum"`
+		} `yaml:"attributes"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &md))
+	got := md.Attributes["reason"].Enum
+	var want []string
+	for _, r := range skipReasons {
+		want = append(want, string(r))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
+}

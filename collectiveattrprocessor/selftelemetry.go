@@ -39,6 +39,9 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipDuplicate,
 	ingest.SkipOrphaned,
 	ingest.SkipFuture,
+	ingest.SkipAmbiguousDevice,
+	ingest.SkipSharedDevice,
+	ingest.SkipMIGUnmapped,
 }
 
 const numReasons = len(skipReasons)

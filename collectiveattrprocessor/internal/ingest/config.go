@@ -16,6 +16,10 @@ type IdentityKeys struct {
 	// first opaque-valued key are both kept, so that a rank that reports only
 	// `gpu.uuid` still joins DCGM points that carry `gpu` and `UUID`.
 	Device []string
+	// MIGInstance keys hold the MIG GPU instance id of the GPU the device
+	// UUID names (DCGM's GPU_I_ID): a MIG instance point joins the rank
+	// that reported the same GPU UUID and instance.
+	MIGInstance []string
 }
 
 // DefaultIdentityKeys returns the contract §2 defaults.
@@ -25,8 +29,14 @@ func DefaultIdentityKeys() IdentityKeys {
 		Rank:      []string{"training.rank", "rank", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"},
 		LocalRank: []string{"training.local_rank", "local_rank", "LOCAL_RANK"},
 		WorldSize: []string{"training.world_size", "world_size", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"},
-		Host:      []string{"host.name", "k8s.node.name", "Hostname", "hostname"},
-		Device:    []string{"gpu.index", "device_id", "gpu", "gpu.uuid", "UUID"},
+		// The node name first: in Kubernetes host.name is the pod's
+		// hostname on a rank and the exporter pod's on DCGM, so only the
+		// node name (the downward API's, or k8s_node_name relabelled from
+		// the scrape target) meets on both sides. The NCCL Inspector join
+		// has its own keys (InspectorConfig.HostKeys), the pod's.
+		Host:        []string{"k8s.node.name", "k8s_node_name", "host.name", "Hostname", "hostname"},
+		Device:      []string{"gpu.index", "device_id", "gpu", "gpu.uuid", "UUID", "uuid"},
+		MIGInstance: []string{"gpu.mig.instance_id", "GPU_I_ID"},
 	}
 }
 
@@ -45,6 +55,12 @@ type MetricNames struct {
 	// It is no TelemetryEvent field: it only completes the device total
 	// (used + free + reserved) when no total metric is reported.
 	DeviceReserved []string
+	// ProcessUsed is the GPU memory of the rank's own process (NVML's
+	// per-process figure). When a rank reports it, it stands for device
+	// used, which includes other processes' memory on the GPU. Only a
+	// point carrying its rank counts: a device-level one may be any
+	// process's.
+	ProcessUsed []string
 }
 
 // DefaultMetricNames returns the contract §3.1 defaults.
@@ -58,6 +74,7 @@ func DefaultMetricNames() MetricNames {
 		AllocatorActive:    []string{"gpu.memory.allocator.active"},
 		AllocatorInactive:  []string{"gpu.memory.allocator.inactive"},
 		DeviceReserved:     []string{"DCGM_FI_DEV_FB_RESERVED"},
+		ProcessUsed:        []string{"process.gpu.memory.usage", "gpu.memory.process.used"},
 	}
 }
 

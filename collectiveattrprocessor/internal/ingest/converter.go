@@ -177,6 +177,7 @@ func NewConverter(cfg Config, now func() time.Time) *Converter {
 	addRoles(roleAllocatorActive, m.AllocatorActive)
 	addRoles(roleAllocatorInactive, m.AllocatorInactive)
 	addRoles(roleDeviceReserved, m.DeviceReserved)
+	addRoles(roleProcessUsed, m.ProcessUsed)
 	return c
 }
 
@@ -352,8 +353,8 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if !id.hasDevice() || id.host == "" {
 		return SkipNoIdentity, "no rank and no host and device to join on"
 	}
-	if refused := c.dev.join(id, nowNs); refused != "" {
-		return SkipUnjoinable, refused
+	if reason, detail := c.dev.join(id, nowNs); reason != "" {
+		return reason, detail
 	}
 	id.host = c.names.intern(id.host)
 	return "", ""

@@ -18,6 +18,7 @@ const (
 	fieldWorldSize
 	fieldHost
 	fieldDevice
+	fieldMIGInstance
 	numFields
 )
 
@@ -83,6 +84,7 @@ func keySlots(keys IdentityKeys) (slots map[string][]keySlot, order []string) {
 	add(fieldWorldSize, keys.WorldSize)
 	add(fieldHost, keys.Host)
 	add(fieldDevice, keys.Device)
+	add(fieldMIGInstance, keys.MIGInstance)
 	return slots, order
 }
 
@@ -196,13 +198,6 @@ func (r *rawIdentity) offer(s keySlot, v pcommon.Value) {
 	}
 }
 
-// deviceKey identifies a GPU on a host: by index (Index >= 0) or by an opaque
-// id such as its UUID.
-type deviceKey struct {
-	Index  int64
-	Opaque string
-}
-
 // identity is the resolved identity of one item.
 type identity struct {
 	job       string
@@ -215,6 +210,12 @@ type identity struct {
 	host      string
 	devIndex  int64 // -1 = unknown
 	devOpaque string
+	// migInstance is the MIG GPU instance id within the GPU devOpaque
+	// names, -1 when none.
+	migInstance int64
+	// viaDevice says job and rank came from the device map (a device-level
+	// point), not from the item's own attributes.
+	viaDevice bool
 }
 
 func (id *identity) hasDevice() bool { return id.devIndex >= 0 || id.devOpaque != "" }
@@ -224,7 +225,7 @@ func (id *identity) hasDevice() bool { return id.devIndex >= 0 || id.devOpaque !
 // present wins) and parses the values. A present value of the wrong form is
 // an error (invalid_value), never silently replaced by a lower-priority one.
 func resolve(item, res *rawIdentity, out *identity) (detail string) {
-	*out = identity{devIndex: -1}
+	*out = identity{devIndex: -1, migInstance: -1}
 	pick := func(f idField) (pcommon.Value, bool) {
 		if item.found[f] {
 			return item.val[f], true
@@ -275,6 +276,13 @@ func resolve(item, res *rawIdentity, out *identity) (detail string) {
 	}
 	if v, ok := pick(fieldDevice); ok {
 		out.devIndex, _ = deviceIndex(v)
+	}
+	if v, ok := pick(fieldMIGInstance); ok {
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			return "MIG instance id is not a non-negative integer"
+		}
+		out.migInstance = n
 	}
 	switch {
 	case item.opaqueFound:

@@ -140,44 +140,51 @@ func TestResolvePrecedenceAndForms(t *testing.T) {
 func TestDeviceMapJoinsByUUIDWhenIndexUnknown(t *testing.T) {
 	in := newInterner(16)
 	d := newDeviceMap(int64(60e9), 16)
-	learned := identity{job: "j", hasJob: true, rank: 2, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
+	learned := identity{job: "j", hasJob: true, rank: 2, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u", migInstance: -1}
 	d.learn(in, &learned, 0)
-	dcgm := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	assert.Empty(t, d.join(&dcgm, 1))
+	dcgm := identity{host: "h", devIndex: 0, devOpaque: "GPU-u", migInstance: -1}
+	reason, _ := d.join(&dcgm, 1)
+	assert.Empty(t, reason)
 	assert.Equal(t, int64(2), dcgm.rank)
-	other := identity{host: "h2", devIndex: 0, devOpaque: "GPU-u"}
-	assert.NotEmpty(t, d.join(&other, 1), "same device id on another host")
+	other := identity{host: "h2", devIndex: 0, devOpaque: "GPU-u", migInstance: -1}
+	reason, _ = d.join(&other, 1)
+	assert.NotEmpty(t, reason, "same device id on another host")
 }
 
 func TestDeviceMapBound(t *testing.T) {
 	in := newInterner(16)
 	d := newDeviceMap(int64(60e9), 1)
-	a := identity{rank: 0, hasRank: true, host: "h", devIndex: 0}
-	b := identity{rank: 1, hasRank: true, host: "h", devIndex: 1}
+	a := identity{rank: 0, hasRank: true, host: "h", devIndex: 0, migInstance: -1}
+	b := identity{rank: 1, hasRank: true, host: "h", devIndex: 1, migInstance: -1}
 	d.learn(in, &a, 0)
 	d.learn(in, &b, 0)
 	assert.Len(t, d.m, 1)
 	assert.Equal(t, uint64(1), d.full)
-	a.rank = 5 // re-learning a known device still updates it
+	// A known device still takes a new claimant: the bound counts devices.
+	a.rank = 5
 	d.learn(in, &a, 0)
-	q := identity{host: "h", devIndex: 0}
-	assert.Empty(t, d.join(&q, 0))
-	assert.Equal(t, int64(5), q.rank)
+	q := identity{host: "h", devIndex: 0, migInstance: -1}
+	reason, _ := d.join(&q, 0)
+	assert.Equal(t, SkipAmbiguousDevice, reason, "ranks 0 and 5 both claim (h, 0)")
 }
 
-func TestDeviceMapJoinCacheSeesNewMappings(t *testing.T) {
+// TestDeviceMapJoinCacheSeesNewClaims: a join outcome remembered for a
+// device is not reused once a claim changed, even at the same instant.
+func TestDeviceMapJoinCacheSeesNewClaims(t *testing.T) {
 	in := newInterner(16)
 	d := newDeviceMap(int64(60e9), 16)
-	byUUID := identity{job: "j", rank: 1, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u"}
-	d.learn(in, &byUUID, 5)
-	q := identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	require.Empty(t, d.join(&q, 5))
+	first := identity{job: "j", rank: 1, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u", migInstance: -1}
+	d.learn(in, &first, 5)
+	q := identity{host: "h", devIndex: 0, devOpaque: "GPU-u", migInstance: -1}
+	reason, _ := d.join(&q, 5)
+	require.Empty(t, reason)
 	assert.Equal(t, int64(1), q.rank)
-	byIndex := identity{job: "j", rank: 2, hasRank: true, host: "h", devIndex: 0}
-	d.learn(in, &byIndex, 5)
-	q = identity{host: "h", devIndex: 0, devOpaque: "GPU-u"}
-	require.Empty(t, d.join(&q, 5))
-	assert.Equal(t, int64(2), q.rank, "the index mapping learned in the same call wins")
+	second := identity{job: "j", rank: 2, hasRank: true, host: "h", devIndex: -1, devOpaque: "GPU-u", migInstance: -1}
+	d.learn(in, &second, 5)
+	q = identity{host: "h", devIndex: 0, devOpaque: "GPU-u", migInstance: -1}
+	reason, _ = d.join(&q, 5)
+	assert.Equal(t, SkipSharedDevice, reason, "the second claim learned in the same call counts")
+	assert.False(t, q.hasRank)
 }
 
 // TestDeviceMapJoin covers who may use a mapping and when it expires: an
@@ -185,7 +192,7 @@ func TestDeviceMapJoinCacheSeesNewMappings(t *testing.T) {
 // refresh a mapping, only its owner's learn does.
 func TestDeviceMapJoin(t *testing.T) {
 	const ttl = int64(60e9)
-	owner := identity{job: "a", hasJob: true, rank: 3, hasRank: true, host: "h", devIndex: 3}
+	owner := identity{job: "a", hasJob: true, rank: 3, hasRank: true, host: "h", devIndex: 3, migInstance: -1}
 	tests := []struct {
 		name     string
 		learnAt  []int64 // the owner's own items
@@ -212,12 +219,15 @@ func TestDeviceMapJoin(t *testing.T) {
 				d.learn(in, &o, at)
 			}
 			for _, at := range tt.joinAt {
-				q := identity{host: "h", devIndex: 3}
-				require.Empty(t, d.join(&q, at))
+				q := identity{host: "h", devIndex: 3, migInstance: -1}
+				reason, _ := d.join(&q, at)
+				require.Empty(t, reason)
 			}
 			probe := tt.probe
 			wantJob := probe.job
-			got := d.join(&probe, tt.probeAt) == ""
+			probe.migInstance = -1
+			reason, _ := d.join(&probe, tt.probeAt)
+			got := reason == ""
 			assert.Equal(t, tt.wantJoin, got)
 			if got {
 				assert.Equal(t, "a", probe.job)

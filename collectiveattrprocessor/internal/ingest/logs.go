@@ -95,9 +95,10 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, 
 		job: c.names.intern(job), hasJob: true,
 		rank: ev.Rank, hasRank: true,
 		localRank: ev.LocalRank, hasLocal: true,
-		worldSize: ev.WorldSize,
-		host:      c.names.intern(host),
-		devIndex:  -1,
+		worldSize:   ev.WorldSize,
+		host:        c.names.intern(host),
+		devIndex:    -1,
+		migInstance: -1,
 	}
 	if ev.DeviceID >= 0 {
 		c.id.devIndex = ev.DeviceID

@@ -162,11 +162,19 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			continue
 		}
 		s := resSeries
+		if r == roleProcessUsed {
+			// Resolved each time: whether it names its rank decides.
+			s = nil
+		}
 		if attrs := dp.Attributes(); s == nil || attrs.Len() > 0 {
 			if s = c.itemSeries(attrs, nowNs, skip); s == nil {
 				continue
 			}
-			if attrs.Len() == 0 {
+			if r == roleProcessUsed && c.id.viaDevice {
+				skip(Skip{Reason: SkipUnjoinable, Detail: "per-process GPU memory point names no rank: it may be any process's on that GPU"})
+				continue
+			}
+			if attrs.Len() == 0 && r != roleProcessUsed {
 				resSeries = s
 			}
 		}

@@ -118,10 +118,11 @@ func TestConvertMetricsDevicePointKeepsItsOwnJob(t *testing.T) {
 
 // TestConvertMetricsDeviceResourceFollowsItsMapping: a resource that names
 // no rank, joined by its host and device, is joined again in every batch,
-// so that it follows its device to the rank that claims it now.
+// so that it follows its device to the rank that claims it now (the first
+// rank went silent before the second claimed the device: a handover).
 func TestConvertMetricsDeviceResourceFollowsItsMapping(t *testing.T) {
 	const t0 = int64(1767225600000000000)
-	c, _ := newTestConverter(Config{})
+	c, clk := newTestConverter(Config{})
 	batch := func(rank, ts int64) pmetric.Metrics {
 		md := pmetric.NewMetrics()
 		for _, res := range []struct {
@@ -152,6 +153,7 @@ func TestConvertMetricsDeviceResourceFollowsItsMapping(t *testing.T) {
 		require.Empty(t, got.skips, "batch %d", i)
 		require.Len(t, got.records, 1, "batch %d", i)
 		assert.Equal(t, rank, got.records[0].Rank, "batch %d", i)
+		clk.advance(3 * time.Second)
 	}
 }
 

@@ -45,7 +45,10 @@ type SamplePoint struct {
 	// deviceReserved is the DCGM driver-reserved framebuffer while the
 	// sample is formed, which only completes DeviceTotal; 0 once formed.
 	deviceReserved int64
-	Has            OptionalCounters
+	// processUsed is the rank's own process's GPU memory while the sample
+	// is formed, which replaces DeviceUsed; 0 once formed.
+	processUsed int64
+	Has         OptionalCounters
 }
 
 // sampleLayout is SamplePoint with its counters as an array indexed by

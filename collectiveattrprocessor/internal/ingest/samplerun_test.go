@@ -15,6 +15,6 @@ func TestSamplePointCounters(t *testing.T) {
 	}
 	require.Equal(t, SamplePoint{
 		DeviceUsed: 100, DeviceFree: 101, DeviceTotal: 102, AllocatorReserved: 103,
-		AllocatorAllocated: 104, AllocatorActive: 105, AllocatorInactive: 106, deviceReserved: 107,
+		AllocatorAllocated: 104, AllocatorActive: 105, AllocatorInactive: 106, deviceReserved: 107, processUsed: 108,
 	}, p)
 }

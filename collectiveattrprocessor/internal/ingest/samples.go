@@ -14,6 +14,7 @@ const (
 	roleAllocatorActive
 	roleAllocatorInactive
 	roleDeviceReserved
+	roleProcessUsed
 	numRoles
 )
 
@@ -344,6 +345,9 @@ func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has 
 			vals[roleDeviceReserved], has = v, has|1<<roleDeviceReserved
 		}
 	}
+	if v, ok := s.nearest(i, roleProcessUsed, tol); ok {
+		vals[roleProcessUsed], has = v, has|1<<roleProcessUsed
+	}
 	return has
 }
 
@@ -413,6 +417,11 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 		skip(Skip{Reason: SkipInvalidValue, Detail: "device used or free memory exceeds device total"})
 		return false
 	}
+	if has&(1<<roleProcessUsed) != 0 {
+		// The rank's own process's memory: device used less the other
+		// processes' contexts on its GPU (docs/gpu-metrics-join.md).
+		v[roleDeviceUsed] = v[roleProcessUsed]
+	}
 	if has&(1<<roleAllocatorAllocated) == 0 {
 		v[roleAllocatorAllocated] = v[roleAllocatorReserved] // the reference's legacy loader does the same
 	}
@@ -432,7 +441,7 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 	p.Has = opt
 	// Whether the join looked it up depends on the path: it served the
 	// total only.
-	v[roleDeviceReserved] = 0
+	v[roleDeviceReserved], v[roleProcessUsed] = 0, 0
 	return true
 }
 

@@ -153,6 +153,19 @@ const (
 	// SkipFuture is an item whose timestamp is more than max_future_skew
 	// ahead of the wall clock: a clock error, kept out of the window.
 	SkipFuture SkipReason = "future"
+	// SkipAmbiguousDevice is a device-level point whose (host, GPU index)
+	// several live ranks claim and whose GPU UUID (if any) joined none:
+	// ranks in containers all see their GPU as index 0.
+	SkipAmbiguousDevice SkipReason = "ambiguous_device"
+	// SkipSharedDevice is a device-level point of a GPU (or MIG instance)
+	// that several live ranks use: time-slicing, MPS, or several jobs. Its
+	// device-wide memory is no one rank's.
+	SkipSharedDevice SkipReason = "shared_device"
+	// SkipMIGUnmapped is a device-level point of a MIG-partitioned GPU that
+	// cannot be given to one instance's rank: an instance point whose GPU
+	// its rank names without an instance, or a whole-GPU point of a GPU
+	// whose ranks name instances.
+	SkipMIGUnmapped SkipReason = "mig_unmapped"
 )
 
 // Skip is one skipped item with a human-readable detail for the rate-limited log.
