@@ -67,10 +67,10 @@ type Identity struct {
 func (t *CollectiveTable) InternIdentity(id *Identity) int32 {
 	i, c := t.entry(id.CommID, id.Op, id.Seq, true)
 	c.widen(id.MessageBytes, id.NRanks)
-	if c.Ranks == nil && id.Ranks != nil {
+	if (c.Ranks == nil || c.inherited) && id.Ranks != nil {
 		ranks := slices.Clone(id.Ranks)
 		slices.Sort(ranks)
-		c.Ranks = slices.Compact(ranks)
+		c.Ranks, c.inherited = t.declare(c.CommID, slices.Compact(ranks)), false
 	}
 	return i
 }
@@ -92,6 +92,9 @@ func (t *CollectiveTable) entry(comm, op string, seq int64, clone bool) (int32, 
 		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
 		i = int32(len(t.List) - 1)
 		t.index[key] = i
+		if ranks, ok := t.members[comm]; ok {
+			t.List[i].Ranks, t.List[i].inherited = ranks, true
+		}
 	} else if c := &t.List[i]; key.op == p2pKeyOp && op < c.Op {
 		// The two sides of a transfer are one instance: its op is the
 		// smaller name its markers give ("recv" once the receiver's is

@@ -41,17 +41,22 @@ func Sizes() []int {
 // CPUMeter measures the process's CPU time (user + system) over a
 // benchmark's loop: on a shared machine wall time counts the other
 // processes' turns, CPU time far less.
-type CPUMeter struct{ start time.Duration }
+type CPUMeter struct{ start, elapsed time.Duration }
 
 // StartCPU starts a CPUMeter; call it just before the benchmark's loop.
-func StartCPU() CPUMeter { return CPUMeter{cpuTime()} }
+func StartCPU() *CPUMeter { return &CPUMeter{start: cpuTime()} }
 
-// Report adds the CPU time per iteration to b's results as "cpu-ns/op".
-func (m CPUMeter) Report(b *testing.B) {
+// Report stops the meter and adds the CPU time per iteration to b's
+// results as "cpu-ns/op".
+func (m *CPUMeter) Report(b *testing.B) {
+	m.elapsed = cpuTime() - m.start
 	if b.N > 0 {
-		b.ReportMetric(float64(cpuTime()-m.start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(m.elapsed)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// Elapsed is the CPU time Report measured.
+func (m *CPUMeter) Elapsed() time.Duration { return m.elapsed }
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
