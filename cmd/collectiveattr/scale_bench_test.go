@@ -26,6 +26,7 @@ func scaleSpec(ranks int, lists eventgen.Lists) eventgen.Spec {
 // per collective, so run to 2 048 ranks only) or declared on its first
 // marker. cpu-ns/record is the CPU time per input record.
 func BenchmarkScaleAttributeCommand(b *testing.B) {
+	dir := b.TempDir()
 	for _, lists := range []struct {
 		name  string
 		lists eventgen.Lists
@@ -34,18 +35,17 @@ func BenchmarkScaleAttributeCommand(b *testing.B) {
 			if lists.lists == eventgen.ListsEvery && ranks > 2048 {
 				continue
 			}
-			data := []byte(nil)
-			path := ""
+			path := filepath.Join(dir, "run-"+lists.name+"-"+strconv.Itoa(ranks)+".jsonl")
+			records, size := 0, 0
 			for _, mode := range []string{"reference", "evidence"} {
 				b.Run("lists="+lists.name+"/mode="+mode+"/ranks="+strconv.Itoa(ranks), func(b *testing.B) {
-					if path == "" {
-						data = eventgen.JSONL(scaleSpec(ranks, lists.lists))
-						path = filepath.Join(b.TempDir(), "run.jsonl")
+					if records == 0 {
+						data := eventgen.JSONL(scaleSpec(ranks, lists.lists))
 						if err := os.WriteFile(path, data, 0o600); err != nil {
 							b.Fatal(err)
 						}
+						records, size = bytes.Count(data, []byte{'\n'}), len(data)
 					}
-					records := bytes.Count(data, []byte{'\n'})
 					var stderr strings.Builder
 					b.ReportAllocs()
 					cpu := scale.StartCPU()
@@ -56,7 +56,7 @@ func BenchmarkScaleAttributeCommand(b *testing.B) {
 					}
 					cpu.Report(b)
 					b.ReportMetric(float64(cpu.Elapsed().Nanoseconds())/float64(b.N*records), "cpu-ns/record")
-					b.ReportMetric(float64(len(data))/float64(records), "B/record")
+					b.ReportMetric(float64(size)/float64(records), "B/record")
 				})
 			}
 		}

@@ -46,10 +46,23 @@ type CPUMeter struct{ start, elapsed time.Duration }
 // StartCPU starts a CPUMeter; call it just before the benchmark's loop.
 func StartCPU() *CPUMeter { return &CPUMeter{start: cpuTime()} }
 
+// Pause stops counting, with b.StopTimer, while an iteration's input is
+// built; Resume counts again.
+func (m *CPUMeter) Pause(b *testing.B) {
+	b.StopTimer()
+	m.elapsed += cpuTime() - m.start
+}
+
+// Resume counts again after Pause.
+func (m *CPUMeter) Resume(b *testing.B) {
+	m.start = cpuTime()
+	b.StartTimer()
+}
+
 // Report stops the meter and adds the CPU time per iteration to b's
 // results as "cpu-ns/op".
 func (m *CPUMeter) Report(b *testing.B) {
-	m.elapsed = cpuTime() - m.start
+	m.elapsed += cpuTime() - m.start
 	if b.N > 0 {
 		b.ReportMetric(float64(m.elapsed)/float64(b.N), "cpu-ns/op")
 	}
