@@ -42,3 +42,31 @@ func TestMembershipDeclaredOnce(t *testing.T) {
 	next := tb.InternIdentity(&Identity{Valid: true, CommID: "world", Seq: 5, Op: "all_reduce"})
 	assert.Equal(t, []int64{0, 1}, tb.List[next].Ranks)
 }
+
+// countingRanks is a RankReader that counts its reads.
+type countingRanks struct {
+	ranks []int64
+	reads int
+}
+
+func (c *countingRanks) AppendRanks(dst []int64) []int64 {
+	c.reads++
+	return append(dst, c.ranks...)
+}
+
+// TestMemberListReadOncePerInstance: the markers of one collective
+// instance each carry the communicator's list; InternIdentity reads it for
+// the instance's first marker only, and a later instance inheriting the
+// declared list reads its own first marker's again (it may differ).
+func TestMemberListReadOncePerInstance(t *testing.T) {
+	var tb CollectiveTable
+	list := &countingRanks{ranks: []int64{2, 0, 1}}
+	for range 5 {
+		tb.InternIdentity(&Identity{Valid: true, CommID: "world", Seq: 1, Op: "all_reduce", RanksOf: list})
+	}
+	assert.Equal(t, 1, list.reads)
+	i := tb.InternIdentity(&Identity{Valid: true, CommID: "world", Seq: 2, Op: "all_reduce", RanksOf: list})
+	tb.InternIdentity(&Identity{Valid: true, CommID: "world", Seq: 2, Op: "all_reduce", RanksOf: list})
+	assert.Equal(t, 2, list.reads)
+	assert.Equal(t, []int64{0, 1, 2}, tb.List[i].Ranks)
+}
