@@ -19,42 +19,7 @@ import (
 func BenchmarkEvaluationTickByMode(b *testing.B) {
 	for _, mode := range []AttributionMode{ModeReference, ModeEvidence} {
 		b.Run(string(mode), func(b *testing.B) {
-			const ranks, samples = 256, 3000
-			cfg := createDefaultConfig().(*Config)
-			cfg.Mode = mode
-			p := newCoreLogs(b, cfg)
-			defer func() { _ = p.Shutdown(context.Background()) }()
-			c := p.core
-			step := int64(time.Second) / benchHz
-			start := time.Now().Add(-5*time.Minute).UnixNano() / step * step
-			c.mu.Lock()
-			now := time.Now()
-			for r := range int64(ranks) {
-				run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
-				for i := range int64(samples) {
-					ts := start + i*step
-					gap := baselineGap(i)
-					if i%100 == 50 {
-						gap = spikeGap
-						rec := ingest.Record{
-							Kind: ingest.KindStormlog, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Stormlog: ingest.StormlogMarker,
-							Event: telemetry.Event{SchemaVersion: 3, TimestampNs: ts, EventType: "nccl:all_reduce", Rank: r, WorldSize: telemetry.Int(ranks).Value,
-								Metadata: map[string]any{
-									evidence.KeyCommID: "world", evidence.KeySeq: json.Number(strconv.FormatInt(i/100, 10)), evidence.KeyOp: "all_reduce",
-									evidence.KeyDurationNs: json.Number("20000000"), evidence.KeyCommNRanks: json.Number(strconv.Itoa(ranks)),
-								}},
-						}
-						c.store.AddRecord(&rec, now)
-					}
-					run.Samples = append(run.Samples, ingest.SamplePoint{
-						TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,
-						DeviceUsed: baseReserved + gap, DeviceTotal: deviceTotal, Has: ingest.HasDeviceTotal,
-					})
-				}
-				c.store.AddSampleRun(&run, now)
-			}
-			c.publishSizes()
-			c.mu.Unlock()
+			c := evaluationJob(b, mode, 256, 3000)
 			evaluationRound(b, c, "big") // the first round grows the evaluation scratch
 			b.ReportAllocs()
 			for b.Loop() {
@@ -62,4 +27,47 @@ func BenchmarkEvaluationTickByMode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// evaluationJob returns a core in mode buffering job "big" of ranks ranks
+// with samples samples each at 10 Hz, ending now, and every 10 s a world
+// all_reduce marker with its identity (communicator, seq, 20 ms) and a
+// spike at it on every rank. The core is shut down with b.
+func evaluationJob(b *testing.B, mode AttributionMode, ranks, samples int64) *core {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = mode
+	p := newCoreLogs(b, cfg)
+	b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	c := p.core
+	step := int64(time.Second) / benchHz
+	start := (time.Now().UnixNano() - samples*step) / step * step
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for r := range ranks {
+		run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
+		for i := range samples {
+			ts := start + i*step
+			gap := baselineGap(i)
+			if i%100 == 50 {
+				gap = spikeGap
+				rec := ingest.Record{
+					Kind: ingest.KindStormlog, JobID: "big", Rank: r, WorldSize: ranks, TimestampNs: ts, Stormlog: ingest.StormlogMarker,
+					Event: telemetry.Event{SchemaVersion: 3, TimestampNs: ts, EventType: "nccl:all_reduce", Rank: r, WorldSize: telemetry.Int(ranks).Value,
+						Metadata: map[string]any{
+							evidence.KeyCommID: "world", evidence.KeySeq: json.Number(strconv.FormatInt(i/100, 10)), evidence.KeyOp: "all_reduce",
+							evidence.KeyDurationNs: json.Number("20000000"), evidence.KeyCommNRanks: json.Number(strconv.FormatInt(ranks, 10)),
+						}},
+				}
+				c.store.AddRecord(&rec, now)
+			}
+			run.Samples = append(run.Samples, ingest.SamplePoint{
+				TimestampNs: ts, AllocatorReserved: baseReserved, AllocatorAllocated: baseReserved,
+				DeviceUsed: baseReserved + gap, DeviceTotal: deviceTotal, Has: ingest.HasDeviceTotal,
+			})
+		}
+		c.store.AddSampleRun(&run, now)
+	}
+	c.publishSizes()
+	return c
 }

@@ -113,17 +113,20 @@ func (w *walkingProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) 
 // benchMetrics builds one second of in-process exporter metrics: per rank a
 // resource with the torchrun identity, and per collection the device used,
 // free and total and the allocator reserved and allocated gauges.
-func benchMetrics(startNs int64) (pmetric.Metrics, int) {
+func benchMetrics(startNs int64) (pmetric.Metrics, int) { return jobMetrics(startNs, benchRanks) }
+
+// jobMetrics is benchMetrics of a job of ranks ranks.
+func jobMetrics(startNs, ranks int64) (pmetric.Metrics, int) {
 	md := pmetric.NewMetrics()
 	points := 0
-	for r := range int64(benchRanks) {
+	for r := range ranks {
 		rm := md.ResourceMetrics().AppendEmpty()
 		ra := rm.Resource().Attributes()
 		ra.PutStr("service.name", "trainer")
 		ra.PutStr("training.job.id", "bench-job")
 		ra.PutInt("training.rank", r)
 		ra.PutInt("training.local_rank", r%benchGPUsPerHost)
-		ra.PutInt("training.world_size", benchRanks)
+		ra.PutInt("training.world_size", ranks)
 		ra.PutStr("host.name", fmt.Sprintf("node-%d", r/benchGPUsPerHost))
 		ra.PutInt("gpu.index", r%benchGPUsPerHost)
 		ms := rm.ScopeMetrics().AppendEmpty().Metrics()

@@ -121,19 +121,33 @@ func (c *core) attribute(ctx context.Context, run func() []attribution.Result) [
 }
 
 // claimResults appends to items the results the store lets leave now.
+// The results that matched one collective share its CollectiveSpan, whose
+// member spans are looked up once.
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
+	var collectives map[*attribution.CollectiveMatch]*output.CollectiveSpan
 	for i := range results {
 		r := &results[i]
 		host, links, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise)
 		if !ok {
 			continue
 		}
+		var collective *output.CollectiveSpan
+		if m := r.Collective; m != nil {
+			if collective = collectives[m]; collective == nil {
+				if collectives == nil {
+					collectives = map[*attribution.CollectiveMatch]*output.CollectiveSpan{}
+				}
+				collective = &output.CollectiveSpan{Match: m, MemberSpans: c.store.MemberSpans(job, m)}
+				collectives[m] = collective
+			}
+		}
 		items = append(items, output.Item{
-			JobID:  job.ID(),
-			Host:   host,
-			Preset: c.attrCfg.Preset,
-			Result: *r,
-			Links:  links,
+			JobID:      job.ID(),
+			Host:       host,
+			Preset:     c.attrCfg.Preset,
+			Result:     *r,
+			Links:      links,
+			Collective: collective,
 		})
 	}
 	return items

@@ -122,44 +122,49 @@ type spanID struct {
 }
 
 // wantLinks is what the result span of r links to (docs/evidence-mode.md
-// §4): the marker spans of its collective's members, in the members'
-// order; without a collective, the span of the rank's own marker that
-// matched.
-func wantLinks(r *attribution.Result, spans map[rankStart]spanID) []spanID {
-	var out []spanID
+// §4), but the collective's span: the span of the rank's own marker that
+// matched. members are the spans its collective's span links, in the
+// members' order (nil without a collective).
+func wantLinks(r *attribution.Result, spans map[rankStart]spanID) (own, members []spanID) {
+	for _, ts := range r.MarkerTimesNs {
+		if id, ok := spans[rankStart{r.Rank, ts}]; ok {
+			own = append(own, id)
+		}
+	}
 	if c := r.Collective; c != nil {
 		for _, m := range c.Members {
 			if id, ok := spans[rankStart{m.Rank, m.StartNs}]; ok {
-				out = append(out, id)
+				members = append(members, id)
 			}
 		}
-		return out
 	}
-	for _, ts := range r.MarkerTimesNs {
-		if id, ok := spans[rankStart{r.Rank, ts}]; ok {
-			out = append(out, id)
-		}
-	}
-	return out
+	return own, members
 }
 
-// resultSpanLinks returns the links of the result spans in tds, by rank
-// and interval start.
-func resultSpanLinks(tds []ptrace.Traces) map[rankStart][]spanID {
-	out := map[rankStart][]spanID{}
+// emittedSpans are the result spans in tds, by rank and interval start,
+// and the collective spans, by id: the links of each.
+type emittedSpans struct {
+	results     map[rankStart][]spanID
+	collectives map[spanID][]spanID
+}
+
+func resultSpanLinks(tds []ptrace.Traces) emittedSpans {
+	out := emittedSpans{results: map[rankStart][]spanID{}, collectives: map[spanID][]spanID{}}
 	for _, td := range tds {
 		for _, rs := range td.ResourceSpans().All() {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, sp := range ss.Spans().All() {
-					if sp.Name() != "collective_attribution" {
-						continue
-					}
-					rank, _ := sp.Attributes().Get("training.rank")
 					links := []spanID{}
 					for _, l := range sp.Links().All() {
 						links = append(links, spanID{l.TraceID(), l.SpanID()})
 					}
-					out[rankStart{rank.Int(), int64(sp.StartTimestamp())}] = links
+					switch sp.Name() {
+					case "collective_attribution":
+						rank, _ := sp.Attributes().Get("training.rank")
+						out.results[rankStart{rank.Int(), int64(sp.StartTimestamp())}] = links
+					case "collective_attribution.collective":
+						out.collectives[spanID{sp.TraceID(), sp.SpanID()}] = links
+					}
 				}
 			}
 		}
@@ -235,18 +240,28 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 				slices.Sort(want)
 				assertSameResults(t, want, got)
 
-				// Each result span links the marker spans of its
-				// collective on every member.
-				links := resultSpanLinks(p.tsink.AllTraces())
-				require.Len(t, links, len(want))
+				// Each result span links its own marker span and, when
+				// it matched a collective, the collective's span, which
+				// links the marker spans of the collective on every member:
+				// in Jaeger, result → collective → NCCL spans.
+				emitted := resultSpanLinks(p.tsink.AllTraces())
+				require.Len(t, emitted.results, len(want))
 				linked := 0
 				for _, r := range evidenceBatchResults(t, lines, "medium") {
-					w := wantLinks(&r, spans)
-					if r.Collective != nil {
-						require.Len(t, w, len(r.Collective.Members), "every member's marker came from a span")
+					own, members := wantLinks(&r, spans)
+					links := emitted.results[rankStart{r.Rank, r.IntervalStartNs}]
+					if r.Collective == nil {
+						assert.Equal(t, own, links, "links of rank %d at %d", r.Rank, r.IntervalStartNs)
+						continue
 					}
-					linked += len(w)
-					assert.Equal(t, w, links[rankStart{r.Rank, r.IntervalStartNs}], "links of rank %d at %d", r.Rank, r.IntervalStartNs)
+					require.Len(t, members, len(r.Collective.Members), "every member's marker came from a span")
+					require.Len(t, own, 1, "rank %d at %d: its marker of the collective", r.Rank, r.IntervalStartNs)
+					require.Len(t, links, 2, "rank %d at %d: its marker span and the collective's", r.Rank, r.IntervalStartNs)
+					assert.Equal(t, own[0], links[0])
+					collective, ok := emitted.collectives[links[1]]
+					require.True(t, ok, "rank %d at %d links a collective span", r.Rank, r.IntervalStartNs)
+					assert.Equal(t, members, collective, "the collective span links every member's marker span")
+					linked += len(members)
 				}
 				if fam.Name != "no_collective" {
 					assert.Positive(t, linked)

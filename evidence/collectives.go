@@ -13,6 +13,26 @@ type CollectiveTable struct {
 	// Intern points into it.
 	List  []Collective
 	index map[collectiveKey]int32
+	// members holds each communicator's member list as last declared
+	// (sorted, distinct): a communicator's membership may be declared once,
+	// on its first marker, and instances whose markers list none share it;
+	// instances whose lists equal it share its memory. Keyed by the
+	// communicator's canonical id, as collectives are.
+	members map[string][]int64
+}
+
+// declare records ranks (sorted, distinct) as comm's members and returns
+// the list to keep: the one already declared when equal.
+func (t *CollectiveTable) declare(comm string, ranks []int64) []int64 {
+	comm = CanonicalCommID(comm)
+	if old, ok := t.members[comm]; ok && slices.Equal(old, ranks) {
+		return old
+	}
+	if t.members == nil {
+		t.members = map[string][]int64{}
+	}
+	t.members[comm] = ranks
+	return ranks
 }
 
 // collectiveKey identifies one collective instance. The op is part of it
@@ -58,7 +78,7 @@ func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) 
 	msg, _ := metadataValueInt(md.messageBytes)
 	nranks, _ := metadataValueInt(md.nRanks)
 	c.widen(msg, nranks)
-	if c.Ranks == nil {
+	if c.Ranks == nil || c.inherited {
 		if list, ok := md.ranks.Value().([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))
 			for _, x := range list {
@@ -67,7 +87,7 @@ func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) 
 				}
 			}
 			slices.Sort(ranks)
-			c.Ranks = slices.Compact(ranks)
+			c.Ranks, c.inherited = t.declare(c.CommID, slices.Compact(ranks)), false
 		}
 	}
 	return i
@@ -82,6 +102,9 @@ func (t *CollectiveTable) Reset(list []Collective) {
 	clear(t.index)
 	for i, c := range list {
 		t.index[keyOf(c.CommID, c.Op, c.Seq)] = int32(i)
+		if c.Ranks != nil && !c.inherited {
+			list[i].Ranks = t.declare(c.CommID, c.Ranks)
+		}
 	}
 	t.List = list
 }

@@ -96,8 +96,13 @@ type Collective struct {
 	// NRanks is nccl.comm.nranks (0 when not given).
 	NRanks int64
 	// Ranks are the members' global ranks when the markers list them
-	// (nccl.comm.ranks); nil otherwise.
+	// (nccl.comm.ranks), or when an earlier marker of the communicator
+	// did (a membership declared once); nil otherwise. Read-only: instances
+	// of one communicator share it.
 	Ranks []int64
+	// inherited marks Ranks taken from the communicator's declaration, to
+	// be replaced by a list the instance's own markers give.
+	inherited bool
 }
 
 // AccountingSeries is NCCL's reported device memory of one communicator on

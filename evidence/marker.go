@@ -58,6 +58,16 @@ type Identity struct {
 	// list none of whose entries is an integer is an empty, non-nil Ranks,
 	// as Intern reads it from metadata.
 	Ranks []int64
+	// RanksOf, when set and Ranks is nil, reads the members the same way
+	// on demand: InternIdentity reads a list once per collective instance,
+	// not on each of its markers (each repeats the communicator's list).
+	RanksOf RankReader
+}
+
+// RankReader reads a marker's member list: it appends the members to dst
+// and returns it, non-nil even when no entry is an integer.
+type RankReader interface {
+	AppendRanks(dst []int64) []int64
 }
 
 // InternIdentity is Intern for an identity read from OTLP attributes: the
@@ -67,10 +77,18 @@ type Identity struct {
 func (t *CollectiveTable) InternIdentity(id *Identity) int32 {
 	i, c := t.entry(id.CommID, id.Op, id.Seq, true)
 	c.widen(id.MessageBytes, id.NRanks)
-	if c.Ranks == nil && id.Ranks != nil {
-		ranks := slices.Clone(id.Ranks)
+	if c.Ranks == nil || c.inherited {
+		var ranks []int64
+		switch {
+		case id.Ranks != nil:
+			ranks = slices.Clone(id.Ranks)
+		case id.RanksOf != nil:
+			ranks = id.RanksOf.AppendRanks(nil)
+		default:
+			return i
+		}
 		slices.Sort(ranks)
-		c.Ranks = slices.Compact(ranks)
+		c.Ranks, c.inherited = t.declare(c.CommID, slices.Compact(ranks)), false
 	}
 	return i
 }
@@ -92,6 +110,9 @@ func (t *CollectiveTable) entry(comm, op string, seq int64, clone bool) (int32, 
 		t.List = append(t.List, Collective{CommID: comm, Seq: seq, Op: op})
 		i = int32(len(t.List) - 1)
 		t.index[key] = i
+		if ranks, ok := t.members[key.comm]; ok {
+			t.List[i].Ranks, t.List[i].inherited = ranks, true
+		}
 	} else {
 		c := &t.List[i]
 		if comm != c.CommID && fullerCommID(comm, c.CommID) {

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -342,5 +343,48 @@ func TestDecodeRepeatedKeys(t *testing.T) {
 	_, err = DecodeRecord([]byte(head + `, "extra": 1, "extra": 2, "aa": 0}`))
 	if err == nil || err.Error() != "Unknown telemetry fields: aa, extra" {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestRepeatedMemberListsValidatedOnce: a long flat array repeated on
+// later records (a communicator's member list on every marker) is
+// recognised and skipped, and a list that only begins like it is still
+// validated in full: a bad entry after the shared part is an error, a
+// longer list decodes whole.
+func TestRepeatedMemberListsValidatedOnce(t *testing.T) {
+	var list strings.Builder
+	for r := range 40 {
+		if r > 0 {
+			list.WriteByte(',')
+		}
+		list.WriteString(strconv.Itoa(r))
+	}
+	withList := func(ranks string) []byte {
+		return []byte(strings.Replace(record(1, 0), `"metadata":{}`, `"metadata":{"nccl.comm.ranks":[`+ranks+`],"nccl.seq":1}`, 1))
+	}
+	d := Decoder{lazy: true}
+	for range 3 {
+		e, err := d.Decode(withList(list.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := e.MetadataLookup("nccl.comm.ranks")
+		if got := len(v.Value().([]any)); got != 40 {
+			t.Fatalf("%d members, want 40", got)
+		}
+	}
+	if len(d.sc.keptArray) == 0 {
+		t.Fatal("the list was not kept")
+	}
+	if _, err := d.Decode(withList(list.String() + ",x")); err == nil {
+		t.Fatal("a list with a bad entry after the repeated part decoded")
+	}
+	e, err := d.Decode(withList(list.String() + ",40"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := e.MetadataLookup("nccl.comm.ranks")
+	if got := len(v.Value().([]any)); got != 41 {
+		t.Fatalf("%d members, want 41", got)
 	}
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"encoding/json"
 	"iter"
+	"strings"
 	"unsafe"
 )
 
@@ -310,24 +311,18 @@ func endOfValue(t string, i int) int {
 	switch t[i] {
 	case '"':
 		return endOfString(t, i)
-	case '{', '[':
-		depth := 0
-		for i < len(t) {
-			switch t[i] {
-			case '"':
-				i = endOfString(t, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
+	case '[':
+		// A flat array without strings (a member list) ends at the first
+		// ']': found with byte searches rather than a walk over each byte.
+		if j := strings.IndexByte(t[i:], ']'); j > 0 {
+			inner := t[i+1 : i+j]
+			if strings.IndexByte(inner, '[') < 0 && strings.IndexByte(inner, '{') < 0 && strings.IndexByte(inner, '"') < 0 {
+				return i + j + 1
 			}
-			i++
 		}
-		return len(t)
+		return endOfNested(t, i)
+	case '{':
+		return endOfNested(t, i)
 	}
 	for i < len(t) {
 		switch t[i] {
@@ -337,6 +332,27 @@ func endOfValue(t string, i int) int {
 		i++
 	}
 	return i
+}
+
+// endOfNested is endOfValue of the array or object at t[i].
+func endOfNested(t string, i int) int {
+	depth := 0
+	for i < len(t) {
+		switch t[i] {
+		case '"':
+			i = endOfString(t, i)
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return len(t)
 }
 
 // walkMembers yields the members of the object text t in order.

@@ -81,6 +81,8 @@ func TestMetadataViewsOfDecodedText(t *testing.T) {
 		`{"s":"esc\"aped\\\u00e9\ud83d\ude00\ud800","n":-12.5e-3,"t":true,"f":false,"z":null,"arr":[1,"x",[],{}],"obj":{"in":{"deep":["all_reduce"]}}}`,
 		`{ "spaced" : [ 1 , 2 ] , "x" : "y" }`,
 		`{"big":123456789012345678901234567890,"i":7}`,
+		`{"r":[0,1,2,3],"op":"all_reduce"}`, `{"r":[ ],"op":1}`,
+		`{"r":["a]b",1],"op":"x"}`, `{"r":[1,[2],3],"op":"x"}`, `{"r":[1,{"k":"]"}],"op":"x"}`,
 	} {
 		line := strings.Replace(record(1, 0), `"metadata":{}`, `"metadata":`+md, 1)
 		want, err := DecodeRecord([]byte(line))

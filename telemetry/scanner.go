@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -29,11 +30,12 @@ func (e *SyntaxError) Error() string {
 // it decodes straight into Event fields and interns the few distinct short
 // strings (event_type, collector, host, ids) instead of allocating each.
 type scanner struct {
-	data   []byte
-	pos    int
-	depth  int
-	intern *internTables // nil: no interning
-	buf    []byte        // scratch for strings with escapes
+	data      []byte
+	pos       int
+	depth     int
+	intern    *internTables // nil: no interning
+	buf       []byte        // scratch for strings with escapes
+	keptArray []byte        // the last long flat array skipValue validated (keepArray)
 }
 
 // internTables are a Decoder's interned values, shared by its scanners.
@@ -613,7 +615,24 @@ func (s *scanner) array() ([]any, error) {
 	}
 }
 
-// skipValue validates and skips one value without building it.
+// minKeptArray is the shortest array text skipValue keeps to recognise:
+// a communicator's member list (nccl.comm.ranks), repeated on every marker
+// of its members, is validated once per run of identical lists instead of
+// on every marker (docs/sizing.md).
+const minKeptArray = 64
+
+// keepArray keeps text, an array just validated, when it is long and flat
+// (no nested array or object: its depth adds one level wherever it recurs).
+func (s *scanner) keepArray(text []byte) {
+	if len(text) >= minKeptArray && bytes.IndexByte(text[1:], '[') < 0 && bytes.IndexByte(text, '{') < 0 {
+		s.keptArray = append(s.keptArray[:0], text...)
+	}
+}
+
+// skipValue validates and skips one value without building it. An array
+// whose text begins with the last kept array is that array again (a
+// complete array's text ends at its own closing bracket) and is skipped
+// without a second validation.
 func (s *scanner) skipValue() error {
 	switch c := s.peek(); {
 	case c == '"':
@@ -624,6 +643,11 @@ func (s *scanner) skipValue() error {
 			return err
 		}
 		defer func() { s.depth-- }()
+		start := s.pos
+		if c == '[' && len(s.keptArray) > 0 && bytes.HasPrefix(s.data[start:], s.keptArray) {
+			s.pos += len(s.keptArray)
+			return nil
+		}
 		s.pos++
 		closer := byte('}')
 		if c == '[' {
@@ -654,6 +678,9 @@ func (s *scanner) skipValue() error {
 				s.pos++
 			case closer:
 				s.pos++
+				if c == '[' {
+					s.keepArray(s.data[start:s.pos])
+				}
 				return nil
 			default:
 				return s.fail("expected ',' or closing bracket")

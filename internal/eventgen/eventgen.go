@@ -6,6 +6,7 @@
 package eventgen
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 
@@ -21,8 +22,24 @@ type Spec struct {
 	// Markers adds a "collective" marker event per rank 10 ms after each
 	// spike.
 	Markers bool
-	Seed    uint64
+	// Identity names each marker's collective as NCCL instrumentation
+	// does (evidence-mode §2.1): communicator "world", the spike's step as
+	// sequence number, all_reduce, nccl.comm.nranks, and the members'
+	// global ranks as Lists says.
+	Identity bool
+	Lists    Lists
+	Seed     uint64
 }
+
+// Lists is where markers with an Identity list the communicator's members
+// (nccl.comm.ranks).
+type Lists int
+
+const (
+	ListsNone  Lists = iota // no marker lists them (nccl.comm.nranks only)
+	ListsEvery              // every marker, as today's producers write them
+	ListsFirst              // each rank's first marker of the communicator only
+)
 
 // Default is the benchmark shape per rank count: 3 000 samples per
 // rank, 2 % spikes with markers.
@@ -59,6 +76,14 @@ func Events(s Spec) []telemetry.Event {
 	events := make([]telemetry.Event, 0, n)
 	meta := map[string]any{"backend": "cuda", "sampling_source": "nvml"}
 	markerMeta := map[string]any{"phase": "communication.collective"}
+	var members []any
+	if s.Identity && s.Lists != ListsNone {
+		members = make([]any, s.Ranks)
+		for r := range members {
+			members[r] = json.Number(strconv.Itoa(r))
+		}
+	}
+	markersSoFar := 0
 	reserved := make([]int64, s.Ranks)
 	for r := range reserved {
 		reserved[r] = 8_000_000_000 + int64(r)*16_777_216
@@ -74,15 +99,36 @@ func Events(s Spec) []telemetry.Event {
 			events = append(events, event(s, r, ts, "sample", reserved[r], used, meta))
 		}
 		if s.Markers && spikes[i] {
+			md := markerMeta
+			if s.Identity {
+				md = identityMetadata(s, i, members, false)
+				if first := markersSoFar == 0; first && s.Lists == ListsFirst {
+					md = identityMetadata(s, i, members, true)
+				}
+			}
+			markersSoFar++
 			for r := 0; r < s.Ranks; r++ {
 				ts := baseNs + int64(i)*stepNs + int64(r)*rankOffsetNs + markerLagNs
-				e := event(s, r, ts, "collective", reserved[r], reserved[r], markerMeta)
+				e := event(s, r, ts, "collective", reserved[r], reserved[r], md)
 				e.Context, e.HasContext = "NCCL all_reduce phase", true
 				events = append(events, e)
 			}
 		}
 	}
 	return events
+}
+
+// identityMetadata is the metadata of the markers of the collective at
+// step; members are listed when Lists is ListsEvery, or when first.
+func identityMetadata(s Spec, step int, members []any, first bool) map[string]any {
+	md := map[string]any{
+		"phase": "communication.collective", "nccl.comm.id": "world", "nccl.seq": json.Number(strconv.Itoa(step)),
+		"nccl.op": "all_reduce", "nccl.comm.nranks": json.Number(strconv.Itoa(s.Ranks)), "nccl.duration_ns": json.Number("20000000"),
+	}
+	if s.Lists == ListsEvery || first {
+		md["nccl.comm.ranks"] = members
+	}
+	return md
 }
 
 func event(s Spec, rank int, ts int64, eventType string, reserved, used int64, meta map[string]any) telemetry.Event {

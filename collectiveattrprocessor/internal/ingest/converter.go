@@ -106,11 +106,11 @@ type Converter struct {
 	markerRun   MarkerRun
 	markerTimes []int64
 	// With Config.Evidence: the markers' ends and identities beside
-	// markerTimes, the identities' member ranks, and the identity
+	// markerTimes, the identities' member lists, and the identity
 	// attributes of the span being scanned.
 	markerEnds  []int64
 	markerIDs   []evidence.Identity
-	markerRanks []int64
+	markerLists []memberList
 	spanAttrs   markerAttrs
 	// run is the SampleRun handed to convertMetrics' emit.
 	run SampleRun

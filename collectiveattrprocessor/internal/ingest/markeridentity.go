@@ -18,7 +18,7 @@ import (
 // bare marker (its interval, no collective), never a skipped item.
 
 // markerAttrs is what one span's or span event's identity attributes hold.
-// ranks is the nccl.comm.ranks value, read when the marker is kept; it
+// ranks is the nccl.comm.ranks value, read when the table asks; it
 // points into the request and is dropped with the span.
 type markerAttrs struct {
 	id       evidence.Identity
@@ -67,29 +67,39 @@ func (a *markerAttrs) readAll(m pcommon.Map) {
 	}
 }
 
-// identity returns the identity read, its members appended to *ranks (a
-// scratch the identity's Ranks then points into).
-func (a *markerAttrs) identity(ranks *[]int64) evidence.Identity {
+// identity returns the identity read; its members, when listed, are read
+// only if the collective table asks (evidence.RankReader), through an
+// entry appended to *lists.
+func (a *markerAttrs) identity(lists *[]memberList) evidence.Identity {
 	id := a.id
 	id.Valid = a.hasComm && a.hasSeq
 	if !id.Valid {
 		return evidence.Identity{}
 	}
 	if a.hasRanks {
-		from := len(*ranks)
-		s := a.ranks.Slice()
-		for i := range s.Len() {
-			if r, ok := identityInt(s.At(i)); ok {
-				*ranks = append(*ranks, r)
-			}
-		}
-		// Non-nil even when no entry was an integer (evidence.Identity).
-		id.Ranks = (*ranks)[from:len(*ranks):len(*ranks)]
-		if id.Ranks == nil {
-			id.Ranks = []int64{}
-		}
+		*lists = append(*lists, memberList{a.ranks.Slice()})
+		id.RanksOf = &(*lists)[len(*lists)-1]
 	}
 	return id
+}
+
+// memberList is a marker's nccl.comm.ranks attribute, read on demand: the
+// table reads one list per collective instance, though every member's
+// marker repeats it. It points into the request.
+type memberList struct{ s pcommon.Slice }
+
+// AppendRanks appends the list's integer entries (evidence.RankReader).
+func (l *memberList) AppendRanks(dst []int64) []int64 {
+	for i := range l.s.Len() {
+		if r, ok := identityInt(l.s.At(i)); ok {
+			dst = append(dst, r)
+		}
+	}
+	if dst == nil {
+		// Non-nil even when no entry was an integer (evidence.Identity).
+		dst = []int64{}
+	}
+	return dst
 }
 
 // identityInt reads an integer attribute as evidence.MetadataInt reads a

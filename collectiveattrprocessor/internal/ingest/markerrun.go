@@ -85,7 +85,8 @@ func (c *Converter) flushMarkers(emit func(*MarkerRun)) {
 		// The identities' strings point into the request.
 		clear(c.markerIDs)
 		c.markerEnds, c.markerIDs = keptScratch(c.markerEnds), keptScratch(c.markerIDs)
-		c.markerRanks = keptScratch(c.markerRanks)
+		clear(c.markerLists)
+		c.markerLists = keptScratch(c.markerLists)
 	}
 }
 

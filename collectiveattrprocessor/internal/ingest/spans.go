@@ -234,7 +234,7 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 		if ev {
 			c.markerTimes = append(c.markerTimes, start)
 			c.markerEnds = append(c.markerEnds, end)
-			c.markerIDs = append(c.markerIDs, c.spanAttrs.identity(&c.markerRanks))
+			c.markerIDs = append(c.markerIDs, c.spanAttrs.identity(&c.markerLists))
 		} else {
 			c.markerTimes = append(c.markerTimes, start, end)
 		}
@@ -259,7 +259,7 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 			var a markerAttrs
 			a.readAll(e.Attributes())
 			c.markerEnds = append(c.markerEnds, ts)
-			c.markerIDs = append(c.markerIDs, a.identity(&c.markerRanks))
+			c.markerIDs = append(c.markerIDs, a.identity(&c.markerLists))
 		}
 	}
 	if len(c.markerTimes) == from {

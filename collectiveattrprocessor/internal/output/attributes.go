@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/phase"
 )
 
@@ -59,7 +60,11 @@ func putResource(m pcommon.Map, job, host string) {
 func putResultAttributes(m pcommon.Map, it *Item) {
 	r := &it.Result
 	ev := &r.Evidence
-	m.EnsureCapacity(19)
+	n := 19
+	if r.Mode == attribution.ModeEvidence {
+		n += evidenceAttributes
+	}
+	m.EnsureCapacity(n)
 	m.PutInt(AttrRank, r.Rank)
 	m.PutInt(AttrWorldSize, ev.ExpectedWorldSize)
 	m.PutStr(AttrClassification, r.Classification)

@@ -25,6 +25,10 @@ type Item struct {
 	Host   string
 	Preset string
 	Result attribution.Result
-	// Links are the marker spans that contributed to the result.
+	// Links are the marker spans of the result's own rank that contributed
+	// to it.
 	Links []ingest.SpanRef
+	// Collective is the collective the result matched, shared by the items
+	// that matched it; nil when none did.
+	Collective *CollectiveSpan
 }

@@ -19,6 +19,9 @@ const (
 	AttrSynchronizedCommRanks = "collective_attribution.collective.synchronized_comm_ranks"
 )
 
+// evidenceAttributes is the most attributes putEvidenceAttributes writes.
+const evidenceAttributes = 9
+
 // putEvidenceAttributes writes an evidence-mode result's additions; a
 // reference result (Mode "") has none. The collective's attributes are
 // absent when none matched, the accounted bytes without NCCL's

@@ -19,10 +19,14 @@ import (
 
 // evidenceItems are evidence-mode results the *_evidence goldens were
 // written for: a transient spike NCCL's accounting confirms, matched to an
-// all_reduce whose marker spans on two members are linked, and a
+// all_reduce with marker spans on two members (the result links its own
+// rank's and the collective's span, which links both members'), and a
 // persistent step that matched no collective, without accounting (its
 // collective and accounted-bytes attributes are absent).
 func evidenceItems() []Item {
+	allReduce42 := &attribution.CollectiveMatch{CommID: "tp0", Op: "all_reduce", Seq: 42, CommRanks: 2, SynchronizedCommRanks: 2,
+		Members: []attribution.MemberMarker{{Rank: 0, StartNs: 1767225600050000000, EndNs: 1767225600250000000, Synchronized: true},
+			{Rank: 1, StartNs: 1767225600060000000, EndNs: 1767225600260000000, Synchronized: true}}}
 	return []Item{
 		{
 			JobID: "job-e", Host: "node-a", Preset: "medium",
@@ -33,12 +37,11 @@ func evidenceItems() []Item {
 				Evidence: attribution.Evidence{MarkerHits: 1, SynchronizedRanks: 2, ExpectedWorldSize: 16, SynchronyRatio: 1.0,
 					PeakGapBytes: 2147483648, RobustZscore: 41.5},
 				Mode: attribution.ModeEvidence, Kind: attribution.KindTransient, ExcessBytes: 1073741824,
-				Collective: &attribution.CollectiveMatch{CommID: "tp0", Op: "all_reduce", Seq: 42, CommRanks: 2, SynchronizedCommRanks: 2,
-					Members: []attribution.MemberMarker{{Rank: 0, StartNs: 1767225600050000000, EndNs: 1767225600250000000, Synchronized: true},
-						{Rank: 1, StartNs: 1767225600060000000, EndNs: 1767225600260000000, Synchronized: true}}},
+				Collective:         allReduce42,
 				NCCLAccountedBytes: ptr(int64(1073741824)),
 			},
-			Links: []ingest.SpanRef{ref(0x55), ref(0x66)},
+			Links:      []ingest.SpanRef{ref(0x66)},
+			Collective: &CollectiveSpan{Match: allReduce42, MemberSpans: []ingest.SpanRef{ref(0x55), ref(0x66)}},
 		},
 		{
 			JobID: "job-e", Host: "node-a", Preset: "medium",

@@ -376,14 +376,17 @@ func TestEvidenceCheckpointKeepsMarkerSpans(t *testing.T) {
 		assert.Equal(t, vo.EvidenceMarkers, vr.EvidenceMarkers, "rank %d", r)
 	}
 	r := &attribution.Result{
-		Rank: 1, Mode: attribution.ModeEvidence,
+		Rank: 1, Mode: attribution.ModeEvidence, MarkerTimesNs: []int64{spanT0 + 7010},
 		Collective: &attribution.CollectiveMatch{CommID: "c", Op: "all_reduce", Seq: 7, Members: []attribution.MemberMarker{
 			{Rank: 0, StartNs: spanT0 + 7000, EndNs: spanT0 + 7100}, {Rank: 1, StartNs: spanT0 + 7010, EndNs: spanT0 + 7110},
 		}},
 	}
 	want := evidenceLinks(job, r)
-	require.Len(t, want, 2)
+	require.Len(t, want, 1)
 	assert.Equal(t, want, evidenceLinks(got, r))
+	members := orig.MemberSpans(job, r.Collective)
+	require.Equal(t, []ingest.SpanRef{{TraceID: [16]byte{8}, SpanID: [8]byte{8}}, want[0]}, members)
+	assert.Equal(t, members, restored.MemberSpans(got, r.Collective))
 	assert.Equal(t, data, restored.AppendCheckpoint(nil, got), "the restored job checkpoints to the same bytes")
 
 	// After the restart new spans take the next places in the table.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -149,50 +150,71 @@ func (rb *rankBuffer) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
 	})
 }
 
-// evidenceLinks returns the spans an evidence-mode result links to: the
-// marker spans of the matched collective on every member rank that has
-// one, in the members' order; without a collective, the span of the rank's
-// own marker that matched. Markers of stormlog and Inspector records have
-// no span and give no link.
+// evidenceLinks returns the spans an evidence-mode result links to itself:
+// the spans of its own rank's markers that matched, those of its
+// collective when it matched one. A result links at most as many spans as
+// it has marker times (one): the other members' spans are linked once per
+// collective, by the collective's span (MemberSpans). Markers of stormlog
+// and Inspector records have no span and give no link.
 func evidenceLinks(job *Job, r *attribution.Result) []ingest.SpanRef {
+	match := func(*evidenceMarker) bool { return true }
+	if r.Collective != nil {
+		match = isMarkerOf(job, r.Collective, math.MinInt64)
+	}
 	var links []ingest.SpanRef
-	add := func(rank, startNs int64, match func(m *evidenceMarker) bool) {
-		rb := job.ranks[rank]
-		if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
-			return
-		}
-		e := rb.ev
-		e.markers.holds(startNs, func(i int) bool {
-			m := e.markers.auxAt(i)
-			ref, ok := e.spanOf(m)
-			if !ok || !match(m) {
-				return false
-			}
-			if !slices.Contains(links, ref) {
-				links = append(links, ref)
-			}
-			return true
-		})
-	}
-	if c := r.Collective; c != nil {
-		var table []evidence.Collective
-		if job.collectives != nil {
-			table = job.collectives.List
-		}
-		for i := range c.Members {
-			mm := &c.Members[i]
-			add(mm.Rank, mm.StartNs, func(m *evidenceMarker) bool {
-				if m.endNs != mm.EndNs || m.collective == evidence.NoCollective || int(m.collective) >= len(table) {
-					return false
-				}
-				col := &table[m.collective]
-				return col.CommID == c.CommID && col.Seq == c.Seq
-			})
-		}
-		return links
-	}
 	for _, ts := range r.MarkerTimesNs {
-		add(r.Rank, ts, func(*evidenceMarker) bool { return true })
+		if ref, ok := markerSpan(job, r.Rank, ts, match); ok && !slices.Contains(links, ref) {
+			links = append(links, ref)
+		}
 	}
 	return links
+}
+
+// MemberSpans returns, for each member of collective c in c.Members'
+// order, the span of its marker of c, zero when the member's marker has
+// none (a stormlog or Inspector record) or left the buffers: one search in
+// each member's markers, O(M log n) for M members.
+func (s *Store) MemberSpans(job *Job, c *attribution.CollectiveMatch) []ingest.SpanRef {
+	out := make([]ingest.SpanRef, len(c.Members))
+	for i := range c.Members {
+		mm := &c.Members[i]
+		out[i], _ = markerSpan(job, mm.Rank, mm.StartNs, isMarkerOf(job, c, mm.EndNs))
+	}
+	return out
+}
+
+// markerSpan returns the span of rank's first marker at startNs that match
+// accepts (false: none has a span).
+func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) bool) (ref ingest.SpanRef, found bool) {
+	rb := job.ranks[rank]
+	if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
+		return ref, false
+	}
+	e := rb.ev
+	found = e.markers.holds(startNs, func(i int) bool {
+		m := e.markers.auxAt(i)
+		var ok bool
+		ref, ok = e.spanOf(m)
+		return ok && match(m)
+	})
+	if !found {
+		ref = ingest.SpanRef{}
+	}
+	return ref, found
+}
+
+// isMarkerOf matches the markers of collective c, ending at endNs unless
+// that is math.MinInt64.
+func isMarkerOf(job *Job, c *attribution.CollectiveMatch, endNs int64) func(m *evidenceMarker) bool {
+	var table []evidence.Collective
+	if job.collectives != nil {
+		table = job.collectives.List
+	}
+	return func(m *evidenceMarker) bool {
+		if (endNs != math.MinInt64 && m.endNs != endNs) || m.collective == evidence.NoCollective || int(m.collective) >= len(table) {
+			return false
+		}
+		col := &table[m.collective]
+		return col.CommID == c.CommID && col.Seq == c.Seq
+	}
 }

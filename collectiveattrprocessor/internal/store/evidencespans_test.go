@@ -54,25 +54,39 @@ func TestEvidenceSpansFollowTheirMarkers(t *testing.T) {
 	assert.False(t, s.AddRecord(spanMarkerRecord(0, spanT0+11*1000, 100, 11, 12), now), "a resent span is a duplicate")
 }
 
-// TestEvidenceLinks: a result that matched a collective links the marker
-// span of each member that has one; a stormlog member's marker has none.
+// TestEvidenceLinks: a result that matched a collective links its own
+// rank's marker span of it, and the collective's member spans are looked up
+// once, in the members' order: the span of each member that has one, zero
+// for a stormlog member's marker, which has none, or a member whose marker
+// is not of the collective.
 func TestEvidenceLinks(t *testing.T) {
 	s := New(evidenceConfig())
 	now := time.Unix(0, spanT0)
 	require.True(t, s.AddRecord(spanMarkerRecord(0, spanT0, 100, 5, 0xa), now))
 	require.True(t, s.AddRecord(spanMarkerRecord(1, spanT0+10, 100, 5, 0xb), now))
 	require.True(t, s.AddRecord(evidenceMarkerRecord(2, spanT0+20, "c", 5, 100), now))
-	r := &attribution.Result{
-		Rank: 1, Mode: attribution.ModeEvidence,
-		Collective: &attribution.CollectiveMatch{CommID: "c", Op: "all_reduce", Seq: 5, Members: []attribution.MemberMarker{
-			{Rank: 0, StartNs: spanT0, EndNs: spanT0 + 100}, {Rank: 1, StartNs: spanT0 + 10, EndNs: spanT0 + 110}, {Rank: 2, StartNs: spanT0 + 20, EndNs: spanT0 + 120},
-		}},
-	}
-	links := evidenceLinks(s.Job("j"), r)
+	require.True(t, s.AddRecord(spanMarkerRecord(3, spanT0+30, 100, 4, 0xd), now))
+	match := &attribution.CollectiveMatch{CommID: "c", Op: "all_reduce", Seq: 5, Members: []attribution.MemberMarker{
+		{Rank: 0, StartNs: spanT0, EndNs: spanT0 + 100}, {Rank: 1, StartNs: spanT0 + 10, EndNs: spanT0 + 110},
+		{Rank: 2, StartNs: spanT0 + 20, EndNs: spanT0 + 120}, {Rank: 3, StartNs: spanT0 + 30, EndNs: spanT0 + 130},
+	}}
+	r := &attribution.Result{Rank: 1, Mode: attribution.ModeEvidence, Collective: match, MarkerTimesNs: []int64{spanT0 + 10}}
+	job := s.Job("j")
+	b := ingest.SpanRef{TraceID: [16]byte{0xb}, SpanID: [8]byte{0xb}}
+	assert.Equal(t, []ingest.SpanRef{b}, evidenceLinks(job, r), "the result links its own marker span only")
 	assert.Equal(t, []ingest.SpanRef{
-		{TraceID: [16]byte{0xa}, SpanID: [8]byte{0xa}}, {TraceID: [16]byte{0xb}, SpanID: [8]byte{0xb}},
-	}, links)
+		{TraceID: [16]byte{0xa}, SpanID: [8]byte{0xa}}, b, {}, {},
+	}, s.MemberSpans(job, match))
 
-	r.Collective.Seq = 6 // another collective at the same times: no marker of it
-	assert.Empty(t, evidenceLinks(s.Job("j"), r))
+	r.Rank, r.MarkerTimesNs = 2, []int64{spanT0 + 20}
+	assert.Empty(t, evidenceLinks(job, r), "a stormlog marker has no span")
+
+	other := *match
+	other.Seq = 6 // another collective at the same times: no marker of it
+	r.Rank, r.MarkerTimesNs, r.Collective = 1, []int64{spanT0 + 10}, &other
+	assert.Empty(t, evidenceLinks(job, r))
+	assert.Equal(t, make([]ingest.SpanRef, 4), s.MemberSpans(job, &other))
+
+	r.Collective = nil // no collective: the rank's own marker that matched
+	assert.Equal(t, []ingest.SpanRef{b}, evidenceLinks(job, r))
 }
