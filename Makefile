@@ -94,14 +94,15 @@ test-unit:
 
 ## test-report: the HTML report loaded in headless Chromium (Debian's chromium package):
 ## DOM checks, console errors, render time and screenshots in $(REPORT_OUT). Not in CI (slow);
-## REPORT_LARGE=1 adds the 1 024 ranks x 3 000 samples job and its 3 s render bound.
+## REPORT_LARGE=1 adds the 1 024 ranks x 3 000 samples job and its 3 s render bound, and the
+## report's 500 MB peak-RSS bound on a 64-rank x 10 min job (TestReportMemory, no browser).
 CHROMIUM   ?= $(shell command -v chromium 2>/dev/null)
 REPORT_OUT ?= $(CURDIR)/.report-test
 .PHONY: test-report
 test-report:
 	@[ -n "$(CHROMIUM)" ] || { echo "test-report needs Chromium: apt-get install -y chromium, or CHROMIUM=/path/to/chromium" >&2; exit 1; }
 	COLLECTIVEATTR_CHROMIUM=$(CHROMIUM) COLLECTIVEATTR_REPORT_OUT=$(REPORT_OUT) COLLECTIVEATTR_REPORT_LARGE=$(REPORT_LARGE) \
-	$(GO) test -count=1 -timeout 30m -run 'TestReportInBrowser' -v ./cmd/collectiveattr/
+	$(GO) test -count=1 -timeout 30m -run 'TestReportInBrowser|TestReportMemory' -v ./cmd/collectiveattr/
 
 ## demo: a 30 s simulated job through the demo collector, results next to the ground truth
 demo: $(OTELCOL_DEMO) cli
