@@ -9,13 +9,6 @@ import (
 
 const root = "../.."
 
-// pendingPages are pages the README links that another branch of issue 29
-// adds (the PyTorch instrumentation module); a link to one is checked once
-// the page exists. Remove an entry when its branch is merged.
-var pendingPages = map[string]bool{
-	"python/collectiveattr_torch/README.md": true,
-}
-
 // TestDocumentationLinks checks every link of README.md and docs/*.md.
 func TestDocumentationLinks(t *testing.T) {
 	pages := []string{"README.md"}
@@ -34,13 +27,6 @@ func TestDocumentationLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range links {
-			path, _, _ := strings.Cut(l.Target, "#")
-			if file := filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(page), path))); pendingPages[file] {
-				if _, err := os.Stat(filepath.Join(root, file)); err != nil {
-					t.Logf("%s:%d: %s is not in this tree yet (pending)", page, l.Line, l.Target)
-					continue
-				}
-			}
 			if err := Check(root, l); err != nil {
 				t.Error(err)
 			}
