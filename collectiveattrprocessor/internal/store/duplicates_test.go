@@ -99,3 +99,34 @@ func TestFileLinesSurviveARestart(t *testing.T) {
 	assert.False(t, restored.AddRecord(line(1), wall), "read again from the start")
 	assert.True(t, restored.AddRecord(line(2), wall), "the file's second line with the same text")
 }
+
+// TestAddingRecordsDoesNotAllocate: once a rank's buffers have grown, a
+// stormlog record, and in evidence mode a run of marker spans, is
+// buffered without an allocation: the mode's methods are handed records
+// that live in the store or the converter, not copies of their own.
+func TestAddingRecordsDoesNotAllocate(t *testing.T) {
+	for _, mode := range []Mode{ReferenceMode, EvidenceMode} {
+		cfg := testConfig()
+		cfg.Mode = mode
+		s := New(cfg)
+		rec := stormlogRecord("j", 0, 0, ingest.StormlogSample, "s")
+		rec.Line = ingest.FileLine{File: "a.jsonl"}
+		run := &ingest.MarkerRun{JobID: "j", Rank: 0, Spans: []ingest.MarkerSpan{{Ref: ingest.SpanRef{SpanID: [8]byte{1}}, TimesNs: []int64{0}}}}
+		ts := int64(0)
+		add := func() {
+			ts += sec
+			rec.TimestampNs, rec.Event.TimestampNs = ts, ts
+			rec.Line.Position++
+			s.AddRecord(rec, wall)
+			run.Spans[0].TimesNs[0] = ts
+			run.Spans[0].Ref.SpanID[1]++
+			s.AddMarkerRun(run, wall)
+		}
+		for range 500 {
+			add()
+		}
+		if allocs := testing.AllocsPerRun(200, add); allocs != 0 {
+			t.Errorf("%s mode: %v allocations per record and marker run", mode.Name(), allocs)
+		}
+	}
+}

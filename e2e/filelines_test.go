@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/internal/conformance"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// TestFilelogLineTwiceCountsTwice tails, with the filelog receiver and
+// include_file_record_number, a stormlog file that holds some collective
+// marker lines twice (as a file can) and checks that the processor's
+// results, in each mode, equal the CLI's on the same file: both lines
+// count, as stormlog counts them.
+func TestFilelogLineTwiceCountsTwice(t *testing.T) {
+	collectorBinary(t)
+	shape := jobsim.DefaultQualityShape()
+	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
+	c, err := jobsim.GenerateQualityCase("easy", 1, shape, false)
+	require.NoError(t, err)
+	var file bytes.Buffer
+	markers := 0
+	for i := range c.Events {
+		e := c.Events[i]
+		e.JobID = "twice"
+		line := telemetry.AppendJSON(nil, &e)
+		file.Write(line)
+		file.WriteByte('\n')
+		if attribution.IsMarker(&e) {
+			if markers%5 == 0 {
+				file.Write(line)
+				file.WriteByte('\n')
+			}
+			markers++
+		}
+	}
+	events, err := telemetry.DecodeJSONL(file.Bytes())
+	require.NoError(t, err)
+
+	for _, mode := range []string{attribution.ModeReference, attribution.ModeEvidence} {
+		t.Run(mode, func(t *testing.T) {
+			want := cliResults(t, mode, events)
+			require.NotEmpty(t, want)
+
+			work := t.TempDir()
+			in := filepath.Join(work, "job.jsonl")
+			require.NoError(t, os.WriteFile(in, file.Bytes(), 0o644))
+			out := filepath.Join(work, "logs.json")
+			ports := freePorts(t, 2)
+			cfg := fmt.Sprintf(`extensions:
+  health_check:
+    endpoint: 127.0.0.1:%d
+receivers:
+  filelog:
+    include: [%s]
+    start_at: beginning
+    max_log_size: 4MiB
+    include_file_record_number: true
+processors:
+  collectiveattr:
+    mode: %s
+    preset: medium
+    phases: false
+    emit: on_job_end
+    job_idle_timeout: 1h
+    window: 87600h
+    limits:
+      max_events_per_rank: 1000000
+exporters:
+  file:
+    path: %s
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %d
+  pipelines:
+    logs:
+      receivers: [filelog]
+      processors: [collectiveattr]
+      exporters: [file]
+`, ports[0], yamlString(in), mode, yamlString(out), ports[1])
+			configPath := filepath.Join(work, "config.yaml")
+			require.NoError(t, os.WriteFile(configPath, []byte(cfg), 0o644))
+			col := startCollector(t, configPath, nil, ports[0])
+			waitFor(t, 2*time.Minute, "every line to pass through", func() bool {
+				passed, _ := countLogRecords(t, out)
+				return passed >= len(events)
+			})
+			col.stop()
+
+			var got []map[string]any
+			for _, rl := range readLogs(t, out).ResourceLogs().All() {
+				for _, sl := range rl.ScopeLogs().All() {
+					for _, lr := range sl.LogRecords().All() {
+						if _, ok := lr.Attributes().Get(attrClassification); !ok {
+							continue
+						}
+						var body map[string]any
+						dec := json.NewDecoder(strings.NewReader(lr.Body().AsString()))
+						dec.UseNumber()
+						require.NoError(t, dec.Decode(&body))
+						delete(body, "job_id")
+						got = append(got, body)
+					}
+				}
+			}
+			sortResults(got)
+			sortResults(want)
+			require.Len(t, got, len(want))
+			for i := range want {
+				if d := conformance.CompareValues(want[i], got[i]); d != "" {
+					t.Errorf("result %d: %s\nwant %s\nhave %s", i, d, compact(want[i]), compact(got[i]))
+				}
+			}
+		})
+	}
+}
+
+// cliResults is `collectiveattr attribute --mode MODE --preset medium` on
+// the events, decoded.
+func cliResults(t *testing.T, mode string, events []telemetry.Event) []map[string]any {
+	t.Helper()
+	var results []attribution.Result
+	if mode == attribution.ModeEvidence {
+		b := evidence.NewBuilder()
+		for i := range events {
+			b.Add(&events[i])
+		}
+		cfg, err := evidence.ResolveConfig("medium", nil, nil)
+		require.NoError(t, err)
+		results = evidence.Attribute(b.Input(), cfg, nil)
+	} else {
+		cfg, err := attribution.ResolveConfig("medium", nil)
+		require.NoError(t, err)
+		results = attribution.Attribute(events, cfg, nil)
+	}
+	var out []map[string]any
+	for i := range results {
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(attribution.AppendResultJSON(nil, &results[i], false)))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&m))
+		out = append(out, m)
+	}
+	return out
+}
