@@ -139,6 +139,7 @@ class Sampler(object):
         self.emit(Sample(now, reading, accounting))
 
     def _run(self):
+        self.tick()
         while not self._stop.wait(self.interval):
             self.tick()
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import unittest
 
 try:
@@ -60,6 +61,9 @@ class InstrumentTest(unittest.TestCase):
         dist.all_reduce(t, async_op=True).wait()
         dist.broadcast(t, 0)
         dist.barrier()
+        deadline = time.monotonic() + 30
+        while h.sampler.samples < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         h.shutdown(5)
         self.assertIs(dist.all_reduce, original, "shutdown restores torch.distributed")
 
