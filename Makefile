@@ -41,7 +41,7 @@ FUZZTIME  ?= 10s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 
-.PHONY: all build collector cli tools generate test test-unit demo demo-sources check-demo-sources bench bench-cli fuzz lint fmt-check vet staticcheck ci clean
+.PHONY: all build collector cli tools generate test test-unit demo demo-sources check-demo-sources bench bench-scale bench-cli fuzz lint fmt-check vet staticcheck ci clean
 
 all: build
 
@@ -111,6 +111,12 @@ demo: $(OTELCOL_DEMO) cli
 ## bench: every benchmark once
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-scale: the scale benchmarks from 64 to SCALE_MAX ranks, and their growth exponents (docs/sizing.md)
+SCALE_MAX ?= 16384
+bench-scale:
+	COLLECTIVEATTR_SCALE_MAX=$(SCALE_MAX) $(GO) test -run '^$$' -bench 'BenchmarkScale|BenchmarkWorldSpikeLinks' -benchtime 3x -benchmem -timeout 120m \
+	  ./collectiveattrprocessor/ ./cmd/collectiveattr/ | tee /dev/stderr | bash internal/scale/fit.sh
 
 ## bench-cli: `collectiveattr attribute` of BENCH_BASE (one commit or several, "8c9c5f4 1872e50")
 ## against this tree's on one gpujobsim file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS

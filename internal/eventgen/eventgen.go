@@ -86,7 +86,9 @@ func Events(s Spec) []telemetry.Event {
 	markersSoFar := 0
 	reserved := make([]int64, s.Ranks)
 	for r := range reserved {
-		reserved[r] = 8_000_000_000 + int64(r)*16_777_216
+		// Up to 1 024 distinct levels: past that the level would outgrow
+		// the 80 GiB device.
+		reserved[r] = 8_000_000_000 + int64(r%1024)*16_777_216
 	}
 	for i := 0; i < s.Samples; i++ {
 		for r := 0; r < s.Ranks; r++ {
