@@ -446,6 +446,11 @@ func skippedCount(t *testing.T, page, reason string) int64 {
 // (mig_unmapped).
 func TestDCGMLayoutsJoinByUUID(t *testing.T) {
 	hidden, start, telemetry := layoutRun(t, true)
+	for _, r := range layoutRanks {
+		t.Logf("rank %d: %d hidden memory points", r.rank, len(hidden[r.rank]))
+	}
+	t.Logf("skipped: shared_device %d, mig_unmapped %d, unjoinable %d", skippedCount(t, telemetry, "shared_device"),
+		skippedCount(t, telemetry, "mig_unmapped"), skippedCount(t, telemetry, "unjoinable"))
 	checkNoWrongJoin(t, hidden, start)
 	for _, r := range layoutRanks {
 		if sharedRanks[r.rank] {
@@ -477,6 +482,7 @@ func TestDCGMLayoutsJoinByUUID(t *testing.T) {
 // GPUs by none (unjoinable).
 func TestDCGMLayoutsWithoutUUIDs(t *testing.T) {
 	hidden, start, telemetry := layoutRun(t, false)
+	t.Logf("skipped: ambiguous_device %d, unjoinable %d", skippedCount(t, telemetry, "ambiguous_device"), skippedCount(t, telemetry, "unjoinable"))
 	checkNoWrongJoin(t, hidden, start)
 	for r, pts := range hidden {
 		assert.Empty(t, pts, "rank %d: no (host, index) is one rank's, so nothing joins", r)
