@@ -20,6 +20,7 @@ import (
 
 const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON]
                            [--evidence JSON] [--phases] [--nccl-inspector PATH]...
+                           [--torch-profiler PATH]... [--flight-recorder PATH]...
                            FILE|- -o REPORT.html
 
 Attribute FILE as "collectiveattr attribute" does and write one self-contained
@@ -39,6 +40,10 @@ Flags:
                         files; repeatable) whose ops become collective markers
                         of the ranks whose host and pid they name, as for
                         "collectiveattr attribute".
+  --torch-profiler PATH, --flight-recorder PATH
+                        PyTorch profiler traces and Flight Recorder dumps
+                        (repeatable) whose ops become collective markers of
+                        their ranks, as for "collectiveattr attribute".
   --columns N           plot width in pixels, one downsampled column each
                         (default 1200).
   -h, --help            print this help.
@@ -65,6 +70,7 @@ func parseReportArgs(args []string) (reportOptions, error) {
 	fs.StringVar(&o.output, "output", "", "")
 	fs.StringVar(&o.evidence, "evidence", "", "")
 	fs.Var(&o.inspector, "nccl-inspector", "")
+	o.sources.register(fs)
 	fs.IntVar(&o.columns, "columns", o.columns, "")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -139,6 +145,10 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
+	if err := opts.sources.load(stderr); err != nil {
+		fmt.Fprintf(stderr, "collectiveattr report: %v\n", err)
+		return exitInput
+	}
 	events, err := telemetry.ReadAuto(in)
 	if err != nil {
 		var recErr *telemetry.RecordError
@@ -158,6 +168,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
+	events = addTorchMarkers(events, opts.sources.torch, opts.mode, opts.phases, stderr)
 	// Unlike attribute, an empty input still makes a page, and the page
 	// shows the configuration: resolve it whatever the input.
 	attributed, config, err := attributeForReport(events, opts.attributeOptions, overrides, evidenceKeys)
@@ -198,6 +209,12 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, p := range opts.inspector {
 		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "nccl_inspector", Value: p})
+	}
+	for _, p := range opts.sources.torchProfiler {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "torch_profiler", Value: p})
+	}
+	for _, p := range opts.sources.flightRecorder {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "flight_recorder", Value: p})
 	}
 	if err := writeReport(opts.output, stdout, func(w io.Writer) error {
 		return report.Render(w, job, results, ropts)

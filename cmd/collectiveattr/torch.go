@@ -305,6 +305,21 @@ func (tr *torchRun) events(mode string, withPhases bool, stderr io.Writer) []tel
 	return out
 }
 
+// addTorchMarkers gives the samples of events that lack allocator figures
+// those of the traces, and appends the sources' markers (with phases, the
+// traces' ranges) joined to the ranks events name: `report`'s form of what
+// `attribute` does as its records stream in.
+func addTorchMarkers(events []telemetry.Event, tr *torchRun, mode string, withPhases bool, stderr io.Writer) []telemetry.Event {
+	if tr == nil {
+		return events
+	}
+	for i := range events {
+		tr.fill(&events[i])
+		tr.owners.learn(&events[i])
+	}
+	return append(events, tr.events(mode, withPhases, stderr)...)
+}
+
 // appendPhaseEvents gives a trace's ranges as the phase_enter/phase_exit
 // boundaries of the owner's session.
 func appendPhaseEvents(dst []telemetry.Event, t *kineto.Trace, o *inspector.Owner) []telemetry.Event {
