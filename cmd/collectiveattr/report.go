@@ -17,6 +17,7 @@ import (
 
 const reportUsage = `Usage: collectiveattr report [--mode M] [--preset P] [--overrides JSON]
                            [--evidence JSON] [--phases] [--nccl-inspector PATH]...
+                           [--torch-profiler PATH]... [--flight-recorder PATH]...
                            [--job ID] [--strict] FILE|- -o REPORT.html
 
 Attribute FILE as "collectiveattr attribute" does and write one self-contained
@@ -38,6 +39,10 @@ Flags:
                         "collectiveattr attribute".
   --job ID, --strict    as for "collectiveattr attribute": the page shows
                         one job.
+  --torch-profiler PATH, --flight-recorder PATH
+                        PyTorch profiler traces and Flight Recorder dumps
+                        (repeatable) whose ops become collective markers of
+                        their ranks, as for "collectiveattr attribute".
   --columns N           plot width in pixels, one downsampled column each
                         (default 1200).
   -h, --help            print this help.
@@ -65,6 +70,7 @@ func parseReportArgs(args []string) (reportOptions, error) {
 	fs.StringVar(&o.output, "output", "", "")
 	fs.StringVar(&o.evidence, "evidence", "", "")
 	fs.Var(&o.inspector, "nccl-inspector", "")
+	o.sources.register(fs)
 	fs.IntVar(&o.columns, "columns", o.columns, "")
 	addRunFlags(fs, &o.attributeOptions)
 	files, err := parseInterspersed(fs, args)
@@ -182,6 +188,12 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, p := range opts.inspector {
 		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "nccl_inspector", Value: p})
+	}
+	for _, p := range opts.sources.torchProfiler {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "torch_profiler", Value: p})
+	}
+	for _, p := range opts.sources.flightRecorder {
+		ropts.Inputs = append(ropts.Inputs, report.Field{Key: "flight_recorder", Value: p})
 	}
 	if err := writeReport(opts.output, stdout, func(w io.Writer) error {
 		return report.Render(w, job, results, ropts)

@@ -110,6 +110,10 @@ func (s *Scanner) skipWS() {
 	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
 		return // compact JSON: nothing to skip
 	}
+	if s.pos+1 < len(s.data) && s.data[s.pos] == ' ' && s.data[s.pos+1] > ' ' {
+		s.pos++ // json.dumps' ", " and ": "
+		return
+	}
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {
 		case ' ', '\t', '\n', '\r':

@@ -112,6 +112,10 @@ type dumpReader struct {
 	// strings holds the short strings that repeat from entry to entry
 	// (group names, op names, dtypes, states), each allocated once.
 	strings map[string]string
+	// e is the entry being read; bad says why it is unusable ("" when
+	// it is not).
+	e   entry
+	bad string
 }
 
 // maxInterned bounds the string table against a dump of ever-new values.
@@ -191,119 +195,15 @@ func (rd *dumpReader) entry(i int) error {
 		rd.d.skip(fmt.Sprintf("entry %d: not an object", i))
 		return s.SkipValue()
 	}
-	var e entry
-	bad := ""
-	wrong := func(key, want string) error {
-		if bad == "" {
-			bad = key + " must be " + want
-		}
-		return s.SkipValue()
-	}
-	str := func(dst *string, key string) error {
-		if s.Peek() != '"' {
-			return wrong(key, "a string")
-		}
-		v, err := s.StringBytes()
-		*dst = rd.intern(v)
+	rd.e, rd.bad = entry{}, ""
+	if err := s.Object(rd.entryMember); err != nil {
 		return err
 	}
-	// optInt reads an integer that JSON dumps may write as 0 or null.
-	optInt := func(dst *int64, has *bool, key string) error {
-		if s.SkipNull() {
-			return nil
-		}
-		switch c := s.Peek(); {
-		case c == '-' || jsonscan.IsDigit(c):
-			v, err := s.IntField(key)
-			*dst = v
-			if has != nil {
-				*has = err == nil
-			}
-			var fe *jsonscan.FieldError
-			if errors.As(err, &fe) {
-				bad = fe.Error()
-				return nil
-			}
-			return err
-		}
-		return wrong(key, "an integer")
-	}
-	err := s.Object(func(key []byte) error {
-		switch string(key) {
-		case "process_group":
-			if s.Peek() != '[' {
-				return wrong("process_group", "an array")
-			}
-			first := true
-			return s.Array(func() error {
-				if !first || s.Peek() != '"' {
-					return s.SkipValue()
-				}
-				first = false
-				v, err := s.StringBytes()
-				e.pgName = rd.intern(v)
-				return err
-			})
-		case "collective_seq_id":
-			return optInt(&e.seq, &e.hasSeq, "collective_seq_id")
-		case "profiling_name":
-			return str(&e.profilingName, "profiling_name")
-		case "time_created_ns":
-			return optInt(&e.createdNs, nil, "time_created_ns")
-		case "time_discovered_started_ns":
-			return optInt(&e.startedNs, nil, "time_discovered_started_ns")
-		case "time_discovered_completed_ns":
-			return optInt(&e.completedNs, nil, "time_discovered_completed_ns")
-		case "duration_ms":
-			if s.SkipNull() {
-				return nil // without TORCH_NCCL_ENABLE_TIMING
-			}
-			v, err := s.FloatField("duration_ms")
-			e.durationMs, e.hasDuration = v, err == nil
-			var fe *jsonscan.FieldError
-			if errors.As(err, &fe) {
-				bad = fe.Error()
-				return nil
-			}
-			return err
-		case "input_sizes":
-			return rd.elements(&e.inElems, &bad)
-		case "output_sizes":
-			return rd.elements(&e.outElems, &bad)
-		case "input_dtypes":
-			if s.Peek() != '[' {
-				return wrong("input_dtypes", "an array")
-			}
-			return s.Array(func() error {
-				if e.dtype != "" || s.Peek() != '"' {
-					return s.SkipValue()
-				}
-				v, err := s.StringBytes()
-				e.dtype = rd.intern(v)
-				return err
-			})
-		case "state":
-			return str(&e.state, "state")
-		case "is_p2p":
-			switch s.Peek() {
-			case 't':
-				e.isP2P = true
-			case 'f':
-			default:
-				return wrong("is_p2p", "a boolean")
-			}
-			return s.SkipValue()
-		}
-		return s.SkipValue()
-	})
-	if err != nil {
-		return err
-	}
-	if bad != "" {
-		rd.d.skip(fmt.Sprintf("entry %d: %s", i, bad))
+	if rd.bad != "" {
+		rd.d.skip(fmt.Sprintf("entry %d: %s", i, rd.bad))
 		return nil
 	}
-	m, ok, merr := markerOf(&e)
+	m, ok, merr := markerOf(&rd.e)
 	switch {
 	case merr != nil:
 		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
@@ -315,20 +215,149 @@ func (rd *dumpReader) entry(i int) error {
 	return nil
 }
 
-// elements reads the element count of a sizes list's first tensor
-// ([[4096, 4096], ...] → 16777216); 0 when it has none.
-func (rd *dumpReader) elements(dst *int64, bad *string) error {
+// entryMember reads one member of the current entry into rd.e; a value of
+// the wrong type sets rd.bad. The members it does not read (thread, ids,
+// output dtypes, ...) are skipped without being decoded.
+func (rd *dumpReader) entryMember(key []byte) error {
 	s := &rd.s
-	if s.Peek() != '[' {
-		if *bad == "" {
-			*bad = "sizes must be a list of lists"
+	e := &rd.e
+	switch string(key) {
+	case "process_group":
+		if s.Peek() != '[' {
+			return rd.wrong("process_group", "an array")
+		}
+		first := true
+		return s.Array(func() error {
+			if !first || s.Peek() != '"' {
+				return rd.skipUnread()
+			}
+			first = false
+			v, err := s.StringBytes()
+			e.pgName = rd.intern(v)
+			return err
+		})
+	case "collective_seq_id":
+		return rd.optInt(&e.seq, &e.hasSeq, "collective_seq_id")
+	case "profiling_name":
+		return rd.str(&e.profilingName, "profiling_name")
+	case "time_created_ns":
+		return rd.optInt(&e.createdNs, nil, "time_created_ns")
+	case "time_discovered_started_ns":
+		return rd.optInt(&e.startedNs, nil, "time_discovered_started_ns")
+	case "time_discovered_completed_ns":
+		return rd.optInt(&e.completedNs, nil, "time_discovered_completed_ns")
+	case "duration_ms":
+		if s.SkipNull() {
+			return nil // without TORCH_NCCL_ENABLE_TIMING
+		}
+		v, err := s.FloatField("duration_ms")
+		e.durationMs, e.hasDuration = v, err == nil
+		return rd.fieldError(err)
+	case "input_sizes":
+		return rd.elements(&e.inElems)
+	case "output_sizes":
+		return rd.elements(&e.outElems)
+	case "input_dtypes":
+		if s.Peek() != '[' {
+			return rd.wrong("input_dtypes", "an array")
+		}
+		return s.Array(func() error {
+			if e.dtype != "" || s.Peek() != '"' {
+				return rd.skipUnread()
+			}
+			v, err := s.StringBytes()
+			e.dtype = rd.intern(v)
+			return err
+		})
+	case "state":
+		return rd.str(&e.state, "state")
+	case "is_p2p":
+		switch s.Peek() {
+		case 't':
+			e.isP2P = true
+		case 'f':
+		default:
+			return rd.wrong("is_p2p", "a boolean")
 		}
 		return s.SkipValue()
+	}
+	return rd.skipUnread()
+}
+
+// skipUnread skips a value the reader does not read: an object or array
+// by its brackets alone.
+func (rd *dumpReader) skipUnread() error {
+	s := &rd.s
+	if c := s.Peek(); c == '{' || c == '[' {
+		return s.SkipContainer()
+	}
+	return s.SkipValue()
+}
+
+// wrong notes that key does not hold want and skips its value.
+func (rd *dumpReader) wrong(key, want string) error {
+	if rd.bad == "" {
+		rd.bad = key + " must be " + want
+	}
+	return rd.skipUnread()
+}
+
+// fieldError notes a value of the right type that is out of range; other
+// errors (malformed JSON) end the read.
+func (rd *dumpReader) fieldError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if fe, ok := errors.AsType[*jsonscan.FieldError](err); ok {
+		if rd.bad == "" {
+			rd.bad = fe.Error()
+		}
+		return nil
+	}
+	return err
+}
+
+func (rd *dumpReader) str(dst *string, key string) error {
+	s := &rd.s
+	if s.Peek() != '"' {
+		return rd.wrong(key, "a string")
+	}
+	v, err := s.StringBytes()
+	*dst = rd.intern(v)
+	return err
+}
+
+// optInt reads an integer that JSON dumps may write as 0 or null.
+func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
+	s := &rd.s
+	if s.SkipNull() {
+		return nil
+	}
+	if c := s.Peek(); c != '-' && !jsonscan.IsDigit(c) {
+		return rd.wrong(key, "an integer")
+	}
+	v, err := s.IntField(key)
+	*dst = v
+	if has != nil {
+		*has = err == nil
+	}
+	return rd.fieldError(err)
+}
+
+// elements reads the element count of a sizes list's first tensor
+// ([[4096, 4096], ...] → 16777216); 0 when it has none.
+func (rd *dumpReader) elements(dst *int64) error {
+	s := &rd.s
+	if s.Peek() != '[' {
+		if rd.bad == "" {
+			rd.bad = "sizes must be a list of lists"
+		}
+		return rd.skipUnread()
 	}
 	first := true
 	return s.Array(func() error {
 		if !first || s.Peek() != '[' {
-			return s.SkipValue()
+			return rd.skipUnread()
 		}
 		first = false
 		n := int64(1)
@@ -336,8 +365,7 @@ func (rd *dumpReader) elements(dst *int64, bad *string) error {
 			d, err := s.IntField("sizes")
 			switch {
 			case err != nil:
-				var fe *jsonscan.FieldError
-				if errors.As(err, &fe) {
+				if _, ok := errors.AsType[*jsonscan.FieldError](err); ok {
 					n = 0
 					return nil
 				}
