@@ -102,7 +102,7 @@ func storageConfig() *Config {
 
 // startWithStorage starts a logs processor on st; the test drives its
 // checkpoints.
-func startWithStorage(t *testing.T, cfg *Config, st *memStorage, set processor.Settings) (*testLogs, *consumertest.LogsSink) {
+func startWithStorage(t testing.TB, cfg *Config, st *memStorage, set processor.Settings) (*testLogs, *consumertest.LogsSink) {
 	t.Helper()
 	sink := new(consumertest.LogsSink)
 	p := newTestLogsProcessor(t, cfg, set, sink)

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // counted returns a counter's values by the value of attribute key.
@@ -48,7 +49,7 @@ func newTelemetry(t *testing.T) *componenttest.Telemetry {
 
 // checkpointedJob runs a processor on st through a checkpoint of a 2-rank
 // job with spikes, and crashes it; it returns the job's traffic.
-func checkpointedJob(t *testing.T, st *memStorage, id string) []string {
+func checkpointedJob(t testing.TB, st *memStorage, id string) []string {
 	const s = int64(time.Second)
 	base := (time.Now().UnixNano()/s - 120) * s
 	job := jobTraffic{job: id, ranks: 2, stepNs: s / 10, spikes: []int64{base + 2*s, base + 6*s}}
@@ -266,4 +267,36 @@ func TestFinishedJobIsDeliveredAtLeastOnce(t *testing.T) {
 	q.checkpointNow()
 	assert.NotContains(t, st.values, jobKey("delivered"), "accepted: the checkpoint leaves the storage")
 	require.NoError(t, q.Shutdown(context.Background()))
+}
+
+// FuzzRestoreStoredValue: a stored checkpoint with bytes changed or cut
+// off is refused by the envelope, whatever the change; and whatever bytes a
+// storage returns, restoring them returns an error or a job, never panics.
+func FuzzRestoreStoredValue(f *testing.F) {
+	st := &memStorage{values: map[string][]byte{}}
+	checkpointedJob(f, st, "fuzzed")
+	value := st.values[jobKey("fuzzed")]
+	f.Add(uint32(20), []byte{0x20}, uint32(0))
+	f.Add(uint32(0), []byte{}, uint32(len(value)/2))
+	f.Add(uint32(envelopeCRCAt), []byte{1, 0, 0, 0}, uint32(0))
+	f.Fuzz(func(t *testing.T, at uint32, flip []byte, cut uint32) {
+		d := bytes.Clone(value)
+		for i, x := range flip {
+			if j := int(at) + i; j < len(d) {
+				d[j] ^= x
+			}
+		}
+		if cut > 0 && int(cut) < len(d) {
+			d = d[:cut]
+		}
+		payload, _, _, err := openEnvelope(d, legacyJobPrefix)
+		if !bytes.Equal(d, value) && err == nil {
+			t.Fatalf("a changed value (%d bytes, %x at %d, cut %d) is accepted", len(d), flip, at, cut)
+		}
+		s := store.New(storageConfig().storeConfig())
+		if err == nil {
+			_, _ = s.Restore(payload, time.Now())
+		}
+		_, _ = s.Restore(d, time.Now())
+	})
 }
