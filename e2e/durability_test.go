@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // storageFileName is the file file_storage keeps the collectiveattr
@@ -167,4 +168,99 @@ func TestStorageDirectoryRemovedUnderTheCollector(t *testing.T) {
 	c = startCollector(t, persistenceConfig(t, dir, storageDir, "reference", ports[0], ports[1], out), nil, ports[0])
 	defer c.stop()
 	assert.Contains(t, c.log(), "restored jobs from storage", fmt.Sprintf("the job is restored from the reopened file:\n%s", c.logTail(20)))
+}
+
+// TestResultsSurviveAKillWhileTheDownstreamStalls: a job ends while its
+// results' exporter (otlp_http to a peer that accepts and never answers,
+// queue and retry off) holds them; the collector is killed with SIGKILL.
+// Restarted on the same storage with a working exporter, it emits every
+// result of the job (issue 32: 0 of 384 before).
+func TestResultsSurviveAKillWhileTheDownstreamStalls(t *testing.T) {
+	collectorBinary(t)
+	dir := t.TempDir()
+	job := persistedJob{t0: time.Now().Add(-2*time.Minute).UnixNano() / int64(time.Second) * int64(time.Second)}
+
+	// The results of the job run through without storage.
+	ports := freePorts(t, 2)
+	wantOut := filepath.Join(dir, "want.json")
+	c := startCollector(t, persistenceConfig(t, dir, "", "reference", ports[0], ports[1], wantOut), nil, ports[0])
+	for i := range int64(4) {
+		postLogsOK(t, ports[1], job.part(i))
+	}
+	time.Sleep(5 * time.Second) // job_idle_timeout and an evaluation: the job ends
+	c.stop()
+	want := attributionResults(t, wantOut)
+	require.Len(t, want, 32, "8 spikes on 4 ranks")
+
+	storageDir := filepath.Join(dir, "storage")
+	require.NoError(t, os.MkdirAll(storageDir, 0o755))
+	dead := blackHole(t)
+	ports = freePorts(t, 3)
+	healthPort, httpPort, telemetryPort := ports[0], ports[1], ports[2]
+	config := filepath.Join(dir, "stalled.yaml")
+	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
+  health_check:
+    endpoint: 127.0.0.1:%d
+  file_storage:
+    directory: %s
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%d
+processors:
+  collectiveattr:
+    emit: on_job_end
+    evaluation_interval: 500ms
+    job_idle_timeout: 3s
+    emit_timeout: 120s
+    storage: file_storage
+    checkpoint_interval: 1s
+exporters:
+  otlp_http/stalled:
+    endpoint: http://%s
+    timeout: 120s
+    sending_queue:
+      enabled: false
+    retry_on_failure:
+      enabled: false
+service:
+  extensions: [health_check, file_storage]
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %d
+  pipelines:
+    logs:
+      receivers: [otlp]
+      processors: [collectiveattr]
+      exporters: [otlp_http/stalled]
+`, healthPort, storageDir, httpPort, dead, telemetryPort)), 0o644))
+	c = startCollector(t, config, nil, healthPort)
+	// The pass-through stalls too: each post gives up after a second, by
+	// which time the processor has buffered it.
+	for i := range int64(4) {
+		body, err := (&plog.ProtoMarshaler{}).MarshalLogs(job.part(i))
+		require.NoError(t, err)
+		postOTLP(t, "http://127.0.0.1:"+itoa(httpPort)+"/v1/logs", body, time.Second)
+	}
+	telemetryURL := "http://127.0.0.1:" + itoa(telemetryPort) + "/metrics"
+	waitFor(t, 30*time.Second, "the job's results handed to the stalled exporter", func() bool {
+		return strings.Contains(scrape(t, telemetryURL), "otelcol_processor_collectiveattr_results_emitted")
+	})
+	time.Sleep(2500 * time.Millisecond) // checkpoints pass; the exporter still holds the results
+	c.kill()
+
+	ports = freePorts(t, 2)
+	out := filepath.Join(dir, "after.json")
+	c = startCollector(t, persistenceConfig(t, dir, storageDir, "reference", ports[0], ports[1], out), nil, ports[0])
+	waitFor(t, 20*time.Second, "the results re-emitted", func() bool { return len(attributionResults(t, out)) >= len(want) })
+	time.Sleep(2 * time.Second) // a checkpoint after the acceptance
+	c.stop()
+	assert.Equal(t, want, attributionResults(t, out), "every result of the job after kill -9 and restart")
+	assert.Contains(t, c.log(), "restored jobs from storage")
 }
