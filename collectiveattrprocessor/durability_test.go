@@ -300,3 +300,29 @@ func FuzzRestoreStoredValue(f *testing.F) {
 		_, _ = s.Restore(d, time.Now())
 	})
 }
+
+// TestAFailedWriteSaysItIsRetried: the warning of a checkpoint write that
+// failed says the job is retried, as it is (issue 32: it said skipped).
+func TestAFailedWriteSaysItIsRetried(t *testing.T) {
+	st := &memStorage{values: map[string][]byte{}}
+	set := nopSettings()
+	logs, observed := observer.New(zap.WarnLevel)
+	set.Logger = zap.New(logs)
+	p, _ := startWithStorage(t, storageConfig(), st, set)
+	const s = int64(time.Second)
+	base := (time.Now().UnixNano()/s - 120) * s
+	require.NoError(t, p.ConsumeLogs(context.Background(), stormlogLogs(jobTraffic{job: "retried", ranks: 1, stepNs: s / 10}.lines(base, base+s))))
+	st.mu.Lock()
+	st.failSet = errors.New("no space left on device")
+	st.mu.Unlock()
+	p.checkpointNow()
+	st.mu.Lock()
+	st.failSet = nil
+	st.mu.Unlock()
+	require.Equal(t, 1, observed.Len())
+	assert.Equal(t, "collectiveattr: writing checkpoints failed; retried at the next checkpoint", observed.All()[0].Message)
+	assert.NotContains(t, observed.All()[0].Message, "skipped")
+	p.checkpointNow()
+	assert.Contains(t, st.values, jobKey("retried"), "written at the next checkpoint")
+	require.NoError(t, p.Shutdown(context.Background()))
+}
