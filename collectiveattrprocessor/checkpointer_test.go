@@ -28,11 +28,16 @@ type memStorage struct {
 	mu      sync.Mutex
 	values  map[string][]byte
 	failSet error
+	// failOpen, when set, is GetClient's error.
+	failOpen error
 }
 
 func (m *memStorage) Start(context.Context, component.Host) error { return nil }
 func (m *memStorage) Shutdown(context.Context) error              { return nil }
 func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	if m.failOpen != nil {
+		return nil, m.failOpen
+	}
 	return memClient{m}, nil
 }
 
@@ -97,7 +102,7 @@ func storageConfig() *Config {
 
 // startWithStorage starts a logs processor on st; the test drives its
 // checkpoints.
-func startWithStorage(t *testing.T, cfg *Config, st *memStorage, set processor.Settings) (*testLogs, *consumertest.LogsSink) {
+func startWithStorage(t testing.TB, cfg *Config, st *memStorage, set processor.Settings) (*testLogs, *consumertest.LogsSink) {
 	t.Helper()
 	sink := new(consumertest.LogsSink)
 	p := newTestLogsProcessor(t, cfg, set, sink)
@@ -165,7 +170,7 @@ func TestRestartResumesTheJob(t *testing.T) {
 	require.NoError(t, after.Shutdown(context.Background()))
 	assert.Equal(t, want, resultKeys(t, afterSink))
 	assert.Equal(t, []string{indexKey}, sortedKeys(st.values), "the finalised job left the storage")
-	idx, err := parseIndex(st.values[indexKey])
+	idx, err := readIndex(context.Background(), memClient{st})
 	require.NoError(t, err)
 	assert.Empty(t, idx)
 }
@@ -221,8 +226,8 @@ func TestUnusableCheckpointsAreSkipped(t *testing.T) {
 	p.checkpointNow()
 	p.crash()
 
-	st.values[jobKey("corrupt")] = []byte("CAJ\x00\x01garbage")
-	st.values[indexKey] = []byte(indexHeader + jobKey("corrupt") + "\n" + jobKey("good") + "\n" + jobKey("missing"))
+	st.values[jobKey("corrupt")] = seal([]byte("CAJ\x00\x01garbage"), 0)
+	st.values[indexKey] = seal([]byte(indexHeader+jobKey("corrupt")+"\n"+jobKey("good")+"\n"+jobKey("missing")), 0)
 
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })

@@ -69,6 +69,8 @@ type core struct {
 	ids     output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
+	// round numbers the evaluation rounds (delivery.go).
+	round uint64
 	// id is the component's: the storage client is the component's.
 	id component.ID
 	// ckpt keeps the jobs in the storage extension (nil without storage:

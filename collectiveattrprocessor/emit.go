@@ -97,9 +97,11 @@ func (m *resultMetrics) forget(jobs []string) {
 }
 
 // emit hands this round's results and result metrics to the emitter, which
-// delivers them to the live pipelines off this goroutine (emitter.go).
-// Called with evalMu held and mu not held.
-func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string) {
+// delivers them to the live pipelines off this goroutine (emitter.go);
+// delivery (nil: not followed) learns of each batch accepted. Called with
+// evalMu held and mu not held.
+func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string, delivery *roundDelivery) {
+	defer delivery.done()
 	nowNs := now.UnixNano()
 	for i := range items {
 		c.results.record(&items[i], nowNs)
@@ -109,14 +111,14 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 	if traces != nil && len(items) > 0 {
 		td := ptrace.NewTraces()
 		output.AppendTraces(td, items, c.ids)
-		c.emitter.enqueue(signalTraces, resultBatch{results: len(items), send: func(ctx context.Context) error {
+		c.emitter.enqueue(signalTraces, resultBatch{results: len(items), accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return traces.ConsumeTraces(ctx, td)
 		}})
 	}
 	if logs != nil && len(items) > 0 {
 		ld := plog.NewLogs()
 		output.AppendLogs(ld, items, c.cfg.Phases)
-		c.emitter.enqueue(signalLogs, resultBatch{results: len(items), send: func(ctx context.Context) error {
+		c.emitter.enqueue(signalLogs, resultBatch{results: len(items), accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return logs.ConsumeLogs(ctx, ld)
 		}})
 	}
@@ -124,7 +126,7 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
 		output.AppendMetrics(md, hidden, counts, latest, nowNs)
-		c.emitter.enqueue(signalMetrics, resultBatch{send: func(ctx context.Context) error {
+		c.emitter.enqueue(signalMetrics, resultBatch{accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return metrics.ConsumeMetrics(ctx, md)
 		}})
 	}

@@ -60,6 +60,8 @@ type resultBatch struct {
 	// for the log line of a failure.
 	results int
 	send    func(context.Context) error
+	// accepted, if set, is called when the consumer accepted the batch.
+	accepted func()
 }
 
 // emitter delivers result batches to the next consumers off the evaluation
@@ -139,6 +141,9 @@ func (e *emitter) deliver(s signal) {
 func (e *emitter) send(s signal, b resultBatch) {
 	ctx, cancel := context.WithTimeout(e.base, e.timeout)
 	err := b.send(ctx)
+	if err == nil && b.accepted != nil {
+		b.accepted()
+	}
 	f := emitRefused
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		f = emitTimeout

@@ -55,6 +55,16 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		forget []string
 		errs   []error
 	)
+	c.round++
+	if c.ckpt != nil {
+		c.mu.Lock()
+		for _, d := range due {
+			if d.Detached != nil {
+				c.keepFinal(d.Detached, c.round)
+			}
+		}
+		c.mu.Unlock()
+	}
 	for _, d := range due {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
@@ -68,14 +78,18 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		}
 		items = c.evaluateLive(ctx, d.ID, items)
 	}
+	var delivery *roundDelivery
+	if cp := c.ckpt; cp != nil && len(forget) > 0 {
+		// The finalised jobs' final checkpoints are written before their
+		// results leave, and deleted once the results are accepted
+		// (delivery.go).
+		c.checkpoint(ctx)
+		round := c.round
+		delivery = newRoundDelivery(func() { cp.acks.add(round) })
+	}
 	// Emission call site: hands the round's batches to c.emitter, never
 	// waits for the downstream.
-	c.emit(ctx, items, hidden, now, forget)
-	if len(forget) > 0 {
-		// A finalised job leaves the storage with its results, so that a
-		// restart does not finalise and emit it again.
-		c.checkpoint(ctx)
-	}
+	c.emit(ctx, items, hidden, now, forget, delivery)
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
 	c.tel.phaseSpansWaiting.Store(int64(c.store.PhaseSpansWaiting()))

@@ -118,7 +118,7 @@ type testLogs struct {
 	core *core
 }
 
-func newTestLogsProcessor(t *testing.T, cfg *Config, set processor.Settings, next *consumertest.LogsSink) *testLogs {
+func newTestLogsProcessor(t testing.TB, cfg *Config, set processor.Settings, next *consumertest.LogsSink) *testLogs {
 	t.Helper()
 	f := newFactory(defaultClock())
 	p, err := f.processorFactory().CreateLogs(context.Background(), set, cfg, next)

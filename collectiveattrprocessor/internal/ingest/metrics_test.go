@@ -571,9 +571,11 @@ func TestConvertMetricsValueRange(t *testing.T) {
 			cfg := Config{Metrics: DefaultMetricNames()}
 			cfg.Metrics.DeviceUsed = append(cfg.Metrics.DeviceUsed, "DCGM_FI_DEV_FB_USED")
 			c, _ := newTestConverter(cfg)
+			// The device's total is reported: without it, a value past
+			// maxDeviceBytes is refused whatever its range.
 			got := convertMetrics(t, c, gaugeBatch(rank0,
 				gaugePoint{name: tt.metric, ts: ts, value: tt.value},
-				reserved(ts, 0)))
+				reserved(ts, 0), gaugePoint{name: "gpu.memory.device.total", ts: ts, value: maxBytes}))
 			if tt.want < 0 {
 				assert.Empty(t, got.records)
 				assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
@@ -658,4 +660,17 @@ func TestConvertMetricsAttributeMemo(t *testing.T) {
 	}
 	assert.Contains(t, memo.reasons(), SkipUnjoinable)
 	assert.Contains(t, memo.reasons(), SkipNoIdentity)
+}
+
+// TestConvertMetricsAbsurdDeviceUsedIsInvalid: a device-used value no
+// device holds (1 PiB) is an invalid value when the device's total is
+// unknown, as one above the total is when it is known (issue 32).
+func TestConvertMetricsAbsurdDeviceUsedIsInvalid(t *testing.T) {
+	const t0 = int64(1767225600000000000)
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, gaugeBatch(map[string]any{"job_id": "j", "rank": 0}, used(t0, 1<<50), reserved(t0, 1<<30)))
+	assert.Empty(t, got.records)
+	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons())
+	got = convertMetrics(t, c, gaugeBatch(map[string]any{"job_id": "j", "rank": 0}, used(t0+1, maxDeviceBytes), reserved(t0+1, 1<<30)))
+	assert.Len(t, got.records, 1, "the bound itself is a sample")
 }

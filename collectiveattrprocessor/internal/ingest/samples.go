@@ -400,6 +400,11 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 	run.Samples = keptScratch(run.Samples)
 }
 
+// maxDeviceBytes bounds one device's memory when its total is not reported:
+// 64 TiB, over a hundred times the largest accelerator's, so that only a
+// corrupt value (a petabyte) is refused.
+const maxDeviceBytes = 1 << 46
+
 // formSample turns p, which holds the joined values of a sample's roles
 // (has: the roles present; device used and allocator reserved always are),
 // into that sample; it reports false, having skipped it as invalid, when
@@ -415,6 +420,10 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 	}
 	if hasTotal && (v[roleDeviceUsed] > v[roleDeviceTotal] || (hasFree && v[roleDeviceFree] > v[roleDeviceTotal])) {
 		skip(Skip{Reason: SkipInvalidValue, Detail: "device used or free memory exceeds device total"})
+		return false
+	}
+	if !hasTotal && v[roleDeviceUsed] > maxDeviceBytes {
+		skip(Skip{Reason: SkipInvalidValue, Detail: "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"})
 		return false
 	}
 	if has&(1<<roleProcessUsed) != 0 {

@@ -45,6 +45,7 @@ type TelemetryBuilder struct {
 	ProcessorCollectiveattrRanksPerJobLimit     metric.Int64Gauge
 	ProcessorCollectiveattrRanksTracked         metric.Int64ObservableGauge
 	ProcessorCollectiveattrResultsEmitted       metric.Int64Counter
+	ProcessorCollectiveattrStorageFaults        metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -262,6 +263,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_results_emitted",
 		metric.WithDescription("Number of attribution results emitted, by classification. [Alpha]"),
 		metric.WithUnit("{result}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrStorageFaults, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_storage_faults",
+		metric.WithDescription("Number of times the storage extension could not be used, by fault. damaged_file, its file failed the integrity check before opening (moved aside; the processor went on with an empty store); open_failed, no client (persistence off until a later attempt, at each checkpoint_interval, succeeds); file_lost, the file disappeared under the running processor (reopened). [Alpha]"),
+		metric.WithUnit("{fault}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

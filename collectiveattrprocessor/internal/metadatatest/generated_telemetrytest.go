@@ -275,3 +275,19 @@ func AssertEqualProcessorCollectiveattrResultsEmitted(t *testing.T, tt *componen
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualProcessorCollectiveattrStorageFaults(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_storage_faults",
+		Description: "Number of times the storage extension could not be used, by fault. damaged_file, its file failed the integrity check before opening (moved aside; the processor went on with an empty store); open_failed, no client (persistence off until a later attempt, at each checkpoint_interval, succeeds); file_lost, the file disappeared under the running processor (reopened). [Alpha]",
+		Unit:        "{fault}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_storage_faults")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -52,6 +52,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrJobsLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrRanksPerJobLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrResultsEmitted.Add(context.Background(), 1)
+	tb.ProcessorCollectiveattrStorageFaults.Add(context.Background(), 1)
 	AssertEqualProcessorCollectiveattrEmitFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -101,6 +102,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrResultsEmitted(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrStorageFaults(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

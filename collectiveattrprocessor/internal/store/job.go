@@ -37,6 +37,10 @@ type Job struct {
 	// unsaved says the job changed (data, an emitted result) since its
 	// last checkpoint.
 	unsaved bool
+	// final says the job was finalised before a restart and restored
+	// because its results may not have reached the downstream: the next
+	// Sweep finalises it again.
+	final bool
 }
 
 // ID is the job id.

@@ -19,7 +19,8 @@ type Due struct {
 
 // Sweep trims every rank to the window and chooses the jobs to evaluate,
 // in job id order: with final, every job, detached; otherwise the jobs
-// idle (no record accepted) for idleTimeout, detached, and, with
+// idle (no record accepted) for idleTimeout or marked final (MarkFinal),
+// detached, and, with
 // evaluateDirty, the live jobs that received data since the last sweep.
 func (s *Store) Sweep(now time.Time, idleTimeout time.Duration, final, evaluateDirty bool) []Due {
 	var due []Due
@@ -29,7 +30,7 @@ func (s *Store) Sweep(now time.Time, idleTimeout time.Duration, final, evaluateD
 			s.evicted(job, BoundWindow, rb.trim(cutoff))
 		}
 		switch {
-		case final || now.Sub(job.lastSeen) >= idleTimeout:
+		case final || job.final || now.Sub(job.lastSeen) >= idleTimeout:
 			s.detach(job)
 			due = append(due, Due{ID: id, Detached: job})
 		case job.dirty && evaluateDirty:
@@ -40,6 +41,13 @@ func (s *Store) Sweep(now time.Time, idleTimeout time.Duration, final, evaluateD
 	s.expireEmitted(now)
 	slices.SortFunc(due, func(a, b Due) int { return strings.Compare(a.ID, b.ID) })
 	return due
+}
+
+// MarkFinal has the next Sweep finalise job id, as if it were idle.
+func (s *Store) MarkFinal(id string) {
+	if job := s.jobs[id]; job != nil {
+		job.final = true
+	}
 }
 
 // Forget drops a job and everything buffered for it.
