@@ -43,7 +43,7 @@ const (
 
 // durationKeys are the keys holding a duration, in the order of the
 // configuration table.
-var durationKeys = []string{"window", "evaluation_interval", "settle_delay", "job_idle_timeout", "sample_join_tolerance", "identity_ttl", "emit_timeout", "max_future_skew", "emitted_memory_ttl", "checkpoint_interval"}
+var durationKeys = []string{"window", "evaluation_interval", "settle_delay", "job_idle_timeout", "sample_join_tolerance", "identity_ttl", "emit_timeout", "max_future_skew", "emitted_memory_ttl", "hidden_peak_interval", "checkpoint_interval"}
 
 // limitKeys are the integer limits.
 var limitKeys = []string{"max_jobs", "max_ranks_per_job", "max_events_per_rank", "max_identity_bytes", "max_emitted_jobs"}
@@ -127,6 +127,7 @@ func (cfg *Config) validateRanges() []error {
 	// A memory shorter than job_idle_timeout forgets a job's results
 	// before the job itself is forgotten.
 	atLeast("emitted_memory_ttl", cfg.EmittedMemoryTTL, max(cfg.JobIdleTimeout, minJobIdleTimeout))
+	atLeast("hidden_peak_interval", cfg.HiddenPeakInterval, 0)
 	for _, l := range []struct {
 		field string
 		n     int

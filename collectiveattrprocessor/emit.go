@@ -99,7 +99,7 @@ func (m *resultMetrics) forget(jobs []string) {
 // emit hands this round's results and result metrics to the emitter, which
 // delivers them to the live pipelines off this goroutine (emitter.go).
 // Called with evalMu held and mu not held.
-func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string) {
+func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, peaks []output.PeakPoint, now time.Time, forget []string) {
 	nowNs := now.UnixNano()
 	for i := range items {
 		c.results.record(&items[i], nowNs)
@@ -120,10 +120,10 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 			return logs.ConsumeLogs(ctx, ld)
 		}})
 	}
-	if metrics != nil && (len(hidden) > 0 || len(c.results.counts) > 0) {
+	if metrics != nil && (len(hidden) > 0 || len(peaks) > 0 || len(c.results.counts) > 0) {
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
-		output.AppendMetrics(md, hidden, counts, latest, nowNs)
+		output.AppendMetrics(md, hidden, peaks, counts, latest, nowNs)
 		c.emitter.enqueue(signalMetrics, resultBatch{send: func(ctx context.Context) error {
 			return metrics.ConsumeMetrics(ctx, md)
 		}})

@@ -68,9 +68,12 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 		}
 		items = c.evaluateLive(ctx, d.ID, items)
 	}
+	c.mu.Lock()
+	peaks := c.peaks.Due(now.UnixNano(), forget)
+	c.mu.Unlock()
 	// Emission call site: hands the round's batches to c.emitter, never
 	// waits for the downstream.
-	c.emit(ctx, items, hidden, now, forget)
+	c.emit(ctx, items, hidden, peaks, now, forget)
 	if len(forget) > 0 {
 		// A finalised job leaves the storage with its results, so that a
 		// restart does not finalise and emit it again.
