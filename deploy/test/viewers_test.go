@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -181,13 +182,19 @@ type prometheus struct{ url string }
 
 func startPrometheus(t *testing.T, targets ...string) *prometheus {
 	t.Helper()
+	return startPrometheusEvery(t, time.Second, targets...)
+}
+
+// startPrometheusEvery runs Prometheus scraping targets every interval.
+func startPrometheusEvery(t *testing.T, interval time.Duration, targets ...string) *prometheus {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("prometheus not on PATH: `make install-prometheus` (apt-get install prometheus)")
 	}
 	port := freePort(t)
 	dir := t.TempDir()
-	cfg := "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: collectiveattr\n    static_configs:\n      - targets: ["
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: collectiveattr\n    static_configs:\n      - targets: [", model.Duration(interval))
 	for i, tg := range targets {
 		if i > 0 {
 			cfg += ", "
