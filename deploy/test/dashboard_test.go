@@ -331,6 +331,20 @@ func TestDashboardQueriesAnsweredByExporter(t *testing.T) {
 	assert.Positive(t, sink.resultSpans(), "result spans reach the traces exporter too")
 }
 
+// failureOnly: every metric the query selects appears only after a failure.
+func failureOnly(q dashboardQuery) bool {
+	needs, err := q.needs()
+	if err != nil {
+		return false
+	}
+	for _, n := range needs {
+		if !onlyAfterAFailure[n.metric] {
+			return false
+		}
+	}
+	return true
+}
+
 // onlyAfterAFailure are the self-telemetry counters a healthy collector has
 // no series of: the first failure creates them. TestSelfTelemetryNames
 // checks their names.
