@@ -151,7 +151,7 @@ func TestChartNodeLocal(t *testing.T) {
 	// stormlog JSONL from the node, read-only.
 	var hostPath string
 	for _, v := range pod.Volumes {
-		if v.HostPath != nil {
+		if v.Name == "stormlog" && v.HostPath != nil {
 			hostPath = v.HostPath.Path
 		}
 	}

@@ -360,8 +360,9 @@ var onlyAfterAFailure = map[string]bool{
 func seriesWith(families map[string]*dto.MetricFamily, n selectorNeeds) error {
 	mf, ok := families[n.metric]
 	if !ok {
-		// A histogram's _bucket, _sum and _count series are one family.
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		// A counter's _total series and a histogram's _bucket, _sum and
+		// _count series are one family.
+		for _, suffix := range []string{"_total", "_bucket", "_sum", "_count"} {
 			if base, cut := strings.CutSuffix(n.metric, suffix); cut {
 				mf, ok = families[base]
 			}

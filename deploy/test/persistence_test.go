@@ -31,7 +31,8 @@ func TestChartPersistence(t *testing.T) {
 	r := index(t, renderAndDecode(t, map[string]any{"persistence": map[string]any{"enabled": true, "hostPath": "/scratch/ca", "checkpointInterval": "3s"}}))
 	pod := r.daemonSets["collectiveattr"].Spec.Template.Spec
 	c := pod.Containers[0]
-	assert.Equal(t, "--config=/conf/persistence.yaml", c.Args[len(c.Args)-1])
+	assert.Equal(t, []string{"--config=/conf/persistence.yaml", "--config=/conf/result-logs.yaml", "--config=/conf/processor.yaml"}, c.Args[len(c.Args)-3:],
+		"persistence on top of the base files, the values last")
 	assert.Contains(t, c.VolumeMounts, mount)
 	v := volume(pod)
 	require.NotNil(t, v)
@@ -72,8 +73,8 @@ func TestChartPersistence(t *testing.T) {
 
 	noClass := index(t, renderAndDecode(t, map[string]any{"topology": "multiNode", "persistence": map[string]any{"enabled": true}}))
 	assert.Nil(t, noClass.statefulSets["collectiveattr-gateway"].Spec.VolumeClaimTemplates[0].Spec.StorageClassName, "the cluster's default StorageClass")
-	off := index(t, renderAndDecode(t, map[string]any{"topology": "multiNode"}))
-	assert.Empty(t, off.statefulSets["collectiveattr-gateway"].Spec.VolumeClaimTemplates)
+	gwOff := index(t, renderAndDecode(t, map[string]any{"topology": "multiNode"}))
+	assert.Empty(t, gwOff.statefulSets["collectiveattr-gateway"].Spec.VolumeClaimTemplates)
 }
 
 // TestChartHostPathOwnership: kubelet creates a missing hostPath directory

@@ -18,7 +18,7 @@ var processorSelfMetric = regexp.MustCompile(`otelcol_processor_collectiveattr_[
 // TestSelfTelemetryNames: every processor self-metric the dashboard and
 // the alert rules use is one the processor declares (metadata.yaml), under
 // the name the collector's Prometheus exporter gives it: otelcol_ prefix,
-// _total on sums, the unit and _bucket/_sum/_count on histograms. The
+// _total on sums, _bucket/_sum/_count on histograms, no unit suffix. The
 // live scrape in TestDashboardQueriesAnsweredByExporter shows the rule on
 // the metrics a healthy collector has; this covers the ones only a
 // failure creates (emit_failures).
@@ -28,7 +28,6 @@ func TestSelfTelemetryNames(t *testing.T) {
 	var md struct {
 		Telemetry struct {
 			Metrics map[string]struct {
-				Unit      string         `json:"unit"`
 				Sum       map[string]any `json:"sum"`
 				Gauge     map[string]any `json:"gauge"`
 				Histogram map[string]any `json:"histogram"`
@@ -43,9 +42,8 @@ func TestSelfTelemetryNames(t *testing.T) {
 		case m.Sum != nil:
 			declared[prom+"_total"] = true
 		case m.Histogram != nil:
-			unit := map[string]string{"s": "_seconds"}[m.Unit]
 			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				declared[prom+unit+suffix] = true
+				declared[prom+suffix] = true
 			}
 		default:
 			declared[prom] = true

@@ -162,7 +162,7 @@ func TestSpikeSurvivesA15sScrape(t *testing.T) {
 	assert.Equal(t, float64(spikeBase-spikeReserved), other, "rank 1 had no spike")
 
 	// The headroom the alert watches: device used at its peak over capacity.
-	res, err = prom.query(`max_over_time((gpu_memory_device_used_peak_bytes / gpu_memory_device_limit_bytes)[5m:15s])`)
+	res, err = prom.query(`max_over_time(gpu_memory_device_used_peak_bytes[5m]) / max_over_time(gpu_memory_device_limit_bytes[5m])`)
 	require.NoError(t, err)
 	ratios := map[string]string{}
 	for _, s := range res {
