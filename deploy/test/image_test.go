@@ -191,7 +191,7 @@ func TestImages(t *testing.T) {
 // The archive reader must catch a layer that is not the one the config
 // names: replaced by another valid layer (an empty one).
 func TestImageReaderCatchesAWrongLayer(t *testing.T) {
-	path := requireBinary(t, "COLLECTIVEATTR_AGENT_IMAGE", "build/otelcol-collectiveattr-agent-image.tar", "image")
+	path := requireBinary(t, "COLLECTIVEATTR_IMAGE", "build/otelcol-collectiveattr-image.tar", "image")
 	in, err := os.Open(path)
 	require.NoError(t, err)
 	defer in.Close()
