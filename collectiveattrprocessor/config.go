@@ -69,12 +69,18 @@ type Config struct {
 	// EmittedMemoryTTL is how long (wall clock) after a job last received
 	// data what it emitted is remembered, after the job itself is
 	// forgotten: data replayed within it does not emit its results again.
-	EmittedMemoryTTL time.Duration   `mapstructure:"emitted_memory_ttl"`
-	Limits           LimitsConfig    `mapstructure:"limits"`
-	Identity         IdentityConfig  `mapstructure:"identity"`
-	NCCLInspector    InspectorConfig `mapstructure:"nccl_inspector"`
-	Metrics          MetricsConfig   `mapstructure:"metrics"`
-	PhaseSpanNames   []string        `mapstructure:"phase_span_names"`
+	EmittedMemoryTTL time.Duration `mapstructure:"emitted_memory_ttl"`
+	// HiddenPeakInterval is the least time between two points of one
+	// (job, rank)'s peak gauges (gpu.memory.hidden.peak): each holds the
+	// highest value of the samples received since the previous point, so
+	// a pull exporter scraped at most this often still shows every spike.
+	// 0 reports them at every evaluation.
+	HiddenPeakInterval time.Duration   `mapstructure:"hidden_peak_interval"`
+	Limits             LimitsConfig    `mapstructure:"limits"`
+	Identity           IdentityConfig  `mapstructure:"identity"`
+	NCCLInspector      InspectorConfig `mapstructure:"nccl_inspector"`
+	Metrics            MetricsConfig   `mapstructure:"metrics"`
+	PhaseSpanNames     []string        `mapstructure:"phase_span_names"`
 	// Storage is the ID of a storage extension (file_storage, say) the
 	// jobs' buffers and emitted intervals are checkpointed to and restored
 	// from at start; nil keeps them in memory only.
@@ -166,6 +172,7 @@ func createDefaultConfig() component.Config {
 		EmitTimeout:         5 * time.Second,
 		MaxFutureSkew:       ingest.DefaultMaxFutureSkew,
 		EmittedMemoryTTL:    time.Hour,
+		HiddenPeakInterval:  30 * time.Second,
 		Limits: LimitsConfig{
 			MaxJobs:          1000,
 			MaxRanksPerJob:   16384,

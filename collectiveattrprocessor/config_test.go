@@ -36,6 +36,7 @@ func TestLoadConfig(t *testing.T) {
 		EmitTimeout:         2 * time.Second,
 		MaxFutureSkew:       30 * time.Second,
 		EmittedMemoryTTL:    10 * time.Minute,
+		HiddenPeakInterval:  15 * time.Second,
 		Limits:              LimitsConfig{MaxJobs: 10, MaxRanksPerJob: 64, MaxEventsPerRank: 5000, MaxIdentityBytes: 128, MaxEmittedJobs: 20},
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
@@ -105,6 +106,8 @@ func TestLoadConfig(t *testing.T) {
 		// Issue 16 items 1, 4 and 5.
 		{name: "max_future_skew", wantErr: "max_future_skew must be >= 1s, got 100ms"},
 		{name: "emitted_memory_ttl", wantErr: "emitted_memory_ttl must be >= 1m0s, got 30s"},
+		{name: "hidden_peak_interval", wantErr: "hidden_peak_interval must be >= 0s, got -1s"},
+		{name: "hidden_peak_interval_bare", wantErr: "hidden_peak_interval: 30 has no unit and would be read as nanoseconds; write the unit, e.g. 30s"},
 		{name: "max_identity_bytes", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 0"},
 		{name: "max_identity_bytes_huge", wantErr: "limits.max_identity_bytes must be an integer in [1, 65536], got 1048576"},
 		{name: "max_emitted_jobs", wantErr: "limits.max_emitted_jobs must be an integer in [1, 9223372036854775807], got 0"},

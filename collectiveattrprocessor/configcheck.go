@@ -156,6 +156,7 @@ func (cfg *Config) validateRanges() []error {
 	// A memory shorter than job_idle_timeout forgets a job's results
 	// before the job itself is forgotten.
 	atLeast("emitted_memory_ttl", cfg.EmittedMemoryTTL, max(cfg.JobIdleTimeout, minJobIdleTimeout))
+	atLeast("hidden_peak_interval", cfg.HiddenPeakInterval, 0)
 	for _, l := range []struct {
 		field string
 		n     int

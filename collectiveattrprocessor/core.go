@@ -62,7 +62,10 @@ type core struct {
 	// spareHidden is the previous tick's hidden slice, reused once emitted.
 	spareHidden []output.HiddenPoint
 	wantHidden  bool
-	skips       skipLog
+	// peaks holds each (job, rank)'s peak memory since it was last reported
+	// (gpu.memory.hidden.peak), when wantHidden.
+	peaks *output.HiddenPeaks
+	skips skipLog
 
 	evalMu  sync.Mutex
 	results resultMetrics
@@ -131,6 +134,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		store:   st,
 		skips:   skipLog{logger: set.Logger, now: clk.now},
 		results: newResultMetrics(),
+		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
 		ids:     output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
@@ -162,6 +166,7 @@ func (c *core) unregister(l *lifecycle) {
 	c.wantHidden = hasMetrics
 	if !hasMetrics {
 		c.hidden = nil
+		c.peaks = output.NewHiddenPeaks(c.cfg.HiddenPeakInterval.Nanoseconds())
 	}
 	c.mu.Unlock()
 }
@@ -302,7 +307,11 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			run := r.SampleRun
 			for i := c.store.AddSampleRun(run, now); i < len(run.Samples); i++ {
 				p := &run.Samples[i]
-				c.addHidden(&b, run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved)
+				total := int64(0)
+				if p.Has&ingest.HasDeviceTotal != 0 {
+					total = p.DeviceTotal
+				}
+				c.addHidden(&b, run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved, total)
 			}
 		case r.MarkerRun != nil:
 			c.store.AddMarkerRun(r.MarkerRun, now)
@@ -310,7 +319,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			rec := r.Record
 			if c.store.AddRecord(rec, now) && rec.Kind == ingest.KindStormlog && rec.Stormlog&ingest.StormlogSample != 0 {
 				e := &rec.Event
-				c.addHidden(&b, rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
+				c.addHidden(&b, rec.JobID, rec.Rank, e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value, e.DeviceTotalBytes.Value)
 			}
 		case r.Skip != nil:
 			b.skipped[reasonIndex(r.Skip.Reason)]++
@@ -360,11 +369,15 @@ func (c *core) publishSizes() {
 }
 
 // addHidden records a gpu.memory.hidden point (device used − allocator
-// reserved, signed) of a sample when a metrics pipeline will report it.
-func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved int64) {
+// reserved, signed) of a sample when a metrics pipeline will report it, and
+// the sample's part in its rank's peaks (total: the device's capacity, 0
+// when the sample has none). Every sample counts towards the peaks, those
+// past the per-round cap of hidden points too.
+func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, total int64) {
 	if !c.wantHidden {
 		return
 	}
+	c.peaks.Observe(job, rank, used, reserved, total)
 	if len(c.hidden) >= maxHiddenPointsPerTick {
 		b.hiddenDropped++ // counted, not silent
 		return

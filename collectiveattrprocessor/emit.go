@@ -100,7 +100,7 @@ func (m *resultMetrics) forget(jobs []string) {
 // delivers them to the live pipelines off this goroutine (emitter.go);
 // delivery (nil: not followed) learns of each batch accepted. Called with
 // evalMu held and mu not held.
-func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, now time.Time, forget []string, delivery *roundDelivery) {
+func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.HiddenPoint, peaks []output.PeakPoint, now time.Time, forget []string, delivery *roundDelivery) {
 	defer delivery.done()
 	nowNs := now.UnixNano()
 	for i := range items {
@@ -122,10 +122,10 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 			return logs.ConsumeLogs(ctx, ld)
 		}})
 	}
-	if metrics != nil && (len(hidden) > 0 || len(c.results.counts) > 0) {
+	if metrics != nil && (len(hidden) > 0 || len(peaks) > 0 || len(c.results.counts) > 0) {
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
-		output.AppendMetrics(md, hidden, counts, latest, nowNs)
+		output.AppendMetrics(md, hidden, peaks, counts, latest, nowNs)
 		c.emitter.enqueue(signalMetrics, resultBatch{accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return metrics.ConsumeMetrics(ctx, md)
 		}})

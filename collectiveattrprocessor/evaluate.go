@@ -89,7 +89,10 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	}
 	// Emission call site: hands the round's batches to c.emitter, never
 	// waits for the downstream.
-	c.emit(ctx, items, hidden, now, forget, delivery)
+	c.mu.Lock()
+	peaks := c.peaks.Due(now.UnixNano(), forget)
+	c.mu.Unlock()
+	c.emit(ctx, items, hidden, peaks, now, forget, delivery)
 	c.mu.Lock()
 	c.spareHidden = hidden[:0]
 	c.tel.phaseSpansWaiting.Store(int64(c.store.PhaseSpansWaiting()))

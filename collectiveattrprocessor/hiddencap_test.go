@@ -24,7 +24,7 @@ func TestHiddenPointsPastTheCapAreCounted(t *testing.T) {
 	var b batchCounts
 	c.mu.Lock()
 	for i := range int64(maxHiddenPointsPerTick + 3) {
-		c.addHidden(&b, "j", 0, i, 2*gib, gib)
+		c.addHidden(&b, "j", 0, i, 2*gib, gib, 0)
 	}
 	require.Len(t, c.hidden, maxHiddenPointsPerTick)
 	c.mu.Unlock()

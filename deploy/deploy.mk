@@ -1,12 +1,15 @@
 # Deployment and viewing (deploy/, docs/deployment.md): included by the Makefile.
 #
 #   make build-agent    the agent distribution (builder-config-agent.yaml, ocb v0.161.0)
-#   make test-deploy    helm lint/template of both modes, strict Kubernetes decoding, every
+#   make test-deploy    helm lint/template of both topologies, strict Kubernetes decoding, every
 #                       rendered collector config through the binaries' validate, the Grafana
-#                       dashboard's queries against real Prometheus exporter output
+#                       dashboard's queries against real Prometheus exporter output, the images,
+#                       promtool on the alert rules, a 200 ms spike through a 15 s scrape
 #   make test-viewers   Jaeger v2, Prometheus 2.42 and the two-agent/two-gateway tier as real
 #                       processes on loopback
 #   make manifests      re-render deploy/manifests/ from the chart
+#   make image          OCI images of both distributions as docker-archive tarballs
+#                       under build/, without a container engine (deploy/image)
 
 AGENT_OCB_VERSION := v0.161.0
 AGENT_OCB         := $(TOOLS)/ocb-$(AGENT_OCB_VERSION)/builder
@@ -15,7 +18,41 @@ AGENT             := build/otelcol-collectiveattr-agent
 JAEGER            := $(TOOLS)/jaeger
 DEPLOY_TESTFLAGS  ?= -count=1 -race
 
-.PHONY: build-agent build-jaeger test-deploy test-viewers install-prometheus manifests sizing
+.PHONY: build-agent build-jaeger test-deploy test-viewers install-prometheus manifests sizing image
+
+# The images (docs/deployment.md, "Images"): one static binary each, run as
+# UID 65532, written by deploy/image (go-containerregistry, no Docker engine)
+# in the `docker save` format. IMAGE_REPOSITORY is what the tarball names;
+# push it to your registry under any name and set the chart's
+# image.repository to that.
+IMAGE_REPOSITORY       ?= collectiveattr/otelcol-collectiveattr
+AGENT_IMAGE_REPOSITORY ?= collectiveattr/otelcol-collectiveattr-agent
+IMAGE_TAG              ?= 0.1.0
+IMAGE                  := build/otelcol-collectiveattr-image.tar
+AGENT_IMAGE            := build/otelcol-collectiveattr-agent-image.tar
+IMAGE_TOOL             := $(TOOLS)/image
+# The commit's time: the same commit builds the same image.
+IMAGE_CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_LABELS    = -label org.opencontainers.image.version=$(IMAGE_TAG) \
+                  -label org.opencontainers.image.revision=$(IMAGE_REVISION) \
+                  -label org.opencontainers.image.created=$(shell date -u -d @$(IMAGE_CREATED) +%Y-%m-%dT%H:%M:%SZ) \
+                  -label org.opencontainers.image.source=https://github.com/collectiveattr/collectiveattr
+
+image: $(IMAGE) $(AGENT_IMAGE)
+
+$(IMAGE_TOOL): deploy/image/go.mod deploy/image/go.sum deploy/image/main.go
+	cd deploy/image && $(GO) build -o $(IMAGE_TOOL) .
+
+$(IMAGE): $(OTELCOL) $(IMAGE_TOOL)
+	$(IMAGE_TOOL) -binary $(OTELCOL) -ref $(IMAGE_REPOSITORY):$(IMAGE_TAG) -out $@ -created $(IMAGE_CREATED) $(IMAGE_LABELS) \
+	  -label org.opencontainers.image.title=otelcol-collectiveattr \
+	  -label "org.opencontainers.image.description=OpenTelemetry Collector with the collectiveattr processor"
+
+$(AGENT_IMAGE): $(AGENT) $(IMAGE_TOOL)
+	$(IMAGE_TOOL) -binary $(AGENT) -ref $(AGENT_IMAGE_REPOSITORY):$(IMAGE_TAG) -out $@ -created $(IMAGE_CREATED) $(IMAGE_LABELS) \
+	  -label org.opencontainers.image.title=otelcol-collectiveattr-agent \
+	  -label "org.opencontainers.image.description=collectiveattr agent: routes each training job to one gateway"
 
 build-agent: $(AGENT)
 
@@ -34,14 +71,17 @@ build-jaeger: $(JAEGER)
 $(JAEGER): internal/tools/jaeger/go.mod internal/tools/jaeger/go.sum
 	cd internal/tools/jaeger && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
 
-## install-prometheus: Debian's Prometheus 2.42 (root; the package's service is not started)
+## install-prometheus: Debian's Prometheus 2.42 and promtool (root; a no-op when both
+## are on PATH; the package's service is not started)
 install-prometheus:
 	bash deploy/scripts/install-prometheus.sh
 
-test-deploy: $(OTELCOL) $(AGENT) cli
+test-deploy: $(OTELCOL) $(AGENT) cli image install-prometheus
 	cd deploy/test && \
 	COLLECTIVEATTR_COLLECTOR=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_AGENT=$(CURDIR)/$(AGENT) \
 	COLLECTIVEATTR_GPUJOBSIM=$(CURDIR)/bin/gpujobsim \
+	COLLECTIVEATTR_IMAGE=$(CURDIR)/$(IMAGE) COLLECTIVEATTR_AGENT_IMAGE=$(CURDIR)/$(AGENT_IMAGE) \
+	COLLECTIVEATTR_IMAGE_REF=$(IMAGE_REPOSITORY):$(IMAGE_TAG) COLLECTIVEATTR_AGENT_IMAGE_REF=$(AGENT_IMAGE_REPOSITORY):$(IMAGE_TAG) \
 	$(GO) test $(DEPLOY_TESTFLAGS) ./...
 
 test-viewers: $(OTELCOL) $(AGENT) $(JAEGER) cli install-prometheus
@@ -53,6 +93,7 @@ test-viewers: $(OTELCOL) $(AGENT) $(JAEGER) cli install-prometheus
 
 manifests:
 	cd deploy/test && $(GO) test -count=1 -run 'TestPlainManifests' ./... -update
+	cp deploy/prometheus/collectiveattr-alerts.yaml deploy/helm/collectiveattr/files/collectiveattr-alerts.yaml
 
 # test-deploy runs in `make ci`. test-viewers needs a Jaeger build (~17 CPU-minutes) and an
 # apt install on top: CI runs it only with DEPLOY_CI_VIEWERS=1 (see docs/deployment.md).

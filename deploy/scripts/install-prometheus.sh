@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs Debian's Prometheus (2.42) for `make test-viewers` when it is not
-# on PATH. The tests run their own prometheus process (own config, own TSDB
+# Installs Debian's Prometheus (2.42, with promtool) for `make test-deploy`
+# (promtool: the alert rules) and `make test-viewers` when prometheus or
+# promtool is not on PATH; a no-op when both are. The tests run their own prometheus process (own config, own TSDB
 # directory, 127.0.0.1 only), so the package's service is neither wanted nor
 # started: policy-rc.d refuses service starts during the install, and without
 # systemd as PID 1 nothing would start it later.
 set -euo pipefail
 
-if command -v prometheus >/dev/null 2>&1; then
+if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -24,6 +25,7 @@ fi
 trap 'if [ -n "$created_policy" ]; then rm -f "$policy"; fi' EXIT
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# Wait for another apt run (a second install on the machine) instead of failing.
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus >/dev/null
 prometheus --version | head -1

@@ -23,10 +23,15 @@ func TestChartLint(t *testing.T) {
 	}
 }
 
-func TestChartRejectsUnknownMode(t *testing.T) {
-	_, err := renderChart(t, map[string]any{"mode": "sidecar"})
+func TestChartRejectsUnknownTopology(t *testing.T) {
+	_, err := renderChart(t, map[string]any{"topology": "sidecar"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "mode must be nodeLocal or multiNode")
+	assert.Contains(t, err.Error(), `topology must be nodeLocal or multiNode, got "sidecar"`)
+
+	// The old key given an attribution mode: say where that belongs.
+	_, err = renderChart(t, map[string]any{"mode": "evidence"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `mode is the deprecated name of topology (nodeLocal or multiNode), got "evidence": set the attribution mode with collectiveattr.mode`)
 }
 
 // The strict decoder is what makes the render tests meaningful: prove that it
@@ -52,6 +57,8 @@ type rendered struct {
 	roleBindings map[string]*rbacv1.RoleBinding
 	clusterRoles map[string]*rbacv1.ClusterRole
 	clusterBinds map[string]*rbacv1.ClusterRoleBinding
+	promRules    map[string]*prometheusRule
+	podMonitors  map[string]*podMonitor
 }
 
 func index(t *testing.T, objs []object) rendered {
@@ -61,7 +68,7 @@ func index(t *testing.T, objs []object) rendered {
 		statefulSets: map[string]*appsv1.StatefulSet{}, services: map[string]*corev1.Service{},
 		accounts: map[string]*corev1.ServiceAccount{}, roles: map[string]*rbacv1.Role{},
 		roleBindings: map[string]*rbacv1.RoleBinding{}, clusterRoles: map[string]*rbacv1.ClusterRole{},
-		clusterBinds: map[string]*rbacv1.ClusterRoleBinding{},
+		clusterBinds: map[string]*rbacv1.ClusterRoleBinding{}, promRules: map[string]*prometheusRule{}, podMonitors: map[string]*podMonitor{},
 	}
 	for _, o := range objs {
 		switch v := o.obj.(type) {
@@ -83,6 +90,10 @@ func index(t *testing.T, objs []object) rendered {
 			r.clusterRoles[v.Name] = v
 		case *rbacv1.ClusterRoleBinding:
 			r.clusterBinds[v.Name] = v
+		case *prometheusRule:
+			r.promRules[v.Metadata.Name] = v
+		case *podMonitor:
+			r.podMonitors[v.Metadata.Name] = v
 		default:
 			t.Fatalf("%s: unexpected kind %T", o.source, o.obj)
 		}
@@ -132,18 +143,15 @@ func TestChartNodeLocal(t *testing.T) {
 	assertCollectorContainer(t, c)
 	assert.Equal(t, ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
 
-	// OTLP reachable on the node's IP for the training pods.
-	hostPorts := map[string]int32{}
+	// OTLP through the node-local Service, no host ports (TestChartOTLPPorts).
 	for _, p := range c.Ports {
-		hostPorts[p.Name] = p.HostPort
+		assert.Zero(t, p.HostPort, "port %s", p.Name)
 	}
-	assert.Equal(t, int32(4317), hostPorts["otlp-grpc"])
-	assert.Equal(t, int32(4318), hostPorts["otlp-http"])
 
 	// stormlog JSONL from the node, read-only.
 	var hostPath string
 	for _, v := range pod.Volumes {
-		if v.HostPath != nil {
+		if v.Name == "stormlog" && v.HostPath != nil {
 			hostPath = v.HostPath.Path
 		}
 	}
@@ -153,7 +161,7 @@ func TestChartNodeLocal(t *testing.T) {
 
 	// Node-local DCGM discovery: the scrape's field selector names this node.
 	assert.Equal(t, "spec.nodeName", envFieldRef(c, "K8S_NODE_NAME"))
-	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/dcgm-scrape.yaml"}, c.Args)
+	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/dcgm-scrape.yaml", "--config=/conf/result-logs.yaml", "--config=/conf/processor.yaml"}, c.Args)
 	require.Contains(t, r.clusterRoles, "collectiveattr-pod-discovery")
 	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
 		r.clusterRoles["collectiveattr-pod-discovery"].Rules)
@@ -176,7 +184,7 @@ func TestChartNodeLocalNCCLInspector(t *testing.T) {
 	r := index(t, renderAndDecode(t, map[string]any{"ncclInspector": map[string]any{"enabled": true, "hostPath": "/scratch/nccl"}}))
 	pod := r.daemonSets["collectiveattr"].Spec.Template.Spec
 	c := pod.Containers[0]
-	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/dcgm-scrape.yaml", "--config=/conf/nccl-inspector.yaml"}, c.Args)
+	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/dcgm-scrape.yaml", "--config=/conf/nccl-inspector.yaml", "--config=/conf/result-logs.yaml", "--config=/conf/processor.yaml"}, c.Args)
 	assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "nccl-inspector", MountPath: "/var/log/nccl-inspector", ReadOnly: true})
 	var hostPath string
 	for _, v := range pod.Volumes {
@@ -189,15 +197,15 @@ func TestChartNodeLocalNCCLInspector(t *testing.T) {
 	assert.Equal(t, "end", envValue(c, "NCCL_INSPECTOR_START_AT"))
 	assertConfigMapsAreTheTestedFiles(t, r)
 
-	_, err := renderChart(t, map[string]any{"mode": "multiNode", "ncclInspector": map[string]any{"enabled": true}})
+	_, err := renderChart(t, map[string]any{"topology": "multiNode", "ncclInspector": map[string]any{"enabled": true}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ncclInspector.enabled needs mode nodeLocal")
+	assert.Contains(t, err.Error(), "ncclInspector.enabled needs topology nodeLocal")
 }
 
 func TestChartNodeLocalWithoutDCGM(t *testing.T) {
 	r := index(t, renderAndDecode(t, map[string]any{"dcgm": map[string]any{"enabled": false}}))
 	c := r.daemonSets["collectiveattr"].Spec.Template.Spec.Containers[0]
-	assert.Equal(t, []string{"--config=/conf/node-local.yaml"}, c.Args)
+	assert.Equal(t, []string{"--config=/conf/node-local.yaml", "--config=/conf/result-logs.yaml", "--config=/conf/processor.yaml"}, c.Args)
 	assert.Empty(t, r.clusterRoles, "no pod discovery, no cluster-wide read")
 	assert.NotContains(t, r.configMaps["collectiveattr-node-local"].Data, "dcgm-scrape.yaml")
 }
@@ -206,8 +214,8 @@ func TestChartMultiNode(t *testing.T) {
 	for _, resolver := range []string{"k8s", "dns"} {
 		t.Run(resolver, func(t *testing.T) {
 			r := index(t, renderAndDecode(t, map[string]any{
-				"mode":    "multiNode",
-				"gateway": map[string]any{"resolver": resolver, "replicas": 3},
+				"topology": "multiNode",
+				"gateway":  map[string]any{"resolver": resolver, "replicas": 3},
 			}))
 			assert.Equal(t, []string{"collectiveattr-agent"}, keys(r.daemonSets))
 			assert.Equal(t, []string{"collectiveattr-gateway"}, keys(r.statefulSets))
@@ -295,8 +303,11 @@ func assertConfigMapsAreTheTestedFiles(t *testing.T, r rendered) {
 	for name, cm := range r.configMaps {
 		for key, data := range cm.Data {
 			file := key
-			if key == "resolver.yaml" {
+			switch key {
+			case "resolver.yaml":
 				continue // checked per resolver by the caller
+			case "processor.yaml", "result-logs.yaml":
+				continue // rendered from values (values_test.go)
 			}
 			assert.Equal(t, readChartFile(t, file), data, "ConfigMap %s key %s", name, key)
 		}

@@ -33,6 +33,10 @@ func (c *collector) metricsURL() string {
 	return "http://" + addr(atoi(c.env["PROMETHEUS_PORT"])) + "/metrics"
 }
 
+func (c *collector) selfMetricsURL() string {
+	return "http://" + addr(atoi(c.env["SELF_METRICS_PORT"])) + "/metrics"
+}
+
 func atoi(s string) int {
 	var n int
 	fmt.Sscan(s, &n)

@@ -21,6 +21,7 @@ var downwardAPI = map[string]string{
 	"status.podIP":  "127.0.0.1",
 	"status.hostIP": "127.0.0.1",
 	"spec.nodeName": "gpu-node-1",
+	"metadata.name": "collectiveattr-gateway-0",
 }
 
 // TestRenderedCollectorConfigsValidate runs the real binary's `validate` on

@@ -3,6 +3,7 @@ package deploytest
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,8 +20,22 @@ import (
 
 // dashboard is the part of the Grafana dashboard model the tests read.
 type dashboard struct {
-	UID        string            `json:"uid"`
-	Inputs     []json.RawMessage `json:"__inputs"`
+	UID         string            `json:"uid"`
+	Inputs      []json.RawMessage `json:"__inputs"`
+	Annotations struct {
+		List []struct {
+			Name        string         `json:"name"`
+			Datasource  *datasourceRef `json:"datasource"`
+			Expr        string         `json:"expr"`
+			TitleFormat string         `json:"titleFormat"`
+			TextFormat  string         `json:"textFormat"`
+			TagKeys     string         `json:"tagKeys"`
+		} `json:"list"`
+	} `json:"annotations"`
+	Links []struct {
+		Title string `json:"title"`
+		URL   string `json:"url"`
+	} `json:"links"`
 	Templating struct {
 		List []struct {
 			Name       string          `json:"name"`
@@ -30,11 +45,19 @@ type dashboard struct {
 		} `json:"list"`
 	} `json:"templating"`
 	Panels []struct {
-		ID         int            `json:"id"`
-		Title      string         `json:"title"`
-		Type       string         `json:"type"`
-		Datasource *datasourceRef `json:"datasource"`
-		Targets    []struct {
+		ID          int            `json:"id"`
+		Title       string         `json:"title"`
+		Type        string         `json:"type"`
+		Datasource  *datasourceRef `json:"datasource"`
+		FieldConfig struct {
+			Overrides []struct {
+				Properties []struct {
+					ID    string          `json:"id"`
+					Value json.RawMessage `json:"value"`
+				} `json:"properties"`
+			} `json:"overrides"`
+		} `json:"fieldConfig"`
+		Targets []struct {
 			Expr         string         `json:"expr"`
 			LegendFormat string         `json:"legendFormat"`
 			RefID        string         `json:"refId"`
@@ -94,7 +117,30 @@ func (d dashboard) queries(t testing.TB) []dashboardQuery {
 			qs = append(qs, q)
 		}
 	}
+	for _, a := range d.Annotations.List {
+		if a.Expr == "" {
+			continue // Grafana's built-in annotations
+		}
+		q := dashboardQuery{where: "annotation " + a.Name, expr: a.Expr}
+		for _, f := range []string{a.TitleFormat, a.TextFormat} {
+			for _, m := range legendLabel.FindAllStringSubmatch(f, -1) {
+				q.labels = append(q.labels, m[1])
+			}
+		}
+		for _, k := range strings.Split(a.TagKeys, ",") {
+			if k != "" {
+				q.labels = append(q.labels, k)
+			}
+		}
+		qs = append(qs, q)
+	}
 	return qs
+}
+
+// selfTelemetry: the query reads the collector's own metrics (port 8888),
+// which carry no job or rank.
+func (q dashboardQuery) selfTelemetry() bool {
+	return strings.Contains(q.expr, "otelcol_")
 }
 
 // grafanaVars stands in for the dashboard's variables: every job, every rank.
@@ -156,20 +202,73 @@ func TestDashboardModel(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v.Type
 	}
-	assert.Equal(t, map[string]string{"datasource": "datasource", "job": "query", "rank": "query"}, vars)
+	assert.Equal(t, map[string]string{"datasource": "datasource", "job": "query", "rank": "query", "jaeger": "textbox"}, vars)
 
 	ids := map[int]bool{}
+	var selfPanels []string
 	for _, p := range d.Panels {
 		assert.False(t, ids[p.ID], "duplicate panel id %d", p.ID)
 		ids[p.ID] = true
+		if p.Type == "row" {
+			continue
+		}
 		require.NotEmpty(t, p.Targets, "panel %q", p.Title)
 		require.NotNil(t, p.Datasource, "panel %q", p.Title)
 		assert.Equal(t, "${datasource}", p.Datasource.UID, "panel %q", p.Title)
 		for _, tg := range p.Targets {
+			if (dashboardQuery{expr: tg.Expr}).selfTelemetry() {
+				selfPanels = append(selfPanels, p.Title)
+				continue
+			}
 			assert.Contains(t, tg.Expr, `training_job_id=~"$job"`, "panel %q filters by the job variable", p.Title)
 			assert.Contains(t, tg.Expr, `training_rank=~"$rank"`, "panel %q filters by the rank variable", p.Title)
 		}
 	}
+	// The self-telemetry row: skips by reason, dropped results and queue
+	// drops, evaluation time.
+	for _, want := range []string{"Items skipped by reason", "Dropped result batches and exporter queue drops", "Evaluation time"} {
+		assert.Contains(t, selfPanels, want)
+	}
+
+	// Results as annotations, from Prometheus.
+	var annotations int
+	for _, a := range d.Annotations.List {
+		if a.Expr != "" {
+			annotations++
+			assert.Equal(t, "${datasource}", a.Datasource.UID)
+			assert.Contains(t, a.Expr, "collective_attribution_intervals_total")
+		}
+	}
+	assert.Equal(t, 1, annotations)
+
+	// Jaeger: a dashboard link and a per-job link on the results table,
+	// both searching the result spans.
+	require.Len(t, d.Links, 1)
+	assert.Equal(t, "${jaeger}/search?service=collectiveattr&operation=collective_attribution&limit=200", d.Links[0].URL)
+	var jobLinks []string
+	for _, p := range d.Panels {
+		for _, o := range p.FieldConfig.Overrides {
+			for _, prop := range o.Properties {
+				if prop.ID != "links" {
+					continue
+				}
+				var links []struct {
+					URL string `json:"url"`
+				}
+				require.NoError(t, json.Unmarshal(prop.Value, &links))
+				for _, l := range links {
+					jobLinks = append(jobLinks, l.URL)
+				}
+			}
+		}
+	}
+	require.Len(t, jobLinks, 1)
+	u, err := url.Parse(strings.ReplaceAll(jobLinks[0], "${jaeger}", "http://jaeger:16686"))
+	require.NoError(t, err)
+	assert.Equal(t, "/search", u.Path)
+	assert.Equal(t, "collectiveattr", u.Query().Get("service"))
+	assert.Equal(t, "collective_attribution", u.Query().Get("operation"))
+	assert.Equal(t, `{"training.job.id":"${__value.raw}"}`, u.Query().Get("tags"), "Jaeger's tag search, JSON, on the result spans' job id")
 	for _, q := range d.queries(t) {
 		_, err := q.needs()
 		assert.NoError(t, err)
@@ -182,16 +281,23 @@ func TestDashboardModel(t *testing.T) {
 // variable uses is there, with data.
 func TestDashboardQueriesAnsweredByExporter(t *testing.T) {
 	d := loadDashboard(t)
-	var needs []selectorNeeds
+	var results, self []selectorNeeds
 	for _, q := range d.queries(t) {
 		n, err := q.needs()
 		require.NoError(t, err)
-		needs = append(needs, n...)
+		if q.selfTelemetry() {
+			self = append(self, n...)
+		} else {
+			results = append(results, n...)
+		}
 	}
 
 	sink := startSpanSink(t)
 	col := startNodeLocal(t, sink.addr)
 	simulate(t, col.otlpHTTP(), "-job-id", "dash-job-1")
+	// One point without a rank: skipped (no_identity), so the skip counter
+	// has a series to show.
+	postOTLP(t, col.otlpHTTP(), "metrics", gaugeRequest(nil, "gpu.memory.allocator.reserved", time.Now(), 1))
 
 	// Results are emitted at the processor's evaluation ticks once the job's
 	// event time has settled past them.
@@ -200,9 +306,24 @@ func TestDashboardQueriesAnsweredByExporter(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, n := range needs {
+		for _, n := range results {
 			if err := seriesWith(families, n); err != nil {
 				return err
+			}
+		}
+		families, err = scrape(col.selfMetricsURL())
+		if err != nil {
+			return err
+		}
+		for _, n := range self {
+			if onlyAfterAFailure[n.metric] {
+				continue
+			}
+			// instance is Prometheus's, le a histogram bucket's: neither is
+			// on the exposition's series.
+			n.labels = slices.DeleteFunc(slices.Clone(n.labels), func(l string) bool { return l == "instance" || l == "le" })
+			if err := seriesWith(families, n); err != nil {
+				return fmt.Errorf("self-telemetry: %w", err)
 			}
 		}
 		return nil
@@ -210,10 +331,43 @@ func TestDashboardQueriesAnsweredByExporter(t *testing.T) {
 	assert.Positive(t, sink.resultSpans(), "result spans reach the traces exporter too")
 }
 
+// failureOnly: every metric the query selects appears only after a failure.
+func failureOnly(q dashboardQuery) bool {
+	needs, err := q.needs()
+	if err != nil {
+		return false
+	}
+	for _, n := range needs {
+		if !onlyAfterAFailure[n.metric] {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyAfterAFailure are the self-telemetry counters a healthy collector has
+// no series of: the first failure creates them. TestSelfTelemetryNames
+// checks their names.
+var onlyAfterAFailure = map[string]bool{
+	"otelcol_processor_collectiveattr_emit_failures_total": true,
+	"otelcol_exporter_enqueue_failed_spans_total":          true,
+	"otelcol_exporter_enqueue_failed_metric_points_total":  true,
+	"otelcol_exporter_enqueue_failed_log_records_total":    true,
+}
+
 // seriesWith reports whether the scrape has a series of n.metric with a
 // sample and every label of n.labels set.
 func seriesWith(families map[string]*dto.MetricFamily, n selectorNeeds) error {
 	mf, ok := families[n.metric]
+	if !ok {
+		// A counter's _total series and a histogram's _bucket, _sum and
+		// _count series are one family.
+		for _, suffix := range []string{"_total", "_bucket", "_sum", "_count"} {
+			if base, cut := strings.CutSuffix(n.metric, suffix); cut {
+				mf, ok = families[base]
+			}
+		}
+	}
 	if !ok {
 		names := make([]string, 0, len(families))
 		for name := range families {
@@ -232,7 +386,7 @@ func seriesWith(families map[string]*dto.MetricFamily, n selectorNeeds) error {
 		if !hasAll(have, n.labels) {
 			continue
 		}
-		if m.GetGauge() != nil || m.GetCounter() != nil || m.GetUntyped() != nil {
+		if m.GetGauge() != nil || m.GetCounter() != nil || m.GetUntyped() != nil || m.GetHistogram() != nil {
 			return nil
 		}
 	}

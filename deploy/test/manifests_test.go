@@ -29,7 +29,7 @@ func TestPlainManifests(t *testing.T) {
 		values map[string]any
 	}{
 		{"node-local.yaml", "", map[string]any{}},
-		{"multi-node.yaml", ` and mode=multiNode`, map[string]any{"mode": "multiNode"}},
+		{"multi-node.yaml", ` and topology=multiNode`, map[string]any{"topology": "multiNode"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			rendered, err := renderChart(t, tc.values)

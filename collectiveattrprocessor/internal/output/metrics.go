@@ -51,6 +51,11 @@ type LatestResult struct {
 // per job (service.name collectiveattr, training.job.id) in order of first
 // appearance, each with the metrics that have points for that job:
 //   - gpu.memory.hidden: gauge, By, one point per HiddenPoint;
+//   - gpu.memory.hidden.peak, gpu.memory.device.used.peak: gauges, By, one
+//     point per PeakPoint at nowNs: the highest value over the samples
+//     received since the previous point of that (job, rank);
+//   - gpu.memory.device.limit: gauge, By, the device's capacity, at nowNs,
+//     for the PeakPoints that know it;
 //   - collective_attribution.intervals: cumulative monotonic sum,
 //     {interval}, start = StartNs, time = nowNs;
 //   - collective_attribution.attributed_bytes: gauge, By, the latest
@@ -61,8 +66,8 @@ type LatestResult struct {
 // The data points carry training.job.id as well as training.rank (and the
 // classification where listed), so that a Prometheus exporter without
 // resource-to-telemetry conversion still labels each series with its job.
-func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
-	if len(hidden) == 0 && len(intervals) == 0 && len(latest) == 0 {
+func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
+	if len(hidden) == 0 && len(peaks) == 0 && len(intervals) == 0 && len(latest) == 0 {
 		return
 	}
 	jobs := map[string]*jobMetrics{}
@@ -93,6 +98,25 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []Interv
 		dp.SetTimestamp(pcommon.Timestamp(h.TimestampNs))
 		dp.SetIntValue(h.Bytes)
 		putRankAttributes(dp.Attributes(), h.JobID, h.Rank, "")
+	}
+	for i := range peaks {
+		p := &peaks[i]
+		jm := job(p.JobID)
+		if !jm.hasPeaks {
+			jm.hiddenPeak = newGauge(jm.ms, MetricHiddenPeak, "By",
+				"Highest gpu.memory.hidden over the samples received since the previous point of this series.")
+			jm.usedPeak = newGauge(jm.ms, MetricDeviceUsedPeak, "By",
+				"Highest device memory in use over the samples received since the previous point of this series.")
+			jm.hasPeaks = true
+		}
+		putPeak(jm.hiddenPeak, p, p.HiddenBytes, nowNs)
+		putPeak(jm.usedPeak, p, p.DeviceUsedBytes, nowNs)
+		if p.DeviceTotalBytes > 0 {
+			if !jm.hasLimit {
+				jm.limit, jm.hasLimit = newGauge(jm.ms, MetricDeviceLimit, "By", "Device memory capacity of the rank's GPU, from its newest sample that reported it."), true
+			}
+			putPeak(jm.limit, p, p.DeviceTotalBytes, nowNs)
+		}
 	}
 	for i := range intervals {
 		ic := &intervals[i]
@@ -138,7 +162,16 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, intervals []Interv
 type jobMetrics struct {
 	ms                                   pmetric.MetricSlice
 	hidden, intervals, bytes, confidence pmetric.NumberDataPointSlice
+	hiddenPeak, usedPeak, limit          pmetric.NumberDataPointSlice
 	hasHidden, hasIntervals, hasLatest   bool
+	hasPeaks, hasLimit                   bool
+}
+
+func putPeak(dps pmetric.NumberDataPointSlice, p *PeakPoint, v, nowNs int64) {
+	dp := dps.AppendEmpty()
+	dp.SetTimestamp(pcommon.Timestamp(nowNs))
+	dp.SetIntValue(v)
+	putRankAttributes(dp.Attributes(), p.JobID, p.Rank, "")
 }
 
 func newGauge(ms pmetric.MetricSlice, name, unit, desc string) pmetric.NumberDataPointSlice {

@@ -175,6 +175,7 @@ func TestAppendMetrics(t *testing.T) {
 	got := pmetric.NewMetrics()
 	AppendMetrics(got,
 		[]HiddenPoint{{"job-a", 0, t1, 2147483648}, {"job-a", 1, t1, -1048576}, {"job-b", 0, t2, 0}},
+		nil,
 		[]IntervalCount{{"job-a", 1, "collective_confident", 3, s, "", ""}, {"job-b", 0, "collective_suspect", 1, s, "", ""}, {"job-c", 5, "collective_likely", 2, s, "", ""}},
 		[]LatestResult{{"job-a", 1, "collective_confident", 1600000000, 1.0, tl, "", ""}, {"job-b", 0, "collective_suspect", 300000000, 0.51, tl, "", ""}},
 		n)
@@ -185,7 +186,7 @@ func TestAppendNothing(t *testing.T) {
 	td, ld, md := ptrace.NewTraces(), plog.NewLogs(), pmetric.NewMetrics()
 	AppendTraces(td, nil, &seqIDs{})
 	AppendLogs(ld, nil, true)
-	AppendMetrics(md, nil, nil, nil, 1)
+	AppendMetrics(md, nil, nil, nil, nil, 1)
 	assert.Equal(t, 0, td.ResourceSpans().Len())
 	assert.Equal(t, 0, ld.ResourceLogs().Len())
 	assert.Equal(t, 0, md.ResourceMetrics().Len())

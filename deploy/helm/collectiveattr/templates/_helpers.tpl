@@ -110,3 +110,148 @@ emptyDir when persistence.hostPath is empty.
 - name: CHECKPOINT_INTERVAL
   value: {{ .Values.persistence.checkpointInterval | quote }}
 {{- end }}
+
+{{/*
+The topology: nodeLocal or multiNode. `mode` is its deprecated name and
+wins when set (a values file written for the old key); anything else in
+`mode` is most likely an attribution mode given to the wrong key.
+*/}}
+{{- define "collectiveattr.topology" -}}
+{{- $t := .Values.topology -}}
+{{- if hasKey .Values "mode" -}}
+{{- if not (has .Values.mode (list "nodeLocal" "multiNode")) -}}
+{{- fail (printf "mode is the deprecated name of topology (nodeLocal or multiNode), got %q: set the attribution mode with collectiveattr.mode (reference or evidence)" (toString .Values.mode)) -}}
+{{- end -}}
+{{- $t = .Values.mode -}}
+{{- end -}}
+{{- if not (has $t (list "nodeLocal" "multiNode")) -}}
+{{- fail (printf "topology must be nodeLocal or multiNode, got %q" (toString $t)) -}}
+{{- end -}}
+{{- $t -}}
+{{- end -}}
+
+{{/*
+The processor's settings from .Values.collectiveattr, merged last on top of
+the collector config. Storage belongs to `persistence`, which also adds the
+file_storage extension the key names.
+*/}}
+{{- define "collectiveattr.processorConfig" -}}
+{{- range $k := list "storage" "checkpoint_interval" }}
+{{- if hasKey $.Values.collectiveattr $k }}
+{{- fail (printf "collectiveattr.%s is set by the chart: use persistence.enabled and persistence.checkpointInterval" $k) }}
+{{- end }}
+{{- end -}}
+# Rendered from the chart's `collectiveattr` values.
+processors:
+  collectiveattr:
+    {{- toYaml .Values.collectiveattr | nindent 4 }}
+{{- end -}}
+
+{{/*
+Where the result log records go (resultLogs), merged on top of the
+collector config. The logs pipeline's exporter list is replaced.
+*/}}
+{{- define "collectiveattr.resultLogsConfig" -}}
+{{- if eq .Values.resultLogs.exporter "file" -}}
+# Rendered from the chart's `resultLogs` values: OTLP JSON lines, rotated.
+#   RESULT_LOGS_PATH   the file, on the results volume
+exporters:
+  file/results:
+    path: ${env:RESULT_LOGS_PATH}
+    rotation:
+      max_megabytes: {{ int .Values.resultLogs.file.maxMegabytes }}
+      max_backups: {{ int .Values.resultLogs.file.maxBackups }}
+service:
+  pipelines:
+    logs:
+      exporters: [file/results]
+{{- else if eq .Values.resultLogs.exporter "otlp" -}}
+{{- if not .Values.resultLogs.otlp.endpoint }}
+{{- fail "resultLogs.exporter otlp needs resultLogs.otlp.endpoint (host:port)" }}
+{{- end -}}
+# Rendered from the chart's `resultLogs` values: OTLP gRPC to a log backend.
+#   RESULT_LOGS_OTLP_ENDPOINT   host:port
+exporters:
+  otlp/results:
+    endpoint: ${env:RESULT_LOGS_OTLP_ENDPOINT}
+    tls:
+      insecure: true
+service:
+  pipelines:
+    logs:
+      exporters: [otlp/results]
+{{- else -}}
+{{- fail (printf "resultLogs.exporter must be file or otlp, got %q" (toString .Values.resultLogs.exporter)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment of the result logs exporter: pass (list $ "file name"). */}}
+{{- define "collectiveattr.resultLogsEnv" -}}
+{{- $top := index . 0 -}}
+{{- if eq $top.Values.resultLogs.exporter "file" -}}
+- name: RESULT_LOGS_PATH
+  value: {{ printf "/var/log/collectiveattr/%s" (index . 1) | quote }}
+{{- else -}}
+- name: RESULT_LOGS_OTLP_ENDPOINT
+  value: {{ $top.Values.resultLogs.otlp.endpoint | quote }}
+{{- end -}}
+{{- end -}}
+
+{{- define "collectiveattr.resultLogsMount" -}}
+{{- if eq .Values.resultLogs.exporter "file" -}}
+- name: results
+  mountPath: /var/log/collectiveattr
+{{- end -}}
+{{- end -}}
+
+{{- define "collectiveattr.resultLogsVolume" -}}
+{{- if eq .Values.resultLogs.exporter "file" -}}
+- name: results
+  hostPath:
+    path: {{ .Values.resultLogs.file.hostPath }}
+    type: DirectoryOrCreate
+{{- end -}}
+{{- end -}}
+
+{{/*
+The init container that makes the collector's user own the hostPath
+directories it writes: pass (list $ (list "volume name" ...)). Renders
+nothing when there is none or volumePermissions is off.
+*/}}
+{{- define "collectiveattr.volumePermissions" -}}
+{{- $top := index . 0 -}}
+{{- $volumes := index . 1 -}}
+{{- if and $top.Values.volumePermissions.enabled $volumes -}}
+- name: volume-permissions
+  image: "{{ $top.Values.volumePermissions.image.repository }}:{{ $top.Values.volumePermissions.image.tag }}"
+  imagePullPolicy: {{ $top.Values.volumePermissions.image.pullPolicy }}
+  command:
+    - sh
+    - -c
+    - chown {{ $top.Values.podSecurityContext.runAsUser }}:{{ $top.Values.podSecurityContext.runAsGroup }}{{ range $volumes }} /mnt/{{ . }}{{ end }}
+  securityContext:
+    runAsUser: 0
+    runAsGroup: 0
+    runAsNonRoot: false
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+      add: [CHOWN]
+  resources:
+    requests:
+      cpu: 10m
+      memory: 16Mi
+    limits:
+      memory: 32Mi
+  volumeMounts:
+    {{- range $volumes }}
+    - name: {{ . }}
+      mountPath: /mnt/{{ . }}
+    {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{- define "collectiveattr.otlpService" -}}
+{{- printf "%s-otlp" (include "collectiveattr.fullname" .) -}}
+{{- end -}}
