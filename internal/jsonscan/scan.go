@@ -439,6 +439,9 @@ func (s *Scanner) IntField(path string) (int64, error) {
 	if c := s.Peek(); c != '-' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantInt)
 	}
+	if v, ok := s.shortInt(); ok {
+		return v, nil
+	}
 	tok, err := s.NumberToken()
 	if err != nil {
 		return 0, err
@@ -459,6 +462,37 @@ func (s *Scanner) IntField(path string) (int64, error) {
 		return int64(-u), nil
 	}
 	return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+}
+
+// shortInt reads, in one pass, an integer of at most 19 digits (one that
+// fits in a uint64: nanosecond timestamps have 19) without a leading zero,
+// fraction or exponent, within int64; for anything else it consumes
+// nothing and IntField's full path decides.
+func (s *Scanner) shortInt() (int64, bool) {
+	data, i := s.data, s.pos
+	neg := i < len(data) && data[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var u uint64
+	for ; i < len(data) && IsDigit(data[i]); i++ {
+		u = u*10 + uint64(data[i]-'0')
+	}
+	n := i - start
+	switch {
+	case n == 0 || n > 19 || (n > 1 && data[start] == '0'):
+		return 0, false
+	case i < len(data) && (data[i] == '.' || data[i] == 'e' || data[i] == 'E'):
+		return 0, false
+	case neg && u <= 1<<63:
+		s.pos = i
+		return int64(-u), true
+	case !neg && u <= math.MaxInt64:
+		s.pos = i
+		return int64(u), true
+	}
+	return 0, false
 }
 
 // parseDigits reads an unsigned decimal integer (digits only); ok is false

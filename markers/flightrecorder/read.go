@@ -112,16 +112,24 @@ type dumpReader struct {
 	// strings holds the short strings that repeat from entry to entry
 	// (group names, op names, dtypes, states), each allocated once.
 	strings map[string]string
-	// e is the entry being read; bad says why it is unusable ("" when
-	// it is not).
-	e   entry
-	bad string
+	// e is the entry being read, prev the one before it (whose strings
+	// the next entry most often repeats); bad says why e is unusable (""
+	// when it is not).
+	e, prev entry
+	bad     string
+	// follows is, per entry key, the key that followed it last.
+	follows [numEntryKeys]entryKey
 }
 
 // maxInterned bounds the string table against a dump of ever-new values.
 const maxInterned = 1024
 
-func (rd *dumpReader) intern(b []byte) string {
+// intern is b as a string: prev when it is equal (entries repeat their
+// predecessor's group, op, dtype and state), else from the table.
+func (rd *dumpReader) intern(b []byte, prev string) string {
+	if prev == string(b) {
+		return prev
+	}
 	if v, ok := rd.strings[string(b)]; ok {
 		return v
 	}
@@ -151,11 +159,13 @@ func (rd *dumpReader) member(key []byte) error {
 		if s.Peek() != '[' {
 			return s.TypeError("entries", "an array")
 		}
-		i := 0
-		return s.Array(func() error {
-			defer func() { i++ }()
-			return rd.entry(i)
-		})
+		more, err := s.OpenArray()
+		for i := 0; more && err == nil; i++ {
+			if err = rd.entry(i); err == nil {
+				more, err = s.NextElement()
+			}
+		}
+		return err
 	}
 	return s.SkipValue()
 }
@@ -195,8 +205,25 @@ func (rd *dumpReader) entry(i int) error {
 		rd.d.skip(fmt.Sprintf("entry %d: not an object", i))
 		return s.SkipValue()
 	}
-	rd.e, rd.bad = entry{}, ""
-	if err := s.Object(rd.entryMember); err != nil {
+	rd.prev, rd.e, rd.bad = rd.e, entry{}, ""
+	more, err := s.OpenObject()
+	for prev := keyOther; more && err == nil; {
+		k := rd.follows[prev]
+		if !s.SkipKey(quotedEntryKeys[k]) {
+			var key []byte
+			if key, err = s.Key(); err != nil {
+				break
+			}
+			k = lookupEntryKey(key)
+		}
+		if k != keyOther {
+			rd.follows[prev], prev = k, k
+		}
+		if err = rd.entryMember(k); err == nil {
+			more, err = s.NextMember()
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if rd.bad != "" {
@@ -218,60 +245,71 @@ func (rd *dumpReader) entry(i int) error {
 // entryMember reads one member of the current entry into rd.e; a value of
 // the wrong type sets rd.bad. The members it does not read (thread, ids,
 // output dtypes, ...) are skipped without being decoded.
-func (rd *dumpReader) entryMember(key []byte) error {
+func (rd *dumpReader) entryMember(key entryKey) error {
 	s := &rd.s
 	e := &rd.e
-	switch string(key) {
-	case "process_group":
+	switch key {
+	case keyProcessGroup:
 		if s.Peek() != '[' {
 			return rd.wrong("process_group", "an array")
 		}
-		first := true
-		return s.Array(func() error {
+		more, err := s.OpenArray()
+		for first := true; more && err == nil; {
 			if !first || s.Peek() != '"' {
-				return rd.skipUnread()
+				err = rd.skipUnread()
+			} else {
+				first = false
+				var v []byte
+				v, err = s.StringBytes()
+				e.pgName = rd.intern(v, rd.prev.pgName)
 			}
-			first = false
-			v, err := s.StringBytes()
-			e.pgName = rd.intern(v)
-			return err
-		})
-	case "collective_seq_id":
+			if err == nil {
+				more, err = s.NextElement()
+			}
+		}
+		return err
+	case keyCollectiveSeq:
 		return rd.optInt(&e.seq, &e.hasSeq, "collective_seq_id")
-	case "profiling_name":
-		return rd.str(&e.profilingName, "profiling_name")
-	case "time_created_ns":
+	case keyProfilingName:
+		return rd.str(&e.profilingName, rd.prev.profilingName, "profiling_name")
+	case keyCreated:
 		return rd.optInt(&e.createdNs, nil, "time_created_ns")
-	case "time_discovered_started_ns":
+	case keyStarted:
 		return rd.optInt(&e.startedNs, nil, "time_discovered_started_ns")
-	case "time_discovered_completed_ns":
+	case keyCompleted:
 		return rd.optInt(&e.completedNs, nil, "time_discovered_completed_ns")
-	case "duration_ms":
+	case keyDuration:
 		if s.SkipNull() {
 			return nil // without TORCH_NCCL_ENABLE_TIMING
 		}
 		v, err := s.FloatField("duration_ms")
 		e.durationMs, e.hasDuration = v, err == nil
 		return rd.fieldError(err)
-	case "input_sizes":
+	case keyInputSizes:
 		return rd.elements(&e.inElems)
-	case "output_sizes":
+	case keyOutputSizes:
 		return rd.elements(&e.outElems)
-	case "input_dtypes":
+	case keyInputDtypes:
 		if s.Peek() != '[' {
 			return rd.wrong("input_dtypes", "an array")
 		}
-		return s.Array(func() error {
+		more, err := s.OpenArray()
+		for more && err == nil {
 			if e.dtype != "" || s.Peek() != '"' {
-				return rd.skipUnread()
+				err = rd.skipUnread()
+			} else {
+				var v []byte
+				v, err = s.StringBytes()
+				e.dtype = rd.intern(v, rd.prev.dtype)
 			}
-			v, err := s.StringBytes()
-			e.dtype = rd.intern(v)
-			return err
-		})
-	case "state":
-		return rd.str(&e.state, "state")
-	case "is_p2p":
+			if err == nil {
+				more, err = s.NextElement()
+			}
+		}
+		return err
+	case keyState:
+		return rd.str(&e.state, rd.prev.state, "state")
+	case keyIsP2P:
 		switch s.Peek() {
 		case 't':
 			e.isP2P = true
@@ -288,8 +326,15 @@ func (rd *dumpReader) entryMember(key []byte) error {
 // by its brackets alone.
 func (rd *dumpReader) skipUnread() error {
 	s := &rd.s
-	if c := s.Peek(); c == '{' || c == '[' {
+	switch c := s.Peek(); {
+	case c == '{' || c == '[':
 		return s.SkipContainer()
+	case c == '"':
+		_, err := s.StringBytes()
+		return err
+	case c == '-' || jsonscan.IsDigit(c):
+		_, err := s.NumberToken()
+		return err
 	}
 	return s.SkipValue()
 }
@@ -317,13 +362,13 @@ func (rd *dumpReader) fieldError(err error) error {
 	return err
 }
 
-func (rd *dumpReader) str(dst *string, key string) error {
+func (rd *dumpReader) str(dst *string, prev, key string) error {
 	s := &rd.s
 	if s.Peek() != '"' {
 		return rd.wrong(key, "a string")
 	}
 	v, err := s.StringBytes()
-	*dst = rd.intern(v)
+	*dst = rd.intern(v, prev)
 	return err
 }
 
@@ -354,32 +399,43 @@ func (rd *dumpReader) elements(dst *int64) error {
 		}
 		return rd.skipUnread()
 	}
-	first := true
-	return s.Array(func() error {
+	more, err := s.OpenArray()
+	for first := true; more && err == nil; {
 		if !first || s.Peek() != '[' {
-			return rd.skipUnread()
+			err = rd.skipUnread()
+		} else {
+			first = false
+			*dst, err = rd.product()
 		}
-		first = false
-		n := int64(1)
-		err := s.Array(func() error {
-			d, err := s.IntField("sizes")
-			switch {
-			case err != nil:
-				if _, ok := errors.AsType[*jsonscan.FieldError](err); ok {
-					n = 0
-					return nil
-				}
-				return err
-			case d < 0 || (d > 0 && n > math.MaxInt64/d):
-				n = 0
-			default:
-				n *= d
+		if err == nil {
+			more, err = s.NextElement()
+		}
+	}
+	return err
+}
+
+// product reads one tensor's sizes ([4096, 4096] → 16777216); 0 when a
+// size is not an integer or the product overflows.
+func (rd *dumpReader) product() (int64, error) {
+	s := &rd.s
+	n := int64(1)
+	more, err := s.OpenArray()
+	for more && err == nil {
+		d, derr := s.IntField("sizes")
+		switch {
+		case derr != nil:
+			if _, ok := errors.AsType[*jsonscan.FieldError](derr); !ok {
+				return n, derr
 			}
-			return nil
-		})
-		*dst = n
-		return err
-	})
+			n = 0
+		case d < 0 || (d > 0 && n > math.MaxInt64/d):
+			n = 0
+		default:
+			n *= d
+		}
+		more, err = s.NextElement()
+	}
+	return n, err
 }
 
 func (d *Dump) skip(why string) {
