@@ -79,7 +79,7 @@ func ReadBytes(data []byte) (*Dump, error) {
 	if len(data) > 0 && data[0] == 0x80 {
 		return nil, ErrPickle // pickle protocol 2 and later start with PROTO
 	}
-	rd := dumpReader{d: &Dump{}, ranks: map[string][]int64{}}
+	rd := dumpReader{d: &Dump{}, ranks: map[string][]int64{}, size: len(data)}
 	s := &rd.s
 	s.Reset(data)
 	err := s.Object(rd.member)
@@ -104,8 +104,9 @@ func ReadBytes(data []byte) (*Dump, error) {
 
 // dumpReader is the state of one ReadBytes.
 type dumpReader struct {
-	s jsonscan.Scanner
-	d *Dump
+	s    jsonscan.Scanner
+	size int // of the dump
+	d    *Dump
 	// ranks are pg_config's members per group name (pg_config may follow
 	// the entries).
 	ranks map[string][]int64
@@ -161,13 +162,30 @@ func (rd *dumpReader) member(key []byte) error {
 		}
 		more, err := s.OpenArray()
 		for i := 0; more && err == nil; i++ {
+			start := s.Pos()
 			if err = rd.entry(i); err == nil {
 				more, err = s.NextElement()
+			}
+			if i == 0 && more {
+				rd.reserve(s.Pos() - start)
 			}
 		}
 		return err
 	}
 	return s.SkipValue()
+}
+
+// reserve sizes Markers for the entries that follow one of firstBytes,
+// when they are alike (the recorder writes one shape), instead of growing
+// it by copies. The estimate is at most one marker per minEntryBytes of
+// the dump, so a small first entry cannot reserve much more than the
+// dump's own size.
+func (rd *dumpReader) reserve(firstBytes int) {
+	const minEntryBytes = 200
+	n := min((rd.size-rd.s.Pos())/max(firstBytes, 1), rd.size/minEntryBytes) + 1
+	if n > cap(rd.d.Markers)-len(rd.d.Markers) {
+		rd.d.Markers = append(make([]markers.Marker, 0, len(rd.d.Markers)+n), rd.d.Markers...)
+	}
 }
 
 // pgConfig reads one group of pg_config: {"name", "desc", "ranks"}.
