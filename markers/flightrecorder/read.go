@@ -118,6 +118,15 @@ type dumpReader struct {
 	// when it is not).
 	e, prev entry
 	bad     string
+	// opOf and sizeOf hold the last op and dtype size looked up (entries
+	// mostly repeat them).
+	opOf struct {
+		name, op string
+	}
+	sizeOf struct {
+		dtype string
+		size  int64
+	}
 	// follows is, per entry key, the key that followed it last.
 	follows [numEntryKeys]entryKey
 }
@@ -248,7 +257,13 @@ func (rd *dumpReader) entry(i int) error {
 		rd.d.skip(fmt.Sprintf("entry %d: %s", i, rd.bad))
 		return nil
 	}
-	m, ok, merr := markerOf(&rd.e)
+	if rd.e.profilingName != rd.opOf.name {
+		rd.opOf.name, rd.opOf.op = rd.e.profilingName, markers.OpName(rd.e.profilingName)
+	}
+	if rd.e.dtype != rd.sizeOf.dtype {
+		rd.sizeOf.dtype, rd.sizeOf.size = rd.e.dtype, markers.DTypeSize(rd.e.dtype)
+	}
+	m, ok, merr := markerOf(&rd.e, rd.opOf.op, rd.sizeOf.size)
 	switch {
 	case merr != nil:
 		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
@@ -463,21 +478,20 @@ func (d *Dump) skip(why string) {
 	d.Stats.Skipped++
 }
 
-// markerOf is the marker of an entry that ran; ok is false for one that
-// had not started.
-func markerOf(e *entry) (markers.Marker, bool, error) {
+// markerOf is the marker of an entry that ran, whose profiling name is op
+// and dtype dtypeSize bytes; ok is false for one that had not started.
+func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error) {
 	if e.state == "scheduled" {
 		return markers.Marker{}, false, nil
 	}
 	if e.profilingName == "" || e.createdNs <= 0 {
 		return markers.Marker{}, false, errors.New("profiling_name and time_created_ns are required")
 	}
-	op := markers.OpName(e.profilingName)
 	m := markers.Marker{Op: op, Name: e.profilingName, CommID: e.pgName, Approximate: true}
 	if e.hasSeq && e.seq >= 0 && !e.isP2P && !markers.IsP2P(op) {
 		m.Seq, m.HasSeq = e.seq, true
 	}
-	if size := markers.DTypeSize(e.dtype); size > 0 {
+	if size := dtypeSize; size > 0 {
 		n := e.inElems
 		if e.outElems > 0 && (n == 0 || e.outElems < n) {
 			n = e.outElems
