@@ -128,3 +128,12 @@ func (s *Scanner) SkipKey(q string) bool {
 	s.pos = start
 	return false
 }
+
+// Rest is the text not yet scanned (it aliases the document), for a
+// reader's own fast path over a layout it expects; Advance moves past n
+// bytes of it. A fast path that meets anything else advances by nothing
+// and lets the Scanner's methods read (or reject) the value.
+func (s *Scanner) Rest() []byte { return s.data[s.pos:] }
+
+// Advance moves past n bytes of Rest.
+func (s *Scanner) Advance(n int) { s.pos += n }

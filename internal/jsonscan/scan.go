@@ -447,6 +447,11 @@ const (
 
 // IntField scans an integer field (no fraction or exponent) into an int64.
 func (s *Scanner) IntField(path string) (int64, error) {
+	if s.pos < len(s.data) && IsDigit(s.data[s.pos]) {
+		if v, ok := s.shortInt(); ok {
+			return v, nil // without whitespace to skip
+		}
+	}
 	if c := s.Peek(); c != '-' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantInt)
 	}

@@ -246,7 +246,12 @@ func (rd *dumpReader) entry(i int) error {
 		if k != keyOther {
 			rd.follows[prev], prev = k, k
 		}
-		if err = rd.entryMember(k); err == nil {
+		if k >= keyRecordID {
+			err = rd.skipUnread() // known, not read
+		} else {
+			err = rd.entryMember(k)
+		}
+		if err == nil {
 			more, err = s.NextMember()
 		}
 	}
@@ -359,7 +364,13 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 // by its brackets alone.
 func (rd *dumpReader) skipUnread() error {
 	s := &rd.s
-	switch c := s.Peek(); {
+	c := byte(0)
+	if r := s.Rest(); len(r) > 0 && r[0] > ' ' {
+		c = r[0]
+	} else {
+		c = s.Peek()
+	}
+	switch {
 	case c == '{' || c == '[':
 		return s.SkipContainer()
 	case c == '"':
@@ -408,10 +419,16 @@ func (rd *dumpReader) str(dst *string, prev, key string) error {
 // optInt reads an integer that JSON dumps may write as 0 or null.
 func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 	s := &rd.s
-	if s.SkipNull() {
+	c := byte(0)
+	if r := s.Rest(); len(r) > 0 && r[0] > ' ' {
+		c = r[0]
+	} else {
+		c = s.Peek()
+	}
+	if c == 'n' && s.SkipNull() {
 		return nil
 	}
-	if c := s.Peek(); c != '-' && !jsonscan.IsDigit(c) {
+	if c != '-' && !jsonscan.IsDigit(c) {
 		return rd.wrong(key, "an integer")
 	}
 	v, err := s.IntField(key)
@@ -426,6 +443,11 @@ func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 // ([[4096, 4096], ...] → 16777216); 0 when it has none.
 func (rd *dumpReader) elements(dst *int64) error {
 	s := &rd.s
+	if n, used := oneTensor(s.Rest()); used > 0 {
+		*dst = n
+		s.Advance(used)
+		return nil
+	}
 	if s.Peek() != '[' {
 		if rd.bad == "" {
 			rd.bad = "sizes must be a list of lists"
@@ -445,6 +467,42 @@ func (rd *dumpReader) elements(dst *int64) error {
 		}
 	}
 	return err
+}
+
+// oneTensor reads a sizes list of one tensor as the recorder writes it,
+// "[[4096, 4096]]" (non-negative integers, ", " between them), into its
+// element count as elements would; used is the bytes it read, 0 when the
+// text is anything else (elements then reads it).
+func oneTensor(b []byte) (n int64, used int) {
+	if len(b) < 4 || b[0] != '[' || b[1] != '[' {
+		return 0, 0
+	}
+	n = 1
+	for i := 2; ; {
+		start := i
+		var d uint64
+		for ; i < len(b) && jsonscan.IsDigit(b[i]); i++ {
+			d = d*10 + uint64(b[i]-'0')
+		}
+		if i == start || i-start > 18 || (i-start > 1 && b[start] == '0') || i+1 >= len(b) {
+			return 0, 0
+		}
+		if v := int64(d); v > 0 && n > math.MaxInt64/v {
+			n = 0
+		} else {
+			n *= v
+		}
+		switch {
+		case b[i] == ',' && b[i+1] == ' ':
+			i += 2
+		case b[i] == ',':
+			i++
+		case b[i] == ']' && b[i+1] == ']':
+			return n, i + 2
+		default:
+			return 0, 0
+		}
+	}
 }
 
 // product reads one tensor's sizes ([4096, 4096] → 16777216); 0 when a
