@@ -236,7 +236,11 @@ func (rd *dumpReader) entry(i int) error {
 	more, err := s.OpenObject()
 	for prev := keyOther; more && err == nil; {
 		k := rd.follows[prev]
-		if !s.SkipKey(quotedEntryKeys[k]) {
+		// The expected key as json.dumps writes it, `"key": `, checked
+		// here; anything else goes through the Scanner.
+		if r, q := s.Rest(), quotedEntryKeys[k]; len(q) > 0 && len(r) > len(q)+1 && r[len(q)] == ':' && r[len(q)+1] == ' ' && string(r[:len(q)]) == q {
+			s.Advance(len(q) + 2)
+		} else if !s.SkipKey(q) {
 			var key []byte
 			if key, err = s.Key(); err != nil {
 				break
@@ -251,7 +255,12 @@ func (rd *dumpReader) entry(i int) error {
 		} else {
 			err = rd.entryMember(k)
 		}
-		if err == nil {
+		if err != nil {
+			break
+		}
+		if r := s.Rest(); len(r) > 1 && r[0] == ',' && r[1] == ' ' {
+			s.Advance(2) // json.dumps' ", "
+		} else {
 			more, err = s.NextMember()
 		}
 	}
