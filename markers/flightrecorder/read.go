@@ -297,6 +297,11 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 	e := &rd.e
 	switch key {
 	case keyProcessGroup:
+		if first, _, used := stringList(s.Rest()); used > 0 {
+			e.pgName = rd.intern(first, rd.prev.pgName)
+			s.Advance(used)
+			return nil
+		}
 		if s.Peek() != '[' {
 			return rd.wrong("process_group", "an array")
 		}
@@ -337,6 +342,13 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 	case keyOutputSizes:
 		return rd.elements(&e.outElems)
 	case keyInputDtypes:
+		if _, nonEmpty, used := stringList(s.Rest()); used > 0 {
+			if e.dtype == "" && nonEmpty != nil {
+				e.dtype = rd.intern(nonEmpty, rd.prev.dtype)
+			}
+			s.Advance(used)
+			return nil
+		}
 		if s.Peek() != '[' {
 			return rd.wrong("input_dtypes", "an array")
 		}
@@ -476,6 +488,44 @@ func (rd *dumpReader) elements(dst *int64) error {
 		}
 	}
 	return err
+}
+
+// stringList reads a non-empty list of strings without escapes as the
+// recorder writes it, `["0", "default_pg"]` (", " between them): first is
+// its first string and nonEmpty its first non-empty one (nil when none),
+// as the element loops that read such lists take them; used is the bytes
+// it read, 0 when the text is anything else.
+func stringList(b []byte) (first, nonEmpty []byte, used int) {
+	if len(b) < 3 || b[0] != '[' {
+		return nil, nil, 0
+	}
+	for i := 1; ; {
+		if i >= len(b) || b[i] != '"' {
+			return nil, nil, 0
+		}
+		start := i + 1
+		for i = start; i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20; i++ {
+		}
+		if i+1 >= len(b) || b[i] != '"' {
+			return nil, nil, 0
+		}
+		if first == nil {
+			first = b[start:i:i]
+		}
+		if nonEmpty == nil && i > start {
+			nonEmpty = b[start:i:i]
+		}
+		switch i++; {
+		case b[i] == ']':
+			return first, nonEmpty, i + 1
+		case b[i] == ',' && i+1 < len(b) && b[i+1] == ' ':
+			i += 2
+		case b[i] == ',':
+			i++
+		default:
+			return nil, nil, 0
+		}
+	}
 }
 
 // oneTensor reads a sizes list of one tensor as the recorder writes it,
