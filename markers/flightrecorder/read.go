@@ -331,6 +331,11 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 	case keyCompleted:
 		return rd.optInt(&e.completedNs, nil, "time_discovered_completed_ns")
 	case keyDuration:
+		if r := s.Rest(); len(r) > 0 && jsonscan.IsDigit(r[0]) {
+			v, err := s.FloatField("duration_ms")
+			e.durationMs, e.hasDuration = v, err == nil
+			return rd.fieldError(err)
+		}
 		if s.SkipNull() {
 			return nil // without TORCH_NCCL_ENABLE_TIMING
 		}
@@ -369,6 +374,10 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 	case keyState:
 		return rd.str(&e.state, rd.prev.state, "state")
 	case keyIsP2P:
+		if r := s.Rest(); len(r) >= 5 && string(r[:5]) == "false" {
+			s.Advance(5)
+			return nil
+		}
 		switch s.Peek() {
 		case 't':
 			e.isP2P = true
@@ -429,7 +438,7 @@ func (rd *dumpReader) fieldError(err error) error {
 
 func (rd *dumpReader) str(dst *string, prev, key string) error {
 	s := &rd.s
-	if s.Peek() != '"' {
+	if r := s.Rest(); (len(r) == 0 || r[0] != '"') && s.Peek() != '"' {
 		return rd.wrong(key, "a string")
 	}
 	v, err := s.StringBytes()
