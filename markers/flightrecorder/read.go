@@ -334,7 +334,10 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 		if r := s.Rest(); len(r) > 0 && jsonscan.IsDigit(r[0]) {
 			v, err := s.FloatField("duration_ms")
 			e.durationMs, e.hasDuration = v, err == nil
-			return rd.fieldError(err)
+			if err != nil {
+				return rd.fieldError(err)
+			}
+			return nil
 		}
 		if s.SkipNull() {
 			return nil // without TORCH_NCCL_ENABLE_TIMING
@@ -466,7 +469,10 @@ func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 	if has != nil {
 		*has = err == nil
 	}
-	return rd.fieldError(err)
+	if err != nil {
+		return rd.fieldError(err)
+	}
+	return nil
 }
 
 // elements reads the element count of a sizes list's first tensor
