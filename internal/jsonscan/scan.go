@@ -330,6 +330,17 @@ func (s *Scanner) hex4() (rune, bool) {
 // NumberToken scans a number (or nan, inf, -inf) and returns its text.
 func (s *Scanner) NumberToken() ([]byte, error) {
 	start := s.pos
+	// An integer without sign or leading zero, the most common number,
+	// in one loop.
+	data, i := s.data, s.pos
+	for i < len(data) && IsDigit(data[i]) {
+		i++
+	}
+	if n := i - start; n > 0 && (n == 1 || data[start] != '0') &&
+		(i == len(data) || (data[i] != '.' && data[i] != 'e' && data[i] != 'E')) {
+		s.pos = i
+		return data[start:i], nil
+	}
 	if s.pos < len(s.data) && s.data[s.pos] == '-' {
 		s.pos++
 	}
@@ -436,8 +447,16 @@ const (
 
 // IntField scans an integer field (no fraction or exponent) into an int64.
 func (s *Scanner) IntField(path string) (int64, error) {
+	if s.pos < len(s.data) && IsDigit(s.data[s.pos]) {
+		if v, ok := s.shortInt(); ok {
+			return v, nil // without whitespace to skip
+		}
+	}
 	if c := s.Peek(); c != '-' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantInt)
+	}
+	if v, ok := s.shortInt(); ok {
+		return v, nil
 	}
 	tok, err := s.NumberToken()
 	if err != nil {
@@ -459,6 +478,37 @@ func (s *Scanner) IntField(path string) (int64, error) {
 		return int64(-u), nil
 	}
 	return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
+}
+
+// shortInt reads, in one pass, an integer of at most 19 digits (one that
+// fits in a uint64: nanosecond timestamps have 19) without a leading zero,
+// fraction or exponent, within int64; for anything else it consumes
+// nothing and IntField's full path decides.
+func (s *Scanner) shortInt() (int64, bool) {
+	data, i := s.data, s.pos
+	neg := i < len(data) && data[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var u uint64
+	for ; i < len(data) && IsDigit(data[i]); i++ {
+		u = u*10 + uint64(data[i]-'0')
+	}
+	n := i - start
+	switch {
+	case n == 0 || n > 19 || (n > 1 && data[start] == '0'):
+		return 0, false
+	case i < len(data) && (data[i] == '.' || data[i] == 'e' || data[i] == 'E'):
+		return 0, false
+	case neg && u <= 1<<63:
+		s.pos = i
+		return int64(-u), true
+	case !neg && u <= math.MaxInt64:
+		s.pos = i
+		return int64(u), true
+	}
+	return 0, false
 }
 
 // parseDigits reads an unsigned decimal integer (digits only); ok is false
@@ -571,12 +621,53 @@ func (s *Scanner) FloatField(path string) (float64, error) {
 	case "-inf":
 		return math.Inf(-1), nil
 	}
+	if v, ok := shortDecimal(tok); ok {
+		return v, nil
+	}
 	v, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil && v == 0 {
 		return 0, &FieldError{Field: path, Msg: "must be " + WantNumber + ", got " + string(tok)}
 	}
 	return v, nil // ±Inf on overflow, as the writer's own inf
 }
+
+// shortDecimal reads a number token of at most 15 digits without an
+// exponent ("150.25") as ParseFloat would: its digits and the power of ten
+// are exact doubles, so one correctly rounded division gives the correctly
+// rounded value. ok is false for any other token.
+func shortDecimal(tok []byte) (float64, bool) {
+	neg := len(tok) > 0 && tok[0] == '-'
+	if neg {
+		tok = tok[1:]
+	}
+	var mant uint64
+	digits, frac := 0, -1
+	for i, c := range tok {
+		switch {
+		case IsDigit(c):
+			mant = mant*10 + uint64(c-'0')
+			digits++
+		case c == '.' && frac < 0:
+			frac = len(tok) - i - 1
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	v := float64(mant)
+	if frac > 0 {
+		v /= exactPow10[frac]
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// exactPow10 are the powers of ten a double holds exactly.
+var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // StringField scans a string field.
 func (s *Scanner) StringField(path string) (string, error) {

@@ -79,7 +79,7 @@ func ReadBytes(data []byte) (*Dump, error) {
 	if len(data) > 0 && data[0] == 0x80 {
 		return nil, ErrPickle // pickle protocol 2 and later start with PROTO
 	}
-	rd := dumpReader{d: &Dump{}, ranks: map[string][]int64{}}
+	rd := dumpReader{d: &Dump{}, ranks: map[string][]int64{}, size: len(data)}
 	s := &rd.s
 	s.Reset(data)
 	err := s.Object(rd.member)
@@ -104,24 +104,42 @@ func ReadBytes(data []byte) (*Dump, error) {
 
 // dumpReader is the state of one ReadBytes.
 type dumpReader struct {
-	s jsonscan.Scanner
-	d *Dump
+	s    jsonscan.Scanner
+	size int // of the dump
+	d    *Dump
 	// ranks are pg_config's members per group name (pg_config may follow
 	// the entries).
 	ranks map[string][]int64
 	// strings holds the short strings that repeat from entry to entry
 	// (group names, op names, dtypes, states), each allocated once.
 	strings map[string]string
-	// e is the entry being read; bad says why it is unusable ("" when
-	// it is not).
-	e   entry
-	bad string
+	// e is the entry being read, prev the one before it (whose strings
+	// the next entry most often repeats); bad says why e is unusable (""
+	// when it is not).
+	e, prev entry
+	bad     string
+	// opOf and sizeOf hold the last op and dtype size looked up (entries
+	// mostly repeat them).
+	opOf struct {
+		name, op string
+	}
+	sizeOf struct {
+		dtype string
+		size  int64
+	}
+	// follows is, per entry key, the key that followed it last.
+	follows [numEntryKeys]entryKey
 }
 
 // maxInterned bounds the string table against a dump of ever-new values.
 const maxInterned = 1024
 
-func (rd *dumpReader) intern(b []byte) string {
+// intern is b as a string: prev when it is equal (entries repeat their
+// predecessor's group, op, dtype and state), else from the table.
+func (rd *dumpReader) intern(b []byte, prev string) string {
+	if prev == string(b) {
+		return prev
+	}
 	if v, ok := rd.strings[string(b)]; ok {
 		return v
 	}
@@ -151,13 +169,32 @@ func (rd *dumpReader) member(key []byte) error {
 		if s.Peek() != '[' {
 			return s.TypeError("entries", "an array")
 		}
-		i := 0
-		return s.Array(func() error {
-			defer func() { i++ }()
-			return rd.entry(i)
-		})
+		more, err := s.OpenArray()
+		for i := 0; more && err == nil; i++ {
+			start := s.Pos()
+			if err = rd.entry(i); err == nil {
+				more, err = s.NextElement()
+			}
+			if i == 0 && more {
+				rd.reserve(s.Pos() - start)
+			}
+		}
+		return err
 	}
 	return s.SkipValue()
+}
+
+// reserve sizes Markers for the entries that follow one of firstBytes,
+// when they are alike (the recorder writes one shape), instead of growing
+// it by copies. The estimate is at most one marker per minEntryBytes of
+// the dump, so a small first entry cannot reserve much more than the
+// dump's own size.
+func (rd *dumpReader) reserve(firstBytes int) {
+	const minEntryBytes = 200
+	n := min((rd.size-rd.s.Pos())/max(firstBytes, 1), rd.size/minEntryBytes) + 1
+	if n > cap(rd.d.Markers)-len(rd.d.Markers) {
+		rd.d.Markers = append(make([]markers.Marker, 0, len(rd.d.Markers)+n), rd.d.Markers...)
+	}
 }
 
 // pgConfig reads one group of pg_config: {"name", "desc", "ranks"}.
@@ -195,15 +232,52 @@ func (rd *dumpReader) entry(i int) error {
 		rd.d.skip(fmt.Sprintf("entry %d: not an object", i))
 		return s.SkipValue()
 	}
-	rd.e, rd.bad = entry{}, ""
-	if err := s.Object(rd.entryMember); err != nil {
+	rd.prev, rd.e, rd.bad = rd.e, entry{}, ""
+	more, err := s.OpenObject()
+	for prev := keyOther; more && err == nil; {
+		k := rd.follows[prev]
+		// The expected key as json.dumps writes it, `"key": `, checked
+		// here; anything else goes through the Scanner.
+		if r, q := s.Rest(), quotedEntryKeys[k]; len(q) > 0 && len(r) > len(q)+1 && r[len(q)] == ':' && r[len(q)+1] == ' ' && string(r[:len(q)]) == q {
+			s.Advance(len(q) + 2)
+		} else if !s.SkipKey(q) {
+			var key []byte
+			if key, err = s.Key(); err != nil {
+				break
+			}
+			k = lookupEntryKey(key)
+		}
+		if k != keyOther {
+			rd.follows[prev], prev = k, k
+		}
+		if k >= keyRecordID {
+			err = rd.skipUnread() // known, not read
+		} else {
+			err = rd.entryMember(k)
+		}
+		if err != nil {
+			break
+		}
+		if r := s.Rest(); len(r) > 1 && r[0] == ',' && r[1] == ' ' {
+			s.Advance(2) // json.dumps' ", "
+		} else {
+			more, err = s.NextMember()
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if rd.bad != "" {
 		rd.d.skip(fmt.Sprintf("entry %d: %s", i, rd.bad))
 		return nil
 	}
-	m, ok, merr := markerOf(&rd.e)
+	if rd.e.profilingName != rd.opOf.name {
+		rd.opOf.name, rd.opOf.op = rd.e.profilingName, markers.OpName(rd.e.profilingName)
+	}
+	if rd.e.dtype != rd.sizeOf.dtype {
+		rd.sizeOf.dtype, rd.sizeOf.size = rd.e.dtype, markers.DTypeSize(rd.e.dtype)
+	}
+	m, ok, merr := markerOf(&rd.e, rd.opOf.op, rd.sizeOf.size)
 	switch {
 	case merr != nil:
 		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
@@ -218,60 +292,95 @@ func (rd *dumpReader) entry(i int) error {
 // entryMember reads one member of the current entry into rd.e; a value of
 // the wrong type sets rd.bad. The members it does not read (thread, ids,
 // output dtypes, ...) are skipped without being decoded.
-func (rd *dumpReader) entryMember(key []byte) error {
+func (rd *dumpReader) entryMember(key entryKey) error {
 	s := &rd.s
 	e := &rd.e
-	switch string(key) {
-	case "process_group":
+	switch key {
+	case keyProcessGroup:
+		if first, _, used := stringList(s.Rest()); used > 0 {
+			e.pgName = rd.intern(first, rd.prev.pgName)
+			s.Advance(used)
+			return nil
+		}
 		if s.Peek() != '[' {
 			return rd.wrong("process_group", "an array")
 		}
-		first := true
-		return s.Array(func() error {
+		more, err := s.OpenArray()
+		for first := true; more && err == nil; {
 			if !first || s.Peek() != '"' {
-				return rd.skipUnread()
+				err = rd.skipUnread()
+			} else {
+				first = false
+				var v []byte
+				v, err = s.StringBytes()
+				e.pgName = rd.intern(v, rd.prev.pgName)
 			}
-			first = false
-			v, err := s.StringBytes()
-			e.pgName = rd.intern(v)
-			return err
-		})
-	case "collective_seq_id":
+			if err == nil {
+				more, err = s.NextElement()
+			}
+		}
+		return err
+	case keyCollectiveSeq:
 		return rd.optInt(&e.seq, &e.hasSeq, "collective_seq_id")
-	case "profiling_name":
-		return rd.str(&e.profilingName, "profiling_name")
-	case "time_created_ns":
+	case keyProfilingName:
+		return rd.str(&e.profilingName, rd.prev.profilingName, "profiling_name")
+	case keyCreated:
 		return rd.optInt(&e.createdNs, nil, "time_created_ns")
-	case "time_discovered_started_ns":
+	case keyStarted:
 		return rd.optInt(&e.startedNs, nil, "time_discovered_started_ns")
-	case "time_discovered_completed_ns":
+	case keyCompleted:
 		return rd.optInt(&e.completedNs, nil, "time_discovered_completed_ns")
-	case "duration_ms":
+	case keyDuration:
+		if r := s.Rest(); len(r) > 0 && jsonscan.IsDigit(r[0]) {
+			v, err := s.FloatField("duration_ms")
+			e.durationMs, e.hasDuration = v, err == nil
+			if err != nil {
+				return rd.fieldError(err)
+			}
+			return nil
+		}
 		if s.SkipNull() {
 			return nil // without TORCH_NCCL_ENABLE_TIMING
 		}
 		v, err := s.FloatField("duration_ms")
 		e.durationMs, e.hasDuration = v, err == nil
 		return rd.fieldError(err)
-	case "input_sizes":
+	case keyInputSizes:
 		return rd.elements(&e.inElems)
-	case "output_sizes":
+	case keyOutputSizes:
 		return rd.elements(&e.outElems)
-	case "input_dtypes":
+	case keyInputDtypes:
+		if _, nonEmpty, used := stringList(s.Rest()); used > 0 {
+			if e.dtype == "" && nonEmpty != nil {
+				e.dtype = rd.intern(nonEmpty, rd.prev.dtype)
+			}
+			s.Advance(used)
+			return nil
+		}
 		if s.Peek() != '[' {
 			return rd.wrong("input_dtypes", "an array")
 		}
-		return s.Array(func() error {
+		more, err := s.OpenArray()
+		for more && err == nil {
 			if e.dtype != "" || s.Peek() != '"' {
-				return rd.skipUnread()
+				err = rd.skipUnread()
+			} else {
+				var v []byte
+				v, err = s.StringBytes()
+				e.dtype = rd.intern(v, rd.prev.dtype)
 			}
-			v, err := s.StringBytes()
-			e.dtype = rd.intern(v)
-			return err
-		})
-	case "state":
-		return rd.str(&e.state, "state")
-	case "is_p2p":
+			if err == nil {
+				more, err = s.NextElement()
+			}
+		}
+		return err
+	case keyState:
+		return rd.str(&e.state, rd.prev.state, "state")
+	case keyIsP2P:
+		if r := s.Rest(); len(r) >= 5 && string(r[:5]) == "false" {
+			s.Advance(5)
+			return nil
+		}
 		switch s.Peek() {
 		case 't':
 			e.isP2P = true
@@ -288,8 +397,21 @@ func (rd *dumpReader) entryMember(key []byte) error {
 // by its brackets alone.
 func (rd *dumpReader) skipUnread() error {
 	s := &rd.s
-	if c := s.Peek(); c == '{' || c == '[' {
+	c := byte(0)
+	if r := s.Rest(); len(r) > 0 && r[0] > ' ' {
+		c = r[0]
+	} else {
+		c = s.Peek()
+	}
+	switch {
+	case c == '{' || c == '[':
 		return s.SkipContainer()
+	case c == '"':
+		_, err := s.StringBytes()
+		return err
+	case c == '-' || jsonscan.IsDigit(c):
+		_, err := s.NumberToken()
+		return err
 	}
 	return s.SkipValue()
 }
@@ -317,23 +439,29 @@ func (rd *dumpReader) fieldError(err error) error {
 	return err
 }
 
-func (rd *dumpReader) str(dst *string, key string) error {
+func (rd *dumpReader) str(dst *string, prev, key string) error {
 	s := &rd.s
-	if s.Peek() != '"' {
+	if r := s.Rest(); (len(r) == 0 || r[0] != '"') && s.Peek() != '"' {
 		return rd.wrong(key, "a string")
 	}
 	v, err := s.StringBytes()
-	*dst = rd.intern(v)
+	*dst = rd.intern(v, prev)
 	return err
 }
 
 // optInt reads an integer that JSON dumps may write as 0 or null.
 func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 	s := &rd.s
-	if s.SkipNull() {
+	c := byte(0)
+	if r := s.Rest(); len(r) > 0 && r[0] > ' ' {
+		c = r[0]
+	} else {
+		c = s.Peek()
+	}
+	if c == 'n' && s.SkipNull() {
 		return nil
 	}
-	if c := s.Peek(); c != '-' && !jsonscan.IsDigit(c) {
+	if c != '-' && !jsonscan.IsDigit(c) {
 		return rd.wrong(key, "an integer")
 	}
 	v, err := s.IntField(key)
@@ -341,45 +469,138 @@ func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 	if has != nil {
 		*has = err == nil
 	}
-	return rd.fieldError(err)
+	if err != nil {
+		return rd.fieldError(err)
+	}
+	return nil
 }
 
 // elements reads the element count of a sizes list's first tensor
 // ([[4096, 4096], ...] → 16777216); 0 when it has none.
 func (rd *dumpReader) elements(dst *int64) error {
 	s := &rd.s
+	if n, used := oneTensor(s.Rest()); used > 0 {
+		*dst = n
+		s.Advance(used)
+		return nil
+	}
 	if s.Peek() != '[' {
 		if rd.bad == "" {
 			rd.bad = "sizes must be a list of lists"
 		}
 		return rd.skipUnread()
 	}
-	first := true
-	return s.Array(func() error {
+	more, err := s.OpenArray()
+	for first := true; more && err == nil; {
 		if !first || s.Peek() != '[' {
-			return rd.skipUnread()
+			err = rd.skipUnread()
+		} else {
+			first = false
+			*dst, err = rd.product()
 		}
-		first = false
-		n := int64(1)
-		err := s.Array(func() error {
-			d, err := s.IntField("sizes")
-			switch {
-			case err != nil:
-				if _, ok := errors.AsType[*jsonscan.FieldError](err); ok {
-					n = 0
-					return nil
-				}
-				return err
-			case d < 0 || (d > 0 && n > math.MaxInt64/d):
-				n = 0
-			default:
-				n *= d
+		if err == nil {
+			more, err = s.NextElement()
+		}
+	}
+	return err
+}
+
+// stringList reads a non-empty list of strings without escapes as the
+// recorder writes it, `["0", "default_pg"]` (", " between them): first is
+// its first string and nonEmpty its first non-empty one (nil when none),
+// as the element loops that read such lists take them; used is the bytes
+// it read, 0 when the text is anything else.
+func stringList(b []byte) (first, nonEmpty []byte, used int) {
+	if len(b) < 3 || b[0] != '[' {
+		return nil, nil, 0
+	}
+	for i := 1; ; {
+		if i >= len(b) || b[i] != '"' {
+			return nil, nil, 0
+		}
+		start := i + 1
+		for i = start; i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20; i++ {
+		}
+		if i+1 >= len(b) || b[i] != '"' {
+			return nil, nil, 0
+		}
+		if first == nil {
+			first = b[start:i:i]
+		}
+		if nonEmpty == nil && i > start {
+			nonEmpty = b[start:i:i]
+		}
+		switch i++; {
+		case b[i] == ']':
+			return first, nonEmpty, i + 1
+		case b[i] == ',' && i+1 < len(b) && b[i+1] == ' ':
+			i += 2
+		case b[i] == ',':
+			i++
+		default:
+			return nil, nil, 0
+		}
+	}
+}
+
+// oneTensor reads a sizes list of one tensor as the recorder writes it,
+// "[[4096, 4096]]" (non-negative integers, ", " between them), into its
+// element count as elements would; used is the bytes it read, 0 when the
+// text is anything else (elements then reads it).
+func oneTensor(b []byte) (n int64, used int) {
+	if len(b) < 4 || b[0] != '[' || b[1] != '[' {
+		return 0, 0
+	}
+	n = 1
+	for i := 2; ; {
+		start := i
+		var d uint64
+		for ; i < len(b) && jsonscan.IsDigit(b[i]); i++ {
+			d = d*10 + uint64(b[i]-'0')
+		}
+		if i == start || i-start > 18 || (i-start > 1 && b[start] == '0') || i+1 >= len(b) {
+			return 0, 0
+		}
+		if v := int64(d); v > 0 && n > math.MaxInt64/v {
+			n = 0
+		} else {
+			n *= v
+		}
+		switch {
+		case b[i] == ',' && b[i+1] == ' ':
+			i += 2
+		case b[i] == ',':
+			i++
+		case b[i] == ']' && b[i+1] == ']':
+			return n, i + 2
+		default:
+			return 0, 0
+		}
+	}
+}
+
+// product reads one tensor's sizes ([4096, 4096] → 16777216); 0 when a
+// size is not an integer or the product overflows.
+func (rd *dumpReader) product() (int64, error) {
+	s := &rd.s
+	n := int64(1)
+	more, err := s.OpenArray()
+	for more && err == nil {
+		d, derr := s.IntField("sizes")
+		switch {
+		case derr != nil:
+			if _, ok := errors.AsType[*jsonscan.FieldError](derr); !ok {
+				return n, derr
 			}
-			return nil
-		})
-		*dst = n
-		return err
-	})
+			n = 0
+		case d < 0 || (d > 0 && n > math.MaxInt64/d):
+			n = 0
+		default:
+			n *= d
+		}
+		more, err = s.NextElement()
+	}
+	return n, err
 }
 
 func (d *Dump) skip(why string) {
@@ -389,21 +610,20 @@ func (d *Dump) skip(why string) {
 	d.Stats.Skipped++
 }
 
-// markerOf is the marker of an entry that ran; ok is false for one that
-// had not started.
-func markerOf(e *entry) (markers.Marker, bool, error) {
+// markerOf is the marker of an entry that ran, whose profiling name is op
+// and dtype dtypeSize bytes; ok is false for one that had not started.
+func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error) {
 	if e.state == "scheduled" {
 		return markers.Marker{}, false, nil
 	}
 	if e.profilingName == "" || e.createdNs <= 0 {
 		return markers.Marker{}, false, errors.New("profiling_name and time_created_ns are required")
 	}
-	op := markers.OpName(e.profilingName)
 	m := markers.Marker{Op: op, Name: e.profilingName, CommID: e.pgName, Approximate: true}
 	if e.hasSeq && e.seq >= 0 && !e.isP2P && !markers.IsP2P(op) {
 		m.Seq, m.HasSeq = e.seq, true
 	}
-	if size := markers.DTypeSize(e.dtype); size > 0 {
+	if size := dtypeSize; size > 0 {
 		n := e.inElems
 		if e.outElems > 0 && (n == 0 || e.outElems < n) {
 			n = e.outElems
