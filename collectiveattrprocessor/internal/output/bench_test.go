@@ -1,6 +1,7 @@
 package output
 
 import (
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -56,4 +57,25 @@ func BenchmarkAppendMetrics(b *testing.B) {
 		AppendMetrics(pmetric.NewMetrics(), hidden, nil, counts, latest, 1767225610000000000)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hidden)), "ns/hidden_point")
+}
+
+// BenchmarkHiddenPeaksObserve is the per-sample cost of keeping the peaks
+// (core.go calls Observe for every formed sample), by ranks of one job and
+// by how many samples of one rank arrive in a row (an OTLP resource is one
+// rank: a batch holds runs of its samples; run=1 interleaves the ranks).
+func BenchmarkHiddenPeaksObserve(b *testing.B) {
+	for _, ranks := range []int64{64, 1024, 16384} {
+		for _, run := range []int64{1, 10} {
+			b.Run(fmt.Sprintf("ranks=%d/run=%d", ranks, run), func(b *testing.B) {
+				p := NewHiddenPeaks(30e9)
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					r := i / run % ranks
+					p.Observe("job-1", r, 40<<30+i%(1<<20), 32<<30, 80<<30)
+					i++
+				}
+			})
+		}
+	}
 }

@@ -39,6 +39,11 @@ type PeakPoint struct {
 type HiddenPeaks struct {
 	intervalNs int64
 	series     map[peakKey]*peakSeries
+	// last is the series Observe found last: the samples of one OTLP
+	// resource are one rank's, so most lookups repeat the previous one
+	// and skip hashing the job id.
+	last    *peakSeries
+	lastKey peakKey
 }
 
 type peakKey struct {
@@ -64,10 +69,14 @@ func NewHiddenPeaks(intervalNs int64) *HiddenPeaks {
 // reserved bytes, and the device total when known (> 0).
 func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
 	k := peakKey{job, rank}
-	s := p.series[k]
-	if s == nil {
-		s = &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
-		p.series[k] = s
+	s := p.last
+	if s == nil || p.lastKey != k {
+		s = p.series[k]
+		if s == nil {
+			s = &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
+			p.series[k] = s
+		}
+		p.last, p.lastKey = s, k
 	}
 	hidden := used - reserved
 	if !s.pending {
@@ -92,6 +101,9 @@ func (p *HiddenPeaks) Due(nowNs int64, ending []string) []PeakPoint {
 		ends := slices.Contains(ending, k.job)
 		if ends {
 			delete(p.series, k)
+			if p.last == s {
+				p.last = nil
+			}
 		}
 		if !s.pending || (!ends && s.reportedNs != 0 && nowNs-s.reportedNs < p.intervalNs) {
 			continue

@@ -92,3 +92,17 @@ func TestAppendPeakMetrics(t *testing.T) {
 	}, nil, nil, n)
 	require.NoError(t, pmetrictest.CompareMetrics(want, got))
 }
+
+// TestHiddenPeaksEndedSeriesStartsAnew: a job that ends while its series
+// is the one Observe found last, then sends again under the same id, gets
+// a new series, held and reported like any other.
+func TestHiddenPeaksEndedSeriesStartsAnew(t *testing.T) {
+	p := NewHiddenPeaks(30 * sec)
+	p.Observe("a", 1, 4*gib, gib, 0)
+	require.Len(t, p.Due(sec, []string{"a"}), 1)
+	require.Equal(t, 0, p.Len())
+
+	p.Observe("a", 1, 6*gib, gib, 0)
+	assert.Equal(t, 1, p.Len(), "the new sample is held in a series of its own")
+	assert.Equal(t, []PeakPoint{{JobID: "a", Rank: 1, HiddenBytes: 5 * gib, DeviceUsedBytes: 6 * gib}}, p.Due(2*sec, nil))
+}
