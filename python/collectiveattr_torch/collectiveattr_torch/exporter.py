@@ -8,14 +8,13 @@ an outage would only delay the current ones.
 """
 
 import collections
-import json
 import logging
 import threading
 import time
 import urllib.error
 import urllib.request
 
-from . import otlp
+from . import otlpjson
 
 log = logging.getLogger("collectiveattr_torch")
 
@@ -83,7 +82,8 @@ class Exporter(object):
         # A queue reaching half its capacity wakes the thread before the interval ends.
         self._wake_at = queue_size // 2 + 1
         self._post = post
-        self._version = version
+        self._encode_spans = otlpjson.TracesEncoder(resource, version).encode
+        self._encode_samples = otlpjson.MetricsEncoder(resource, version).encode
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = None
@@ -119,8 +119,8 @@ class Exporter(object):
     def flush(self):
         """Sends what is queued now. Never raises."""
         with self._flush_lock:
-            self._send(self.samples, self.metrics_url, otlp.metrics_request, "samples")
-            self._send(self.spans, self.traces_url, otlp.traces_request, "spans")
+            self._send(self.samples, self.metrics_url, self._encode_samples, "samples")
+            self._send(self.spans, self.traces_url, self._encode_spans, "spans")
 
     def _send(self, queue, url, encode, what):
         while True:
@@ -128,8 +128,7 @@ class Exporter(object):
             if not batch:
                 return
             try:
-                body = json.dumps(encode(self.resource, batch, self._version), separators=(",", ":")).encode()
-                self._post(url, body, self.headers, self.timeout)
+                self._post(url, encode(batch), self.headers, self.timeout)
             except Exception as e:  # refused, timeout, HTTP error (or a record we cannot encode): drop this batch
                 self.requests_failed += 1
                 if what == "spans":

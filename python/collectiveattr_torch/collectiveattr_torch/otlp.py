@@ -7,7 +7,8 @@ collection share a timestamp, one span per collective with the collective's
 identity in `nccl.*` attributes, and NCCL's accounting as the gauge
 `nccl.comm.memory.total` with `nccl.comm.id` on each point.
 
-Pure functions of records; the exporter thread calls them.
+Pure functions of records, defining the requests as dicts; the exporter sends
+the same JSON through the encoders of otlpjson.py, which skip the dicts.
 """
 
 import collections
@@ -52,13 +53,14 @@ CollectiveSpan = collections.namedtuple(
     "CollectiveSpan",
     "op backend start_ns end_ns comm_id seq message_bytes ranks peer async_op end_kind trace_id span_id parent_span_id")
 
-_GAUGES = (
+GAUGES = (
     (METRIC_ALLOCATOR_RESERVED, "reserved", "Bytes reserved by the caching allocator (torch.cuda.memory_reserved)."),
     (METRIC_ALLOCATOR_ALLOCATED, "allocated", "Bytes held by live tensors (torch.cuda.memory_allocated)."),
     (METRIC_DEVICE_USED, "device_used", "Device memory in use by every process on the GPU."),
     (METRIC_DEVICE_FREE, "device_free", "Free device memory."),
     (METRIC_DEVICE_TOTAL, "device_total", "Device memory capacity."),
 )
+COMM_MEMORY_DESCRIPTION = "Device memory the NCCL communicator holds (ProcessGroupNCCL memory_stats)."
 
 
 def any_value(v):
@@ -146,7 +148,7 @@ def metrics_request(resource, samples, version=""):
     timestamp). A gauge no sample knows is left out.
     """
     metrics = []
-    for name, field, description in _GAUGES:
+    for name, field, description in GAUGES:
         points = [_point(s.time_ns, getattr(s.reading, field)) for s in samples
                   if s.reading is not None and getattr(s.reading, field) is not None]
         if points:
@@ -154,8 +156,7 @@ def metrics_request(resource, samples, version=""):
     accounting = [_point(s.time_ns, b, {KEY_COMM_ID: comm}) for s in samples if s.accounting
                   for comm, b in sorted(s.accounting.items())]
     if accounting:
-        metrics.append(_gauge(METRIC_COMM_MEMORY_TOTAL,
-                              "Device memory the NCCL communicator holds (ProcessGroupNCCL memory_stats).", accounting))
+        metrics.append(_gauge(METRIC_COMM_MEMORY_TOTAL, COMM_MEMORY_DESCRIPTION, accounting))
     return {"resourceMetrics": [{
         "resource": {"attributes": attributes(resource)},
         "scopeMetrics": [{"scope": {"name": SCOPE_NAME, "version": version}, "metrics": metrics}],
