@@ -7,6 +7,7 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -492,6 +493,16 @@ func (s *Scanner) shortInt() (int64, bool) {
 	}
 	start := i
 	var u uint64
+	// Nanosecond timestamps have 19 digits: eight at a time while a
+	// block stays within 19 (two blocks), then one by one. Past 19 the
+	// sum may wrap; such a number is declined below.
+	for ; i+8 <= len(data) && i-start <= 11; i += 8 {
+		x := binary.LittleEndian.Uint64(data[i:])
+		if !eightDigits(x) {
+			break
+		}
+		u = u*100_000_000 + eightDigitsValue(x)
+	}
 	for ; i < len(data) && IsDigit(data[i]); i++ {
 		u = u*10 + uint64(data[i]-'0')
 	}
@@ -509,6 +520,24 @@ func (s *Scanner) shortInt() (int64, bool) {
 		return int64(u), true
 	}
 	return 0, false
+}
+
+// eightDigits reports whether the eight bytes of x (little endian) are all
+// ASCII digits: each byte's high nibble is 3, and adding 6 leaves it 3
+// (bytes ':' to '?' carry into the high nibble).
+func eightDigits(x uint64) bool {
+	const hi, six = 0xF0F0F0F0F0F0F0F0, 0x0606060606060606
+	return x&hi == 0x3030303030303030 && (x+six)&hi == 0x3030303030303030
+}
+
+// eightDigitsValue is the number the eight ASCII digits of x spell, the
+// first byte (lowest) most significant: pairs, then quads, then the halves
+// are combined in place (three multiplies instead of eight).
+func eightDigitsValue(x uint64) uint64 {
+	x -= 0x3030303030303030
+	x = (x*10 + x>>8) & 0x00FF00FF00FF00FF
+	x = (x*100 + x>>16) & 0x0000FFFF0000FFFF
+	return (x*10000 + x>>32) & 0xFFFFFFFF
 }
 
 // parseDigits reads an unsigned decimal integer (digits only); ok is false
