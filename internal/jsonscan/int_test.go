@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// shortInt takes exactly the integers of at most 19 digits that ParseInt
+// ShortInt takes exactly the integers of at most 19 digits that ParseInt
 // reads within int64 (no leading zero), stops where the number ends, and
 // declines the rest without consuming anything.
 func TestShortIntMatchesParseInt(t *testing.T) {
@@ -14,7 +14,7 @@ func TestShortIntMatchesParseInt(t *testing.T) {
 	for _, tok := range taken {
 		for _, tail := range []string{"", ",", ", \"x\": 1}", "]", " "} {
 			s := Scanner{data: []byte(tok + tail)}
-			got, ok := s.shortInt()
+			got, ok := s.ShortInt()
 			want, err := strconv.ParseInt(tok, 10, 64)
 			switch {
 			case !ok:
@@ -31,14 +31,14 @@ func TestShortIntMatchesParseInt(t *testing.T) {
 		"1767225600000000000e3", "x", "-x"}
 	for _, tok := range declined {
 		s := Scanner{data: []byte(tok)}
-		if v, ok := s.shortInt(); ok || s.pos != 0 {
+		if v, ok := s.ShortInt(); ok || s.pos != 0 {
 			t.Errorf("%q: taken as %d", tok, v)
 		}
 	}
 	// A non-digit inside the first eight bytes ends the number there.
 	for tok, want := range map[string]int64{"1234567:12345678": 1234567, "12345678/": 12345678, "123456781234567?1": 123456781234567} {
 		s := Scanner{data: []byte(tok)}
-		if v, ok := s.shortInt(); !ok || v != want {
+		if v, ok := s.ShortInt(); !ok || v != want {
 			t.Errorf("%q: %d %v, want %d", tok, v, ok, want)
 		}
 	}
@@ -50,7 +50,7 @@ func FuzzShortInt(f *testing.F) {
 	f.Add("12345678:")
 	f.Fuzz(func(t *testing.T, text string) {
 		s := Scanner{data: []byte(text)}
-		got, ok := s.shortInt()
+		got, ok := s.ShortInt()
 		if !ok {
 			if s.pos != 0 {
 				t.Fatalf("%q: declined after consuming %d bytes", text, s.pos)

@@ -449,14 +449,14 @@ const (
 // IntField scans an integer field (no fraction or exponent) into an int64.
 func (s *Scanner) IntField(path string) (int64, error) {
 	if s.pos < len(s.data) && IsDigit(s.data[s.pos]) {
-		if v, ok := s.shortInt(); ok {
+		if v, ok := s.ShortInt(); ok {
 			return v, nil // without whitespace to skip
 		}
 	}
 	if c := s.Peek(); c != '-' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantInt)
 	}
-	if v, ok := s.shortInt(); ok {
+	if v, ok := s.ShortInt(); ok {
 		return v, nil
 	}
 	tok, err := s.NumberToken()
@@ -481,11 +481,11 @@ func (s *Scanner) IntField(path string) (int64, error) {
 	return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
 }
 
-// shortInt reads, in one pass, an integer of at most 19 digits (one that
-// fits in a uint64: nanosecond timestamps have 19) without a leading zero,
-// fraction or exponent, within int64; for anything else it consumes
-// nothing and IntField's full path decides.
-func (s *Scanner) shortInt() (int64, bool) {
+// ShortInt reads, in one pass and without skipping whitespace, an integer
+// of at most 19 digits (one that fits in a uint64: nanosecond timestamps
+// have 19) without a leading zero, fraction or exponent, within int64; for
+// anything else it consumes nothing and IntField's full path decides.
+func (s *Scanner) ShortInt() (int64, bool) {
 	data, i := s.data, s.pos
 	neg := i < len(data) && data[i] == '-'
 	if neg {
