@@ -7,6 +7,7 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -448,14 +449,14 @@ const (
 // IntField scans an integer field (no fraction or exponent) into an int64.
 func (s *Scanner) IntField(path string) (int64, error) {
 	if s.pos < len(s.data) && IsDigit(s.data[s.pos]) {
-		if v, ok := s.shortInt(); ok {
+		if v, ok := s.ShortInt(); ok {
 			return v, nil // without whitespace to skip
 		}
 	}
 	if c := s.Peek(); c != '-' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantInt)
 	}
-	if v, ok := s.shortInt(); ok {
+	if v, ok := s.ShortInt(); ok {
 		return v, nil
 	}
 	tok, err := s.NumberToken()
@@ -480,11 +481,11 @@ func (s *Scanner) IntField(path string) (int64, error) {
 	return 0, &FieldError{Field: path, Msg: "must be an integer within 64 bits, got " + string(tok)}
 }
 
-// shortInt reads, in one pass, an integer of at most 19 digits (one that
-// fits in a uint64: nanosecond timestamps have 19) without a leading zero,
-// fraction or exponent, within int64; for anything else it consumes
-// nothing and IntField's full path decides.
-func (s *Scanner) shortInt() (int64, bool) {
+// ShortInt reads, in one pass and without skipping whitespace, an integer
+// of at most 19 digits (one that fits in a uint64: nanosecond timestamps
+// have 19) without a leading zero, fraction or exponent, within int64; for
+// anything else it consumes nothing and IntField's full path decides.
+func (s *Scanner) ShortInt() (int64, bool) {
 	data, i := s.data, s.pos
 	neg := i < len(data) && data[i] == '-'
 	if neg {
@@ -492,6 +493,16 @@ func (s *Scanner) shortInt() (int64, bool) {
 	}
 	start := i
 	var u uint64
+	// Nanosecond timestamps have 19 digits: eight at a time while a
+	// block stays within 19 (two blocks), then one by one. Past 19 the
+	// sum may wrap; such a number is declined below.
+	for ; i+8 <= len(data) && i-start <= 11; i += 8 {
+		x := binary.LittleEndian.Uint64(data[i:])
+		if !eightDigits(x) {
+			break
+		}
+		u = u*100_000_000 + eightDigitsValue(x)
+	}
 	for ; i < len(data) && IsDigit(data[i]); i++ {
 		u = u*10 + uint64(data[i]-'0')
 	}
@@ -509,6 +520,24 @@ func (s *Scanner) shortInt() (int64, bool) {
 		return int64(u), true
 	}
 	return 0, false
+}
+
+// eightDigits reports whether the eight bytes of x (little endian) are all
+// ASCII digits: each byte's high nibble is 3, and adding 6 leaves it 3
+// (bytes ':' to '?' carry into the high nibble).
+func eightDigits(x uint64) bool {
+	const hi, six = 0xF0F0F0F0F0F0F0F0, 0x0606060606060606
+	return x&hi == 0x3030303030303030 && (x+six)&hi == 0x3030303030303030
+}
+
+// eightDigitsValue is the number the eight ASCII digits of x spell, the
+// first byte (lowest) most significant: pairs, then quads, then the halves
+// are combined in place (three multiplies instead of eight).
+func eightDigitsValue(x uint64) uint64 {
+	x -= 0x3030303030303030
+	x = (x*10 + x>>8) & 0x00FF00FF00FF00FF
+	x = (x*100 + x>>16) & 0x0000FFFF0000FFFF
+	return (x*10000 + x>>32) & 0xFFFFFFFF
 }
 
 // parseDigits reads an unsigned decimal integer (digits only); ok is false

@@ -464,6 +464,13 @@ func (rd *dumpReader) optInt(dst *int64, has *bool, key string) error {
 	if c != '-' && !jsonscan.IsDigit(c) {
 		return rd.wrong(key, "an integer")
 	}
+	if v, ok := s.ShortInt(); ok { // a timestamp, in one call
+		*dst = v
+		if has != nil {
+			*has = true
+		}
+		return nil
+	}
 	v, err := s.IntField(key)
 	*dst = v
 	if has != nil {
