@@ -25,6 +25,9 @@ const (
 	resultSpanName       = "collective_attribution"
 	attrPrefix           = "collective_attribution."
 	metricHidden         = "gpu.memory.hidden"
+	metricHiddenPeak     = "gpu.memory.hidden.peak"
+	metricDeviceUsedPeak = "gpu.memory.device.used.peak"
+	metricDeviceLimit    = "gpu.memory.device.limit"
 	metricIntervals      = "collective_attribution.intervals"
 	metricAttributed     = "collective_attribution.attributed_bytes"
 	metricConfidence     = "collective_attribution.confidence"
@@ -34,7 +37,7 @@ const (
 	classificationPrefix = "collective_"
 )
 
-var resultMetricNames = []string{metricHidden, metricIntervals, metricAttributed, metricConfidence}
+var resultMetricNames = []string{metricHidden, metricHiddenPeak, metricDeviceUsedPeak, metricDeviceLimit, metricIntervals, metricAttributed, metricConfidence}
 
 type spanKey struct {
 	trace pcommon.TraceID
@@ -194,6 +197,7 @@ func checkResultMetrics(t *testing.T, md pmetric.Metrics, results []jobsim.Resul
 	passed := 0
 	intervals := map[string]float64{} // rank/classification → last cumulative value
 	confidence := map[int64]float64{}
+	hiddenPeak := map[int64]int64{} // rank → highest gpu.memory.hidden.peak
 	for _, rm := range md.ResourceMetrics().All() {
 		resRank, hasResRank := rm.Resource().Attributes().Get(attrRank)
 		for _, sm := range rm.ScopeMetrics().All() {
@@ -234,6 +238,13 @@ func checkResultMetrics(t *testing.T, md pmetric.Metrics, results []jobsim.Resul
 					for _, dp := range m.Gauge().DataPoints().All() {
 						confidence[rankOf(t, dp.Attributes(), rm.Resource())] = dp.DoubleValue()
 					}
+				case metricHiddenPeak:
+					for _, dp := range m.Gauge().DataPoints().All() {
+						r := rankOf(t, dp.Attributes(), rm.Resource())
+						if v, ok := hiddenPeak[r]; !ok || pointValue(dp) > v {
+							hiddenPeak[r] = pointValue(dp)
+						}
+					}
 				}
 			}
 		}
@@ -242,6 +253,12 @@ func checkResultMetrics(t *testing.T, md pmetric.Metrics, results []jobsim.Resul
 
 	// gpu.memory.hidden = device used − allocator reserved, at the sample's time.
 	require.NotEmpty(t, hidden, metricHidden)
+	// Each rank's reported peak is at least every hidden point of that rank.
+	for p, v := range hidden {
+		peak, ok := hiddenPeak[p.rank]
+		require.True(t, ok, "rank %d has no %s", p.rank, metricHiddenPeak)
+		assert.GreaterOrEqual(t, peak, v, "rank %d: %s below a %s point", p.rank, metricHiddenPeak, metricHidden)
+	}
 	checked := 0
 	for p, h := range hidden {
 		u, okU := used[p]
