@@ -2,6 +2,7 @@ package window
 
 import (
 	"math"
+	"strings"
 
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -164,7 +165,8 @@ func (e *evidenceRank) series(comm string) *accountingSeries {
 			return &e.accounting[i]
 		}
 	}
-	e.accounting = append(e.accounting, accountingSeries{commID: comm})
+	// A copy: the id may point into its record's request or read buffer.
+	e.accounting = append(e.accounting, accountingSeries{commID: strings.Clone(comm)})
 	return &e.accounting[len(e.accounting)-1]
 }
 

@@ -24,10 +24,11 @@ type Config struct {
 	Mode Mode
 }
 
-// Unbounded is a Config that keeps everything (the CLI's: a whole file is
-// one window).
+// Unbounded is a Config that keeps everything (a Stream's: a whole file is
+// one window). The rank bound leaves room for the span tables' one extra
+// entry.
 func Unbounded(mode Mode, phases bool) *Config {
-	return &Config{MaxEventsPerRank: math.MaxInt, Window: time.Duration(math.MaxInt64), Phases: phases, Mode: mode}
+	return &Config{MaxEventsPerRank: math.MaxInt32, Window: time.Duration(math.MaxInt64), Phases: phases, Mode: mode}
 }
 
 // Counts are what the jobs of one owner refused and dropped, for its
