@@ -17,8 +17,10 @@ type Input struct {
 	// Ranks holds one entry per rank, ascending by Rank.
 	Ranks []RankInput
 	// Results are the job's attribution results (either mode, any order);
-	// those classified collective_likely or above count as NCCL on ranks
-	// without tracked accounting.
+	// those classified collective_confident or above count as NCCL on ranks
+	// without tracked accounting. A collective_likely change is left
+	// unexplained: by the honesty rule (evidence-mode §3) the data could not
+	// tell it from a non-collective change at the same collective.
 	Results []attribution.Result
 	// PaddingNs is the interval_padding_ns the results were made with: a
 	// result's samples lie in [IntervalStartNs+PaddingNs,

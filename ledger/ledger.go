@@ -79,7 +79,7 @@ func New(in *Input) *Ledger {
 	for i := range in.Results {
 		r := &in.Results[i]
 		ri, ok := byRank[r.Rank]
-		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveLikely) {
+		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveConfident) {
 			continue
 		}
 		l.ranks[ri].spans = append(l.ranks[ri].spans, spanOf(r, in.PaddingNs))

@@ -187,7 +187,7 @@ func TestLedgerRestartRebasesContext(t *testing.T) {
 	ri := rankOf(3, hidden...)
 	ri.Samples.SessionIDs = []string{"a", "b"}
 	ri.Samples.Session = []int32{0, 0, 0, 0, 1, 1, 1}
-	results := []attribution.Result{{Rank: 3, IntervalStartNs: 200 * ms, IntervalEndNs: uint64(200 * ms), Classification: attribution.CollectiveLikely,
+	results := []attribution.Result{{Rank: 3, IntervalStartNs: 200 * ms, IntervalEndNs: uint64(200 * ms), Classification: attribution.CollectiveConfident,
 		Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: gib}}
 	got, _ := rows(t, &Input{Ranks: []RankInput{ri}, Results: results})
 	check(t, got, []want{
@@ -282,7 +282,7 @@ func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 					kind = attribution.KindPersistent
 				}
 				in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
-					Classification: attribution.CollectiveLikely, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
+					Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
 			}
 			in.Ranks = append(in.Ranks, ri)
 		}
