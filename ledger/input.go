@@ -35,6 +35,17 @@ type RankInput struct {
 	// Accounting holds NCCL's reported memory per communicator of this
 	// rank, each series in time order.
 	Accounting []evidence.AccountingSeries
+	// Contexts are levels set by an earlier ledger of the rank (Ledger.
+	// Contexts): a caller that reads a sliding window of a job keeps them,
+	// so that a session's level stays the one of its start once the start
+	// has left the window, and a leak is never absorbed into it.
+	Contexts []SessionLevel
+}
+
+// SessionLevel is a rank's context level in one session.
+type SessionLevel struct {
+	Session string
+	Bytes   int64
 }
 
 // Samples are a rank's `sample` records with a device_used_bytes, as

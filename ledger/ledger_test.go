@@ -310,3 +310,27 @@ func TestAppendRowJSON(t *testing.T) {
 	assert.Equal(t, `{"rank":0,"timestamp_ns":0,"device_used_bytes":0,"allocator_reserved_bytes":7,"hidden_bytes":0,`+
 		`"nccl_bytes":0,"nccl_source":"attributed","context_bytes":0,"unexplained_bytes":0}`, string(AppendRowJSON(nil, &r)))
 }
+
+// A sliding window keeps the session's first level: a leak that fills the
+// window later is unexplained, not context.
+func TestLedgerKeepsSettledContexts(t *testing.T) {
+	hidden := make([]int64, 100) // 10 s at 10 Hz: 1 GiB, then +10 MiB a sample from 5 s on
+	for i := range hidden {
+		hidden[i] = gib + int64(max(0, i-50))*10*mib
+	}
+	ri := rankOf(0, hidden...)
+	ri.Samples.SessionIDs = []string{"s"}
+	l := New(&Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, []SessionLevel{{"s", gib}}, l.Contexts(0))
+
+	// The window has slid past the start: only the leak is left in it.
+	late := ri
+	late.Samples.TimesNs, late.Samples.UsedBytes, late.Samples.ReservedBytes = ri.Samples.TimesNs[80:], ri.Samples.UsedBytes[80:], ri.Samples.ReservedBytes[80:]
+	got, _ := rows(t, &Input{Ranks: []RankInput{late}})
+	assert.Greater(t, got[0].ContextBytes, int64(gib+300*mib), "without the kept level the leak is context")
+	assert.Empty(t, New(&Input{Ranks: []RankInput{late}}).Contexts(0), "2 s of a session settle no level")
+	late.Contexts = l.Contexts(0)
+	got, _ = rows(t, &Input{Ranks: []RankInput{late}})
+	assert.Equal(t, int64(gib), got[0].ContextBytes)
+	assert.Equal(t, int64(30*10*mib), got[0].UnexplainedBytes)
+}
