@@ -284,6 +284,20 @@ func (l *Ledger) Next(row *Row) bool {
 	return true
 }
 
+// NextOf fills row with the next row of rank index ri of the input (in
+// the rank's time order) and reports whether there was one. Read a ledger
+// rank by rank with NextOf or in time order with Next, not both.
+func (l *Ledger) NextOf(ri int, row *Row) bool {
+	rl := &l.ranks[ri]
+	if rl.next >= rl.in.Samples.Len() {
+		return false
+	}
+	l.fill(rl, row)
+	rl.next++
+	l.stats.count(row)
+	return true
+}
+
 func (l *Ledger) fill(rl *rankLedger, row *Row) {
 	s := &rl.in.Samples
 	i := rl.next

@@ -245,6 +245,18 @@ func TestLedgerTimeOrder(t *testing.T) {
 		order = append(order, [2]int64{r.Rank, r.TimestampNs})
 	}
 	assert.Equal(t, [][2]int64{{0, 0}, {5, 50 * ms}, {0, 100 * ms}, {5, 100 * ms}, {0, 200 * ms}}, order)
+
+	// Rank by rank: the same rows.
+	l := New(&Input{Ranks: []RankInput{a, b, {Rank: 9}}})
+	var byRank []Row
+	var r Row
+	for ri := range 3 {
+		for l.NextOf(ri, &r) {
+			byRank = append(byRank, r)
+		}
+	}
+	assert.ElementsMatch(t, got, byRank)
+	assert.Equal(t, 5, l.Stats().Rows)
 }
 
 // The sums hold on any input: random samples, reservations, sessions,
