@@ -1,6 +1,10 @@
 package ledger
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
 
 // A sustained rise of unexplained memory (docs/evidence-mode.md §6): over
 // the latest GrowthWindowNs of a rank, the medians of unexplained memory
@@ -79,3 +83,40 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 	}
 	return Growth{StartNs: g.times[from], EndNs: end, FromBytes: medians[0], ToBytes: medians[3]}, true
 }
+
+// The result a sustained rise of unexplained memory gives (evidence mode's
+// processor, docs/evidence-mode.md §6): not a collective.
+const (
+	ClassNonCollective      = "non_collective"
+	KindUnexplainedGrowth   = "unexplained_growth"
+	ReasonUnexplainedGrowth = "unexplained_growth"
+)
+
+// GrowthResult is growth g of rank as an attribution result: classified
+// non_collective, kind unexplained_growth, its excess the rise of the
+// median; hidden the rank's hidden memory at the window's end. Its
+// confidence is 0.95 when NCCL's accounting is tracked on the rank (NCCL's
+// own figures leave the rise out), else 0.8 (a collective change the
+// attribution could not tell could be in it).
+func GrowthResult(rank int64, g Growth, hidden int64, tracked bool, worldSize int64) attribution.Result {
+	conf := 0.8
+	if tracked {
+		conf = 0.95
+	}
+	return attribution.Result{
+		Rank:            rank,
+		IntervalStartNs: g.StartNs,
+		IntervalEndNs:   uint64(max(g.EndNs, 0)),
+		Classification:  ClassNonCollective,
+		Confidence:      conf,
+		ReasonCodes:     []string{ReasonUnexplainedGrowth},
+		Evidence:        attribution.Evidence{PeakGapBytes: hidden, ExpectedWorldSize: worldSize},
+		Mode:            attribution.ModeEvidence,
+		Kind:            KindUnexplainedGrowth,
+		ExcessBytes:     g.ToBytes - g.FromBytes,
+	}
+}
+
+// Tracked reports whether rank index ri of the input reports NCCL
+// accounting the ledger uses.
+func (l *Ledger) Tracked(ri int) bool { return l.ranks[ri].tracked }

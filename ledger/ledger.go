@@ -298,6 +298,24 @@ func (l *Ledger) NextOf(ri int, row *Row) bool {
 	return true
 }
 
+// SeekOf moves rank index ri's next row (NextOf) forward to its first
+// sample at or after t: a caller that needs only the rank's latest rows
+// skips the cost of the others. It never moves backwards.
+func (l *Ledger) SeekOf(ri int, t int64) {
+	rl := &l.ranks[ri]
+	times := rl.in.Samples.TimesNs
+	i, _ := slices.BinarySearch(times, t)
+	if i <= rl.next {
+		return
+	}
+	rl.next = i
+	for k, ai := range rl.counted {
+		a := &rl.in.Accounting[ai]
+		c, _ := slices.BinarySearch(a.TimesNs, times[i-1])
+		rl.cursor[k] = max(rl.cursor[k], c)
+	}
+}
+
 func (l *Ledger) fill(rl *rankLedger, row *Row) {
 	s := &rl.in.Samples
 	i := rl.next

@@ -259,6 +259,30 @@ func TestLedgerTimeOrder(t *testing.T) {
 	assert.Equal(t, 5, l.Stats().Rows)
 }
 
+// SeekOf gives the rows NextOf gives from the same sample on.
+func TestLedgerSeekOf(t *testing.T) {
+	in := benchInput(4)
+	all, _ := rows(t, in)
+	l := New(in)
+	for ri := range in.Ranks {
+		l.SeekOf(ri, 55*sec+50*ms)
+		var want []Row
+		for _, r := range all {
+			if r.Rank == in.Ranks[ri].Rank && r.TimestampNs >= 55*sec+50*ms {
+				want = append(want, r)
+			}
+		}
+		var got []Row
+		var r Row
+		for l.NextOf(ri, &r) {
+			r.ByComm = append([]CommBytes(nil), r.ByComm...)
+			got = append(got, r)
+		}
+		require.Len(t, got, len(want))
+		assert.Equal(t, want, got)
+	}
+}
+
 // The sums hold on any input: random samples, reservations, sessions,
 // accounting and results.
 func TestLedgerSumsHoldOnRandomInput(t *testing.T) {

@@ -102,3 +102,12 @@ func cutoffAt(newestNs int64, window time.Duration) int64 {
 	}
 	return newestNs - int64(window)
 }
+
+// Host is the host name of rank's telemetry ("" when unknown or the rank
+// is not buffered).
+func (j *Job) Host(rank int64) string {
+	if rb := j.ranks[rank]; rb != nil {
+		return rb.host
+	}
+	return ""
+}
