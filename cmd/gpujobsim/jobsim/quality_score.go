@@ -61,9 +61,16 @@ type QualityScore struct {
 	// Episodes are true (episode, rank) pairs, Found those a claim overlaps, NotSampled
 	// those no sample saw; FoundConfirmed those found by a confirmed claim.
 	Episodes, Found, NotSampled, FoundConfirmed int
+	// FoundSampled are the found episodes some sample saw (Episodes − NotSampled of
+	// them in all).
+	FoundSampled int
 	// Decoys are decoy (episode, rank) pairs, DecoysClaimed those a claim overlaps,
 	// DecoysConfident those a confident or confirmed result overlaps.
 	Decoys, DecoysClaimed, DecoysConfident int
+	// LevelDecoysConfident are decoys of a level change that is not NCCL's (a restarted
+	// process, another tenant: LevelChangeDecoyKinds) overlapped by a confident or
+	// confirmed result.
+	LevelDecoysConfident int
 	// PersistentEpisodes are true step onsets (per rank), StepsFound those found inside
 	// their recall window, StepKindRight those found by a claim of kind persistent.
 	PersistentEpisodes, StepsFound, StepKindRight int
@@ -94,6 +101,8 @@ func (s *QualityScore) Add(b QualityScore) {
 	s.Found += b.Found
 	s.NotSampled += b.NotSampled
 	s.FoundConfirmed += b.FoundConfirmed
+	s.FoundSampled += b.FoundSampled
+	s.LevelDecoysConfident += b.LevelDecoysConfident
 	s.Decoys += b.Decoys
 	s.DecoysClaimed += b.DecoysClaimed
 	s.DecoysConfident += b.DecoysConfident
@@ -118,6 +127,14 @@ func ratio(a, b int) Ratio {
 	}
 	return Ratio{Value: float64(a) / float64(b), Defined: true}
 }
+
+// RecallSampled is found rank-episodes over those some sample saw: what sampling
+// never showed no mode can find.
+func (s QualityScore) RecallSampled() Ratio { return ratio(s.FoundSampled, s.Episodes-s.NotSampled) }
+
+// LevelChangeDecoyKinds are the decoy kinds of a level change that is not NCCL's,
+// which no result may call confident.
+var LevelChangeDecoyKinds = []string{KindRestartLevel, KindRestartLinger, KindOtherTenant}
 
 // Precision is true claims over claims.
 func (s QualityScore) Precision() Ratio { return ratio(s.TP, s.Claims) }
@@ -231,6 +248,9 @@ func ScoreQuality(t QualityTruth, results []QualityResult) QualityScore {
 			continue
 		}
 		s.Found++
+		if e.SamplesObserved > 0 {
+			s.FoundSampled++
+		}
 		if hits(claims, e, func(r QualityResult) bool { return r.Classification == ClassConfirmed }) {
 			s.FoundConfirmed++
 		}
@@ -247,6 +267,9 @@ func ScoreQuality(t QualityTruth, results []QualityResult) QualityScore {
 		}
 		if hits(resultsOf[e.Rank], e, QualityResult.confident) {
 			s.DecoysConfident++
+			if slices.Contains(LevelChangeDecoyKinds, e.Kind) {
+				s.LevelDecoysConfident++
+			}
 		}
 	}
 	// In rank order, so the float sum does not depend on map order.
