@@ -68,7 +68,11 @@ type core struct {
 
 	evalMu  sync.Mutex
 	results resultMetrics
-	ids     output.IDSource
+	// ledgers and ledgerPoints are evidence mode's hidden-memory ledger
+	// and the round's points of it (ledger.go; evidence mode only).
+	ledgers      *ledgers
+	ledgerPoints []output.LedgerPoint
+	ids          output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// round numbers the evaluation rounds (delivery.go).
@@ -127,6 +131,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		store:   st,
 		skips:   skipLog{logger: set.Logger, now: clk.now},
 		results: newResultMetrics(),
+		ledgers: newLedgers(),
 		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
 		ids:     output.NewRandomIDSource(),
 	}

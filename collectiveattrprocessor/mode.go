@@ -55,6 +55,10 @@ type engine interface {
 	// newest event must be before on_settle emits it, given the
 	// configured settle_delay.
 	settleDelay(configured time.Duration) time.Duration
+	// ledgerInput is the evidence input of the latest read with its
+	// interval padding, for the hidden-memory ledger; nil where the mode
+	// buffers no NCCL accounting (the reference mode).
+	ledgerInput() (*evidence.Input, int64)
 }
 
 // windowMode is what a job's window buffers for cfg.Mode.
@@ -91,16 +95,23 @@ func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
 
 func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
 
+func (e *referenceEngine) ledgerInput() (*evidence.Input, int64) { return nil, 0 }
+
 // evidenceEngine is evidence mode (docs/evidence-mode.md).
 type evidenceEngine struct {
 	cfg       evidence.Config
 	scratch   window.Scratch
 	evScratch window.EvidenceScratch
+	last      window.EvidenceSnapshot
 }
 
 func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
-	snap := job.EvidenceSnapshot(&e.scratch, &e.evScratch)
-	return func() []attribution.Result { return evidence.Attribute(&snap.Input, e.cfg, snap.Resolver) }
+	e.last = job.EvidenceSnapshot(&e.scratch, &e.evScratch)
+	return func() []attribution.Result { return evidence.Attribute(&e.last.Input, e.cfg, e.last.Resolver) }
+}
+
+func (e *evidenceEngine) ledgerInput() (*evidence.Input, int64) {
+	return &e.last.Input, e.cfg.IntervalPaddingNs
 }
 
 // settleDelay is at least evidence.baseline_window_ns: the engine tells a

@@ -8,6 +8,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/inspector"
+	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -29,6 +30,7 @@ type runInput struct {
 	inspector *inspectorJoin      // nil without --nccl-inspector
 	torch     *torchRun           // nil without --torch-profiler
 	page      *report.Builder     // report only
+	ledger    *ledger.Builder     // ledger only
 	job       jobFlag
 	jobs      *jobTally
 	selected  []telemetry.Event // the chunk's records of the selected job
@@ -58,6 +60,9 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	ri.torch = opts.sources.torch
 	if opts.page {
 		ri.page = report.NewBuilder(opts.phases)
+	}
+	if opts.ledger {
+		ri.ledger = ledger.NewBuilder()
 	}
 	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
@@ -135,6 +140,9 @@ func (ri *runInput) add(events []telemetry.Event) {
 		}
 		if ri.page != nil {
 			ri.page.Add(e)
+		}
+		if ri.ledger != nil {
+			ri.ledger.Add(e)
 		}
 	}
 }
