@@ -103,7 +103,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 7
+const maxReasonCodes = 8
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -215,6 +215,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		codes = append(codes, ReasonCollectiveMarker)
 		synced, ratio = int64(best.sync.synced), best.ratio
 		mk := &rd.Markers[best.marker]
+		if ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs || best.sync.unseen > 0 {
+			codes = append(codes, ReasonCoarseSampling)
+		}
 		switch {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
@@ -282,7 +285,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
-	start := max(0, d.in.TraceStartNs, satSub(times[ep.first], pad))
+	// The change began in (riseLo, riseHi]: a rank sampled every second or
+	// more knows its onset only to within that interval, and the claim
+	// covers all of it (evidence-mode §6.6).
+	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{

@@ -32,7 +32,11 @@ type rankAnalysis struct {
 	threshold int64   // least excess of a spike on its own
 	weakLevel int64   // least excess of a spike that members corroborate
 	interval  int64   // typical sampling interval
-	episodes  []episode
+	// flat: the rank's baseline is exactly flat apart from page noise (its
+	// robust spread is at the floor), so a change of a few pages on it is
+	// no noise.
+	flat     bool
+	episodes []episode
 }
 
 // minWeakSpreads is the least excess, in spreads, of a spike that members
@@ -50,6 +54,17 @@ const (
 	priorShare = 0.5
 )
 
+// minBaselineSamples is the least number of samples a baseline span holds
+// on each side: a rank polled every few seconds gets a span of that many
+// of its intervals instead of BaselineWindowNs.
+const minBaselineSamples = 10
+
+// jumpSamples is how many samples on each side of a level change's onset
+// must already sit on the old and the new level: a step is a jump, while
+// a leak creeping at MiB/s moves the level by a fraction of its height
+// over so few samples (evidence-mode §6.4).
+const jumpSamples = 3
+
 // analyzeRank finds a rank's steps and spikes. scratch buffers are reused
 // between ranks.
 func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis {
@@ -65,7 +80,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	if ra.interval <= 0 {
 		ra.interval = 1
 	}
-	span := p.BaselineWindowNs
+	span := max(p.BaselineWindowNs, satMul(minBaselineSamples, ra.interval))
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
 
@@ -79,9 +94,12 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		left, right, leftN, rightN = sc.sideColumns(n)
 		sideMedians(times, gaps, span, left, right, leftN, rightN, &sc.window)
 	}
+	// Steps are found down to the weak level (no size floor: NCCL's buffers
+	// at a communicator's first use may be a few pages); those below the
+	// strong threshold are reported only when members corroborate them.
 	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
-	stepThreshold := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
-	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, stepThreshold, cfg.MinSamplesPerRank)
+	weakStep := max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
+	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, weakStep, cfg.MinSamplesPerRank)
 
 	// The baseline is the level of the data around each sample, never
 	// across a step, so a step neither hides spikes after it nor counts as
@@ -89,8 +107,11 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	base := sc.median(n)
 	levelBaseline(times, gaps, left, right, leftN, rightN, span, cuts, base, sc)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
+	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
-	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
+	// The weak level has no size floor: a change the collective's members
+	// corroborate is NCCL's however few pages it holds (evidence-mode §6.2).
+	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
 	for _, st := range steps {
 		i := st.onset
@@ -99,6 +120,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
 			excess: st.height,
+			weak:   st.height < max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2))),
 		}
 		ep.zscore = float64(st.height) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
@@ -252,7 +274,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		}
 		mid := before + height/2
 		for j := hi; j >= lo; j-- {
-			if crosses(gaps, j, mid, up) && holds(times, gaps, j, mid, up, span, minSamples) {
+			if crosses(gaps, j, mid, up) && holds(times, gaps, j, mid, up, span, minSamples) && jumps(gaps, j, height) {
 				cuts = append(cuts, j)
 				if up {
 					ups = append(ups, step{onset: j, height: height})
@@ -263,6 +285,23 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		i = hi + 1
 	}
 	return ups, cuts
+}
+
+// jumps reports whether the median of the jumpSamples samples from j lies
+// at least half of height (> 0 up, < 0 down) past that of the jumpSamples
+// before j.
+func jumps(gaps []int64, j int, height int64) bool {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return true // too close to an end to tell: holds has judged it
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	moved := medianOf(b[:]) - medianOf(a[:])
+	if height > 0 {
+		return moved >= height/2
+	}
+	return moved <= height/2
 }
 
 // crosses reports whether sample j is on the new level and j-1 was not.
