@@ -11,9 +11,9 @@ type memberRef struct {
 // synchrony is how a collective's members behaved at their own marker of it.
 type synchrony struct {
 	done     bool
-	observed int     // members with enough samples to be judged
-	synced   int     // of those, members with a change rising at their marker
-	strong   int     // of those, members whose change clears their threshold on its own
+	observed int // members with enough samples to be judged
+	synced   int // of those, members with a change rising at their marker
+	strong   int // of those, members whose change clears their threshold on its own
 	// unseen counts members left out because no sample of theirs lies in
 	// their marker's interval: a transient of the collective cannot show
 	// on them (a rank polled every second or more).
