@@ -100,6 +100,9 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
 	weakStep := max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
 	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, weakStep, cfg.MinSamplesPerRank)
+	if starts := sessionStarts(s); len(starts) > 0 {
+		steps, cuts = splitSessions(times, steps, cuts, starts, span)
+	}
 
 	// The baseline is the level of the data around each sample, never
 	// across a step, so a step neither hides spikes after it nor counts as
@@ -113,7 +116,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	// corroborate is NCCL's however few pages it holds (evidence-mode §6.2).
 	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
-	for _, st := range steps {
+	for si, st := range steps {
+		if st.height <= 0 {
+			continue
+		}
 		i := st.onset
 		ep := episode{
 			rank: idx, persistent: true, first: i, last: i, peak: i,
@@ -121,6 +127,13 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[i], fallHi: times[i],
 			excess: st.height,
 			weak:   st.height < max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2))),
+		}
+		if down, ok := plateauEnd(times, steps, si); ok {
+			// The level fell back: a bounded episode (another tenant's
+			// buffers), judged by its duration like a spike.
+			ep.persistent = false
+			ep.last = down - 1
+			ep.fallLo, ep.fallHi = times[down-1], times[down]
 		}
 		ep.zscore = float64(st.height) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
@@ -140,6 +153,12 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		}
 		first, last := i, j
 		weak := gaps[peak]-base[peak] < ra.threshold
+		if weak && gaps[peak]-surroundings(times, gaps, first, last, max(localSpanNs, localSamples*ra.interval), sc) < ra.weakLevel {
+			// Within its rank's noise and not above what lies right around
+			// it: the slow baseline lags a leak's bend, this is not a spike.
+			i = j + 1
+			continue
+		}
 		if !weak {
 			// A strong spike's onset and end are where it clears the full
 			// threshold: noise next to it may reach the weak level and
@@ -171,6 +190,88 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		return 0
 	})
 	return ra
+}
+
+// plateauMaxNs is how long a level may stay raised and still fall back as
+// one bounded episode; plateauShare is how closely the fall must match the
+// rise (either within this factor of the other).
+const (
+	plateauMaxNs = 60_000_000_000
+	plateauShare = 2
+)
+
+// plateauEnd is the onset of the step down that ends the level step si
+// raised (the next step, down, within plateauMaxNs and of a height within
+// plateauShare of the rise), if there is one.
+func plateauEnd(times []int64, steps []step, si int) (int, bool) {
+	if si+1 >= len(steps) {
+		return 0, false
+	}
+	up, down := steps[si], steps[si+1]
+	fall := -down.height
+	if fall <= 0 || fall*plateauShare < up.height || up.height*plateauShare < fall ||
+		times[down.onset]-times[up.onset] > plateauMaxNs || down.onset <= up.onset {
+		return 0, false
+	}
+	return down.onset, true
+}
+
+// sessionStarts are the indices of the samples that begin a new session
+// (a new process of the rank: an elastic restart, a requeue).
+func sessionStarts(s *Samples) []int {
+	var out []int
+	for i := 1; i < len(s.Session); i++ {
+		if s.Session[i] != s.Session[i-1] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// splitSessions makes each session its own series (evidence-mode §6.1): a
+// new process's level is not a step, so steps whose span before the onset
+// holds samples of an earlier session are dropped, and every session start cuts
+// the baseline.
+func splitSessions(times []int64, steps []step, cuts, starts []int, span int64) ([]step, []int) {
+	steps = slices.DeleteFunc(steps, func(st step) bool {
+		for _, b := range starts {
+			if b <= st.onset && b > 0 && times[b-1] > satSub(times[st.onset], span) {
+				return true
+			}
+		}
+		return false
+	})
+	cuts = cuts[:0]
+	for _, st := range steps {
+		cuts = append(cuts, st.onset)
+	}
+	cuts = append(cuts, starts...)
+	slices.Sort(cuts)
+	return steps, slices.Compact(cuts)
+}
+
+// A weak change must also stand out of the samples around it, within
+// localSpanNs or localSamples sampling intervals of it on each side.
+const (
+	localSpanNs  = 1_500_000_000
+	localSamples = 5
+)
+
+// surroundings is the median of the samples within span before first and
+// after last (the change's own samples left out), or the lowest int64 when
+// there are none.
+func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch) int64 {
+	vals := sc.ints(0)[:0]
+	for k := first - 1; k >= 0 && times[k] >= satSub(times[first], span); k-- {
+		vals = append(vals, gaps[k])
+	}
+	for k := last + 1; k < len(times) && times[k] <= satAdd(times[last], span); k++ {
+		vals = append(vals, gaps[k])
+	}
+	if len(vals) == 0 {
+		return math.MinInt64 / 2
+	}
+	return medianOf(vals)
 }
 
 // levelBaseline writes each sample's baseline: the mean of the medians of
@@ -241,11 +342,11 @@ const minSamplesBeforeStep = 3
 // sample in the stretch where the series crosses to the new level and then
 // holds it (holdShare of the next span) while it had not before (under
 // priorShare of the previous span): a spike just before the step is not
-// its onset. It returns the steps up (persistent episodes) and the cuts of
-// every step, up or down, as segment starts for the baseline.
+// its onset. It returns the steps, up and down, and their onsets as segment
+// starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
-	var ups []step
+	var ups []step // every step, up or down
 	var cuts []int
 	delta := func(i int) int64 {
 		if leftN[i] < minSamplesBeforeStep || int64(rightN[i]) < minSamples {
@@ -276,9 +377,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		for j := hi; j >= lo; j-- {
 			if crosses(gaps, j, mid, up) && holds(times, gaps, j, mid, up, span, minSamples) && jumps(gaps, j, height) {
 				cuts = append(cuts, j)
-				if up {
-					ups = append(ups, step{onset: j, height: height})
-				}
+				ups = append(ups, step{onset: j, height: height})
 				break
 			}
 		}

@@ -34,7 +34,9 @@ const (
 	ReasonApproximateTiming  = "approximate_marker_timing"       // the marker's time is approximate: not enough alone for confident
 
 	// The physics of real jobs (evidence-mode §6).
-	ReasonCoarseSampling = "coarse_sampling" // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
+	ReasonOutlastsCollective = "outlasts_collective" // the change lasted more than 5 times its candidate collectives' intervals: another tenant's or the job's own memory, not those collectives' (unless NCCL's accounting covers it)
+	ReasonNewProcess         = "new_process"         // the change came within a baseline span of a new session of the rank (a restarted process): its level is a new series, not a step
+	ReasonCoarseSampling     = "coarse_sampling"     // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
 )
 
 // AllReasonCodes lists every evidence-mode reason code.
@@ -45,5 +47,5 @@ var AllReasonCodes = []string{
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled,
 	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
-	ReasonCoarseSampling,
+	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess,
 }
