@@ -211,12 +211,18 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
-		if count >= 2 && ratio >= cfg.MinSynchronyRatio {
+		// Synchrony within the window is not claimed from ranks whose
+		// samples are farther apart than it (evidence-mode §6.6).
+		coarse := count >= 2 && dense < 2
+		if coarse {
+			codes = append(codes, ReasonCoarseSampling)
+		}
+		if count >= 2 && !coarse && ratio >= cfg.MinSynchronyRatio {
 			codes = append(codes, ReasonWorldSynchrony)
 			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
 		} else {
@@ -344,10 +350,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 const outlastFactor = 5
 
 // outlasts reports whether transient change ep was surely under way for
-// more than outlastFactor times marker mk's interval.
+// more than outlastFactor times marker mk's interval (when mk has one).
 func (d *decider) outlasts(ep *episode, mk *Marker) bool {
-	if ep.persistent {
-		return false
+	if ep.persistent || mk.EndNs <= mk.StartNs {
+		return false // a bare timestamp says nothing of how long its op ran
 	}
 	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
 	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)

@@ -280,8 +280,10 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 }
 
 // worldSynchrony counts the distinct ranks with a change rising within
-// ±window of t (bare markers carry no members to judge by).
-func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int {
+// ±window of t (bare markers carry no members to judge by), and of those
+// the ranks sampled at least once per window: a rank polled every second
+// or more (DCGM, nvidia-smi) cannot place a rise within the window.
+func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) (count, dense int) {
 	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
 		switch {
 		case w.t < x:
@@ -291,13 +293,15 @@ func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int
 		}
 		return 0
 	})
-	count := 0
 	for i := lo; i < len(m.world) && m.world[i].t <= satAdd(t, window); i++ {
 		r := m.world[i].rank
 		if stamp[r] != mark {
 			stamp[r] = mark
 			count++
+			if m.analyses[r].interval <= window {
+				dense++
+			}
 		}
 	}
-	return count
+	return count, dense
 }
