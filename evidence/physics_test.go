@@ -6,7 +6,6 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 )
 
-
 // A few pages that both members of a 2-rank communicator show at its first
 // use, on exactly flat baselines, are NCCL's step whatever the size floor.
 func TestFewPagesAtFirstUse(t *testing.T) {
