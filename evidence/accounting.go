@@ -12,6 +12,10 @@ const accountingLookbackNs = 2_000_000_000
 // accounting is read for the raised level.
 const persistentAccountingSpanNs = 1_000_000_000
 
+// heldMinSamples is the least number of samples a change spans for NCCL's
+// accounting to have to stay raised throughout it.
+const heldMinSamples = 3
+
 // accountingVerdict is what NCCL's accounting says about one change.
 type accountingVerdict struct {
 	present bool  // the rank reports NCCL accounting at all
@@ -20,8 +24,9 @@ type accountingVerdict struct {
 }
 
 // accountingOf sums, over the rank's communicators, the growth of NCCL's
-// memory over the change: the least report in [riseHi, fallLo] (or, with
-// none there, the largest in (riseLo, fallHi]) above the least report of
+// memory over the change: the least report in [riseHi, fallLo] when the
+// change spans heldMinSamples samples or more (else, or with none there,
+// the largest in (riseLo, fallHi]) above the least report of
 // the lookback before it (0 for a communicator that had not reported yet:
 // it did not exist). The change
 // was surely under way in [riseHi, fallLo].
@@ -63,10 +68,11 @@ func accountingOf(rd *RankData, ep *episode) accountingVerdict {
 				}
 			}
 		}
-		if haveHeld {
+		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {
 			// NCCL's memory must have stayed raised while the change surely
 			// was: a long change (another tenant's seconds) is not covered
-			// by a collective's growth and fall inside it.
+			// by a collective's growth and fall inside it. Two high samples
+			// a poll apart may be two spikes, so this needs a few.
 			peak = held
 		}
 		if havePeak && peak > pre {

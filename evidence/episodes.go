@@ -387,8 +387,9 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 }
 
 // jumps reports whether the median of the jumpSamples samples from j lies
-// at least half of height (> 0 up, < 0 down) past that of the jumpSamples
-// before j.
+// at least half of height (> 0 up, < 0 down) past the old level: the median
+// of the jumpSamples before j, or of the jumpSamples before those when it
+// is nearer the old level (a spike just before the step).
 func jumps(gaps []int64, j int, height int64) bool {
 	if j < jumpSamples || j+jumpSamples > len(gaps) {
 		return true // too close to an end to tell: holds has judged it
@@ -396,11 +397,17 @@ func jumps(gaps []int64, j int, height int64) bool {
 	var a, b [jumpSamples]int64
 	copy(a[:], gaps[j-jumpSamples:j])
 	copy(b[:], gaps[j:j+jumpSamples])
-	moved := medianOf(b[:]) - medianOf(a[:])
-	if height > 0 {
-		return moved >= height/2
+	before, after := medianOf(a[:]), medianOf(b[:])
+	if j >= 2*jumpSamples {
+		copy(a[:], gaps[j-2*jumpSamples:j-jumpSamples])
+		if earlier := medianOf(a[:]); (height > 0) == (earlier < before) {
+			before = earlier
+		}
 	}
-	return moved <= height/2
+	if height > 0 {
+		return after-before >= height/2
+	}
+	return after-before <= height/2
 }
 
 // crosses reports whether sample j is on the new level and j-1 was not.
