@@ -12,6 +12,10 @@ const accountingLookbackNs = 2_000_000_000
 // accounting is read for the raised level.
 const persistentAccountingSpanNs = 1_000_000_000
 
+// heldMinSamples is the least number of samples a change spans for NCCL's
+// accounting to have to stay raised throughout it.
+const heldMinSamples = 3
+
 // accountingVerdict is what NCCL's accounting says about one change.
 type accountingVerdict struct {
 	present bool  // the rank reports NCCL accounting at all
@@ -19,9 +23,12 @@ type accountingVerdict struct {
 	sampled bool  // a report lies where the change was surely under way
 }
 
-// accountingOf sums, over the rank's communicators, the largest report in
-// (riseLo, fallHi] above the least report of the lookback before it (0 for
-// a communicator that had not reported yet: it did not exist). The change
+// accountingOf sums, over the rank's communicators, the growth of NCCL's
+// memory over the change: the least report in [riseHi, fallLo] when the
+// change spans heldMinSamples samples or more (else, or with none there,
+// the largest in (riseLo, fallHi]) above the least report of
+// the lookback before it (0 for a communicator that had not reported yet:
+// it did not exist). The change
 // was surely under way in [riseHi, fallLo].
 func accountingOf(rd *RankData, ep *episode) accountingVerdict {
 	var v accountingVerdict
@@ -49,13 +56,24 @@ func accountingOf(rd *RankData, ep *episode) accountingVerdict {
 			pre, havePre = a.Bytes[lo-1], true
 		}
 		peak, havePeak := int64(0), false
+		held, haveHeld := int64(0), false
 		for ; j < len(a.TimesNs) && a.TimesNs[j] <= to; j++ {
 			if !havePeak || a.Bytes[j] > peak {
 				peak, havePeak = a.Bytes[j], true
 			}
 			if a.TimesNs[j] >= sureFrom && a.TimesNs[j] <= sureTo {
 				v.sampled = true
+				if !haveHeld || a.Bytes[j] < held {
+					held, haveHeld = a.Bytes[j], true
+				}
 			}
+		}
+		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {
+			// NCCL's memory must have stayed raised while the change surely
+			// was: a long change (another tenant's seconds) is not covered
+			// by a collective's growth and fall inside it. Two high samples
+			// a poll apart may be two spikes, so this needs a few.
+			peak = held
 		}
 		if havePeak && peak > pre {
 			v.growth = satAdd(v.growth, peak-pre)

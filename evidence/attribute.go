@@ -103,7 +103,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 7
+const maxReasonCodes = 9
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -148,8 +148,13 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
 	best := choice{marker: -1, coll: NoCollective}
+	outlasted := false
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
+		if d.outlasts(ep, mk) {
+			outlasted = true
+			return
+		}
 		c := choice{marker: mi, coll: mk.Collective}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
@@ -193,6 +198,12 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	)
 	synced := int64(0)
 	ratio := 0.0
+	if best.marker < 0 && outlasted {
+		codes = append(codes, ReasonOutlastsCollective)
+	}
+	if d.newProcess(rd, ep) {
+		codes = append(codes, ReasonNewProcess)
+	}
 	switch {
 	case best.marker < 0:
 		codes = append(codes, ReasonNoCollectiveMarker)
@@ -200,12 +211,18 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
-		if count >= 2 && ratio >= cfg.MinSynchronyRatio {
+		// Synchrony within the window is not claimed from ranks whose
+		// samples are farther apart than it (evidence-mode §6.6).
+		coarse := count >= 2 && dense < 2
+		if coarse {
+			codes = append(codes, ReasonCoarseSampling)
+		}
+		if count >= 2 && !coarse && ratio >= cfg.MinSynchronyRatio {
 			codes = append(codes, ReasonWorldSynchrony)
 			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
 		} else {
@@ -215,6 +232,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		codes = append(codes, ReasonCollectiveMarker)
 		synced, ratio = int64(best.sync.synced), best.ratio
 		mk := &rd.Markers[best.marker]
+		if ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs || best.sync.unseen > 0 {
+			codes = append(codes, ReasonCoarseSampling)
+		}
 		switch {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
@@ -282,7 +302,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
-	start := max(0, d.in.TraceStartNs, satSub(times[ep.first], pad))
+	// The change began in (riseLo, riseHi]: a rank sampled every second or
+	// more knows its onset only to within that interval, and the claim
+	// covers all of it (evidence-mode §6.6).
+	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{
@@ -318,6 +341,38 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// outlastFactor is how many times its collective's interval (at least the
+// match tolerance) a change may surely last and still be that collective's:
+// NCCL frees or keeps an op's buffers when the op ends, while another
+// tenant's context stays for seconds (evidence-mode §6.3).
+const outlastFactor = 5
+
+// outlasts reports whether transient change ep was surely under way for
+// more than outlastFactor times marker mk's interval (when mk has one).
+func (d *decider) outlasts(ep *episode, mk *Marker) bool {
+	if ep.persistent || mk.EndNs <= mk.StartNs {
+		return false // a bare timestamp says nothing of how long its op ran
+	}
+	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
+	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)
+}
+
+// newProcess reports whether ep began within a baseline span of the start
+// of a later session of its rank (a restarted process).
+func (d *decider) newProcess(rd *RankData, ep *episode) bool {
+	s := &rd.Samples
+	if s.Session == nil {
+		return false
+	}
+	span := max(d.cfg.Evidence.BaselineWindowNs, satMul(minBaselineSamples, d.m.analyses[ep.rank].interval))
+	for i := ep.first; i > 0 && s.TimesNs[i] >= satSub(s.TimesNs[ep.first], span); i-- {
+		if s.Session[i] != s.Session[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // collectiveMatch is collective c's match, built once per evaluation and
