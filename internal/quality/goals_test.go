@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,7 +54,7 @@ func TestGoalTablesSelectRows(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range append(append([]Goal{}, EvidenceGoals...), ReferenceFindings...) {
+	for _, g := range slices.Concat(EvidenceGoals, CadenceGoals, ReferenceFindings) {
 		for _, f := range Check(tab, []Goal{g}) {
 			assert.NotContains(t, f, "selects no row")
 		}

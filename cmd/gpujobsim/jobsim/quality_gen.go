@@ -91,6 +91,14 @@ type qualityJob struct {
 	reservedSteps                [][][2]int64 // (true time, growth)
 	churn                        []float64    // extra noise sigma, bytes (noisy family)
 
+	// NCCL's accounting as the job reports it (renderCommStats): how often, from when
+	// each communicator exists, which communicators share one memory manager, and
+	// whether NCCL tracks its memory at all.
+	statsInterval int64
+	created       map[string]int64  // communicator → true time of its creation (absent: before the run)
+	manager       map[string]string // communicator → the communicator whose memory manager it shares
+	cumem         cumemAccounting
+
 	overlays        [][]overlay
 	truthCollective []episode
 	decoys          []episode
@@ -126,6 +134,7 @@ func newQualityJob(family string, seed int64, shape QualityShape) *qualityJob {
 		hosts:   (n + shape.RanksPerHost - 1) / shape.RanksPerHost,
 		jitter:  shape.SampleJitter,
 		commSeq: map[string]int64{}, members: map[string][]int{}, params: map[string]any{},
+		statsInterval: commStatsIntervalNs, created: map[string]int64{}, manager: map[string]string{},
 	}
 	j.t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + rng.Int64N(secNs)
 	j.duration = j.uniformDur(shape.Duration)

@@ -59,8 +59,9 @@ type QualityScore struct {
 	// ones among them.
 	ConfidentClaims, ConfidentTP int
 	// Episodes are true (episode, rank) pairs, Found those a claim overlaps, NotSampled
-	// those no sample saw; FoundConfirmed those found by a confirmed claim.
-	Episodes, Found, NotSampled, FoundConfirmed int
+	// those no sample saw, FoundSampled the found ones some sample saw; FoundConfirmed
+	// those found by a confirmed claim.
+	Episodes, Found, NotSampled, FoundSampled, FoundConfirmed int
 	// Decoys are decoy (episode, rank) pairs, DecoysClaimed those a claim overlaps,
 	// DecoysConfident those a confident or confirmed result overlaps.
 	Decoys, DecoysClaimed, DecoysConfident int
@@ -93,6 +94,7 @@ func (s *QualityScore) Add(b QualityScore) {
 	s.Episodes += b.Episodes
 	s.Found += b.Found
 	s.NotSampled += b.NotSampled
+	s.FoundSampled += b.FoundSampled
 	s.FoundConfirmed += b.FoundConfirmed
 	s.Decoys += b.Decoys
 	s.DecoysClaimed += b.DecoysClaimed
@@ -124,6 +126,13 @@ func (s QualityScore) Precision() Ratio { return ratio(s.TP, s.Claims) }
 
 // Recall is true rank-episodes found over all of them.
 func (s QualityScore) Recall() Ratio { return ratio(s.Found, s.Episodes) }
+
+// SampledRecall is recall over the true rank-episodes some sample saw: at a sparse
+// sampling rate a short spike may fall between two samples, and no mode can find in
+// memory samples what none of them holds.
+func (s QualityScore) SampledRecall() Ratio {
+	return ratio(s.FoundSampled, s.Episodes-s.NotSampled)
+}
 
 // ConfidentPrecision is true confident-or-confirmed results over all of them.
 func (s QualityScore) ConfidentPrecision() Ratio { return ratio(s.ConfidentTP, s.ConfidentClaims) }
@@ -231,6 +240,9 @@ func ScoreQuality(t QualityTruth, results []QualityResult) QualityScore {
 			continue
 		}
 		s.Found++
+		if e.SamplesObserved > 0 {
+			s.FoundSampled++
+		}
 		if hits(claims, e, func(r QualityResult) bool { return r.Classification == ClassConfirmed }) {
 			s.FoundConfirmed++
 		}

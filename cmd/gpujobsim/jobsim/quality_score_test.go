@@ -36,16 +36,16 @@ func TestScoreQualityMatchingRules(t *testing.T) {
 	}{
 		{"nothing", nil, QualityScore{Episodes: 2, Decoys: 2, PersistentEpisodes: 1}},
 		{"touching the transient's end counts (inclusive)", []QualityResult{res(0, 2000, 2100, ClassLikely, "")},
-			QualityScore{Results: 1, Claims: 1, TP: 1, Episodes: 2, Found: 1, Decoys: 2, PersistentEpisodes: 1}},
+			QualityScore{Results: 1, Claims: 1, TP: 1, Episodes: 2, Found: 1, FoundSampled: 1, Decoys: 2, PersistentEpisodes: 1}},
 		{"a suspect is no claim, but is counted", []QualityResult{res(0, 1000, 2000, ClassSuspect, "")},
 			QualityScore{Results: 1, Suspects: 1, Episodes: 2, Decoys: 2, PersistentEpisodes: 1}},
 		{"the step found at its onset, kind right, confirmed", []QualityResult{res(0, 5400, 5600, ClassConfirmed, ResultPersistent)},
-			QualityScore{Results: 1, Claims: 1, TP: 1, ConfidentClaims: 1, ConfidentTP: 1, Episodes: 2, Found: 1, FoundConfirmed: 1,
+			QualityScore{Results: 1, Claims: 1, TP: 1, ConfidentClaims: 1, ConfidentTP: 1, Episodes: 2, Found: 1, FoundSampled: 1, FoundConfirmed: 1,
 				Decoys: 2, PersistentEpisodes: 1, StepsFound: 1, StepKindRight: 1, HasKind: true}},
 		{"a claim on the raised level is a level FP", []QualityResult{res(0, 7000, 7100, ClassConfident, ResultTransient)},
 			QualityScore{Results: 1, Claims: 1, FP: 1, FPLevel: 1, ConfidentClaims: 1, Episodes: 2, Decoys: 2, PersistentEpisodes: 1, HasKind: true}},
 		{"a persistent claim away from a step onset", []QualityResult{res(0, 1500, 1600, ClassLikely, ResultPersistent)},
-			QualityScore{Results: 1, Claims: 1, TP: 1, Episodes: 2, Found: 1, Decoys: 2, PersistentEpisodes: 1,
+			QualityScore{Results: 1, Claims: 1, TP: 1, Episodes: 2, Found: 1, FoundSampled: 1, Decoys: 2, PersistentEpisodes: 1,
 				PersistentClaimsOffStep: 1, HasKind: true}},
 		{"a confident decoy, and a suspect one", []QualityResult{res(0, 3100, 3200, ClassConfident, ""), res(1, 1200, 1300, ClassSuspect, "")},
 			QualityScore{Results: 2, Claims: 1, Suspects: 1, FP: 1, FPDecoy: 1, ConfidentClaims: 1, Episodes: 2, Decoys: 2,
@@ -80,4 +80,18 @@ func TestScoreQualityFlaggedAndRates(t *testing.T) {
 	sum.Add(got)
 	assert.Equal(t, 2*got.Claims, sum.Claims)
 	assert.Equal(t, got.Flagged(), sum.Flagged(), "flagged is a mean over cases")
+}
+
+// Sampled recall leaves out the episodes no sample saw, found or not.
+func TestScoreQualitySampledRecall(t *testing.T) {
+	truth := scoringTruth()
+	truth.Collective[0].SamplesObserved = 0
+	got := ScoreQuality(truth, []QualityResult{{Rank: 0, StartNs: 1500, EndNs: 1600, Classification: ClassLikely}})
+	assert.Equal(t, 1, got.Found)
+	assert.Equal(t, 0, got.FoundSampled)
+	assert.Equal(t, 1, got.NotSampled)
+	assert.Equal(t, Ratio{Value: 0, Defined: true}, got.SampledRecall(), "the step, seen, is not found")
+	got = ScoreQuality(truth, []QualityResult{{Rank: 0, StartNs: 5000, EndNs: 5100, Classification: ClassLikely}})
+	assert.Equal(t, Ratio{Value: 1, Defined: true}, got.SampledRecall())
+	assert.Equal(t, Ratio{Value: 0.5, Defined: true}, got.Recall())
 }
