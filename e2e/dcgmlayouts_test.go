@@ -236,59 +236,35 @@ func rankResource(r layoutRank, withUUID bool) map[string]any {
 // layoutConfig is the collector configuration: the processor with its
 // default identity keys, each node's exporter scraped by its own job.
 func layoutConfig(healthPort, httpPort, telemetryPort int, pages map[string]int, out string) string {
-	return fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-  prometheus:
-    config:
-      scrape_configs:
-        - job_name: dcgm-node-a
-          scrape_interval: 500ms
-          scrape_timeout: 400ms
-          honor_labels: false
-          static_configs:
-            - targets: ["127.0.0.1:%d"]
-              labels: {pod: nvidia-dcgm-exporter-x7k2p, namespace: gpu-operator, k8s_node_name: node-a}
-        - job_name: dcgm-node-b
-          scrape_interval: 700ms
-          scrape_timeout: 400ms
-          honor_labels: true
-          static_configs:
-            - targets: ["127.0.0.1:%d"]
-        - job_name: dcgm-node-c
-          scrape_interval: 600ms
-          scrape_timeout: 400ms
-          static_configs:
-            - targets: ["127.0.0.1:%d"]
-              labels: {hostname: node-c}
-processors:
-  collectiveattr:
-    evaluation_interval: 500ms
-    settle_delay: 2s
-exporters:
-  file/metrics:
-    path: %s
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    metrics:
-      receivers: [otlp, prometheus]
-      processors: [collectiveattr]
-      exporters: [file/metrics]
-`, healthPort, httpPort, pages["node-a"], pages["node-b"], pages["node-c"], filepath.Join(out, "metrics.json"), telemetryPort)
+	return collectorConfig{
+		healthPort:    healthPort,
+		telemetryPort: telemetryPort,
+		receivers: otlpHTTPReceiver("otlp", httpPort) + fmt.Sprintf(`prometheus:
+  config:
+    scrape_configs:
+      - job_name: dcgm-node-a
+        scrape_interval: 500ms
+        scrape_timeout: 400ms
+        honor_labels: false
+        static_configs:
+          - targets: ["127.0.0.1:%d"]
+            labels: {pod: nvidia-dcgm-exporter-x7k2p, namespace: gpu-operator, k8s_node_name: node-a}
+      - job_name: dcgm-node-b
+        scrape_interval: 700ms
+        scrape_timeout: 400ms
+        honor_labels: true
+        static_configs:
+          - targets: ["127.0.0.1:%d"]
+      - job_name: dcgm-node-c
+        scrape_interval: 600ms
+        scrape_timeout: 400ms
+        static_configs:
+          - targets: ["127.0.0.1:%d"]
+            labels: {hostname: node-c}`, pages["node-a"], pages["node-b"], pages["node-c"]),
+		processors: "collectiveattr:\n  evaluation_interval: 500ms\n  settle_delay: 2s",
+		exporters:  "file/metrics:\n  path: " + filepath.Join(out, "metrics.json"),
+		pipelines:  pipeline("metrics", "otlp, prometheus", "collectiveattr", "file/metrics"),
+	}.yaml()
 }
 
 // layoutRun runs the cluster for the job's length and returns the hidden

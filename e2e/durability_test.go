@@ -197,50 +197,28 @@ func TestResultsSurviveAKillWhileTheDownstreamStalls(t *testing.T) {
 	dead := blackHole(t)
 	ports = freePorts(t, 3)
 	healthPort, httpPort, telemetryPort := ports[0], ports[1], ports[2]
-	config := filepath.Join(dir, "stalled.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-  file_storage:
-    directory: %s
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-processors:
-  collectiveattr:
-    emit: on_job_end
-    evaluation_interval: 500ms
-    job_idle_timeout: 3s
-    emit_timeout: 120s
-    storage: file_storage
-    checkpoint_interval: 1s
-exporters:
-  otlp_http/stalled:
-    endpoint: http://%s
-    timeout: 120s
-    sending_queue:
-      enabled: false
-    retry_on_failure:
-      enabled: false
-service:
-  extensions: [health_check, file_storage]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    logs:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [otlp_http/stalled]
-`, healthPort, storageDir, httpPort, dead, telemetryPort)), 0o644))
-	c = startCollector(t, config, nil, healthPort)
+	stalled := collectorConfig{
+		healthPort:    healthPort,
+		telemetryPort: telemetryPort,
+		extensions:    []string{"file_storage:\n  directory: " + storageDir},
+		receivers:     otlpHTTPReceiver("otlp", httpPort),
+		processors: `collectiveattr:
+  emit: on_job_end
+  evaluation_interval: 500ms
+  job_idle_timeout: 3s
+  emit_timeout: 120s
+  storage: file_storage
+  checkpoint_interval: 1s`,
+		exporters: fmt.Sprintf(`otlp_http/stalled:
+  endpoint: http://%s
+  timeout: 120s
+  sending_queue:
+    enabled: false
+  retry_on_failure:
+    enabled: false`, dead),
+		pipelines: pipeline("logs", "otlp", "collectiveattr", "otlp_http/stalled"),
+	}
+	c = startCollector(t, stalled.write(t, dir, "stalled.yaml"), nil, healthPort)
 	// The pass-through stalls too: each post gives up after a second, by
 	// which time the processor has buffered it.
 	for i := range int64(4) {
@@ -248,7 +226,7 @@ service:
 		require.NoError(t, err)
 		postOTLP(t, "http://127.0.0.1:"+itoa(httpPort)+"/v1/logs", body, time.Second)
 	}
-	telemetryURL := "http://127.0.0.1:" + itoa(telemetryPort) + "/metrics"
+	telemetryURL := stalled.telemetryURL()
 	waitFor(t, 30*time.Second, "the job's results handed to the stalled exporter", func() bool {
 		return strings.Contains(scrape(t, telemetryURL), "otelcol_processor_collectiveattr_results_emitted")
 	})

@@ -59,46 +59,27 @@ func TestFilelogLineTwiceCountsTwice(t *testing.T) {
 			require.NoError(t, os.WriteFile(in, file.Bytes(), 0o644))
 			out := filepath.Join(work, "logs.json")
 			ports := freePorts(t, 2)
-			cfg := fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  filelog:
-    include: [%s]
-    start_at: beginning
-    max_log_size: 4MiB
-    include_file_record_number: true
-processors:
-  collectiveattr:
-    mode: %s
-    preset: medium
-    phases: false
-    emit: on_job_end
-    job_idle_timeout: 1h
-    window: 87600h
-    limits:
-      max_events_per_rank: 1000000
-exporters:
-  file:
-    path: %s
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    logs:
-      receivers: [filelog]
-      processors: [collectiveattr]
-      exporters: [file]
-`, ports[0], yamlString(in), mode, yamlString(out), ports[1])
-			configPath := filepath.Join(work, "config.yaml")
-			require.NoError(t, os.WriteFile(configPath, []byte(cfg), 0o644))
+			cfg := collectorConfig{
+				healthPort:    ports[0],
+				telemetryPort: ports[1],
+				receivers: fmt.Sprintf(`filelog:
+  include: [%s]
+  start_at: beginning
+  max_log_size: 4MiB
+  include_file_record_number: true`, yamlString(in)),
+				processors: fmt.Sprintf(`collectiveattr:
+  mode: %s
+  preset: medium
+  phases: false
+  emit: on_job_end
+  job_idle_timeout: 1h
+  window: 87600h
+  limits:
+    max_events_per_rank: 1000000`, mode),
+				exporters: "file:\n  path: " + yamlString(out),
+				pipelines: pipeline("logs", "filelog", "collectiveattr", "file"),
+			}
+			configPath := cfg.write(t, work, "config.yaml")
 			col := startCollector(t, configPath, nil, ports[0])
 			waitFor(t, 2*time.Minute, "every line to pass through", func() bool {
 				passed, _ := countLogRecords(t, out)

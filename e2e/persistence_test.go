@@ -22,42 +22,18 @@ import (
 // every second.
 func persistenceConfig(t *testing.T, dir, storageDir, mode string, healthPort, httpPort int, out string) string {
 	t.Helper()
-	storageExt, storageKey, extList := "", "", "[health_check]"
-	if storageDir != "" {
-		storageExt = fmt.Sprintf("  file_storage:\n    directory: %s\n", storageDir)
-		storageKey = "    storage: file_storage\n    checkpoint_interval: 1s\n"
-		extList = "[health_check, file_storage]"
+	cfg := collectorConfig{
+		healthPort: healthPort,
+		receivers:  otlpHTTPReceiver("otlp", httpPort),
+		processors: fmt.Sprintf("collectiveattr:\n  mode: %s\n  emit: on_job_end\n  evaluation_interval: 500ms\n  job_idle_timeout: 3s\n", mode),
+		exporters:  "file/logs:\n  path: " + out,
+		pipelines:  pipeline("logs", "otlp", "collectiveattr", "file/logs"),
 	}
-	config := filepath.Join(dir, fmt.Sprintf("config-%d.yaml", httpPort))
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-%sreceivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-processors:
-  collectiveattr:
-    mode: %s
-    emit: on_job_end
-    evaluation_interval: 500ms
-    job_idle_timeout: 3s
-%sexporters:
-  file/logs:
-    path: %s
-service:
-  extensions: %s
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    logs:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [file/logs]
-`, healthPort, storageExt, httpPort, mode, storageKey, out, extList)), 0o644))
-	return config
+	if storageDir != "" {
+		cfg.extensions = []string{"file_storage:\n  directory: " + storageDir}
+		cfg.processors += "  storage: file_storage\n  checkpoint_interval: 1s\n"
+	}
+	return cfg.write(t, dir, fmt.Sprintf("config-%d.yaml", httpPort))
 }
 
 // persistedJob is 40 s of a 4-rank job sampled at 10 Hz with a collective spike every

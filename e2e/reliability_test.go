@@ -128,38 +128,14 @@ func TestDeviceJoinKeepsJobsApart(t *testing.T) {
 	ports := freePorts(t, 3)
 	httpPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
 	out := t.TempDir()
-	config := filepath.Join(out, "config.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-processors:
-  collectiveattr:
-    evaluation_interval: 500ms
-    identity_ttl: 2s
-exporters:
-  file/metrics:
-    path: %s
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [file/metrics]
-`, healthPort, httpPort, filepath.Join(out, "metrics.json"), telemetryPort)), 0o644))
+	config := collectorConfig{
+		healthPort:    healthPort,
+		telemetryPort: telemetryPort,
+		receivers:     otlpHTTPReceiver("otlp", httpPort),
+		processors:    "collectiveattr:\n  evaluation_interval: 500ms\n  identity_ttl: 2s",
+		exporters:     "file/metrics:\n  path: " + filepath.Join(out, "metrics.json"),
+		pipelines:     pipeline("metrics", "otlp", "collectiveattr", "file/metrics"),
+	}.write(t, out, "config.yaml")
 	c := startCollector(t, config, nil, healthPort)
 
 	const (
@@ -296,44 +272,21 @@ func TestShutdownWithDeadDownstream(t *testing.T) {
 	httpPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
 	dead := blackHole(t)
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-processors:
-  collectiveattr:
-    evaluation_interval: 500ms
-    settle_delay: 1s
-exporters:
-  otlp_http/dead:
-    endpoint: http://%s
-    timeout: 60s
-    sending_queue:
-      enabled: false
-    retry_on_failure:
-      enabled: true
-      max_elapsed_time: 60s
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    logs:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [otlp_http/dead]
-`, healthPort, httpPort, dead, telemetryPort)), 0o644))
+	config := collectorConfig{
+		healthPort:    healthPort,
+		telemetryPort: telemetryPort,
+		receivers:     otlpHTTPReceiver("otlp", httpPort),
+		processors:    "collectiveattr:\n  evaluation_interval: 500ms\n  settle_delay: 1s",
+		exporters: fmt.Sprintf(`otlp_http/dead:
+  endpoint: http://%s
+  timeout: 60s
+  sending_queue:
+    enabled: false
+  retry_on_failure:
+    enabled: true
+    max_elapsed_time: 60s`, dead),
+		pipelines: pipeline("logs", "otlp", "collectiveattr", "otlp_http/dead"),
+	}.write(t, dir, "config.yaml")
 	c := startCollector(t, config, nil, healthPort)
 
 	// The pass-through of the input hangs on the dead exporter too: the client gives up

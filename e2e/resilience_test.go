@@ -28,45 +28,17 @@ func logsCollector(t *testing.T, section string) (c *collector, httpPort int, te
 	httpPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
 	dir := t.TempDir()
 	out = filepath.Join(dir, "logs.json")
-	config := filepath.Join(dir, "config.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-        max_request_body_size: 8388608
-processors:
-  collectiveattr:
-%s
-exporters:
-  file/logs:
-    path: %s
-  debug: {}
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-  pipelines:
-    logs:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [file/logs]
-    metrics:
-      receivers: [otlp]
-      processors: [collectiveattr]
-      exporters: [debug]
-`, healthPort, httpPort, section, out, telemetryPort)), 0o644))
+	cfg := collectorConfig{
+		healthPort:    healthPort,
+		telemetryPort: telemetryPort,
+		receivers:     otlpHTTPReceiver("otlp", httpPort) + "      max_request_body_size: 8388608\n",
+		processors:    "collectiveattr:\n" + section,
+		exporters:     fmt.Sprintf("file/logs:\n  path: %s\ndebug: {}\n", out),
+		pipelines:     pipeline("logs", "otlp", "collectiveattr", "file/logs") + pipeline("metrics", "otlp", "collectiveattr", "debug"),
+	}
+	config := cfg.write(t, dir, "config.yaml")
 	c = startCollector(t, config, nil, healthPort)
-	return c, httpPort, "http://127.0.0.1:" + itoa(telemetryPort) + "/metrics", out
+	return c, httpPort, cfg.telemetryURL(), out
 }
 
 func postLogs(t *testing.T, port int, ld plog.Logs) int {

@@ -81,17 +81,6 @@ func (t Table) Merge(other Table) {
 	}
 }
 
-// Without is t without the rows of families.
-func (t Table) Without(families ...string) Table {
-	out := Table{}
-	for k, s := range t {
-		if !slices.Contains(families, k.Family) {
-			out[k] = s
-		}
-	}
-	return out
-}
-
 func familyOrder(name string) int {
 	for i, f := range jobsim.QualityFamilies {
 		if f.Name == name {

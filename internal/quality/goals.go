@@ -17,7 +17,7 @@ type Measure struct {
 // The measures the goals read (jobsim.QualityScore documents each).
 var (
 	Recall             = Measure{"recall", jobsim.QualityScore.Recall}
-	SampledRecall      = Measure{"recall of episodes some sample saw", jobsim.QualityScore.SampledRecall}
+	RecallSampled      = Measure{"recall of sampled episodes", jobsim.QualityScore.RecallSampled}
 	Precision          = Measure{"claim precision", jobsim.QualityScore.Precision}
 	ConfidentPrecision = Measure{"confident precision", jobsim.QualityScore.ConfidentPrecision}
 	DecoysConfident    = Measure{"decoys confident share", jobsim.QualityScore.DecoysConfidentShare}
@@ -36,6 +36,9 @@ var (
 			return jobsim.Ratio{}
 		}
 		return jobsim.Ratio{Value: float64(s.Claims) / float64(s.Cases), Defined: true}
+	}}
+	LevelDecoysConfident = Measure{"restart or other-tenant levels called confident", func(s jobsim.QualityScore) jobsim.Ratio {
+		return jobsim.Ratio{Value: float64(s.LevelDecoysConfident), Defined: true}
 	}}
 )
 
@@ -158,7 +161,7 @@ var (
 // length of a collective may fall between two samples. cumem_off's accounting tracks
 // none of NCCL's buffers, so timing decides there and nothing is confirmed.
 var CadenceGoals = []Goal{
-	atLeast(SampledRecall, 0.95, "every episode some sample saw, every preset", Rows{Families: cadenceFamilies}),
+	atLeast(RecallSampled, 0.95, "every episode some sample saw, every preset", Rows{Families: cadenceFamilies}),
 	atLeast(ConfidentPrecision, 0.95, "saying confident means being right, every preset", Rows{Families: cadenceFamilies}),
 	atMost(DecoysConfident, 0.05, "decoys confident, every preset", Rows{Families: cadenceFamilies}),
 	atLeast(Precision, 0.95, "claim precision without co-timed decoys, and everywhere with accounting",
@@ -172,6 +175,26 @@ var CadenceGoals = []Goal{
 		Rows{Families: quietFamilies, NCCLStats: withoutStats}),
 	atMost(ClaimsPerJob, 2, "no collective episode at all, with accounting: at most 2 claims per job",
 		Rows{Families: quietFamilies, NCCLStats: withStats}),
+}
+
+// PhysicsFamilies are the families of issue 31, each one physics of real jobs
+// (restarts, small NCCL footprints, other tenants, creep, drifting clocks, host-wide
+// polling, 3-D parallelism at scale).
+var PhysicsFamilies = []string{"restart", "small_footprint", "other_tenant", "creep", "drift", "host_polling", "parallel_3d"}
+
+// PhysicsGoals are evidence mode's goals on PhysicsFamilies at every preset, with and
+// without accounting (issue 31): recall counts the episodes some sample saw (host-wide
+// polling at 0.2 Hz never sees most transients); claim precision leaves out, without
+// accounting, parallel_3d, whose recompute workspaces start at a TP all_reduce on every
+// member; a restarted process's level or another tenant's is never confident.
+var PhysicsGoals = []Goal{
+	atLeast(RecallSampled, 0.95, "episodes some sample saw, every preset", Rows{Families: PhysicsFamilies}),
+	atLeast(ConfidentPrecision, 0.95, "saying confident means being right", Rows{Families: PhysicsFamilies}),
+	atMost(DecoysConfident, 0.05, "decoys confident", Rows{Families: PhysicsFamilies}),
+	atMost(LevelDecoysConfident, 0, "a level change from a restart or another tenant is never confident", Rows{Families: PhysicsFamilies}),
+	atLeast(Precision, 0.95, "claim precision where decoys are not co-timed with a collective on its members, or with accounting",
+		Rows{Families: PhysicsFamilies, NCCLStats: withoutStats, Except: []string{"parallel_3d"}},
+		Rows{Families: PhysicsFamilies, NCCLStats: withStats}),
 }
 
 // ReferenceFindings pin what the reference mode does on the default shape (seeds 1–3,

@@ -79,7 +79,7 @@ func TestInspectorLayoutQuality(t *testing.T) {
 	b.WriteString("| markers | family | NCCL stats | recall | claim precision | confident precision | decoys confident |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
 	var failures []string
 	for _, v := range inspectorVariants() {
-		tab, err := Evaluate(v.mode, Plan{Shape: "default", Families: baseFamilies(), Seeds: seeds,
+		tab, err := Evaluate(v.mode, Plan{Shape: "default", Families: familyNames(), Seeds: seeds,
 			Presets: medium, NCCLStats: []bool{false, true}})
 		require.NoError(t, err, v.name)
 		for _, k := range tab.Keys() {

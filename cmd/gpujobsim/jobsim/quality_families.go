@@ -58,7 +58,7 @@ var QualityFamilies = []QualityFamily{
 }
 
 func sparseNote(j *qualityJob) string {
-	return fmt.Sprintf("%.1f-%.1f Hz, accounting every %v ns", slices.Min(j.sampleHz), slices.Max(j.sampleHz), j.statsInterval)
+	return fmt.Sprintf("%.1f-%.1f Hz, accounting every %v ns", slices.Min(j.sampleHz), slices.Max(j.sampleHz), j.statsIntervalNs)
 }
 
 // QualityFamilyByName finds a family.

@@ -18,9 +18,9 @@ func (j *qualityJob) sparseSampling() {
 		j.sampleHz[rank] = j.uniform(r[0], r[1])
 	}
 	j.jitter = [2]float64{0.9, 1.1}
-	j.statsInterval = j.intIn(100, 1000) * msNs
+	j.statsIntervalNs = j.intIn(100, 1000) * msNs
 	j.params["sample_hz_range"] = r[:]
-	j.params["stats_interval_ns"] = j.statsInterval
+	j.params["stats_interval_ns"] = j.statsIntervalNs
 }
 
 func buildSparse(j *qualityJob) {
@@ -88,7 +88,7 @@ func buildEarlyFirstUse(j *qualityJob) {
 			t := s.start + int64(float64(s.len)*j.uniform(0.02, 0.06))
 			ag := j.collective("all_gather", t, grp, comm, j.intIn(64, 512)*mib, j.intIn(20, 80)*msNs, 30*msNs, end)
 			if s.k == 0 {
-				j.created[comm] = ag.t - j.intIn(20, 200)*msNs
+				j.commLife[comm] = [2]int64{ag.t - j.intIn(20, 200)*msNs, math.MaxInt64}
 				j.persistentStepUp(ag, grp, j.pageBytes(j.shape.StepUpBytes, 0.25, 1))
 			}
 			t = s.start + int64(float64(s.len)*j.uniform(0.30, 0.45))
@@ -100,7 +100,7 @@ func buildEarlyFirstUse(j *qualityJob) {
 			ar := j.collective("all_reduce", t, grp, comm, j.intIn(256, 2048)*mib, j.capped(t, end, 200, 500, 120), 30*msNs, end)
 			switch {
 			case s.k == 0:
-				j.created[comm] = ar.t - j.intIn(20, 200)*msNs
+				j.commLife[comm] = [2]int64{ar.t - j.intIn(20, 200)*msNs, math.MaxInt64}
 				j.persistentStepUp(ar, grp, j.pageBytes(j.shape.StepUpBytes, 0.25, 1))
 			case spikes[s.k]:
 				j.spikeOnCollective(ar, grp, j.shape.SpikeBytes, KindTransientAllReduce, true)

@@ -36,6 +36,8 @@ type overlay struct {
 	start, end int64
 	open       bool
 	bytes      int64
+	// slope adds slope × (t − start) bytes (a leak rising steadily).
+	slope float64
 }
 
 // qualityMarker is one rank-local collective marker at the op's launch on that rank.
@@ -90,20 +92,34 @@ type qualityJob struct {
 	baseReserved                 []int64
 	reservedSteps                [][][2]int64 // (true time, growth)
 	churn                        []float64    // extra noise sigma, bytes (noisy family)
-
-	// NCCL's accounting as the job reports it (renderCommStats): how often, from when
-	// each communicator exists, which communicators share one memory manager, and
-	// whether NCCL tracks its memory at all.
-	statsInterval int64
-	created       map[string]int64  // communicator → true time of its creation (absent: before the run)
-	manager       map[string]string // communicator → the communicator whose memory manager it shares
-	cumem         cumemAccounting
+	// driftPPM is each host's clock drift: its offset grows by driftPPM µs per second.
+	driftPPM []float64
+	// dead are the spans (true time) in which a rank's process is gone: it writes
+	// nothing; each one ends in a new process (a new session and pid).
+	dead [][][2]int64
+	// hostPollHz, when > 0, samples every GPU of a host in one sweep at that rate
+	// (DCGM, nvidia-smi) instead of each rank on its own.
+	hostPollHz float64
+	// statsIntervalNs is how often a rank reports NCCL's accounting.
+	statsIntervalNs int64
+	// commLife is the span (true time) in which a communicator exists when it does not
+	// for the whole job: created later (reports from then, baseline 0) or aborted.
+	commLife map[string][2]int64
+	// commBase fixes NCCL's persistent memory of (comm, rank) when a family's physics
+	// needs its size (an abort frees it).
+	commBase map[string]map[int]int64
+	// manager maps a communicator split with shared resources to the one whose memory
+	// manager it shares (their accounting reports one total); cumem is how that manager
+	// sees NCCL's buffers.
+	manager map[string]string
+	cumem   cumemAccounting
 
 	overlays        [][]overlay
 	truthCollective []episode
 	decoys          []episode
 	markers         [][]qualityMarker
 	steps           []qualityStep
+	worldComm       string // the name of the world communicator worldOps uses
 	commSeq         map[string]int64
 	members         map[string][]int
 	params          map[string]any
@@ -134,7 +150,8 @@ func newQualityJob(family string, seed int64, shape QualityShape) *qualityJob {
 		hosts:   (n + shape.RanksPerHost - 1) / shape.RanksPerHost,
 		jitter:  shape.SampleJitter,
 		commSeq: map[string]int64{}, members: map[string][]int{}, params: map[string]any{},
-		statsInterval: commStatsIntervalNs, created: map[string]int64{}, manager: map[string]string{},
+		statsIntervalNs: commStatsIntervalNs, worldComm: "world", commLife: map[string][2]int64{}, commBase: map[string]map[int]int64{},
+		manager: map[string]string{},
 	}
 	j.t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + rng.Int64N(secNs)
 	j.duration = j.uniformDur(shape.Duration)
@@ -157,6 +174,8 @@ func newQualityJob(family string, seed int64, shape QualityShape) *qualityJob {
 		j.reservedSteps = append(j.reservedSteps, growth)
 	}
 	j.churn = make([]float64, n)
+	j.driftPPM = make([]float64, j.hosts)
+	j.dead = make([][][2]int64, n)
 	j.overlays = make([][]overlay, n)
 	j.markers = make([][]qualityMarker, n)
 	j.steps = j.makeSteps()
@@ -267,15 +286,15 @@ func (j *qualityJob) worldOps(s qualityStep, allowAllGather, forceAllGather bool
 	ops := map[string]opInstance{}
 	world := j.worldRanks()
 	if allowAllGather && (forceAllGather || j.rng.Float64() < 0.3) {
-		ops["all_gather"] = j.collective("all_gather", s.start+int64(float64(s.len)*j.uniform(0.02, 0.06)), world, "world",
+		ops["all_gather"] = j.collective("all_gather", s.start+int64(float64(s.len)*j.uniform(0.02, 0.06)), world, j.worldComm,
 			j.intIn(64, 512)*mib, j.intIn(20, 80)*msNs, 30*msNs, s.start+s.len)
 	}
 	if j.rng.Float64() < 0.25 {
-		ops["reduce_scatter"] = j.collective("reduce_scatter", s.start+int64(float64(s.len)*j.uniform(0.30, 0.45)), world, "world",
+		ops["reduce_scatter"] = j.collective("reduce_scatter", s.start+int64(float64(s.len)*j.uniform(0.30, 0.45)), world, j.worldComm,
 			j.intIn(64, 512)*mib, j.intIn(20, 80)*msNs, 30*msNs, s.start+s.len)
 	}
 	tAR := s.start + int64(float64(s.len)*j.uniform(0.55, 0.65))
-	ops["all_reduce"] = j.collective("all_reduce", tAR, world, "world", j.intIn(256, 2048)*mib,
+	ops["all_reduce"] = j.collective("all_reduce", tAR, world, j.worldComm, j.intIn(256, 2048)*mib,
 		j.capped(tAR, s.start+s.len, 200, 500, 120), 30*msNs, s.start+s.len)
 	return ops
 }

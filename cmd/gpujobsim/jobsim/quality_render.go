@@ -49,6 +49,9 @@ func GenerateQualityCase(family string, seed int64, shape QualityShape, ncclStat
 	if !ok {
 		return nil, fmt.Errorf("unknown quality family %q", family)
 	}
+	if adjust, ok := familyShapes[family]; ok {
+		shape = adjust(shape)
+	}
 	if err := shape.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,10 +71,43 @@ func (j *qualityJob) hiddenAt(r int, t int64) int64 {
 	h := j.baseHidden[r]
 	for _, o := range j.overlays[r] {
 		if o.start <= t && (o.open || t < o.end) {
-			h += o.bytes
+			h += o.bytes + int64(o.slope*float64(t-o.start))
 		}
 	}
 	return h
+}
+
+// clockOffset is host's clock minus true time at true time t: a fixed offset plus
+// a drift that grows with the time since the job's start.
+func (j *qualityJob) clockOffset(host int, t int64) int64 {
+	return j.hostOffset[host] + int64(j.driftPPM[host]*1e-6*float64(t-j.t0))
+}
+
+// process is the number of rank r's processes that have ended before true time t
+// (0 while its first one runs); ok is false while none runs.
+func (j *qualityJob) process(r int, t int64) (n int, ok bool) {
+	for _, d := range j.dead[r] {
+		if t >= d[1] {
+			n++
+		} else if t >= d[0] {
+			return n, false
+		}
+	}
+	return n, true
+}
+
+func (j *qualityJob) alive(r int, t int64) bool {
+	_, ok := j.process(r, t)
+	return ok
+}
+
+// sampleTimes draws the sampling instants (true time) at interval ×U(jitter) over the job.
+func (j *qualityJob) sampleTimes(interval float64) []int64 {
+	var times []int64
+	for t := float64(j.t0) + j.uniform(0, interval); t < float64(j.tEnd); t += interval * j.uniform(j.jitter[0], j.jitter[1]) {
+		times = append(times, int64(t))
+	}
+	return times
 }
 
 func (j *qualityJob) reservedAt(r int, t int64) int64 {
@@ -99,24 +135,37 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 	sampleIdx := make([][]int, n) // index in events of each sample, per rank
 	rankInfo := map[string]QualityRankInfo{}
 	sampleMeta := map[string]any{"backend": "cuda", "sampling_source": "nvml"}
+	if j.hostPollHz > 0 {
+		sampleMeta = map[string]any{"backend": "cuda", "sampling_source": "dcgm"}
+	}
+	hostTimes := make([][]int64, j.hosts)
 	for r := range n {
 		host := j.hostOf(r)
-		off := j.hostOffset[host]
-		interval := float64(secNs) / j.sampleHz[r]
 		var times []int64
-		for t := float64(j.t0) + j.uniform(0, interval); t < float64(j.tEnd); t += interval * j.uniform(j.jitter[0], j.jitter[1]) {
-			times = append(times, int64(t))
+		switch {
+		case j.hostPollHz <= 0:
+			times = j.sampleTimes(float64(secNs) / j.sampleHz[r])
+		case hostTimes[host] != nil:
+			times = slices.Clone(hostTimes[host])
+		default:
+			hostTimes[host] = j.sampleTimes(float64(secNs) / j.hostPollHz)
+			times = slices.Clone(hostTimes[host])
 		}
+		times = slices.DeleteFunc(times, func(t int64) bool { return !j.alive(r, t) })
 		sampleTimes[r] = times
 		items := make([]renderItem, 0, len(times)+len(j.markers[r])+len(j.steps))
 		for _, t := range times {
 			items = append(items, renderItem{t: t, order: 0})
 		}
 		for i := range j.markers[r] {
-			items = append(items, renderItem{t: j.markers[r][i].t, order: 1, m: &j.markers[r][i]})
+			if j.alive(r, j.markers[r][i].t) {
+				items = append(items, renderItem{t: j.markers[r][i].t, order: 1, m: &j.markers[r][i]})
+			}
 		}
 		for _, s := range j.steps {
-			items = append(items, renderItem{t: s.start, order: 2, step: s.k})
+			if j.alive(r, s.start) {
+				items = append(items, renderItem{t: s.start, order: 2, step: s.k})
+			}
 		}
 		slices.SortStableFunc(items, func(a, b renderItem) int {
 			return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.order, b.order))
@@ -140,9 +189,13 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 				change = alloc - prevAlloc
 			}
 			first, prevAlloc = false, alloc
+			sess, pid := session, int64(20000+17*r)
+			if k, _ := j.process(r, it.t); k > 0 {
+				sess, pid = fmt.Sprintf("%s-%d", session, k), pid+int64(1000*k)
+			}
 			e := telemetry.Event{
-				SchemaVersion: 3, SessionID: session, TimestampNs: it.t + off,
-				Collector: "stormlog.cuda_tracker", SamplingIntervalMs: intervalMs, PID: int64(20000 + 17*r),
+				SchemaVersion: 3, SessionID: sess, TimestampNs: it.t + j.clockOffset(host, it.t),
+				Collector: "stormlog.cuda_tracker", SamplingIntervalMs: intervalMs, PID: pid,
 				Host: hostName, JobID: j.jobID, Rank: int64(r), LocalRank: int64(r % j.shape.RanksPerHost),
 				WorldSize: int64(n), DeviceID: int64(r % j.shape.RanksPerHost),
 				AllocatorAllocatedBytes: telemetry.Int(alloc), AllocatorReservedBytes: telemetry.Int(reserved),
@@ -168,8 +221,8 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 			events = append(events, e)
 		}
 		rankInfo[fmt.Sprint(r)] = QualityRankInfo{
-			Host: hostName, ClockOffsetNs: off, SamplingHz: math.Round(j.sampleHz[r]*1000) / 1000,
-			NSamples: len(times), FirstSampleNs: times[0] + off, LastSampleNs: times[len(times)-1] + off,
+			Host: hostName, ClockOffsetNs: j.hostOffset[host], ClockDriftPPM: j.driftPPM[host], SamplingHz: math.Round(j.sampleHz[r]*1000) / 1000,
+			NSamples: len(times), FirstSampleNs: times[0] + j.clockOffset(host, times[0]), LastSampleNs: times[len(times)-1] + j.clockOffset(host, times[len(times)-1]),
 			NMarkers: len(j.markers[r]), BaselineHiddenBytes: j.baseHidden[r], NoiseSigmaBytes: int64(sigma),
 		}
 	}
@@ -237,9 +290,6 @@ func (j *qualityJob) commBaselines() []map[string]int64 {
 		for _, c := range comms {
 			if slices.Contains(j.members[c], r) {
 				draws[c] = (lo + rng.Int64N(hi-lo+1)) * pageSz
-				if _, ok := j.created[c]; ok {
-					draws[c] = 0 // created during the run: its memory is a true step
-				}
 				if j.manager[c] == "" {
 					total += draws[c]
 				}
@@ -248,6 +298,16 @@ func (j *qualityJob) commBaselines() []map[string]int64 {
 		if limit := int64(0.6*float64(j.baseHidden[r])) / pageSz * pageSz; total > limit {
 			for c, v := range draws {
 				draws[c] = v * limit / total / pageSz * pageSz
+			}
+		}
+		// A communicator created during the run holds nothing before it: its memory is
+		// a true persistent episode. A size the family's physics fixed stays.
+		for c := range draws {
+			if life, ok := j.commLife[c]; ok && life[0] > j.t0 {
+				draws[c] = 0
+			}
+			if v, ok := j.commBase[c][r]; ok {
+				draws[c] = v
 			}
 		}
 		// A communicator split with shared resources reports its parent's manager.
@@ -269,17 +329,18 @@ func (j *qualityJob) managerOf(c string) string {
 	return c
 }
 
-// renderCommStats writes NCCL's accounting: every rank, every statsInterval (×its
-// jitter), one record per communicator it belongs to and that exists by then, holding
-// the baseline plus every true collective episode of that rank on any communicator of
-// the same memory manager while it is active (with cuMem off: the constant the manager
+// renderCommStats writes NCCL's accounting: every rank, every statsIntervalNs (×its
+// jitter), one record per communicator it belongs to while it exists, holding the
+// baseline plus every true collective episode of that rank on any communicator of the
+// same memory manager while it is active (with cuMem off: the constant the manager
 // tracks). Decoys never change it. The memory fields are copied from the rank's latest
 // sample.
 func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int, baselines []map[string]int64) []telemetry.Event {
 	rng := seededRand("collectiveattr-quality", j.family, fmt.Sprint(j.seed), "nccl-stats")
 	var out []telemetry.Event
 	for r := range j.shape.Ranks {
-		off := j.hostOffset[j.hostOf(r)]
+		host := j.hostOf(r)
+		off := j.hostOffset[host]
 		var comms []string
 		for c := range baselines[r] {
 			comms = append(comms, c)
@@ -290,13 +351,17 @@ func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int
 			continue
 		}
 		i := 0
-		for t := float64(events[idx[0]].TimestampNs-off) + rng.Float64()*float64(j.statsInterval); t < float64(j.tEnd); t += float64(j.statsInterval) * (j.jitter[0] + (j.jitter[1]-j.jitter[0])*rng.Float64()) {
+		for t := float64(events[idx[0]].TimestampNs-off) + rng.Float64()*float64(j.statsIntervalNs); t < float64(j.tEnd); t += float64(j.statsIntervalNs) * (j.jitter[0] + (j.jitter[1]-j.jitter[0])*rng.Float64()) {
 			ts := int64(t)
-			for i+1 < len(idx) && events[idx[i+1]].TimestampNs-off <= ts {
+			off = j.clockOffset(host, ts)
+			for i+1 < len(idx) && events[idx[i+1]].TimestampNs-j.clockOffset(host, events[idx[i+1]].TimestampNs) <= ts {
 				i++
 			}
+			if !j.alive(r, ts) {
+				continue
+			}
 			for _, c := range comms {
-				if at, ok := j.created[c]; ok && ts < at {
+				if life, ok := j.commLife[c]; ok && (ts < life[0] || ts >= life[1]) {
 					continue
 				}
 				m := j.managerOf(c)
@@ -310,7 +375,7 @@ func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int
 					total = j.cumem.tracked
 				}
 				x := events[idx[i]]
-				x.TimestampNs, x.EventType, x.SamplingIntervalMs = ts+off, CommMemoryStatsEventType, j.statsInterval/msNs
+				x.TimestampNs, x.EventType, x.SamplingIntervalMs = ts+off, CommMemoryStatsEventType, j.statsIntervalNs/msNs
 				x.AllocatorChangeBytes = telemetry.Int(0)
 				x.Context, x.HasContext = "", false
 				x.Metadata = map[string]any{KeyCommID: j.commID(c), KeyCommMemoryTotal: jsonInt(total)}
@@ -333,18 +398,18 @@ func (j *qualityJob) truth(ranks map[string]QualityRankInfo, sampleTimes [][]int
 		out := make([]QualityEpisode, 0, len(es))
 		for _, e := range es {
 			q := e.QualityEpisode
-			off := j.hostOffset[j.hostOf(e.Rank)]
+			host := j.hostOf(e.Rank)
 			for _, t := range sampleTimes[e.Rank] {
 				if e.start <= t && (e.open || t < e.end) {
 					q.SamplesObserved++
 				}
 			}
-			q.StartNs = e.start + off
+			q.StartNs = e.start + j.clockOffset(host, e.start)
 			if e.open {
 				q.EndNs = ranks[fmt.Sprint(e.Rank)].LastSampleNs
 				q.RecallEndNs = q.StartNs + int64(PersistentRecallWindow)
 			} else {
-				q.EndNs = e.end + off
+				q.EndNs = e.end + j.clockOffset(host, e.end)
 			}
 			out = append(out, q)
 		}
@@ -355,7 +420,7 @@ func (j *qualityJob) truth(ranks map[string]QualityRankInfo, sampleTimes [][]int
 		WorldSize: j.shape.Ranks, Hosts: j.hosts, DeviceTotalBytes: j.shape.DeviceTotal, DurationNs: j.duration,
 		Steps: len(j.steps), StepMeanNs: j.stepMean, Params: j.params, Ranks: ranks,
 		PersistentRecallWindowNs: int64(PersistentRecallWindow), Comms: comms,
-		NCCLStats:  QualityStatsInfo{Written: ncclStats, Records: stats, EventType: CommMemoryStatsEventType, IntervalNs: j.statsInterval},
+		NCCLStats:  QualityStatsInfo{Written: ncclStats, Records: stats, EventType: CommMemoryStatsEventType, IntervalNs: j.statsIntervalNs},
 		Collective: toRankClock(j.truthCollective), Decoys: toRankClock(j.decoys),
 	}
 }

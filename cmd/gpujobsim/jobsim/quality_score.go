@@ -59,12 +59,18 @@ type QualityScore struct {
 	// ones among them.
 	ConfidentClaims, ConfidentTP int
 	// Episodes are true (episode, rank) pairs, Found those a claim overlaps, NotSampled
-	// those no sample saw, FoundSampled the found ones some sample saw; FoundConfirmed
-	// those found by a confirmed claim.
-	Episodes, Found, NotSampled, FoundSampled, FoundConfirmed int
+	// those no sample saw; FoundConfirmed those found by a confirmed claim.
+	Episodes, Found, NotSampled, FoundConfirmed int
+	// FoundSampled are the found episodes some sample saw (Episodes − NotSampled of
+	// them in all).
+	FoundSampled int
 	// Decoys are decoy (episode, rank) pairs, DecoysClaimed those a claim overlaps,
 	// DecoysConfident those a confident or confirmed result overlaps.
 	Decoys, DecoysClaimed, DecoysConfident int
+	// LevelDecoysConfident are decoys of a level change that is not NCCL's (a restarted
+	// process, another tenant: LevelChangeDecoyKinds) overlapped by a confident or
+	// confirmed result.
+	LevelDecoysConfident int
 	// PersistentEpisodes are true step onsets (per rank), StepsFound those found inside
 	// their recall window, StepKindRight those found by a claim of kind persistent.
 	PersistentEpisodes, StepsFound, StepKindRight int
@@ -94,8 +100,9 @@ func (s *QualityScore) Add(b QualityScore) {
 	s.Episodes += b.Episodes
 	s.Found += b.Found
 	s.NotSampled += b.NotSampled
-	s.FoundSampled += b.FoundSampled
 	s.FoundConfirmed += b.FoundConfirmed
+	s.FoundSampled += b.FoundSampled
+	s.LevelDecoysConfident += b.LevelDecoysConfident
 	s.Decoys += b.Decoys
 	s.DecoysClaimed += b.DecoysClaimed
 	s.DecoysConfident += b.DecoysConfident
@@ -121,18 +128,19 @@ func ratio(a, b int) Ratio {
 	return Ratio{Value: float64(a) / float64(b), Defined: true}
 }
 
+// RecallSampled is found rank-episodes over those some sample saw: what sampling
+// never showed no mode can find.
+func (s QualityScore) RecallSampled() Ratio { return ratio(s.FoundSampled, s.Episodes-s.NotSampled) }
+
+// LevelChangeDecoyKinds are the decoy kinds of a level change that is not NCCL's,
+// which no result may call confident.
+var LevelChangeDecoyKinds = []string{KindRestartLevel, KindRestartLinger, KindOtherTenant}
+
 // Precision is true claims over claims.
 func (s QualityScore) Precision() Ratio { return ratio(s.TP, s.Claims) }
 
 // Recall is true rank-episodes found over all of them.
 func (s QualityScore) Recall() Ratio { return ratio(s.Found, s.Episodes) }
-
-// SampledRecall is recall over the true rank-episodes some sample saw: at a sparse
-// sampling rate a short spike may fall between two samples, and no mode can find in
-// memory samples what none of them holds.
-func (s QualityScore) SampledRecall() Ratio {
-	return ratio(s.FoundSampled, s.Episodes-s.NotSampled)
-}
 
 // ConfidentPrecision is true confident-or-confirmed results over all of them.
 func (s QualityScore) ConfidentPrecision() Ratio { return ratio(s.ConfidentTP, s.ConfidentClaims) }
@@ -259,6 +267,9 @@ func ScoreQuality(t QualityTruth, results []QualityResult) QualityScore {
 		}
 		if hits(resultsOf[e.Rank], e, QualityResult.confident) {
 			s.DecoysConfident++
+			if slices.Contains(LevelChangeDecoyKinds, e.Kind) {
+				s.LevelDecoysConfident++
+			}
 		}
 	}
 	// In rank order, so the float sum does not depend on map order.

@@ -63,6 +63,24 @@ func TestScoreQualityMatchingRules(t *testing.T) {
 	}
 }
 
+// Recall of sampled episodes leaves out what no sample saw; a restart's or another
+// tenant's level called confident is counted apart from other decoys.
+func TestScoreQualitySampledRecallAndLevelDecoys(t *testing.T) {
+	tr := scoringTruth()
+	tr.Collective[1].SamplesObserved = 0
+	tr.Decoys[1].Kind = KindOtherTenant
+	got := ScoreQuality(tr, []QualityResult{
+		{Rank: 0, StartNs: 1500, EndNs: 1600, Classification: ClassLikely},
+		{Rank: 1, StartNs: 1200, EndNs: 1300, Classification: ClassConfident},
+		{Rank: 0, StartNs: 3100, EndNs: 3200, Classification: ClassConfirmed},
+	})
+	assert.Equal(t, Ratio{Value: 1, Defined: true}, got.RecallSampled(), "the unsampled step is left out")
+	assert.Equal(t, Ratio{Value: 0.5, Defined: true}, got.Recall())
+	assert.Equal(t, 2, got.DecoysConfident)
+	assert.Equal(t, 1, got.LevelDecoysConfident, "only the other tenant's level")
+	assert.False(t, QualityScore{}.RecallSampled().Defined)
+}
+
 func TestScoreQualityFlaggedAndRates(t *testing.T) {
 	got := ScoreQuality(scoringTruth(), []QualityResult{
 		{Rank: 0, StartNs: 1000, EndNs: 3000, Classification: ClassLikely},
@@ -80,18 +98,4 @@ func TestScoreQualityFlaggedAndRates(t *testing.T) {
 	sum.Add(got)
 	assert.Equal(t, 2*got.Claims, sum.Claims)
 	assert.Equal(t, got.Flagged(), sum.Flagged(), "flagged is a mean over cases")
-}
-
-// Sampled recall leaves out the episodes no sample saw, found or not.
-func TestScoreQualitySampledRecall(t *testing.T) {
-	truth := scoringTruth()
-	truth.Collective[0].SamplesObserved = 0
-	got := ScoreQuality(truth, []QualityResult{{Rank: 0, StartNs: 1500, EndNs: 1600, Classification: ClassLikely}})
-	assert.Equal(t, 1, got.Found)
-	assert.Equal(t, 0, got.FoundSampled)
-	assert.Equal(t, 1, got.NotSampled)
-	assert.Equal(t, Ratio{Value: 0, Defined: true}, got.SampledRecall(), "the step, seen, is not found")
-	got = ScoreQuality(truth, []QualityResult{{Rank: 0, StartNs: 5000, EndNs: 5100, Classification: ClassLikely}})
-	assert.Equal(t, Ratio{Value: 1, Defined: true}, got.SampledRecall())
-	assert.Equal(t, Ratio{Value: 0.5, Defined: true}, got.Recall())
 }

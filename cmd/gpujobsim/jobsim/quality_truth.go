@@ -30,8 +30,10 @@ type QualityTruth struct {
 
 // QualityRankInfo is one rank's placement and series.
 type QualityRankInfo struct {
-	Host                string           `json:"host"`
-	ClockOffsetNs       int64            `json:"clock_offset_ns"`
+	Host          string `json:"host"`
+	ClockOffsetNs int64  `json:"clock_offset_ns"`
+	// ClockDriftPPM is how fast the host's offset grows (µs per second of the job).
+	ClockDriftPPM       float64          `json:"clock_drift_ppm,omitempty"`
 	SamplingHz          float64          `json:"sampling_hz"`
 	NSamples            int              `json:"n_samples"`
 	FirstSampleNs       int64            `json:"first_sample_ns"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // InspectorConfig configures the reading of NCCL Inspector records
@@ -268,7 +269,7 @@ func (c *Converter) emitInspector(op *inspector.Op, owner inspector.Owner, emit 
 			TimestampNs: ev.TimestampNs,
 			Event:       *ev,
 		}
-		c.rec.Stormlog = classifyStormlog(&c.rec.Event)
+		c.rec.Stormlog = window.ClassifyStormlog(&c.rec.Event)
 		emit(&c.rec)
 	}
 	clear(s.events)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 const schemaVersionKey = `"schema_version"`
@@ -115,7 +116,7 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, 
 		Event:       ev,
 		Line:        line,
 	}
-	c.rec.Stormlog = classifyStormlog(&c.rec.Event)
+	c.rec.Stormlog = window.ClassifyStormlog(&c.rec.Event)
 	emit(&c.rec)
 }
 

@@ -1,47 +1,13 @@
 package ingest
 
-import "github.com/collectiveattr/collectiveattr/evidence"
+import "github.com/collectiveattr/collectiveattr/window"
 
-// MarkerRun is the marker spans of one (job, rank) that one ConvertTraces
-// call found one after another, in input order. Markers are handed over a
-// run at a time, like samples (SampleRun): a rank's spans come together,
-// and the processor's per-record lookups and bookkeeping cost as much as
-// buffering a span's markers. Record expands a span into the KindMarker
-// Record it stands for.
-//
-// The run is the Converter's and is reused by the next run: the handler
-// copies what it keeps.
-type MarkerRun struct {
-	JobID string
-	Rank  int64
-	// WorldSize is the declared world size, 0 when unknown.
-	WorldSize int64
-	// Host is the rank's host name, "" when unknown.
-	Host  string
-	Spans []MarkerSpan
-}
-
-// MarkerSpan is the marker times of one span: its start and end when it is
-// a marker span, then the time of each span event whose name matches.
-type MarkerSpan struct {
-	Ref     SpanRef
-	TimesNs []int64
-	// EndsNs and Identities are set with Config.Evidence (see
-	// Record.MarkerEndsNs): in that mode TimesNs holds a marker span's
-	// start only, then its events' times.
-	EndsNs     []int64
-	Identities []evidence.Identity
-}
-
-// Record returns span i as the KindMarker Record it stands for.
-func (r *MarkerRun) Record(i int) Record {
-	sp := &r.Spans[i]
-	return Record{
-		Kind: KindMarker, JobID: r.JobID, Rank: r.Rank, WorldSize: r.WorldSize, Host: r.Host,
-		TimestampNs: sp.TimesNs[0], Marker: sp.Ref, MarkerTimesNs: sp.TimesNs,
-		MarkerEndsNs: sp.EndsNs, MarkerIdentities: sp.Identities,
-	}
-}
+// MarkerRun is the marker spans of one (job, rank), a window entry type
+// (window.MarkerRun).
+type (
+	MarkerRun  = window.MarkerRun
+	MarkerSpan = window.MarkerSpan
+)
 
 // beginMarkerSpan hands the current run to emit when it is of another
 // identity than the current one (c.id): the next span's markers start a

@@ -27,6 +27,11 @@ import threading
 
 from .otlp import CollectiveSpan
 
+# How often a communicator's span lists its members again after its first
+# (CollectiveSpan.declare): a collector that restarted without its state, or a
+# declaration lost in a full export queue, learns the membership within this.
+DECLARE_INTERVAL_NS = 60 * 10 ** 9
+
 # Wrapped function name -> the op it is (NCCL's collective names).
 OPS = {
     "all_reduce": "all_reduce",
@@ -162,6 +167,7 @@ class Recorder(object):
         self.groups, self.emit, self.clock, self.ids = groups, emit, clock, ids
         self.parent = parent
         self._seq = {}
+        self._declared = {}  # comm id -> time its members were last listed
         self._seq_lock = threading.Lock()
         self._local = threading.local()
         self.spans = 0
@@ -173,6 +179,19 @@ class Recorder(object):
             n = self._seq.get(key, 0)
             self._seq[key] = n + 1
         return n
+
+    def declares(self, comm, now_ns):
+        """Whether a span of comm ending at now_ns lists the members: the
+        communicator's first span, and the first after each DECLARE_INTERVAL_NS.
+        A span without identity lists none (nothing could take them up)."""
+        if comm is None:
+            return False
+        with self._seq_lock:
+            last = self._declared.get(comm)
+            if last is not None and now_ns - last < DECLARE_INTERVAL_NS:
+                return False
+            self._declared[comm] = now_ns
+        return True
 
     def identity(self, sig, args, kwargs):
         """(op, backend, comm id, seq, message bytes, members, peer), or None when
@@ -249,7 +268,7 @@ class Recorder(object):
                 trace_id, parent_span = parent
             self.spans += 1
             self.emit(CollectiveSpan(op, backend, start, end, comm, seq, msg, members, peer, is_async,
-                                     end_kind, trace_id, span_id, parent_span))
+                                     end_kind, trace_id, span_id, parent_span, self.declares(comm, end)))
         except Exception:
             self.errors += 1
 

@@ -34,10 +34,11 @@ KEY_PEER = "nccl.peer"
 
 SPAN_KIND_INTERNAL = 1
 
-# Groups up to this size list their members on every span; larger ones send only
-# their size, which is what the processor uses of the list (a 1 024-rank list
-# would make each span 20 KB, encoded on the exporter thread under the GIL).
-MAX_LISTED_MEMBERS = 64
+# A span lists its communicator's members (nccl.comm.ranks) only when it
+# declares them (CollectiveSpan.declare): the processor keeps a communicator's
+# declared membership for its later spans (docs/evidence-mode.md §2.1), so a
+# 1 024-rank group costs its 20 KB list once per declaration, not on every span
+# encoded on the exporter thread under the GIL. Every span carries the number.
 
 # One memory reading: bytes or None for what the source does not know.
 MemoryReading = collections.namedtuple(
@@ -48,10 +49,13 @@ Sample = collections.namedtuple("Sample", "time_ns reading accounting")
 
 # One collective call as the wrapper recorded it. comm_id and seq are None for
 # a call without a usable identity (a recv from any source); ranks is a tuple
-# of global ranks; peer is the other global rank of a send/recv, else None.
+# of global ranks; peer is the other global rank of a send/recv, else None;
+# declare says whether the span lists the members (collectives.Recorder sets it
+# on a communicator's first span and again every DECLARE_INTERVAL_NS).
 CollectiveSpan = collections.namedtuple(
     "CollectiveSpan",
-    "op backend start_ns end_ns comm_id seq message_bytes ranks peer async_op end_kind trace_id span_id parent_span_id")
+    "op backend start_ns end_ns comm_id seq message_bytes ranks peer async_op end_kind trace_id span_id parent_span_id"
+    " declare", defaults=(True,))
 
 GAUGES = (
     (METRIC_ALLOCATOR_RESERVED, "reserved", "Bytes reserved by the caching allocator (torch.cuda.memory_reserved)."),
@@ -94,7 +98,7 @@ def span_attributes(s):
     a[KEY_MESSAGE_BYTES] = s.message_bytes
     if s.ranks:
         a[KEY_COMM_NRANKS] = len(s.ranks)
-        if len(s.ranks) <= MAX_LISTED_MEMBERS:
+        if s.declare:
             a[KEY_COMM_RANKS] = list(s.ranks)
     if s.peer is not None:
         a[KEY_PEER] = s.peer

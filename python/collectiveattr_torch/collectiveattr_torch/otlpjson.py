@@ -57,7 +57,7 @@ class TracesEncoder(object):
                 and (seq is None or type(seq) is int)):
             return _dumps(otlp.span_json(s))  # a value of another type: the general encoder
         with_seq = s.comm_id is not None and seq is not None
-        key = (s.op, s.backend, s.comm_id, with_seq, s.ranks, s.peer, s.async_op, s.end_kind, bool(s.parent_span_id))
+        key = (s.op, s.backend, s.comm_id, with_seq, s.ranks, s.declare, s.peer, s.async_op, s.end_kind, bool(s.parent_span_id))
         try:
             t = self._templates.get(key)
         except TypeError:  # an unhashable member list

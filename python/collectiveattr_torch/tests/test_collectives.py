@@ -143,6 +143,20 @@ class RecorderTest(unittest.TestCase):
             self.assertLess(s.start_ns, s.end_ns)
             self.assertEqual((s.end_kind, s.async_op), ("return", False))
 
+    def test_members_declared_once_per_communicator_and_interval(self):
+        fake, spans, rec, _ = instrumented()
+        t = Tensor(1)
+        fake.all_reduce(t)
+        fake.all_reduce(t, group=fake.sub)
+        fake.broadcast(t, 0)  # pg:0 again: declared by its first all_reduce
+        fake.recv(t)  # no identity: nothing to declare
+        self.assertEqual([(s.comm_id, s.declare) for s in spans],
+                         [("pg:0", True), ("pg:1", True), ("pg:0", False), (None, False)])
+        # The clock (10 ns per call) passes the interval: pg:0 lists again, once.
+        self.assertFalse(rec.declares("pg:0", spans[0].end_ns + collectives.DECLARE_INTERVAL_NS - 1))
+        self.assertTrue(rec.declares("pg:0", spans[0].end_ns + collectives.DECLARE_INTERVAL_NS))
+        self.assertFalse(rec.declares("pg:0", spans[0].end_ns + collectives.DECLARE_INTERVAL_NS + 1))
+
     def test_group_this_rank_is_not_in_records_nothing(self):
         fake, spans, _, _ = instrumented(rank=0)
         fake.all_reduce(Tensor(1), group=fake.sub)

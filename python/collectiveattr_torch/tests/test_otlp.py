@@ -62,12 +62,13 @@ class SpanTest(unittest.TestCase):
         self.assertNotIn("nccl.comm.id", bare)
         self.assertNotIn("nccl.seq", bare)
 
-    def test_large_groups_send_their_size_only(self):
-        a = attrs(otlp.span_json(span(ranks=tuple(range(65))))["attributes"])
-        self.assertEqual(a["nccl.comm.nranks"], 65)
+    def test_members_listed_only_on_a_declaring_span(self):
+        big = tuple(range(1024))
+        a = attrs(otlp.span_json(span(ranks=big, declare=True))["attributes"])
+        self.assertEqual((a["nccl.comm.nranks"], a["nccl.comm.ranks"]), (1024, list(big)))
+        a = attrs(otlp.span_json(span(ranks=big, declare=False))["attributes"])
+        self.assertEqual(a["nccl.comm.nranks"], 1024)
         self.assertNotIn("nccl.comm.ranks", a)
-        a = attrs(otlp.span_json(span(ranks=tuple(range(64))))["attributes"])
-        self.assertEqual(a["nccl.comm.ranks"], list(range(64)))
 
     def test_end_never_before_start(self):
         sp = otlp.span_json(span(start_ns=5000, end_ns=4000))

@@ -32,7 +32,7 @@ def varied_spans():
                    parent_span_id=parent, start_ns=1_700_000_000_000_000_000 + i, end_ns=1_700_000_000_000_000_000 + i * (i % 3 - 1),
                    message_bytes=i * 4099 if i % 5 else (1 << 40), async_op=bool(i % 2),
                    end_kind="completion" if i % 2 else "return", trace_id=(0xABCDEF << 100) + i,
-                   span_id=(1 << 63) + i)
+                   span_id=(1 << 63) + i, declare=bool(i % 4))
 
 
 class TracesEncoderTest(unittest.TestCase):
