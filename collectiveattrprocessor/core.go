@@ -324,6 +324,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			c.skips.log(sig, *r.Skip, 1)
 		}
 	}
+	b.worldSizesIgnored = c.conv.TakeWorldSizesIgnored()
 	c.takeStoreTally(sig, &b)
 	c.publishSizes()
 	c.mu.Unlock()

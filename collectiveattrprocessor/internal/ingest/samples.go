@@ -405,6 +405,8 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 // corrupt value (a petabyte) is refused.
 const maxDeviceBytes = 1 << 46
 
+const deviceUsedAboveAnyDevice = "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"
+
 // formSample turns p, which holds the joined values of a sample's roles
 // (has: the roles present; device used and allocator reserved always are),
 // into that sample; it reports false, having skipped it as invalid, when
@@ -423,7 +425,7 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 		return false
 	}
 	if !hasTotal && v[roleDeviceUsed] > maxDeviceBytes {
-		skip(Skip{Reason: SkipInvalidValue, Detail: "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"})
+		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
 		return false
 	}
 	if has&(1<<roleProcessUsed) != 0 {
