@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-
 )
 
 // The storage layout: one key per job (jobKeyPrefix and a hash of its id,
