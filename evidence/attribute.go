@@ -103,7 +103,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 9
+const maxReasonCodes = 10
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -203,6 +203,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	}
 	if d.newProcess(rd, ep) {
 		codes = append(codes, ReasonNewProcess)
+	}
+	if ep.creep {
+		codes = append(codes, ReasonBaselineCreep)
 	}
 	switch {
 	case best.marker < 0:

@@ -24,6 +24,10 @@ type episode struct {
 	// change is reported only as part of a collective whose members show
 	// it too: alone it is within the rank's noise.
 	weak bool
+	// creep: the baseline under the change moved by more than the weak
+	// level across the span without a step (a leak): the excess is over
+	// the level the creep had reached.
+	creep bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -176,6 +180,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
+		if moved := right[peak] - left[peak]; leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel &&
+			!cutNear(times, cuts, peak, span) {
+			ep.creep = true
+		}
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1
@@ -190,6 +198,17 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		return 0
 	})
 	return ra
+}
+
+// cutNear reports whether a step or session start lies within span of
+// sample i.
+func cutNear(times []int64, cuts []int, i int, span int64) bool {
+	for _, c := range cuts {
+		if d := times[c] - times[i]; d >= -span && d <= span {
+			return true
+		}
+	}
+	return false
 }
 
 // plateauMaxNs is how long a level may stay raised and still fall back as
