@@ -295,7 +295,7 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
-		Mode:             cfg.storeMode(),
+		Mode:             cfg.windowMode(),
 		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
 		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
@@ -88,7 +87,7 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	for b := range store.NumBounds {
 		t.evicted[b] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", b.String())))
 	}
-	for _, c := range attribution.Classifications() {
+	for _, c := range emittedClassifications() {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
 	}
 	observe := func(v *atomic.Int64) metric.Int64Callback {

@@ -220,7 +220,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
 		// Synchrony within the window is not claimed from ranks whose
-		// samples are farther apart than it (evidence-mode §6.6).
+		// samples are farther apart than it (evidence-mode §7.6).
 		coarse := count >= 2 && dense < 2
 		if coarse {
 			codes = append(codes, ReasonCoarseSampling)
@@ -258,35 +258,48 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	}
 
-	// NCCL's own accounting overrides what timing alone suggests. Where no
-	// report of this rank falls inside the change, the same collective's
-	// accounting on its other members decides, when they agree: NCCL
-	// allocates a collective's buffers on every member.
-	acct := accountingOf(rd, ep)
+	// NCCL's own accounting overrides what timing alone suggests (evidence-mode
+	// §2.3): it confirms a change its reports show, and denies one that none
+	// of the reports shows where they would surely have shown it, on this
+	// rank or over the collective's members together. Where too few reports
+	// fell where the change could have been, timing decides; where the
+	// accounting does not follow NCCL's buffers (cuMem off), too.
+	comm := ""
+	if best.marker >= 0 && best.coll != NoCollective {
+		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
+	}
+	acct := d.m.accountingOf(ri, ep, comm)
 	var accounted *int64
-	if acct.present {
+	switch {
+	case !acct.present:
+	case acct.untracked:
+		codes = append(codes, ReasonAccountingUntracked)
+	default:
 		accounted = &take(&d.ints, 1)[0]
 		*accounted = acct.growth
 		threshold := d.m.analyses[ri].threshold
 		var members *synchrony
-		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
+		if acct.miss > 0 && best.marker >= 0 && best.coll != NoCollective && best.ok {
 			members = d.m.memberAccounting(best.coll)
 		}
 		switch {
 		case acct.covers(ep, threshold):
 			codes = append(codes, ReasonAccountingCovers)
 			class, conf = attribution.CollectiveConfirmed, 0.95
-		case acct.sampled && acct.growth >= threshold:
+		case acct.growth >= threshold:
 			codes = append(codes, ReasonAccountingPartial)
 			class, conf = attribution.CollectiveLikely, 0.7
-		case acct.sampled:
+		case acct.miss == 0:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
-		case members != nil && members.accountCovers > 0 && members.accountDeny == 0:
+		case members != nil && members.accountCovers > members.accountDeny:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
 			class, conf = attribution.CollectiveConfirmed, 0.9
-		case members != nil && members.accountDeny > 0 && members.accountCovers == 0:
+		case members != nil && members.accountCovers == 0 && members.accountPartial == 0 && members.accountMissAll <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.25
+		case acct.miss <= accountingMissLimit:
+			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
 		default:
 			codes = append(codes, ReasonAccountingUnsampled)
@@ -307,7 +320,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	pad := cfg.IntervalPaddingNs
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
-	// covers all of it (evidence-mode §6.6).
+	// covers all of it (evidence-mode §7.6).
 	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
@@ -349,7 +362,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 // outlastFactor is how many times its collective's interval (at least the
 // match tolerance) a change may surely last and still be that collective's:
 // NCCL frees or keeps an op's buffers when the op ends, while another
-// tenant's context stays for seconds (evidence-mode §6.3).
+// tenant's context stays for seconds (evidence-mode §7.3).
 const outlastFactor = 5
 
 // outlasts reports whether transient change ep was surely under way for

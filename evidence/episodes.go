@@ -66,7 +66,7 @@ const minBaselineSamples = 10
 // jumpSamples is how many samples on each side of a level change's onset
 // must already sit on the old and the new level: a step is a jump, while
 // a leak creeping at MiB/s moves the level by a fraction of its height
-// over so few samples (evidence-mode §6.4).
+// over so few samples (evidence-mode §7.4).
 const jumpSamples = 3
 
 // analyzeRank finds a rank's steps and spikes. scratch buffers are reused
@@ -117,7 +117,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 	// The weak level has no size floor: a change the collective's members
-	// corroborate is NCCL's however few pages it holds (evidence-mode §6.2).
+	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
 	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
 	for si, st := range steps {
@@ -247,7 +247,7 @@ func sessionStarts(s *Samples) []int {
 	return out
 }
 
-// splitSessions makes each session its own series (evidence-mode §6.1): a
+// splitSessions makes each session its own series (evidence-mode §7.1): a
 // new process's level is not a step, so steps whose span before the onset
 // holds samples of an earlier session are dropped, and every session start cuts
 // the baseline.

@@ -23,10 +23,13 @@ type synchrony struct {
 	episode  []int32 // per member (collective's members order): episode index or -1
 	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
 	// NCCL's accounting on the synchronized members, counted once asked
-	// for: members where a report during the change covers it, and where
-	// one shows it did not grow.
-	accountingDone             bool
-	accountCovers, accountDeny int
+	// for: members whose reports cover their change, show part of it, or
+	// show none of it where they surely would have (accountingMissLimit);
+	// and the probability that every member's reports missed it, over the
+	// members whose reports show none of it.
+	accountingDone                             bool
+	accountCovers, accountPartial, accountDeny int
+	accountMissAll                             float64
 }
 
 // matcher finds the collective a change belongs to and how its members
@@ -40,6 +43,7 @@ type matcher struct {
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
 	maxDur   []int64       // per rank: longest marker
 	world    []worldRise   // every episode's rise, by time (bare markers)
+	acct     []rankAccounting
 }
 
 type worldRise struct {
@@ -54,6 +58,7 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		sync:     make([]synchrony, len(in.Collectives)),
 		firstUse: make([][]bool, len(in.Ranks)),
 		maxDur:   make([]int64, len(in.Ranks)),
+		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
 	type commOp struct{ comm, op string }
 	for ri := range in.Ranks {
@@ -239,7 +244,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 // members at once far more rarely).
 //
 // On exactly flat baselines a change of a few pages is no noise: when every
-// observed member shows it, two members are enough (evidence-mode §6.2).
+// observed member shows it, two members are enough (evidence-mode §7.2).
 func (s *synchrony) corroborated() bool {
 	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4 ||
 		(s.flat && s.synced >= 2 && s.synced == s.observed)
@@ -251,15 +256,16 @@ func sampledIn(times []int64, from, to int64) bool {
 	return i < len(times) && times[i] <= to
 }
 
-// memberAccounting counts, over collective c's synchronized members, those
-// whose NCCL accounting covers their change and those where a report
-// during the change shows no matching growth.
+// memberAccounting judges NCCL's accounting of collective c over its
+// synchronized members, each over its own change's window.
 func (m *matcher) memberAccounting(c int32) *synchrony {
 	s := m.synchronyOf(c)
 	if s.accountingDone {
 		return s
 	}
 	s.accountingDone = true
+	s.accountMissAll = 1
+	comm := CanonicalCommID(m.in.Collectives[c].CommID)
 	for i, ref := range m.members[c] {
 		ei := s.episode[i]
 		if ei < 0 {
@@ -267,13 +273,18 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 		}
 		ra := &m.analyses[ref.rank]
 		ep := &ra.episodes[ei]
-		v := accountingOf(&m.in.Ranks[ref.rank], ep)
+		v := m.accountingOf(ref.rank, ep, comm)
 		switch {
-		case !v.present:
+		case !v.present || v.untracked:
 		case v.covers(ep, ra.threshold):
 			s.accountCovers++
-		case v.sampled && v.growth < ra.threshold:
-			s.accountDeny++
+		case v.growth >= ra.threshold:
+			s.accountPartial++
+		default:
+			s.accountMissAll *= v.miss
+			if v.miss <= accountingMissLimit {
+				s.accountDeny++
+			}
 		}
 	}
 	return s

@@ -28,6 +28,7 @@ type TelemetryBuilder struct {
 	meter                                       metric.Meter
 	mu                                          sync.Mutex
 	registrations                               []metric.Registration
+	ProcessorCollectiveattrCheckpointFailures   metric.Int64Counter
 	ProcessorCollectiveattrEmitFailures         metric.Int64Counter
 	ProcessorCollectiveattrEvaluationDuration   metric.Float64Histogram
 	ProcessorCollectiveattrEvaluations          metric.Int64Counter
@@ -162,6 +163,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ProcessorCollectiveattrCheckpointFailures, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_checkpoint_failures",
+		metric.WithDescription("Number of job checkpoints not restored (corrupt, incompatible, over a limit) or not written (storage error), by operation (restore, write). [Alpha]"),
+		metric.WithUnit("{checkpoints}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrEmitFailures, err = builder.meter.Int64Counter(
 		"otelcol_processor_collectiveattr_emit_failures",
 		metric.WithDescription("Number of result batches not delivered to the next consumer, by reason (refused, timeout, queue_full, shutdown). [Alpha]"),
