@@ -103,7 +103,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 9
+const maxReasonCodes = 10
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -204,6 +204,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if d.newProcess(rd, ep) {
 		codes = append(codes, ReasonNewProcess)
 	}
+	if ep.creep {
+		codes = append(codes, ReasonBaselineCreep)
+	}
 	switch {
 	case best.marker < 0:
 		codes = append(codes, ReasonNoCollectiveMarker)
@@ -217,7 +220,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
 		// Synchrony within the window is not claimed from ranks whose
-		// samples are farther apart than it (evidence-mode §6.6).
+		// samples are farther apart than it (evidence-mode §7.6).
 		coarse := count >= 2 && dense < 2
 		if coarse {
 			codes = append(codes, ReasonCoarseSampling)
@@ -317,7 +320,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	pad := cfg.IntervalPaddingNs
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
-	// covers all of it (evidence-mode §6.6).
+	// covers all of it (evidence-mode §7.6).
 	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
@@ -359,7 +362,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 // outlastFactor is how many times its collective's interval (at least the
 // match tolerance) a change may surely last and still be that collective's:
 // NCCL frees or keeps an op's buffers when the op ends, while another
-// tenant's context stays for seconds (evidence-mode §6.3).
+// tenant's context stays for seconds (evidence-mode §7.3).
 const outlastFactor = 5
 
 // outlasts reports whether transient change ep was surely under way for

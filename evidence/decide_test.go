@@ -196,7 +196,7 @@ func TestSizeFloorAndChurn(t *testing.T) {
 		t.Errorf("page-sized blips gave %d results, want none: %+v", len(results), results[0])
 	}
 	// No size floor on what every member shows at its marker of one
-	// collective (evidence-mode §6.2): a synchronous 24 MiB change is found
+	// collective (evidence-mode §7.2): a synchronous 24 MiB change is found
 	// like a 48 MiB one. Alone, 24 MiB stays under the medium floor (32 MiB)
 	// and gives nothing, not even a suspect.
 	j.collectiveSpike(rankList(0, 8), 20, 24<<20)

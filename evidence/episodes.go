@@ -24,6 +24,10 @@ type episode struct {
 	// change is reported only as part of a collective whose members show
 	// it too: alone it is within the rank's noise.
 	weak bool
+	// creep: the baseline under the change moved by more than the weak
+	// level across the span without a step (a leak): the excess is over
+	// the level the creep had reached.
+	creep bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -62,7 +66,7 @@ const minBaselineSamples = 10
 // jumpSamples is how many samples on each side of a level change's onset
 // must already sit on the old and the new level: a step is a jump, while
 // a leak creeping at MiB/s moves the level by a fraction of its height
-// over so few samples (evidence-mode §6.4).
+// over so few samples (evidence-mode §7.4).
 const jumpSamples = 3
 
 // analyzeRank finds a rank's steps and spikes. scratch buffers are reused
@@ -113,7 +117,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 	// The weak level has no size floor: a change the collective's members
-	// corroborate is NCCL's however few pages it holds (evidence-mode §6.2).
+	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
 	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
 	for si, st := range steps {
@@ -176,6 +180,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
+		if moved := right[peak] - left[peak]; leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel &&
+			!cutNear(times, cuts, peak, span) {
+			ep.creep = true
+		}
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1
@@ -190,6 +198,17 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		return 0
 	})
 	return ra
+}
+
+// cutNear reports whether a step or session start lies within span of
+// sample i.
+func cutNear(times []int64, cuts []int, i int, span int64) bool {
+	for _, c := range cuts {
+		if d := times[c] - times[i]; d >= -span && d <= span {
+			return true
+		}
+	}
+	return false
 }
 
 // plateauMaxNs is how long a level may stay raised and still fall back as
@@ -228,7 +247,7 @@ func sessionStarts(s *Samples) []int {
 	return out
 }
 
-// splitSessions makes each session its own series (evidence-mode §6.1): a
+// splitSessions makes each session its own series (evidence-mode §7.1): a
 // new process's level is not a step, so steps whose span before the onset
 // holds samples of an earlier session are dropped, and every session start cuts
 // the baseline.

@@ -244,7 +244,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 // members at once far more rarely).
 //
 // On exactly flat baselines a change of a few pages is no noise: when every
-// observed member shows it, two members are enough (evidence-mode §6.2).
+// observed member shows it, two members are enough (evidence-mode §7.2).
 func (s *synchrony) corroborated() bool {
 	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4 ||
 		(s.flat && s.synced >= 2 && s.synced == s.observed)

@@ -97,6 +97,19 @@ func TestCreepIsNoStep(t *testing.T) {
 	if len(results) != 8 {
 		t.Errorf("%d results, want the spike on every rank", len(results))
 	}
+	for _, r := range results {
+		if !hasCode(r, ReasonBaselineCreep) {
+			t.Errorf("rank %d: %v, want baseline_creep", r.Rank, r.ReasonCodes)
+		}
+	}
+	j = trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 25, gib)
+	for _, r := range Attribute(j.input(), withMinConfidence(t, 0), nil) {
+		if hasCode(r, ReasonBaselineCreep) {
+			t.Errorf("flat baseline: rank %d: %v, want no baseline_creep", r.Rank, r.ReasonCodes)
+		}
+	}
 }
 
 // Ranks polled once a second cannot place a rise within the synchrony

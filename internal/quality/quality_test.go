@@ -127,7 +127,7 @@ func TestEvidenceModeCadenceGoals(t *testing.T) {
 // physicsShortfall are physics families that do not meet PhysicsGoals yet; they are
 // left out of TestEvidenceModePhysicsGoals, whose COLLECTIVEATTR_QUALITY_ALL_PHYSICS=1
 // runs them too (docs/evidence-mode.md lists their figures).
-var physicsShortfall = []string{"host_polling", "parallel_3d"}
+var physicsShortfall = []string{"host_polling"}
 
 // EVIDENCE MODE ON THE PHYSICS OF REAL JOBS (issue 31): PhysicsGoals on PhysicsFamilies,
 // every preset, with and without accounting.
