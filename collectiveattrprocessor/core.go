@@ -361,6 +361,8 @@ func skipOf(err error) ingest.Skip {
 		return ingest.Skip{Reason: ingest.SkipStale, Detail: err.Error()}
 	case errors.Is(err, store.ErrDuplicate):
 		return ingest.Skip{Reason: ingest.SkipDuplicate, Detail: err.Error()}
+	case errors.Is(err, store.ErrRankConflict):
+		return ingest.Skip{Reason: ingest.SkipRankConflict, Detail: err.Error()}
 	}
 	return ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: err.Error()}
 }
