@@ -95,7 +95,9 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		rd := evidence.RankData{Rank: r}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])
-			rd.Baseline = &rb.evidence().baseline
+			if !job.cfg.Stream {
+				rd.Baseline = &rb.evidence().baseline
+			}
 			next++
 		}
 		m0 := len(es.markers)
