@@ -112,7 +112,7 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 		c.mu.Unlock()
 		return items
 	}
-	run := c.engine.read(c.store, job)
+	run := c.engine.read(job.Job)
 	c.mu.Unlock()
 	results := c.attribute(ctx, run)
 	growths := c.evaluateLedger(job, results)
@@ -125,7 +125,7 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 // goroutine can reach the job, so its snapshot is taken without the lock;
 // the claims take it, as the store's own state may record them.
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
-	run := c.engine.read(c.store, job)
+	run := c.engine.read(job.Job)
 	results := c.attribute(ctx, run)
 	growths := c.evaluateLedger(job, results)
 	c.mu.Lock()

@@ -130,6 +130,9 @@ type batchCounts struct {
 	// hiddenDropped counts gpu.memory.hidden points past
 	// maxHiddenPointsPerTick.
 	hiddenDropped int64
+	// worldSizesIgnored counts items whose declared world size was above
+	// limits.max_ranks_per_job (ingest.Config.MaxWorldSize).
+	worldSizesIgnored int64
 }
 
 func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
@@ -144,6 +147,9 @@ func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) 
 	t.addEvicted(ctx, b.evicted)
 	if b.hiddenDropped > 0 {
 		t.tb.ProcessorCollectiveattrHiddenPointsDropped.Add(ctx, b.hiddenDropped)
+	}
+	if b.worldSizesIgnored > 0 {
+		t.tb.ProcessorCollectiveattrWorldSizesIgnored.Add(ctx, b.worldSizesIgnored)
 	}
 }
 

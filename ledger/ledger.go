@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // contextWindowNs is how much of a session's start sets the rank's context
@@ -140,12 +141,14 @@ func spanOf(r *attribution.Result, pad int64) span {
 func (l *Ledger) prepare(rl *rankLedger) {
 	in := rl.in
 	s := &in.Samples
-	rl.tracked = accountingTracked(in.Accounting)
+	// What NCCL's accounting covers is the evidence engine's judgement
+	// (evidence-mode §2.3): a rank whose totals never move (cuMem off) is not
+	// tracked, and communicators sharing a memory manager count once.
+	rl.tracked = evidence.AccountingTracked(in.Accounting)
 	if rl.tracked {
 		l.stats.TrackedRanks++
-		shared := sharedSeries(in.Accounting)
-		for k := range in.Accounting {
-			if shared != nil && shared[k] {
+		for k, m := range evidence.AccountingManagers(in.Accounting) {
+			if m != k {
 				l.stats.SharedComms++
 				continue
 			}

@@ -129,6 +129,13 @@ func TestLedgerSharedAndUntrackedAccounting(t *testing.T) {
 			stats: Stats{Rows: 6, TrackedRanks: 1, SharedComms: 1},
 		},
 		{
+			name:   "cuMem off is untracked",
+			series: []evidence.AccountingSeries{series("0xa", times, flat(6, evidence.UntrackedBytes))},
+			want: []want{{0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 200 * mib, SourceNone},
+				{0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}},
+			stats: Stats{Rows: 6, UntrackedRanks: 1},
+		},
+		{
 			name:   "flat zero is untracked",
 			series: []evidence.AccountingSeries{series("0xa", times, flat(6, 0))},
 			want: []want{{0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 200 * mib, SourceNone},

@@ -92,8 +92,9 @@ func checkSums(t *testing.T, name string, rows []ledger.Row) {
 	}
 }
 
-// ledgerPlans are the families (the first ones and the physics ones) on
-// every shape: seeds 1-3 on the default shape, seed 1 on the others.
+// ledgerPlans run every family (the first ones, the physics and the
+// cadence ones) on every shape: seeds 1-3 on the default shape, seed 1 on
+// the others.
 var ledgerPlans = []struct {
 	shape string
 	seeds []int64
@@ -117,7 +118,8 @@ func TestLedgerQuality(t *testing.T) {
 	for _, plan := range ledgerPlans {
 		shape, ok := jobsim.QualityShapeByName(plan.shape)
 		require.True(t, ok)
-		for _, family := range append(familyNames(), PhysicsFamilies...) {
+		for _, f := range jobsim.QualityFamilies {
+			family := f.Name
 			for _, stats := range []bool{true, false} {
 				name := fmt.Sprintf("%s/%s/stats=%v", plan.shape, family, stats)
 				good, total := 0, 0
