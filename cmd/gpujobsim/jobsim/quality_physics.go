@@ -127,8 +127,10 @@ func buildRestart(j *qualityJob) {
 		oldBuf[r] = min(pages(j, 24, 160), int64(0.5*float64(j.baseHidden[r]))/pageSz*pageSz)
 		newBuf[r] = pages(j, 24, 160)
 	}
+	j.commFreed[oldComm] = map[int]int64{}
 	for _, r := range victims {
 		j.dead[r] = append(j.dead[r], [2]int64{tDie, tBack})
+		j.commFreed[oldComm][r] = tDie
 	}
 
 	spikes := j.pickSteps(2)
@@ -166,6 +168,7 @@ func buildRestart(j *qualityJob) {
 	for _, r := range survivors {
 		m := &j.markers[r][len(j.markers[r])-1]
 		at := tAbort + j.intIn(0, 200*msNs)
+		j.commFreed[oldComm][r] = at
 		m.duration = at - m.t
 		j.overlays[r] = append(j.overlays[r], overlay{start: at, open: true, bytes: -oldBuf[r]})
 		e := episode{QualityEpisode: QualityEpisode{Episode: ep, Rank: r, Kind: KindPersistentCommAbort, Bytes: -oldBuf[r], Persistent: true}, start: at, open: true}

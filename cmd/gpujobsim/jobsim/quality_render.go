@@ -251,6 +251,14 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 	for r := range n {
 		info := rankInfo[fmt.Sprint(r)]
 		info.CommBaselineBytes = baselines[r]
+		for c, freed := range j.commFreed {
+			if t, ok := freed[r]; ok {
+				if info.CommFreedNs == nil {
+					info.CommFreedNs = map[string]int64{}
+				}
+				info.CommFreedNs[c] = t + j.clockOffset(j.hostOf(r), t)
+			}
+		}
 		rankInfo[fmt.Sprint(r)] = info
 	}
 	return &QualityCase{Events: events, Truth: j.truth(rankInfo, sampleTimes, ncclStats, stats)}
