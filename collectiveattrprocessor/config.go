@@ -279,6 +279,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,
 		MaxIdentityBytes:    cfg.Limits.MaxIdentityBytes,
+		MaxWorldSize:        int64(cfg.Limits.MaxRanksPerJob),
 		MaxFutureSkew:       cfg.MaxFutureSkew,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,

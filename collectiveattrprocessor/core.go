@@ -68,7 +68,11 @@ type core struct {
 
 	evalMu  sync.Mutex
 	results resultMetrics
-	ids     output.IDSource
+	// ledgers and ledgerPoints are evidence mode's hidden-memory ledger
+	// and the round's points of it (ledger.go; evidence mode only).
+	ledgers      *ledgers
+	ledgerPoints []output.LedgerPoint
+	ids          output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// round numbers the evaluation rounds (delivery.go).
@@ -100,15 +104,20 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := newEngine(cfg, attrCfg)
-	if err != nil {
-		return nil, err
-	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	tel, err := newSelfTelemetry(tb)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	eng, err := newEngine(cfg, attrCfg, engineNotes{worldSizeDisagreement: func(job, detail string, size int64) {
+		tb.ProcessorCollectiveattrWorldSizeDisagreements.Add(context.Background(), 1)
+		set.Logger.Warn("collectiveattr: the job's ranks declare different world sizes; evidence mode uses the size most of them declare",
+			zap.String("job_id", job), zap.String("declared", detail), zap.Int64("world_size", size))
+	}})
 	if err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -127,6 +136,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		store:   st,
 		skips:   skipLog{logger: set.Logger, now: clk.now},
 		results: newResultMetrics(),
+		ledgers: newLedgers(),
 		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
 		ids:     output.NewRandomIDSource(),
 	}
@@ -319,6 +329,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			c.skips.log(sig, *r.Skip, 1)
 		}
 	}
+	b.worldSizesIgnored = c.conv.TakeWorldSizesIgnored()
 	c.takeStoreTally(sig, &b)
 	c.publishSizes()
 	c.mu.Unlock()
@@ -350,6 +361,8 @@ func skipOf(err error) ingest.Skip {
 		return ingest.Skip{Reason: ingest.SkipStale, Detail: err.Error()}
 	case errors.Is(err, store.ErrDuplicate):
 		return ingest.Skip{Reason: ingest.SkipDuplicate, Detail: err.Error()}
+	case errors.Is(err, store.ErrRankConflict):
+		return ingest.Skip{Reason: ingest.SkipRankConflict, Detail: err.Error()}
 	}
 	return ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: err.Error()}
 }

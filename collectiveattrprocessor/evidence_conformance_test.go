@@ -19,6 +19,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/internal/quality"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -36,7 +37,11 @@ func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 	for _, fam := range jobsim.QualityFamilies {
 		for _, stats := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
-				c, err := jobsim.GenerateQualityCase(fam.Name, 1, shape, stats)
+				seed := int64(1)
+				if fam.Name == "cumem_off" {
+					seed = 3 // the variant whose records say nccl.cumem_enabled=false
+				}
+				c, err := jobsim.GenerateQualityCase(fam.Name, seed, shape, stats)
 				require.NoError(t, err)
 				var lines []string
 				var buf []byte
@@ -47,12 +52,13 @@ func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 					lines = append(lines, string(buf))
 				}
 				want := evidenceBatch(t, lines, "medium")
-				if fam.Name != "no_collective" {
-					// The comparison covers the collective identity.
-					require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
-						"some result matched a collective")
+				requireComparable(t, fam.Name, want)
+				if stats && fam.Name == "cumem_off" {
+					// cuMem off: the accounting does not follow NCCL's buffers.
+					assert.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, evidence.ReasonAccountingUntracked) }),
+						"with untracked accounting some result says so")
 				}
-				if stats && fam.Name != "no_collective" {
+				if stats && !slices.Contains([]string{"no_collective", "sparse_quiet", "cumem_off"}, fam.Name) {
 					assert.True(t, slices.ContainsFunc(want, func(s string) bool {
 						return strings.Contains(s, `"nccl_accounted_bytes":`) && !strings.Contains(s, `"nccl_accounted_bytes":null`)
 					}),
@@ -144,4 +150,18 @@ func resultBodyTexts(ld plog.Logs) []string {
 		}
 	}
 	return out
+}
+
+// requireComparable fails a family's equality test that would compare
+// nothing: on the families whose collective episodes evidence mode finds
+// today (all but no_collective and sparse_quiet, which have none, and the
+// physics families of issue 31, judged by internal/quality) some result names
+// its collective, so the comparison covers the collective identity.
+func requireComparable(t *testing.T, family string, want []string) {
+	t.Helper()
+	if family == "no_collective" || family == "sparse_quiet" || slices.Contains(quality.PhysicsFamilies, family) {
+		return
+	}
+	require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
+		"some result matched a collective")
 }

@@ -55,6 +55,10 @@ type engine interface {
 	// newest event must be before on_settle emits it, given the
 	// configured settle_delay.
 	settleDelay(configured time.Duration) time.Duration
+	// ledgerInput is the evidence input of the latest read with its
+	// interval padding, for the hidden-memory ledger; nil where the mode
+	// buffers no NCCL accounting (the reference mode).
+	ledgerInput() (*evidence.Input, int64)
 }
 
 // windowMode is what a job's window buffers for cfg.Mode.
@@ -65,9 +69,17 @@ func (cfg *Config) windowMode() window.Mode {
 	return window.ReferenceMode
 }
 
+// engineNotes are what an engine tells the component about a job's input
+// beside its results (each may be nil).
+type engineNotes struct {
+	// worldSizeDisagreement: the job's ranks declare different world sizes
+	// (detail lists them); the engine uses size.
+	worldSizeDisagreement func(job, detail string, size int64)
+}
+
 // newEngine returns the engine of cfg.Mode; ref is the reference
 // configuration resolved from the preset and overrides.
-func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
+func newEngine(cfg *Config, ref attribution.Config, notes engineNotes) (engine, error) {
 	if cfg.Mode != ModeEvidence {
 		return &referenceEngine{cfg: ref}, nil
 	}
@@ -75,7 +87,7 @@ func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &evidenceEngine{cfg: ec}, nil
+	return &evidenceEngine{cfg: ec, notes: notes}, nil
 }
 
 // referenceEngine is stormlog's heuristic over the store's columns.
@@ -91,16 +103,27 @@ func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
 
 func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
 
+func (e *referenceEngine) ledgerInput() (*evidence.Input, int64) { return nil, 0 }
+
 // evidenceEngine is evidence mode (docs/evidence-mode.md).
 type evidenceEngine struct {
 	cfg       evidence.Config
 	scratch   window.Scratch
 	evScratch window.EvidenceScratch
+	last      window.EvidenceSnapshot
+	notes     engineNotes
 }
 
 func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
-	snap := job.EvidenceSnapshot(&e.scratch, &e.evScratch)
-	return func() []attribution.Result { return evidence.Attribute(&snap.Input, e.cfg, snap.Resolver) }
+	e.last = job.EvidenceSnapshot(&e.scratch, &e.evScratch)
+	if d := e.last.WorldSizeDisagreement; d != "" && e.notes.worldSizeDisagreement != nil {
+		e.notes.worldSizeDisagreement(job.ID(), d, e.last.Input.ExpectedWorldSize)
+	}
+	return func() []attribution.Result { return evidence.Attribute(&e.last.Input, e.cfg, e.last.Resolver) }
+}
+
+func (e *evidenceEngine) ledgerInput() (*evidence.Input, int64) {
+	return &e.last.Input, e.cfg.IntervalPaddingNs
 }
 
 // settleDelay is at least evidence.baseline_window_ns: the engine tells a

@@ -4,38 +4,91 @@ import "slices"
 
 // accountingLookbackNs is how far before a change NCCL's reported memory
 // is read for its level before the change: long enough to hold a few
-// reports at the usual cadence (100 ms), short enough that an earlier
-// change of the same communicator has ended.
+// reports at the usual cadences (100 ms to 1 s), short enough that an
+// earlier change of the same communicator has ended.
 const accountingLookbackNs = 2_000_000_000
 
 // persistentAccountingSpanNs is how long after a step's onset NCCL's
 // accounting is read for the raised level.
 const persistentAccountingSpanNs = 1_000_000_000
 
+// accountingMissLimit is the largest probability that every report missed a
+// change of NCCL's at which the reports' silence denies it (evidence-mode
+// §2.3): one true collective change in a hundred could be denied by chance.
+const accountingMissLimit = 0.01
+
+// heldMinSamples is the least number of samples a change spans for NCCL's
+// accounting to have to stay raised throughout it.
+const heldMinSamples = 3
+
 // accountingVerdict is what NCCL's accounting says about one change.
 type accountingVerdict struct {
-	present bool  // the rank reports NCCL accounting at all
-	growth  int64 // summed growth of the rank's communicators over the change
-	sampled bool  // a report lies where the change was surely under way
+	present   bool  // the rank reports NCCL accounting at all
+	untracked bool  // ... but its totals do not follow NCCL's buffers
+	growth    int64 // summed growth of the rank's memory managers over the change
+	// miss is the probability that no report of the rank shows the change
+	// if it were NCCL's: 0 when a report lies where the samples saw it, 1
+	// when none lies where it could have been.
+	miss float64
 }
 
-// accountingOf sums, over the rank's communicators, the largest report in
-// (riseLo, fallHi] above the least report of the lookback before it (0 for
-// a communicator that had not reported yet: it did not exist). The change
-// was surely under way in [riseHi, fallLo].
-func accountingOf(rd *RankData, ep *episode) accountingVerdict {
+// rankAccounting is what a rank's accounting series say as a whole.
+type rankAccounting struct {
+	done    bool
+	tracked bool
+	manager []int // AccountingManagers of the series
+}
+
+// accountingOf sums, over the rank's memory managers (one series each), the
+// growth of NCCL's memory over the change: the least report in [riseHi,
+// fallLo] when the change spans heldMinSamples samples or more (else, or with
+// none there, the largest in (riseLo, fallHi]) above the least report of the
+// lookback before it (0 for a communicator that had not reported yet: it did
+// not exist). The change was surely under way in [riseHi, fallLo] and could have
+// been anywhere in (riseLo, fallHi]: with its onset uniform in the first gap
+// and its end in the last, a report at t in the rise gap shows it with
+// probability (t-riseLo)/(riseHi-riseLo), one in the fall gap with
+// (fallHi-t)/(fallHi-fallLo); the reports of one series miss it only when the
+// onset came after the last of the rise gap and the end before the first of
+// the fall gap. A change of NCCL's is on one manager: the miss is that of the
+// collective's communicator's series when comm names one, else the largest.
+func (m *matcher) accountingOf(ri int32, ep *episode, comm string) accountingVerdict {
+	rd := &m.in.Ranks[ri]
 	var v accountingVerdict
 	if len(rd.Accounting) == 0 {
 		return v
 	}
 	v.present = true
+	ra := &m.acct[ri]
+	if !ra.done {
+		ra.done, ra.tracked = true, AccountingTracked(rd.Accounting)
+		if ra.tracked {
+			ra.manager = AccountingManagers(rd.Accounting)
+		}
+	}
+	if !ra.tracked {
+		v.untracked = true
+		return v
+	}
 	from, to := ep.riseLo, ep.fallHi
 	sureFrom, sureTo := ep.riseHi, ep.fallLo
 	if ep.persistent {
 		to = satAdd(ep.riseHi, persistentAccountingSpanNs)
 		sureTo = to
 	}
+	named := -1
+	if comm != "" {
+		for i := range rd.Accounting {
+			if CanonicalCommID(rd.Accounting[i].CommID) == comm {
+				named = ra.manager[i]
+				break
+			}
+		}
+	}
 	for i := range rd.Accounting {
+		if ra.manager[i] != i {
+			continue // counted with the series of its manager
+		}
 		a := &rd.Accounting[i]
 		lo, _ := slices.BinarySearch(a.TimesNs, satSub(from, accountingLookbackNs))
 		pre, havePre := int64(0), false
@@ -49,16 +102,41 @@ func accountingOf(rd *RankData, ep *episode) accountingVerdict {
 			pre, havePre = a.Bytes[lo-1], true
 		}
 		peak, havePeak := int64(0), false
+		held, haveHeld := int64(0), false
+		riseMiss, fallMiss, sure := 1.0, 1.0, false
 		for ; j < len(a.TimesNs) && a.TimesNs[j] <= to; j++ {
+			t := a.TimesNs[j]
 			if !havePeak || a.Bytes[j] > peak {
 				peak, havePeak = a.Bytes[j], true
 			}
-			if a.TimesNs[j] >= sureFrom && a.TimesNs[j] <= sureTo {
-				v.sampled = true
+			switch {
+			case t < sureFrom:
+				riseMiss = float64(sureFrom-t) / float64(sureFrom-from)
+			case t <= sureTo:
+				sure = true
+				if !haveHeld || a.Bytes[j] < held {
+					held, haveHeld = a.Bytes[j], true
+				}
+			case fallMiss == 1:
+				fallMiss = float64(t-sureTo) / float64(to-sureTo)
 			}
+		}
+		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {
+			// NCCL's memory must have stayed raised while the change surely
+			// was: a long change (another tenant's seconds) is not covered
+			// by a collective's growth and fall inside it. Two high samples
+			// a poll apart may be two spikes, so this needs a few.
+			peak = held
 		}
 		if havePeak && peak > pre {
 			v.growth = satAdd(v.growth, peak-pre)
+		}
+		miss := riseMiss * fallMiss
+		if sure {
+			miss = 0
+		}
+		if named < 0 || named == i {
+			v.miss = max(v.miss, miss)
 		}
 	}
 	return v

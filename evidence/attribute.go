@@ -103,7 +103,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 7
+const maxReasonCodes = 10
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -148,8 +148,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
 	best := choice{marker: -1, coll: NoCollective}
+	outlasted := false
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
+		if ep.down && !d.releases(ri, mi, ep) {
+			return
+		}
+		if d.outlasts(ep, mk) {
+			outlasted = true
+			return
+		}
 		c := choice{marker: mi, coll: mk.Collective}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
@@ -174,7 +182,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	})
 
-	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
+	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
@@ -193,6 +201,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	)
 	synced := int64(0)
 	ratio := 0.0
+	if best.marker < 0 && outlasted {
+		codes = append(codes, ReasonOutlastsCollective)
+	}
+	if d.newProcess(rd, ep) {
+		codes = append(codes, ReasonNewProcess)
+	}
+	if ep.creep {
+		codes = append(codes, ReasonBaselineCreep)
+	}
 	switch {
 	case best.marker < 0:
 		codes = append(codes, ReasonNoCollectiveMarker)
@@ -200,12 +217,18 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
-		if count >= 2 && ratio >= cfg.MinSynchronyRatio {
+		// Synchrony within the window is not claimed from ranks whose
+		// samples are farther apart than it (evidence-mode §7.6).
+		coarse := count >= 2 && dense < 2
+		if coarse {
+			codes = append(codes, ReasonCoarseSampling)
+		}
+		if count >= 2 && !coarse && ratio >= cfg.MinSynchronyRatio {
 			codes = append(codes, ReasonWorldSynchrony)
 			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
 		} else {
@@ -215,10 +238,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		codes = append(codes, ReasonCollectiveMarker)
 		synced, ratio = int64(best.sync.synced), best.ratio
 		mk := &rd.Markers[best.marker]
+		if ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs || best.sync.unseen > 0 {
+			codes = append(codes, ReasonCoarseSampling)
+		}
 		switch {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
 			class, conf = attribution.CollectiveSuspect, 0.3+0.25*ratio
+		case ep.down:
+			codes = append(codes, ReasonMemberSynchrony, ReasonCommReleased)
+			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
 		case ep.persistent && best.first:
 			codes = append(codes, ReasonMemberSynchrony, ReasonStepAtFirstUse)
 			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
@@ -235,35 +264,51 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	}
 
-	// NCCL's own accounting overrides what timing alone suggests. Where no
-	// report of this rank falls inside the change, the same collective's
-	// accounting on its other members decides, when they agree: NCCL
-	// allocates a collective's buffers on every member.
-	acct := accountingOf(rd, ep)
+	// NCCL's own accounting overrides what timing alone suggests (evidence-mode
+	// §2.3): it confirms a change its reports show, and denies one that none
+	// of the reports shows where they would surely have shown it, on this
+	// rank or over the collective's members together. Where too few reports
+	// fell where the change could have been, timing decides; where the
+	// accounting does not follow NCCL's buffers (cuMem off), too.
+	comm := ""
+	if best.marker >= 0 && best.coll != NoCollective {
+		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
+	}
+	var acct accountingVerdict
+	if !ep.down { // a release leaves nothing for NCCL to report
+		acct = d.m.accountingOf(ri, ep, comm)
+	}
 	var accounted *int64
-	if acct.present {
+	switch {
+	case !acct.present:
+	case acct.untracked:
+		codes = append(codes, ReasonAccountingUntracked)
+	default:
 		accounted = &take(&d.ints, 1)[0]
 		*accounted = acct.growth
 		threshold := d.m.analyses[ri].threshold
 		var members *synchrony
-		if !acct.sampled && best.marker >= 0 && best.coll != NoCollective && best.ok {
+		if acct.miss > 0 && best.marker >= 0 && best.coll != NoCollective && best.ok {
 			members = d.m.memberAccounting(best.coll)
 		}
 		switch {
 		case acct.covers(ep, threshold):
 			codes = append(codes, ReasonAccountingCovers)
 			class, conf = attribution.CollectiveConfirmed, 0.95
-		case acct.sampled && acct.growth >= threshold:
+		case acct.growth >= threshold:
 			codes = append(codes, ReasonAccountingPartial)
 			class, conf = attribution.CollectiveLikely, 0.7
-		case acct.sampled:
+		case acct.miss == 0:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
-		case members != nil && members.accountCovers > 0 && members.accountDeny == 0:
+		case members != nil && members.accountCovers > members.accountDeny:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
 			class, conf = attribution.CollectiveConfirmed, 0.9
-		case members != nil && members.accountDeny > 0 && members.accountCovers == 0:
+		case members != nil && members.accountCovers == 0 && members.accountPartial == 0 && members.accountMissAll <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.25
+		case acct.miss <= accountingMissLimit:
+			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
 		default:
 			codes = append(codes, ReasonAccountingUnsampled)
@@ -282,7 +327,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
-	start := max(0, d.in.TraceStartNs, satSub(times[ep.first], pad))
+	// The change began in (riseLo, riseHi]: a rank sampled every second or
+	// more knows its onset only to within that interval, and the claim
+	// covers all of it (evidence-mode §7.6).
+	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{
@@ -318,6 +366,50 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// outlastFactor is how many times its collective's interval (at least the
+// match tolerance) a change may surely last and still be that collective's:
+// NCCL frees or keeps an op's buffers when the op ends, while another
+// tenant's context stays for seconds (evidence-mode §7.3).
+const outlastFactor = 5
+
+// outlasts reports whether transient change ep was surely under way for
+// more than outlastFactor times marker mk's interval (when mk has one).
+func (d *decider) outlasts(ep *episode, mk *Marker) bool {
+	if ep.persistent || mk.EndNs <= mk.StartNs {
+		return false // a bare timestamp says nothing of how long its op ran
+	}
+	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
+	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)
+}
+
+// releases reports whether marker mi of rank ri is the last of its
+// communicator there and step down ep came at its end: NCCL freed the
+// communicator's buffers (ncclCommAbort after a hang, or its destruction).
+func (d *decider) releases(ri, mi int32, ep *episode) bool {
+	mk := &d.in.Ranks[ri].Markers[mi]
+	if mk.Collective == NoCollective || !d.m.lastUse[ri][mi] {
+		return false
+	}
+	tol := d.cfg.Evidence.MatchToleranceNs
+	return satSub(mk.EndNs, tol) <= ep.riseHi && satAdd(mk.EndNs, tol) > ep.riseLo
+}
+
+// newProcess reports whether ep began within a baseline span of the start
+// of a later session of its rank (a restarted process).
+func (d *decider) newProcess(rd *RankData, ep *episode) bool {
+	s := &rd.Samples
+	if s.Session == nil {
+		return false
+	}
+	span := max(d.cfg.Evidence.BaselineWindowNs, satMul(minBaselineSamples, d.m.analyses[ep.rank].interval))
+	for i := ep.first; i > 0 && s.TimesNs[i] >= satSub(s.TimesNs[ep.first], span); i-- {
+		if s.Session[i] != s.Session[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // collectiveMatch is collective c's match, built once per evaluation and

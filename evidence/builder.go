@@ -114,9 +114,10 @@ func IsAccountingType(t string) bool {
 }
 
 // AccountingOf reads the point an accounting record e carries: its
-// communicator and the bytes NCCL reports for it; ok is false when either
-// is missing or the count is negative. The Builder and the processor's
-// buffers both read accounting records with it.
+// communicator and the bytes NCCL reports for it, or UntrackedBytes when the
+// record says cuMem is off (nccl.cumem_enabled false); ok is false when
+// either is missing or the count is negative. The Builder and the
+// processor's buffers both read accounting records with it.
 func AccountingOf(e *telemetry.Event) (comm string, total int64, ok bool) {
 	return accountingPoint(readRecordMetadata(e))
 }
@@ -124,7 +125,11 @@ func AccountingOf(e *telemetry.Event) (comm string, total int64, ok bool) {
 func accountingPoint(md recordMetadata) (comm string, total int64, ok bool) {
 	comm, okC := md.comm.AsString()
 	total, okT := metadataValueInt(md.total)
-	return comm, total, okC && okT && total >= 0
+	ok = okC && okT && total >= 0
+	if on, known := md.cumem.AsBool(); known && !on && ok {
+		total = UntrackedBytes
+	}
+	return comm, total, ok
 }
 
 func (b *Builder) rank(r int64) *rankBuild {

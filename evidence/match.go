@@ -11,16 +11,25 @@ type memberRef struct {
 // synchrony is how a collective's members behaved at their own marker of it.
 type synchrony struct {
 	done     bool
-	observed int     // members with enough samples to be judged
-	synced   int     // of those, members with a change rising at their marker
-	strong   int     // of those, members whose change clears their threshold on its own
+	observed int // members with enough samples to be judged
+	synced   int // of those, members with a change rising at their marker
+	strong   int // of those, members whose change clears their threshold on its own
+	// unseen counts members left out because no sample of theirs lies in
+	// their marker's interval: a transient of the collective cannot show
+	// on them (a rank polled every second or more).
+	unseen int
+	// flat: every synchronized member's baseline is exactly flat.
+	flat     bool
 	episode  []int32 // per member (collective's members order): episode index or -1
 	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
 	// NCCL's accounting on the synchronized members, counted once asked
-	// for: members where a report during the change covers it, and where
-	// one shows it did not grow.
-	accountingDone             bool
-	accountCovers, accountDeny int
+	// for: members whose reports cover their change, show part of it, or
+	// show none of it where they surely would have (accountingMissLimit);
+	// and the probability that every member's reports missed it, over the
+	// members whose reports show none of it.
+	accountingDone                             bool
+	accountCovers, accountPartial, accountDeny int
+	accountMissAll                             float64
 }
 
 // matcher finds the collective a change belongs to and how its members
@@ -32,8 +41,10 @@ type matcher struct {
 	members  [][]memberRef // per collective
 	sync     []synchrony   // per collective
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
+	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
 	world    []worldRise   // every episode's rise, by time (bare markers)
+	acct     []rankAccounting
 }
 
 type worldRise struct {
@@ -47,7 +58,9 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		members:  make([][]memberRef, len(in.Collectives)),
 		sync:     make([]synchrony, len(in.Collectives)),
 		firstUse: make([][]bool, len(in.Ranks)),
+		lastUse:  make([][]bool, len(in.Ranks)),
 		maxDur:   make([]int64, len(in.Ranks)),
+		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
 	type commOp struct{ comm, op string }
 	for ri := range in.Ranks {
@@ -68,8 +81,17 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
 		}
 		m.firstUse[ri] = first
+		last := make([]bool, len(markers))
+		seenComm := map[string]bool{}
+		for mi := len(markers) - 1; mi >= 0; mi-- {
+			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
+				seenComm[in.Collectives[c].CommID] = true
+				last[mi] = true
+			}
+		}
+		m.lastUse[ri] = last
 		for _, ep := range analyses[ri].episodes {
-			if !ep.weak {
+			if !ep.weak && !ep.down {
 				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
 			}
 		}
@@ -182,6 +204,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	members := m.members[c]
 	s.episode = make([]int32, len(members))
 	s.resolved = true
+	s.flat = true
 	tol := m.cfg.Evidence.MatchToleranceNs
 	for i, ref := range members {
 		s.episode[i] = -1
@@ -189,16 +212,23 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		if ra.interval == 0 {
 			continue // too few samples to judge this member
 		}
-		s.observed++
 		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 		ei := m.memberEpisode(ref.rank, mk)
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
+			w := m.tolerance(mk)
+			if !sampledIn(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
+				s.unseen++
+				continue
+			}
+			s.observed++
 			continue
 		}
+		s.observed++
 		s.synced++
 		e := &ra.episodes[ei]
+		s.flat = s.flat && ra.flat
 		if !e.weak {
 			s.strong++
 		}
@@ -223,19 +253,30 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 // others' are strong, or when many members show it (by chance a weak
 // excess comes in a few percent of a rank's marker intervals, four or more
 // members at once far more rarely).
+//
+// On exactly flat baselines a change of a few pages is no noise: when every
+// observed member shows it, two members are enough (evidence-mode §7.2).
 func (s *synchrony) corroborated() bool {
-	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4
+	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4 ||
+		(s.flat && s.synced >= 2 && s.synced == s.observed)
 }
 
-// memberAccounting counts, over collective c's synchronized members, those
-// whose NCCL accounting covers their change and those where a report
-// during the change shows no matching growth.
+// sampledIn reports whether some sample time lies in [from, to].
+func sampledIn(times []int64, from, to int64) bool {
+	i, _ := slices.BinarySearch(times, from)
+	return i < len(times) && times[i] <= to
+}
+
+// memberAccounting judges NCCL's accounting of collective c over its
+// synchronized members, each over its own change's window.
 func (m *matcher) memberAccounting(c int32) *synchrony {
 	s := m.synchronyOf(c)
 	if s.accountingDone {
 		return s
 	}
 	s.accountingDone = true
+	s.accountMissAll = 1
+	comm := CanonicalCommID(m.in.Collectives[c].CommID)
 	for i, ref := range m.members[c] {
 		ei := s.episode[i]
 		if ei < 0 {
@@ -243,21 +284,28 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 		}
 		ra := &m.analyses[ref.rank]
 		ep := &ra.episodes[ei]
-		v := accountingOf(&m.in.Ranks[ref.rank], ep)
+		v := m.accountingOf(ref.rank, ep, comm)
 		switch {
-		case !v.present:
+		case !v.present || v.untracked:
 		case v.covers(ep, ra.threshold):
 			s.accountCovers++
-		case v.sampled && v.growth < ra.threshold:
-			s.accountDeny++
+		case v.growth >= ra.threshold:
+			s.accountPartial++
+		default:
+			s.accountMissAll *= v.miss
+			if v.miss <= accountingMissLimit {
+				s.accountDeny++
+			}
 		}
 	}
 	return s
 }
 
 // worldSynchrony counts the distinct ranks with a change rising within
-// ±window of t (bare markers carry no members to judge by).
-func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int {
+// ±window of t (bare markers carry no members to judge by), and of those
+// the ranks sampled at least once per window: a rank polled every second
+// or more (DCGM, nvidia-smi) cannot place a rise within the window.
+func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) (count, dense int) {
 	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
 		switch {
 		case w.t < x:
@@ -267,13 +315,15 @@ func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int
 		}
 		return 0
 	})
-	count := 0
 	for i := lo; i < len(m.world) && m.world[i].t <= satAdd(t, window); i++ {
 		r := m.world[i].rank
 		if stamp[r] != mark {
 			stamp[r] = mark
 			count++
+			if m.analyses[r].interval <= window {
+				dense++
+			}
 		}
 	}
-	return count
+	return count, dense
 }

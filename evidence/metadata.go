@@ -11,8 +11,8 @@ import (
 // reads as nothing). One walk over the members reads them all; a key
 // given twice keeps its last value, as a decoded map does.
 type recordMetadata struct {
-	comm, seq, total, duration, approximate telemetry.MetadataValue
-	collective                              collectiveMetadata
+	comm, seq, total, duration, approximate, cumem telemetry.MetadataValue
+	collective                                     collectiveMetadata
 }
 
 // collectiveMetadata is what CollectiveTable reads of a marker's metadata.
@@ -37,6 +37,8 @@ func readRecordMetadata(e *telemetry.Event) recordMetadata {
 			md.duration = v
 		case KeyTimeApproximate:
 			md.approximate = v
+		case KeyCumemEnabled:
+			md.cumem = v
 		case KeyOp:
 			md.collective.op = v
 		case KeyMessageBytes:

@@ -20,11 +20,12 @@ const (
 	ReasonAccountingCovers    = "nccl_accounting_covers"    // NCCL's reported memory grew by the excess: confirmed
 	ReasonAccountingPartial   = "nccl_accounting_partial"   // NCCL's memory grew, but by less than the excess: part of the change is not NCCL's
 	ReasonAccountingUncovered = "nccl_accounting_uncovered" // NCCL reported during the change and its memory did not grow: not collective
-	ReasonAccountingUnsampled = "nccl_accounting_unsampled" // NCCL reports exist, but none while the change was surely under way
-	// With no report of its own during the change, the collective's other
-	// synchronized members decide when they agree.
+	ReasonAccountingUnsampled = "nccl_accounting_unsampled" // NCCL reports exist, but too few where the change could have been to tell
+	ReasonAccountingUntracked = "nccl_accounting_untracked" // the rank's NCCL totals do not follow its buffers (cuMem off, or never moving from 0): timing decides
+	// Where this rank's reports cannot tell, the collective's synchronized
+	// members' reports decide, each over its own change's window.
 	ReasonAccountingMembersCover     = "nccl_accounting_members_cover"     // on the members NCCL's memory grew by their excess: confirmed
-	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // on the members NCCL reported during the change without growth: not collective
+	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // no member's reports show growth where together they surely would have: not collective
 
 	// What separates a collective cause from a co-timed one without
 	// accounting.
@@ -32,6 +33,13 @@ const (
 	ReasonResolvedInInterval = "resolved_in_collective_interval" // on every member the spike rose at the launch and fell at the end of the collective, sampled densely
 	ReasonCotimedOnly        = "cotimed_without_accounting"      // co-timed with the collective on its members, and nothing tells it from a co-timed non-collective cause: at most likely
 	ReasonApproximateTiming  = "approximate_marker_timing"       // the marker's time is approximate: not enough alone for confident
+
+	// The physics of real jobs (evidence-mode §6).
+	ReasonOutlastsCollective = "outlasts_collective" // the change lasted more than 5 times its candidate collectives' intervals: another tenant's or the job's own memory, not those collectives' (unless NCCL's accounting covers it)
+	ReasonCommReleased       = "comm_released"       // a step down at the end of a communicator's last op on every synchronized member: NCCL freed its buffers (ncclCommAbort after a hang, or its destruction)
+	ReasonBaselineCreep      = "baseline_creep"      // the rank's baseline was creeping (a leak) without a step: the excess is over the level the creep had reached
+	ReasonNewProcess         = "new_process"         // the change came within a baseline span of a new session of the rank (a restarted process): its level is a new series, not a step
+	ReasonCoarseSampling     = "coarse_sampling"     // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
 )
 
 // AllReasonCodes lists every evidence-mode reason code.
@@ -39,7 +47,8 @@ var AllReasonCodes = []string{
 	ReasonExcessOverBaseline, ReasonPersistentStep, ReasonExcessCorroborated,
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
-	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled,
+	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
 	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
+	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
 }

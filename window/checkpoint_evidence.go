@@ -136,8 +136,8 @@ func encodeAccounting(w *CheckpointWriter, series []accountingSeries) {
 }
 
 // decodeAccounting reads what encodeAccounting wrote into rb's evidence
-// state: one series per communicator, no negative byte count (as ingestion
-// refuses them).
+// state: one series per communicator, no negative byte count but
+// evidence.UntrackedBytes (as ingestion refuses them).
 func decodeAccounting(r *CheckpointReader, rb *Rank) {
 	n := r.count(2)
 	for range n {
@@ -157,7 +157,7 @@ func decodeAccounting(r *CheckpointReader, rb *Rank) {
 		a := &ev.accounting[len(ev.accounting)-1]
 		for _, ts := range times {
 			b := r.varint()
-			if r.err == nil && b < 0 {
+			if r.err == nil && b < 0 && b != evidence.UntrackedBytes {
 				r.fail("negative accounting bytes %d", b)
 			}
 			if r.err != nil {

@@ -90,6 +90,9 @@ type Job struct {
 	lines fileLines
 	// read is the stormlog record being added as the mode read it.
 	read stormlogRead
+	// worldSizeNote is the world-size disagreement the last evidence
+	// snapshot found ("" none), so that one is reported once.
+	worldSizeNote string
 }
 
 // NewJob returns the empty window of job id under cfg (which must outlive

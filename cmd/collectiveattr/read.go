@@ -8,6 +8,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/inspector"
+	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -29,9 +30,13 @@ type runInput struct {
 	inspector *inspectorJoin      // nil without --nccl-inspector
 	torch     *torchRun           // nil without --torch-profiler
 	page      *report.Builder     // report only
-	job       jobFlag
-	jobs      *jobTally
-	selected  []telemetry.Event // the chunk's records of the selected job
+	ledger    *ledger.Builder     // ledger only
+	// worldSizeNote is the world sizes the ranks declare when they differ
+	// (evidence mode, after attribute; "" when they agree).
+	worldSizeNote string
+	job           jobFlag
+	jobs          *jobTally
+	selected      []telemetry.Event // the chunk's records of the selected job
 	// tail is FILE's truncated last line, dropped (Line 0: none).
 	tail telemetry.DroppedTail
 	// inspectorUnreadable counts the Inspector lines skipped as unreadable.
@@ -58,6 +63,9 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	ri.torch = opts.sources.torch
 	if opts.page {
 		ri.page = report.NewBuilder(opts.phases)
+	}
+	if opts.ledger {
+		ri.ledger = ledger.NewBuilder()
 	}
 	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
@@ -135,6 +143,9 @@ func (ri *runInput) add(events []telemetry.Event) {
 		}
 		if ri.page != nil {
 			ri.page.Add(e)
+		}
+		if ri.ledger != nil {
+			ri.ledger.Add(e)
 		}
 	}
 }
@@ -220,6 +231,10 @@ func (ri *runInput) attribute(preset string, overrides, evidenceKeys map[string]
 		}
 		var es window.EvidenceScratch
 		snap := ri.window.Job().EvidenceSnapshot(&sc, &es)
+		if snap.WorldSizeDisagreement != "" {
+			ri.worldSizeNote = fmt.Sprintf("the ranks declare different world sizes (%s); evidence mode uses %d, the size most of them declare",
+				snap.WorldSizeDisagreement, snap.Input.ExpectedWorldSize)
+		}
 		return evidence.Attribute(&snap.Input, cfg, resolver), nil
 	}
 	cfg, err := attribution.ResolveConfig(preset, overrides)

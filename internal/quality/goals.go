@@ -31,6 +31,12 @@ var (
 	ConfidentClaims = Measure{"confident or confirmed claims", func(s jobsim.QualityScore) jobsim.Ratio {
 		return jobsim.Ratio{Value: float64(s.ConfidentClaims), Defined: true}
 	}}
+	ClaimsPerJob = Measure{"claims per job", func(s jobsim.QualityScore) jobsim.Ratio {
+		if s.Cases == 0 {
+			return jobsim.Ratio{}
+		}
+		return jobsim.Ratio{Value: float64(s.Claims) / float64(s.Cases), Defined: true}
+	}}
 	LevelDecoysConfident = Measure{"restart or other-tenant levels called confident", func(s jobsim.QualityScore) jobsim.Ratio {
 		return jobsim.Ratio{Value: float64(s.LevelDecoysConfident), Defined: true}
 	}}
@@ -113,7 +119,8 @@ var (
 	medium       = []string{"medium"}
 )
 
-// EvidenceGoals are evidence mode's goals (issue 17), on every shape of the table.
+// EvidenceGoals are evidence mode's goals (issue 17), on every shape of the table, for
+// the families they were set on (CadenceGoals hold the later ones').
 // Claim precision leaves out, without NCCL's accounting, the families whose decoys are
 // co-timed with a collective on its members (ddp_decoy, no_collective): there a
 // transient spike at the collective is at most likely, and claims on decoys are
@@ -137,6 +144,37 @@ var EvidenceGoals = []Goal{
 	atLeast(Precision, 0.90, "high preset, where the medium row asks 0.95",
 		Rows{Presets: []string{"high"}, NCCLStats: withoutStats, Except: []string{"ddp_decoy", "no_collective"}},
 		Rows{Presets: []string{"high"}, NCCLStats: withStats, Except: []string{"no_collective"}}),
+}
+
+// The families of issue 24: real cadences and NCCL's accounting as NCCL reports it.
+var (
+	cadenceFamilies  = []string{"sparse", "sparse_quiet", "early_first_use", "cumem_off", "split_shared"}
+	quietFamilies    = []string{"no_collective", "sparse_quiet"}
+	stepFamilies     = []string{"early_first_use", "cumem_off"}
+	trackedFamilies  = []string{"sparse", "early_first_use", "split_shared"}
+	withoutCotimed   = []string{"early_first_use", "cumem_off", "split_shared"}
+	cadencePrecision = append(slices.Clone(withoutCotimed), "sparse")
+)
+
+// CadenceGoals are the goals of issue 24 on its families, at every preset, with and
+// without accounting. Recall counts the episodes some sample saw: at 1–5 Hz a spike the
+// length of a collective may fall between two samples. cumem_off's accounting tracks
+// none of NCCL's buffers, so timing decides there and nothing is confirmed.
+var CadenceGoals = []Goal{
+	atLeast(RecallSampled, 0.95, "every episode some sample saw, every preset", Rows{Families: cadenceFamilies}),
+	atLeast(ConfidentPrecision, 0.95, "saying confident means being right, every preset", Rows{Families: cadenceFamilies}),
+	atMost(DecoysConfident, 0.05, "decoys confident, every preset", Rows{Families: cadenceFamilies}),
+	atLeast(Precision, 0.95, "claim precision without co-timed decoys, and everywhere with accounting",
+		Rows{Families: withoutCotimed}, Rows{Families: cadencePrecision, NCCLStats: withStats}),
+	atLeast(ConfirmedShare, 0.90, "confirmed on found true episodes where the accounting tracks NCCL's buffers",
+		Rows{Families: trackedFamilies, NCCLStats: withStats}),
+	atLeast(StepRecall, 0.95, "every step found within 500 ms of its onset, also in the job's first seconds", Rows{Families: stepFamilies}),
+	atLeast(StepKind, 0.95, "steps reported with kind persistent", Rows{Families: stepFamilies}),
+	atMost(LevelReports, 0, "the raised level is not reported again", Rows{Families: stepFamilies}),
+	atMost(ConfidentClaims, 0, "no collective episode at all, without accounting: nothing confident",
+		Rows{Families: quietFamilies, NCCLStats: withoutStats}),
+	atMost(ClaimsPerJob, 2, "no collective episode at all, with accounting: at most 2 claims per job",
+		Rows{Families: quietFamilies, NCCLStats: withStats}),
 }
 
 // PhysicsFamilies are the families of issue 31, each one physics of real jobs

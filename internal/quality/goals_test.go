@@ -54,7 +54,7 @@ func TestGoalTablesSelectRows(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range slices.Concat(EvidenceGoals, ReferenceFindings, PhysicsGoals) {
+	for _, g := range slices.Concat(EvidenceGoals, ReferenceFindings, PhysicsGoals, CadenceGoals) {
 		for _, f := range Check(tab, []Goal{g}) {
 			assert.NotContains(t, f, "selects no row")
 		}

@@ -16,11 +16,11 @@ import (
 var allPresets = []string{"low", "medium", "high"}
 
 // familyNames are the quality families the first goals judge: every one but the
-// physics families, which PhysicsGoals judge.
+// physics families and the cadence families, which PhysicsGoals and CadenceGoals judge.
 func familyNames() []string {
 	var names []string
 	for _, f := range jobsim.QualityFamilies {
-		if !slices.Contains(PhysicsFamilies, f.Name) {
+		if !slices.Contains(PhysicsFamilies, f.Name) && !slices.Contains(cadenceFamilies, f.Name) {
 			names = append(names, f.Name)
 		}
 	}
@@ -60,7 +60,7 @@ func TestReferenceModeFindings(t *testing.T) {
 // reference result is the same with and without them.
 func TestReferenceModeIgnoresNCCLStats(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
-	for _, family := range familyNames() {
+	for _, family := range slices.Concat(familyNames(), cadenceFamilies) {
 		without, err := jobsim.GenerateQualityCase(family, 1, shape, false)
 		require.NoError(t, err)
 		with, err := jobsim.GenerateQualityCase(family, 1, shape, true)
@@ -97,10 +97,37 @@ func TestEvidenceModeGoals(t *testing.T) {
 	reportFailures(t, tab, Check(tab, EvidenceGoals))
 }
 
+// cadenceShortfall are cadence families that do not meet CadenceGoals yet; they are
+// left out of TestEvidenceModeCadenceGoals, whose COLLECTIVEATTR_QUALITY_ALL_CADENCE=1
+// runs them too (docs/evidence-mode.md lists their figures).
+var cadenceShortfall = []string{"sparse", "sparse_quiet", "early_first_use", "cumem_off"}
+
+// EVIDENCE MODE AT REAL CADENCES, WITH NCCL'S ACCOUNTING AS NCCL REPORTS IT (issue 24):
+// CadenceGoals on cadenceFamilies, every preset, with and without accounting.
+func TestEvidenceModeCadenceGoals(t *testing.T) {
+	mode := evidenceMode
+	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
+		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
+	}
+	families := cadenceFamilies
+	if os.Getenv("COLLECTIVEATTR_QUALITY_ALL_CADENCE") == "" {
+		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(cadenceShortfall, f) })
+	}
+	if only := os.Getenv("COLLECTIVEATTR_QUALITY_FAMILIES"); only != "" {
+		families = strings.Split(only, ",")
+	}
+	both := []bool{false, true}
+	tab := evaluate(t, mode,
+		Plan{Shape: "default", Families: families, Seeds: []int64{1, 2, 3}, Presets: allPresets, NCCLStats: both},
+		Plan{Shape: "small", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both},
+		Plan{Shape: "wide", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
+	reportFailures(t, tab, Check(tab, CadenceGoals))
+}
+
 // physicsShortfall are physics families that do not meet PhysicsGoals yet; they are
 // left out of TestEvidenceModePhysicsGoals, whose COLLECTIVEATTR_QUALITY_ALL_PHYSICS=1
 // runs them too (docs/evidence-mode.md lists their figures).
-var physicsShortfall = []string{"restart", "small_footprint", "other_tenant", "host_polling", "parallel_3d"}
+var physicsShortfall = []string{"host_polling"}
 
 // EVIDENCE MODE ON THE PHYSICS OF REAL JOBS (issue 31): PhysicsGoals on PhysicsFamilies,
 // every preset, with and without accounting.

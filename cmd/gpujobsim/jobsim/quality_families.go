@@ -41,6 +41,24 @@ var QualityFamilies = []QualityFamily{
 		buildPipeline, func(j *qualityJob) string { return fmt.Sprintf("%v micro-batches", j.params["microbatches"]) }},
 	{"no_collective", "no collective episode at all: world collectives every step, non-collective spikes on every rank inside the all_reduce window in ~20 % of steps, single-rank decoys",
 		buildNoCollective, nil},
+	{"sparse", "ddp_decoy sampled at 1-5 Hz (variant 1-2 / 2-3.5 / 3.5-5 Hz per rank), NCCL's accounting every 100 ms-1 s",
+		buildSparse, sparseNote},
+	{"sparse_quiet", "no_collective sampled at 1-5 Hz as sparse, NCCL's accounting every 100 ms-1 s",
+		buildSparseQuiet, sparseNote},
+	{"early_first_use", "FSDP-like: shard and replica communicators created at their first use in the first step after a model load, each leaving a permanent step on its members; later spikes at the replica all_reduce; variant: load 0-0.3 / 0.3-1.5 / 1.5-4 s",
+		buildEarlyFirstUse, func(j *qualityJob) string {
+			return fmt.Sprintf("model load %v ns, shards of %v", j.params["model_load_ns"], j.params["shard_group_size"])
+		}},
+	{"cumem_off", "lazy_stepup with NCCL's accounting under cuMem off: totals flat at 0 (or a small constant) while NCCL holds its buffers; variant: flagged nccl.cumem_enabled=false / unflagged / flagged with a constant",
+		buildCumemOff, func(j *qualityJob) string {
+			return fmt.Sprintf("flagged %v, tracked %v bytes", j.params["cumem_flagged"], j.params["cumem_tracked_bytes"])
+		}},
+	{"split_shared", "easy + TP groups split from the world communicator sharing its memory manager (their totals move in lock step); spikes at the world and at one TP group's all_reduce; variant: TP group = a host / half a host / 2 ranks",
+		buildSplitShared, func(j *qualityJob) string { return fmt.Sprintf("TP group of %v", j.params["tp_group_size"]) }},
+}
+
+func sparseNote(j *qualityJob) string {
+	return fmt.Sprintf("%.1f-%.1f Hz, accounting every %v ns", slices.Min(j.sampleHz), slices.Max(j.sampleHz), j.statsIntervalNs)
 }
 
 // QualityFamilyByName finds a family.

@@ -122,6 +122,10 @@ func TestQualityFamiliesTruth(t *testing.T) {
 					m, ok := markers[markerKey{e.Rank, e.CommID, *e.Seq}]
 					require.True(t, ok, "episode %s on rank %d has its collective's marker", e.Episode, e.Rank)
 					lead := e.StartNs - m.t
+					if e.Kind == KindPersistentCommAbort {
+						assert.Equal(t, m.t+m.durationNs, e.StartNs, "the abort frees the buffers at the end of the op the survivor hung in")
+						continue
+					}
 					if e.Kind == KindDDPDecoy || e.Kind == KindRecomputeWorkspace {
 						assert.True(t, lead >= -40*msNs && lead <= 60*msNs, "a co-timed decoy starts around the launch: %s", time.Duration(lead))
 					} else {
@@ -203,6 +207,36 @@ func checkFamilyPhysics(t *testing.T, family string, c *QualityCase, markers map
 			}
 		}
 		assert.Equal(t, len(tr.Collective), kinds[KindTransientAllReduce])
+	case "sparse", "sparse_quiet":
+		iv := tr.NCCLStats.IntervalNs
+		assert.True(t, iv >= 100*msNs && iv <= secNs, "accounting every 100 ms-1 s: %d", iv)
+		for _, r := range tr.Ranks {
+			assert.True(t, r.SamplingHz >= 1 && r.SamplingHz <= 5, "1-5 Hz: %v", r.SamplingHz)
+		}
+		if family == "sparse_quiet" {
+			assert.Empty(t, tr.Collective)
+		}
+	case "early_first_use":
+		steps := map[int]int{}
+		for _, e := range tr.Collective {
+			if !e.Persistent {
+				assert.Equal(t, KindTransientAllReduce, e.Kind)
+				continue
+			}
+			steps[e.Rank]++
+			assert.Equal(t, int64(0), *e.Seq, "a step at the communicator's first use")
+			info := tr.Ranks[json.Number(jsonInt(int64(e.Rank))).String()]
+			assert.Less(t, e.StartNs-info.FirstSampleNs, 6*int64(time.Second), "in the first seconds of the rank's data")
+		}
+		assert.Len(t, steps, tr.WorldSize)
+		for r, n := range steps {
+			assert.Equal(t, 2, n, "a shard and a replica step on rank %d", r)
+		}
+	case "cumem_off":
+		assert.Equal(t, tr.WorldSize, kinds[KindPersistentStepUp])
+	case "split_shared":
+		assert.Positive(t, kinds[KindTransientAllReduce])
+		assert.Positive(t, kinds[KindTransientTPAllReduce])
 	default:
 		assert.Equal(t, len(tr.Collective), kinds[KindTransientAllReduce])
 	}

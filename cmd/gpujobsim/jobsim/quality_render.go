@@ -17,6 +17,20 @@ const CommMemoryStatsEventType = "comm_memory_stats"
 // KeyCommMemoryTotal is its metadata key for the bytes the communicator holds.
 const KeyCommMemoryTotal = "nccl.comm.memory.total_bytes"
 
+// KeyCumemEnabled is its metadata key saying whether NCCL allocates through cuMem
+// (NCCL_CUMEM_ENABLE): false means its memory manager tracks none of its buffers.
+const KeyCumemEnabled = "nccl.cumem_enabled"
+
+// cumemAccounting is how NCCL's memory manager sees the job's buffers. NCCL's
+// ncclCommMemStats counts only what it allocates through cuMem/VMM; with cuMem off
+// (NCCL_CUMEM_ENABLE=0, still set by some stacks) its total stays at what little it
+// still maps that way (NVLS buffers) while NCCL holds far more.
+type cumemAccounting struct {
+	off     bool  // the total does not follow NCCL's buffers
+	flagged bool  // the records say so (nccl.cumem_enabled=false)
+	tracked int64 // the constant the total reads
+}
+
 // commStatsIntervalNs is how often a rank reports NCCL's accounting (×its jitter).
 const commStatsIntervalNs = 100 * msNs
 
@@ -237,6 +251,14 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 	for r := range n {
 		info := rankInfo[fmt.Sprint(r)]
 		info.CommBaselineBytes = baselines[r]
+		for c, freed := range j.commFreed {
+			if t, ok := freed[r]; ok {
+				if info.CommFreedNs == nil {
+					info.CommFreedNs = map[string]int64{}
+				}
+				info.CommFreedNs[c] = t + j.clockOffset(j.hostOf(r), t)
+			}
+		}
 		rankInfo[fmt.Sprint(r)] = info
 	}
 	return &QualityCase{Events: events, Truth: j.truth(rankInfo, sampleTimes, ncclStats, stats)}
@@ -276,7 +298,9 @@ func (j *qualityJob) commBaselines() []map[string]int64 {
 		for _, c := range comms {
 			if slices.Contains(j.members[c], r) {
 				draws[c] = (lo + rng.Int64N(hi-lo+1)) * pageSz
-				total += draws[c]
+				if j.manager[c] == "" {
+					total += draws[c]
+				}
 			}
 		}
 		if limit := int64(0.6*float64(j.baseHidden[r])) / pageSz * pageSz; total > limit {
@@ -294,15 +318,31 @@ func (j *qualityJob) commBaselines() []map[string]int64 {
 				draws[c] = v
 			}
 		}
+		// A communicator split with shared resources reports its parent's manager.
+		for c := range draws {
+			if m := j.manager[c]; m != "" {
+				draws[c] = draws[m]
+			}
+		}
 		out[r] = draws
 	}
 	return out
 }
 
-// renderCommStats writes NCCL's accounting: every rank, every 100 ms (×its jitter), one
-// record per communicator it belongs to, holding the baseline plus every true
-// collective episode of that rank on that communicator while it is active. Decoys never
-// change it. The memory fields are copied from the rank's latest sample.
+// managerOf is the communicator whose memory manager c's accounting reads.
+func (j *qualityJob) managerOf(c string) string {
+	if m := j.manager[c]; m != "" {
+		return m
+	}
+	return c
+}
+
+// renderCommStats writes NCCL's accounting: every rank, every statsIntervalNs (×its
+// jitter), one record per communicator it belongs to while it exists, holding the
+// baseline plus every true collective episode of that rank on any communicator of the
+// same memory manager while it is active (with cuMem off: the constant the manager
+// tracks). Decoys never change it. The memory fields are copied from the rank's latest
+// sample.
 func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int, baselines []map[string]int64) []telemetry.Event {
 	rng := seededRand("collectiveattr-quality", j.family, fmt.Sprint(j.seed), "nccl-stats")
 	var out []telemetry.Event
@@ -332,17 +372,24 @@ func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int
 				if life, ok := j.commLife[c]; ok && (ts < life[0] || ts >= life[1]) {
 					continue
 				}
+				m := j.managerOf(c)
 				total := baselines[r][c]
 				for _, e := range j.truthCollective {
-					if e.Rank == r && e.Comm == c && e.start <= ts && (e.open || ts < e.end) {
+					if e.Rank == r && j.managerOf(e.Comm) == m && e.start <= ts && (e.open || ts < e.end) {
 						total += e.Bytes
 					}
+				}
+				if j.cumem.off {
+					total = j.cumem.tracked
 				}
 				x := events[idx[i]]
 				x.TimestampNs, x.EventType, x.SamplingIntervalMs = ts+off, CommMemoryStatsEventType, j.statsIntervalNs/msNs
 				x.AllocatorChangeBytes = telemetry.Int(0)
 				x.Context, x.HasContext = "", false
 				x.Metadata = map[string]any{KeyCommID: j.commID(c), KeyCommMemoryTotal: jsonInt(total)}
+				if j.cumem.flagged {
+					x.Metadata[KeyCumemEnabled] = false
+				}
 				out = append(out, x)
 			}
 		}

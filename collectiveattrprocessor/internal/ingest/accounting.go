@@ -16,7 +16,9 @@ const AccountingMetric = "nccl.comm.memory.total"
 // convertAccounting hands each valid point of the accounting metric m of
 // resource rm to emit as a KindAccounting Record. A point without a
 // communicator, with a value that is no byte count, or without a rank is
-// skipped with its reason. begun says the resource's identity state is
+// skipped with its reason. A point whose own or resource attributes say cuMem
+// is off (nccl.cumem_enabled false) carries evidence.UntrackedBytes: its
+// total does not follow NCCL's buffers. begun says the resource's identity state is
 // begun; it returns whether it is now.
 func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
 	var dps pmetric.NumberDataPointSlice
@@ -47,6 +49,7 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 	if isMiB(m) {
 		unit = unitMiB
 	}
+	resourceUntracked := cumemOff(rm.Resource().Attributes())
 	for l := 0; l < dps.Len(); l++ {
 		dp := dps.At(l)
 		if dp.Flags().NoRecordedValue() {
@@ -72,6 +75,9 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 			skip(Skip{Reason: reason, Detail: detail})
 			continue
 		}
+		if resourceUntracked || cumemOff(attrs) {
+			bytes = evidence.UntrackedBytes
+		}
 		id := &c.id
 		rec := &c.rec
 		*rec = Record{
@@ -81,4 +87,11 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 		emit(rec)
 	}
 	return true
+}
+
+// cumemOff reports whether attrs say NCCL allocates without cuMem
+// (nccl.cumem_enabled false).
+func cumemOff(attrs pcommon.Map) bool {
+	v, ok := attrs.Get(evidence.KeyCumemEnabled)
+	return ok && v.Type() == pcommon.ValueTypeBool && !v.Bool()
 }

@@ -405,6 +405,8 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 // corrupt value (a petabyte) is refused.
 const maxDeviceBytes = 1 << 46
 
+const deviceUsedAboveAnyDevice = "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"
+
 // formSample turns v, the joined values of a sample's roles (has: the
 // roles present; device used and allocator reserved always are), into the
 // counters of p; it reports false, having skipped it as invalid, when the
@@ -422,7 +424,7 @@ func (c *Converter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, s
 		return false
 	}
 	if !hasTotal && v[roleDeviceUsed] > maxDeviceBytes {
-		skip(Skip{Reason: SkipInvalidValue, Detail: "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"})
+		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
 		return false
 	}
 	if has&(1<<roleProcessUsed) != 0 {

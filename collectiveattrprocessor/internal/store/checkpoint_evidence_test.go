@@ -328,7 +328,7 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 		{"table after a rank", checkpoint(section{tagRank, markers(-1, 10)}, section{tagCollectives, table("a")})},
 		{"two tables", checkpoint(section{tagCollectives, table("a")}, section{tagCollectives, table("b")})},
 		{"one accounting series twice", checkpoint(section{tagRank, accounting([]string{"c", "c"}, 1)})},
-		{"negative accounting bytes", checkpoint(section{tagRank, accounting([]string{"c"}, -1)})},
+		{"negative accounting bytes", checkpoint(section{tagRank, accounting([]string{"c"}, -2)})},
 		{"marker span the same as none before", checkpoint(section{tagRank, spanMarker(-1, 10, markerSameSpan, 0)})},
 		{"marker span with zero ids", checkpoint(section{tagRank, spanMarker(-1, 10, markerNewSpan, 0)})},
 		{"unknown marker span code", checkpoint(section{tagRank, spanMarker(-1, 10, 3, 0)})},

@@ -1,0 +1,195 @@
+package evidence
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+func series(comm string, times []int64, bytes ...int64) AccountingSeries {
+	return AccountingSeries{CommID: comm, TimesNs: times, Bytes: bytes}
+}
+
+func every(n int, step, phase int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = phase + int64(i)*step
+	}
+	return out
+}
+
+func TestAccountingTracked(t *testing.T) {
+	ts := every(4, 100*ms, 0)
+	tests := []struct {
+		name   string
+		series []AccountingSeries
+		want   bool
+	}{
+		{"none", nil, false},
+		{"flat 0 (cuMem off)", []AccountingSeries{series("a", ts, 0, 0, 0, 0), series("b", ts, 0, 0, 0, 0)}, false},
+		{"a flat non-zero total", []AccountingSeries{series("a", ts, 0, 0, 0, 0), series("b", ts, 5, 5, 5, 5)}, true},
+		{"rising from 0 at its first use", []AccountingSeries{series("a", ts, 0, 0, 8, 8)}, true},
+		{"said untracked", []AccountingSeries{series("a", ts, 5, 5, UntrackedBytes, 5)}, false},
+	}
+	for _, tt := range tests {
+		if got := AccountingTracked(tt.series); got != tt.want {
+			t.Errorf("%s: tracked %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestAccountingManagers(t *testing.T) {
+	ts := every(6, 100*ms, 0)
+	late := every(6, 100*ms, 30*ms) // read 30 ms after the others
+	tests := []struct {
+		name   string
+		series []AccountingSeries
+		want   []int
+	}{
+		{"one manager, read at the same instants", []AccountingSeries{
+			series("world", ts, 5, 5, 9, 9, 5, 5), series("tp", ts, 5, 5, 9, 9, 5, 5)}, []int{0, 0}},
+		{"one manager, read a little later", []AccountingSeries{
+			series("world", ts, 5, 5, 9, 9, 5, 5), series("tp", late, 5, 5, 9, 9, 5, 5)}, []int{0, 0}},
+		{"one manager, a change between two reads", []AccountingSeries{
+			series("world", ts, 5, 5, 9, 9, 5, 5), series("tp", late, 5, 9, 9, 9, 5, 5)}, []int{0, 0}},
+		{"separate managers moving apart", []AccountingSeries{
+			series("world", ts, 5, 5, 9, 9, 5, 5), series("tp", ts, 5, 5, 5, 7, 7, 5)}, []int{0, 1}},
+		{"equal flat totals stay apart", []AccountingSeries{
+			series("a", ts, 5, 5, 5, 5, 5, 5), series("b", ts, 5, 5, 5, 5, 5, 5)}, []int{0, 1}},
+		{"three, two sharing", []AccountingSeries{
+			series("dp", ts, 3, 3, 3, 4, 4, 4), series("world", ts, 5, 5, 9, 9, 5, 5), series("tp", ts, 5, 5, 9, 9, 5, 5)}, []int{0, 1, 1}},
+		{"no overlap in time", []AccountingSeries{
+			series("a", ts, 5, 5, 9, 9, 5, 5), series("b", every(6, 100*ms, sec), 5, 5, 9, 9, 5, 5)}, []int{0, 1}},
+	}
+	for _, tt := range tests {
+		got := AccountingManagers(tt.series)
+		if len(got) != len(tt.want) {
+			t.Fatalf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+				break
+			}
+		}
+	}
+}
+
+// accountingEvery adds NCCL reports of comm on the ranks every period, each
+// rank at its own phase: base plus the bytes of the covered overlays.
+func (j *simJob) accountingEvery(ranks []int, comm string, base int64, covered []overlay, period int64) {
+	for i, r := range ranks {
+		if j.acct[r] == nil {
+			j.acct[r] = map[string][]acctPoint{}
+		}
+		phase := int64(i) * period / int64(len(ranks))
+		for t := phase; t < j.duration; t += period {
+			v := base
+			for _, o := range covered {
+				if t >= o.start && (o.end < 0 || t < o.end) {
+					v += o.bytes
+				}
+			}
+			j.acct[r][comm] = append(j.acct[r][comm], acctPoint{t0 + t + j.offset[r], v})
+		}
+	}
+}
+
+// At 4 Hz a spike the length of a collective is seen by one sample per rank:
+// the possible window of the change, not the single sample, decides whether
+// NCCL's reports would have shown it.
+func TestAccountingSparseSampling(t *testing.T) {
+	for _, period := range []int64{100 * ms, 300 * ms, 700 * ms} {
+		j := trainingJob(8, 250*ms)
+		j.worldAllReduces()
+		caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+		j.collectiveSpike(rankList(0, 8), 25, gib) // co-timed, not NCCL's
+		j.accountingEvery(rankList(0, 8), "world", 300<<20, []overlay{caused}, period)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := 0; r < 8; r++ {
+			c := one(t, j, results, r, 10*sec+700*ms)
+			if c.Classification != attribution.CollectiveConfirmed {
+				t.Errorf("every %d ms, rank %d: covered spike %s %v, want confirmed", period/ms, r, c.Classification, c.ReasonCodes)
+			}
+			d := one(t, j, results, r, 25*sec+700*ms)
+			if d.Classification != attribution.CollectiveSuspect {
+				t.Errorf("every %d ms, rank %d: co-timed spike %s %v, want suspect", period/ms, r, d.Classification, d.ReasonCodes)
+			}
+		}
+	}
+}
+
+// Reports too far apart to have seen a short change leave the timing's
+// verdict standing.
+func TestAccountingTooFewReports(t *testing.T) {
+	j := trainingJob(2, 250*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 2), 25, gib) // not NCCL's
+	j.accountingEvery(rankList(0, 2), "world", 300<<20, nil, 5*sec)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := 0; r < 2; r++ {
+		d := one(t, j, results, r, 25*sec+700*ms)
+		if d.Classification != attribution.CollectiveLikely || !hasCode(d, ReasonAccountingUnsampled) {
+			t.Errorf("rank %d: %s %v, want likely with %s", r, d.Classification, d.ReasonCodes, ReasonAccountingUnsampled)
+		}
+	}
+}
+
+// A rank whose NCCL totals never move from 0, or that says cuMem is off,
+// leaves the verdict to timing and says so: never a denial.
+func TestAccountingUntracked(t *testing.T) {
+	for _, base := range []int64{0, UntrackedBytes} {
+		j := trainingJob(8, 100*ms)
+		j.worldAllReduces()
+		j.collectiveSpike(rankList(0, 8), 10, gib)
+		j.accounting(rankList(0, 8), "world", base, nil)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := 0; r < 8; r++ {
+			c := one(t, j, results, r, 10*sec+700*ms)
+			if c.Classification != attribution.CollectiveLikely || !hasCode(c, ReasonAccountingUntracked) || c.NCCLAccountedBytes != nil {
+				t.Errorf("base %d, rank %d: %s %v accounted %v, want likely, untracked, nothing accounted",
+					base, r, c.Classification, c.ReasonCodes, c.NCCLAccountedBytes)
+			}
+		}
+	}
+}
+
+// Communicators split with shared resources report one manager's total: the
+// growth counts once.
+func TestAccountingSharedManagerCountsOnce(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+	j.accounting(rankList(0, 8), "tp", 300<<20, []overlay{caused})
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := 0; r < 8; r++ {
+		c := one(t, j, results, r, 10*sec+700*ms)
+		if c.Classification != attribution.CollectiveConfirmed || c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != gib {
+			t.Errorf("rank %d: %s accounted %v, want confirmed with 1 GiB once", r, c.Classification, c.NCCLAccountedBytes)
+		}
+	}
+}
+
+// A record that says cuMem is off is read as an untracked point, whatever
+// total it carries; one that says it is on, or says nothing, as its total.
+func TestBuilderReadsCumemOff(t *testing.T) {
+	b := NewBuilder()
+	events := []telemetry.Event{
+		event(0, 100, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}),
+		event(0, 200, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096"), KeyCumemEnabled: true}),
+		event(0, 300, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("0"), KeyCumemEnabled: false}),
+		event(0, 400, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyCumemEnabled: false}), // no total: skipped
+	}
+	for i := range events {
+		b.Add(&events[i])
+	}
+	a := b.Input().Ranks[0].Accounting
+	want := []int64{4096, 4096, UntrackedBytes}
+	if len(a) != 1 || !slices.Equal(a[0].Bytes, want) || b.Skipped != 1 {
+		t.Errorf("accounting %+v skipped %d, want bytes %v and 1 skipped", a, b.Skipped, want)
+	}
+}
