@@ -27,10 +27,10 @@ import (
 // TestEvidenceOnJobEndEqualsBatch feeds simulated jobs of every quality
 // family, with and without NCCL's accounting records, through a logs
 // processor in evidence mode with emit: on_job_end, and compares the
-// emitted result log bodies (without job_id) with the CLI's batch result
-// (`collectiveattr attribute --mode evidence`: the records streamed into
-// evidence.Builder, attributed by evidence.Attribute, serialised by
-// attribution.AppendResultJSON) on the same records. The window and the
+// emitted result log bodies (without job_id) with the batch result of the
+// engine's own reader on the same records (evidence.Builder, attributed by
+// evidence.Attribute, serialised by attribution.AppendResultJSON), which
+// the CLI's window equals (window.TestStreamAttributesAsTheEngineReaders). The window and the
 // per-rank bound hold the whole job, as the contract's equality requires.
 func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
