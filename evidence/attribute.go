@@ -151,6 +151,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	outlasted := false
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
+		if ep.down && !d.releases(ri, mi, ep) {
+			return
+		}
 		if d.outlasts(ep, mk) {
 			outlasted = true
 			return
@@ -179,7 +182,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	})
 
-	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
+	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
@@ -242,6 +245,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
 			class, conf = attribution.CollectiveSuspect, 0.3+0.25*ratio
+		case ep.down:
+			codes = append(codes, ReasonMemberSynchrony, ReasonCommReleased)
+			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
 		case ep.persistent && best.first:
 			codes = append(codes, ReasonMemberSynchrony, ReasonStepAtFirstUse)
 			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
@@ -268,7 +274,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if best.marker >= 0 && best.coll != NoCollective {
 		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
 	}
-	acct := d.m.accountingOf(ri, ep, comm)
+	var acct accountingVerdict
+	if !ep.down { // a release leaves nothing for NCCL to report
+		acct = d.m.accountingOf(ri, ep, comm)
+	}
 	var accounted *int64
 	switch {
 	case !acct.present:
@@ -373,6 +382,18 @@ func (d *decider) outlasts(ep *episode, mk *Marker) bool {
 	}
 	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
 	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)
+}
+
+// releases reports whether marker mi of rank ri is the last of its
+// communicator there and step down ep came at its end: NCCL freed the
+// communicator's buffers (ncclCommAbort after a hang, or its destruction).
+func (d *decider) releases(ri, mi int32, ep *episode) bool {
+	mk := &d.in.Ranks[ri].Markers[mi]
+	if mk.Collective == NoCollective || !d.m.lastUse[ri][mi] {
+		return false
+	}
+	tol := d.cfg.Evidence.MatchToleranceNs
+	return satSub(mk.EndNs, tol) <= ep.riseHi && satAdd(mk.EndNs, tol) > ep.riseLo
 }
 
 // newProcess reports whether ep began within a baseline span of the start

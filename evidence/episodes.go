@@ -28,6 +28,9 @@ type episode struct {
 	// level across the span without a step (a leak): the excess is over
 	// the level the creep had reached.
 	creep bool
+	// down: a persistent step down (excess < 0), reported only as a
+	// communicator's release (evidence-mode §7.1).
+	down bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -120,8 +123,20 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
 	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
+	strongStep := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
+	ended := make(map[int]bool)
 	for si, st := range steps {
 		if st.height <= 0 {
+			if !ended[si] {
+				i := st.onset
+				ra.episodes = append(ra.episodes, episode{
+					rank: idx, persistent: true, down: true, first: i, last: i, peak: i,
+					riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
+					fallLo: times[i], fallHi: times[i],
+					excess: st.height, weak: -st.height < strongStep,
+					zscore: float64(st.height) / ra.sigma,
+				})
+			}
 			continue
 		}
 		i := st.onset
@@ -130,9 +145,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
 			excess: st.height,
-			weak:   st.height < max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2))),
+			weak:   st.height < strongStep,
 		}
 		if down, ok := plateauEnd(times, steps, si); ok {
+			ended[si+1] = true
 			// The level fell back: a bounded episode (another tenant's
 			// buffers), judged by its duration like a spike.
 			ep.persistent = false

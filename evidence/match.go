@@ -41,6 +41,7 @@ type matcher struct {
 	members  [][]memberRef // per collective
 	sync     []synchrony   // per collective
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
+	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
 	world    []worldRise   // every episode's rise, by time (bare markers)
 	acct     []rankAccounting
@@ -57,6 +58,7 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		members:  make([][]memberRef, len(in.Collectives)),
 		sync:     make([]synchrony, len(in.Collectives)),
 		firstUse: make([][]bool, len(in.Ranks)),
+		lastUse:  make([][]bool, len(in.Ranks)),
 		maxDur:   make([]int64, len(in.Ranks)),
 		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
@@ -79,8 +81,17 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
 		}
 		m.firstUse[ri] = first
+		last := make([]bool, len(markers))
+		seenComm := map[string]bool{}
+		for mi := len(markers) - 1; mi >= 0; mi-- {
+			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
+				seenComm[in.Collectives[c].CommID] = true
+				last[mi] = true
+			}
+		}
+		m.lastUse[ri] = last
 		for _, ep := range analyses[ri].episodes {
-			if !ep.weak {
+			if !ep.weak && !ep.down {
 				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
 			}
 		}

@@ -137,3 +137,27 @@ func TestCoarseRanksMakeNoWorldSynchrony(t *testing.T) {
 		}
 	}
 }
+
+// Survivors hang in an all_reduce until the watchdog aborts the
+// communicator, which frees its buffers: a step down at the end of the
+// communicator's last op on every member is NCCL's. A step down elsewhere
+// is not reported.
+func TestCommunicatorReleasedOnAbort(t *testing.T) {
+	j := trainingJob(4, 100*ms)
+	for k := int64(0); k < 15; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
+	}
+	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
+	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	j.change([]int{2}, 0, 35*sec, 128<<20)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want one release per member: %+v", len(results), results)
+	}
+	for _, r := range results {
+		if r.Kind != attribution.KindPersistent || r.Classification != attribution.CollectiveConfident ||
+			!hasCode(r, ReasonCommReleased) || r.ExcessBytes >= 0 || len(j.resultsAt([]attribution.Result{r}, int(r.Rank), 25*sec+650*ms)) == 0 {
+			t.Errorf("rank %d: %s %s %d %v, want a confident persistent step down at 25.6 s", r.Rank, r.Kind, r.Classification, r.ExcessBytes, r.ReasonCodes)
+		}
+	}
+}
