@@ -17,6 +17,13 @@ import (
 const (
 	contextWindowNs   = 5_000_000_000
 	contextMinSamples = 5
+	// preMarkerMinSamples is the least number of samples before a
+	// session's first collective marker whose median is its context level:
+	// that is the rank's memory before any NCCL activity, where the first
+	// seconds may already hold the buffers NCCL connects at a first use
+	// (a job's first step often starts within a second of its first
+	// sample, so one sample is enough).
+	preMarkerMinSamples = 1
 )
 
 // A sample reads each communicator's report nearest to it in time: the
@@ -104,7 +111,7 @@ func New(in *Input) *Ledger {
 	for i := range in.Results {
 		r := &in.Results[i]
 		ri, ok := byRank[r.Rank]
-		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveConfident) {
+		if !ok || !countsAsNCCL(r) {
 			continue
 		}
 		l.ranks[ri].spans = append(l.ranks[ri].spans, spanOf(r, in.PaddingNs))
@@ -121,6 +128,20 @@ func New(in *Input) *Ledger {
 		l.down(i)
 	}
 	return l
+}
+
+// countsAsNCCL reports whether a result's change counts as NCCL's memory:
+// confident or confirmed, or a persistent step that is likely. A likely
+// transient spike is left unexplained: by the honesty rule (evidence-mode
+// §3) the data could not tell it from a non-collective spike co-timed with
+// the collective on its members, and such spikes are common (activations,
+// workspaces). A step that rises on the members at a collective and stays
+// is NCCL connecting buffers; leaving it unexplained would make it a leak
+// for the rest of the run.
+func countsAsNCCL(r *attribution.Result) bool {
+	rank := attribution.ClassificationRank(r.Classification)
+	return rank >= attribution.ClassificationRank(attribution.CollectiveConfident) ||
+		rank == attribution.ClassificationRank(attribution.CollectiveLikely) && r.Kind == attribution.KindPersistent
 }
 
 func spanOf(r *attribution.Result, pad int64) span {
@@ -199,6 +220,10 @@ func (l *Ledger) prepare(rl *rankLedger) {
 			seg.context, seg.settled = b, true
 			continue
 		}
+		if level, ok := rl.preMarkerLevel(seg, vals[:0]); ok {
+			seg.context, seg.settled = level, true
+			continue
+		}
 		vals = vals[:0]
 		for i := seg.start; i < seg.end; i++ {
 			if s.TimesNs[i]-seg.startNs >= contextWindowNs && len(vals) >= contextMinSamples {
@@ -257,6 +282,31 @@ func (rl *rankLedger) report(k, c int, t, fromNs int64) (int64, bool) {
 		return before, true
 	}
 	return 0, false
+}
+
+// preMarkerLevel is the median of seg's usable samples before its first
+// collective marker, when there are preMarkerMinSamples of them.
+func (rl *rankLedger) preMarkerLevel(seg *segment, vals []int64) (int64, bool) {
+	markers := rl.in.MarkersNs
+	if len(markers) == 0 {
+		return 0, false
+	}
+	m, _ := slices.BinarySearch(markers, seg.startNs)
+	first := int64(math.MaxInt64)
+	if m < len(markers) {
+		first = markers[m]
+	}
+	s := &rl.in.Samples
+	for i := seg.start; i < seg.end && s.TimesNs[i] < first; i++ {
+		if v, ok := rl.contextValue(i, seg); ok {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) < preMarkerMinSamples || first == math.MaxInt64 {
+		return 0, false
+	}
+	slices.Sort(vals)
+	return vals[(len(vals)-1)/2], true
 }
 
 // knownLevel is the level RankInput.Contexts gives seg's session.

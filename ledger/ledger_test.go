@@ -433,3 +433,46 @@ func TestLedgerReportsAroundAChange(t *testing.T) {
 	assert.Equal(t, []int64{100, 100, 100, 1124, 1124, 100, 100}, nccl, "%+v", got)
 	assert.Equal(t, int64(500*mib), got[0].ContextBytes)
 }
+
+// A likely persistent step counts as NCCL; a likely transient spike does
+// not (it could be a co-timed non-collective spike).
+func TestLedgerLikelyResults(t *testing.T) {
+	hidden := []int64{1024, 1536, 1024, 2048, 2048}
+	for i := range hidden {
+		hidden[i] *= mib
+	}
+	results := []attribution.Result{
+		{Rank: 0, IntervalStartNs: 100 * ms, IntervalEndNs: uint64(100 * ms), Classification: attribution.CollectiveLikely,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindTransient, ExcessBytes: 512 * mib},
+		{Rank: 0, IntervalStartNs: 300 * ms, IntervalEndNs: uint64(300 * ms), Classification: attribution.CollectiveLikely,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: gib},
+	}
+	got, _ := rows(t, &Input{Ranks: []RankInput{rankOf(0, hidden...)}, Results: results})
+	check(t, got, []want{
+		{0, gib, 0, SourceNone}, {0, gib, 512 * mib, SourceNone}, {0, gib, 0, SourceNone},
+		{gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
+	})
+}
+
+// The context level is the rank's memory before its first collective when
+// samples precede it: a step at the first use a second later is not
+// context, whether or not the attribution found it.
+func TestLedgerContextBeforeFirstMarker(t *testing.T) {
+	hidden := make([]int64, 60) // 6 s at 10 Hz: 1 GiB, then 3 GiB from 0.5 s on
+	for i := range hidden {
+		hidden[i] = gib
+		if i >= 5 {
+			hidden[i] = 3 * gib
+		}
+	}
+	ri := rankOf(0, hidden...)
+	got, _ := rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(3*gib), got[0].ContextBytes, "without markers: the first 5 s, mostly after the step")
+	ri.MarkersNs = []int64{450 * ms, 2 * sec}
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(gib), got[0].ContextBytes)
+	assert.Equal(t, int64(2*gib), got[59].UnexplainedBytes)
+	ri.MarkersNs = []int64{0} // no sample before it
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(3*gib), got[0].ContextBytes)
+}

@@ -63,11 +63,15 @@ func (te truthEpisodes) at(rank, t int64) int64 {
 }
 
 // commBaseline is NCCL's persistent memory of a rank at time t (its clock)
-// in the truth: its communicators' baselines until freed.
+// in the truth: its communicators' baselines until freed, a memory manager
+// that split communicators share once.
 func commBaseline(tr *jobsim.QualityTruth, rank, t int64) int64 {
 	info := tr.Ranks[strconv.FormatInt(rank, 10)]
 	var b int64
 	for c, v := range info.CommBaselineBytes {
+		if tr.Comms[c].Manager != "" {
+			continue
+		}
 		if freed, ok := info.CommFreedNs[c]; !ok || t < freed {
 			b += v
 		}
@@ -101,12 +105,15 @@ var ledgerPlans = []struct {
 }{{"default", []int64{1, 2, 3}}, {"small", []int64{1}}, {"wide", []int64{1}}}
 
 // ledgerShortfalls are the rows below the goal, each pinned at its measured
-// floor with its cause. host_polling at 0.2 Hz host-wide (seed 2) without
-// accounting: evidence mode does not find the 2 GiB step at the
-// all_gather's first use in one sample every 5 s, so the ledger leaves it
-// unexplained, as it should for a change nothing calls collective.
+// floor with its cause. early_first_use without accounting: evidence mode
+// finds no step on some ranks where the shard and replica communicators
+// connect in the first second after the model load (4 of 16 ranks of seed
+// 3), so the ledger leaves their buffers unexplained for the rest of the
+// run, as it should for a change nothing calls collective (with accounting
+// the row is at 0.999).
 var ledgerShortfalls = map[string]float64{
-	"default/host_polling/stats=false": 0.89,
+	"default/early_first_use/stats=false": 0.86,
+	"small/early_first_use/stats=false":   0.86,
 }
 
 // With NCCL's accounting, nccl_bytes follows the truth (communicator
@@ -124,16 +131,24 @@ func TestLedgerQuality(t *testing.T) {
 			for _, stats := range []bool{true, false} {
 				name := fmt.Sprintf("%s/%s/stats=%v", plan.shape, family, stats)
 				good, total := 0, 0
+				// The goal is the accounting's: with cuMem off NCCL's totals
+				// do not follow its buffers, and the ledger must judge as
+				// without accounting.
+				goal := 0.90
 				for _, seed := range plan.seeds {
 					c, err := jobsim.GenerateQualityCase(family, seed, shape, stats)
 					require.NoError(t, err)
 					rows := ledgerRows(t, c.Events, "medium")
 					checkSums(t, name, rows)
 					te := episodesOf(&c.Truth)
+					_, cumemOff := c.Truth.Params["cumem_flagged"]
+					if stats && !cumemOff {
+						goal = 0.95
+					}
 					for _, r := range rows {
 						truth := te.at(r.Rank, r.TimestampNs)
 						var ok bool
-						if stats {
+						if stats && !cumemOff {
 							ok = within(r.NCCLBytes, commBaseline(&c.Truth, r.Rank, r.TimestampNs)+truth, 64*mib, 0.02)
 						} else {
 							require.NotEqual(t, ledger.SourceAccounting, r.NCCLSource, name)
@@ -146,10 +161,6 @@ func TestLedgerQuality(t *testing.T) {
 					total += len(rows)
 				}
 				share := float64(good) / float64(total)
-				goal := 0.90
-				if stats {
-					goal = 0.95
-				}
 				if floor, ok := ledgerShortfalls[name]; ok {
 					goal = floor
 				}

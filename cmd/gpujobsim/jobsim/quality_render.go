@@ -400,7 +400,7 @@ func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int
 func (j *qualityJob) truth(ranks map[string]QualityRankInfo, sampleTimes [][]int64, ncclStats bool, stats int) QualityTruth {
 	comms := map[string]QualityComm{}
 	for name, m := range j.members {
-		comms[name] = QualityComm{ID: j.commID(name), NRanks: len(m), Ranks: slices.Clone(m)}
+		comms[name] = QualityComm{ID: j.commID(name), NRanks: len(m), Ranks: slices.Clone(m), Manager: j.manager[name]}
 	}
 	toRankClock := func(es []episode) []QualityEpisode {
 		out := make([]QualityEpisode, 0, len(es))

@@ -52,6 +52,10 @@ type QualityComm struct {
 	ID     string `json:"id"`
 	NRanks int    `json:"nranks"`
 	Ranks  []int  `json:"ranks"`
+	// Manager names the communicator whose memory manager this one shares (split
+	// with shared resources: its baseline and accounting are that one's); empty
+	// when it has its own.
+	Manager string `json:"manager,omitempty"`
 }
 
 // QualityStatsInfo says whether NCCL's own memory accounting was written.
