@@ -157,7 +157,7 @@ func resultSpanLinks(tds []ptrace.Traces) emittedSpans {
 		for _, rs := range td.ResourceSpans().All() {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, sp := range ss.Spans().All() {
-					links := []spanID{}
+					var links []spanID
 					for _, l := range sp.Links().All() {
 						links = append(links, spanID{l.TraceID(), l.SpanID()})
 					}
