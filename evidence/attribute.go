@@ -154,7 +154,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		if ep.down && !d.releases(ri, mi, ep) {
 			return
 		}
-		if d.outlasts(ep, mk) {
+		if d.outlasts(ep, mk) && !d.accountingCovers(ri, ep, mk) {
 			outlasted = true
 			return
 		}
@@ -382,6 +382,19 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// accountingCovers reports whether NCCL's accounting of marker mk's
+// communicator on rank ri covers change ep: a change that outlasts its
+// collective is still that collective's when NCCL says its memory grew by
+// it (evidence-mode §7.3).
+func (d *decider) accountingCovers(ri int32, ep *episode, mk *Marker) bool {
+	if mk.Collective == NoCollective {
+		return false
+	}
+	comm := CanonicalCommID(d.in.Collectives[mk.Collective].CommID)
+	v := d.m.accountingOf(ri, ep, comm, mk)
+	return v.present && !v.untracked && v.covers(ep, d.m.analyses[ri].threshold)
 }
 
 // outlastFactor is how many times its collective's interval (at least the

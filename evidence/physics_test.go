@@ -51,8 +51,8 @@ func TestChangeOutlastingItsCollective(t *testing.T) {
 	}
 	j.accounting(rankList(0, 8), "tp", 100<<20, []overlay{{20*sec + 15*ms, 23 * sec, gib}})
 	for _, r := range Attribute(j.input(), withMinConfidence(t, 0), nil) {
-		if r.Classification != attribution.CollectiveConfirmed {
-			t.Errorf("with accounting: rank %d: %s %v, want confirmed", r.Rank, r.Classification, r.ReasonCodes)
+		if r.Classification != attribution.CollectiveConfirmed || r.Collective == nil || r.Collective.CommID != "tp" {
+			t.Errorf("with accounting: rank %d: %s %v %+v, want confirmed, naming the tp collective", r.Rank, r.Classification, r.ReasonCodes, r.Collective)
 		}
 	}
 }
