@@ -3,9 +3,7 @@ package attribution
 import (
 	"cmp"
 	"math"
-	"reflect"
 	"slices"
-	"unsafe"
 
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -95,7 +93,6 @@ type InputBuilder struct {
 	dense    []int32 // rank → 1 + index into series
 	sparse   map[int64]int32
 	series   []RankSeries
-	markers  markerCache
 	events   int
 	minTs    int64
 	maxWorld int64
@@ -103,8 +100,7 @@ type InputBuilder struct {
 	perRank int
 }
 
-// Add adds one event. The builder keeps no reference to e, but may keep its
-// Metadata map (read-only) to remember the map's marker verdict.
+// Add adds one event. The builder keeps no reference to e.
 func (b *InputBuilder) Add(e *telemetry.Event) {
 	if b.events == 0 || e.TimestampNs < b.minTs {
 		b.minTs = e.TimestampNs
@@ -113,7 +109,7 @@ func (b *InputBuilder) Add(e *telemetry.Event) {
 	if e.WorldSize > b.maxWorld {
 		b.maxWorld = e.WorldSize
 	}
-	sample, marker := IsSample(e), b.markers.isMarker(e)
+	sample, marker := IsSample(e), IsMarker(e)
 	g := b.lookup(e.Rank)
 	if sample {
 		b.series[g].Samples = append(b.series[g].Samples, SampleOf(e))
@@ -189,57 +185,6 @@ func (b *InputBuilder) lookup(rank int64) int32 {
 func (b *InputBuilder) newSeries(rank int64) int32 {
 	b.series = append(b.series, RankSeries{Rank: rank, Samples: make([]Sample, 0, b.perRank)})
 	return int32(len(b.series) - 1)
-}
-
-// markerCache answers IsMarker, remembering the verdict on each metadata map
-// it has scanned. Decoded events share one map per distinct metadata text
-// (telemetry.Decoder interns them) and generated or converted events often
-// share one map outright, so walking a map — the expensive part — happens
-// once per distinct map instead of once per event. A streamed event's
-// metadata text is scanned as it is: that costs less than a map lookup
-// would save. Maps are compared by
-// identity and must not be modified while the cache is in use. The keys
-// are pointers the garbage collector follows: a map of a streamed event
-// that its decoder has dropped stays allocated while cached, so its address
-// cannot be reused by another map.
-type markerCache struct {
-	lastKey   unsafe.Pointer // most recent map, checked before seen
-	lastValue bool
-	seen      map[unsafe.Pointer]bool
-}
-
-func (c *markerCache) isMarker(e *telemetry.Event) bool {
-	if e.EventType != "sample" && MatchesCollectiveToken(e.EventType) {
-		return true
-	}
-	if e.HasContext && e.Context != "" && MatchesCollectiveToken(e.Context) {
-		return true
-	}
-	if len(e.Metadata) == 0 {
-		// A streamed event's metadata text, or none.
-		return e.HasMetadata() && e.AnyMetadataString(MatchesCollectiveToken)
-	}
-	key := reflect.ValueOf(e.Metadata).UnsafePointer()
-	if key == c.lastKey {
-		return c.lastValue
-	}
-	v, ok := c.seen[key]
-	if !ok {
-		v = c.scan(key, e.Metadata)
-	}
-	c.lastKey, c.lastValue = key, v
-	return v
-}
-
-func (c *markerCache) scan(key unsafe.Pointer, metadata map[string]any) bool {
-	v := anyStringMatches(metadata)
-	if c.seen == nil {
-		c.seen = make(map[unsafe.Pointer]bool)
-	}
-	if len(c.seen) < 4096 {
-		c.seen[key] = v
-	}
-	return v
 }
 
 func cmpSampleTime(a, b Sample) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) }

@@ -121,29 +121,3 @@ func IsMarker(e *telemetry.Event) bool {
 	}
 	return e.HasMetadata() && e.AnyMetadataString(MatchesCollectiveToken)
 }
-
-func anyStringMatches(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return MatchesCollectiveToken(x)
-	case map[string]any:
-		for _, it := range x {
-			if anyStringMatches(it) {
-				return true
-			}
-		}
-	case []any:
-		for _, it := range x {
-			if anyStringMatches(it) {
-				return true
-			}
-		}
-	case []string:
-		for _, it := range x {
-			if MatchesCollectiveToken(it) {
-				return true
-			}
-		}
-	}
-	return false
-}

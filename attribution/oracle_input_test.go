@@ -150,3 +150,30 @@ func (c *oldMarkerCache) oldScan(key unsafe.Pointer, metadata map[string]any) bo
 }
 
 func oldCmpSampleTime(a, b Sample) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) }
+
+// anyStringMatches is the old builder's walk of a metadata map.
+func anyStringMatches(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return MatchesCollectiveToken(x)
+	case map[string]any:
+		for _, it := range x {
+			if anyStringMatches(it) {
+				return true
+			}
+		}
+	case []any:
+		for _, it := range x {
+			if anyStringMatches(it) {
+				return true
+			}
+		}
+	case []string:
+		for _, it := range x {
+			if MatchesCollectiveToken(it) {
+				return true
+			}
+		}
+	}
+	return false
+}

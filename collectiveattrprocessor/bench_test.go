@@ -292,20 +292,27 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 			}
 			b.ReportAllocs()
 			i := warmup
+			// cpu is the process's CPU time while timed: on a shared
+			// machine wall time also counts the waits for a CPU.
+			var cpu time.Duration
+			t0 := processCPU()
 			for b.Loop() {
 				batch := batches[i%len(batches)]
 				if wire {
+					cpu += processCPU() - t0
 					b.StopTimer()
 					buf, err := cb.marshal(batch)
 					if err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
+					t0 = processCPU()
 					if batch, err = cb.unmarshal(buf); err != nil {
 						b.Fatal(err)
 					}
 				}
 				_ = consume(batch)
+				cpu += processCPU() - t0
 				b.StopTimer()
 				benchLimit(b, start, i)
 				cb.shift(batches[i%len(batches)], period)
@@ -313,9 +320,13 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 					runtime.GC()
 				}
 				b.StartTimer()
+				t0 = processCPU()
 				i++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), cb.unit)
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*items), "cpu-"+cb.unit)
+			}
 		})
 	}
 	measure("passthrough", 0, func(*testing.B) (func(T) error, func()) {

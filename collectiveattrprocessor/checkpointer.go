@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
 // The storage layout: one key per job (jobKeyPrefix and a hash of its id,
@@ -77,14 +75,6 @@ type checkpointer struct {
 	logger *zap.Logger
 }
 
-func newCheckpointCounter(set component.TelemetrySettings) (metric.Int64Counter, error) {
-	return metadata.Meter(set).Int64Counter(
-		"otelcol_processor_collectiveattr_checkpoint_failures",
-		metric.WithDescription("Number of job checkpoints not restored (corrupt, incompatible, over a limit) or not written (storage error), by operation (restore, write)."),
-		metric.WithUnit("{checkpoints}"),
-	)
-}
-
 // openStorage finds the storage extension named by storage: (missing or
 // of the wrong kind: a configuration error) and connects to it, which
 // restores the jobs it holds. That the storage cannot be used is not an
@@ -107,7 +97,7 @@ func (c *core) openStorage(ctx context.Context, host component.Host) error {
 		saved:    map[string]string{},
 		sizes:    map[string]int{},
 		finals:   map[string]*finalJob{},
-		failures: c.ckptFailures,
+		failures: c.tel.tb.ProcessorCollectiveattrCheckpointFailures,
 		faults:   c.tel.tb.ProcessorCollectiveattrStorageFaults,
 		logger:   c.logger,
 	}

@@ -279,6 +279,7 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		SampleJoinTolerance: cfg.SampleJoinTolerance,
 		IdentityTTL:         cfg.IdentityTTL,
 		MaxIdentityBytes:    cfg.Limits.MaxIdentityBytes,
+		MaxWorldSize:        int64(cfg.Limits.MaxRanksPerJob),
 		MaxFutureSkew:       cfg.MaxFutureSkew,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
@@ -295,7 +296,7 @@ func (cfg *Config) storeConfig() store.Config {
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
-		Mode:             cfg.storeMode(),
+		Mode:             cfg.windowMode(),
 		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
 		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}

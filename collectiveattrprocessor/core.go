@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -69,7 +68,11 @@ type core struct {
 
 	evalMu  sync.Mutex
 	results resultMetrics
-	ids     output.IDSource
+	// ledgers and ledgerPoints are evidence mode's hidden-memory ledger
+	// and the round's points of it (ledger.go; evidence mode only).
+	ledgers      *ledgers
+	ledgerPoints []output.LedgerPoint
+	ids          output.IDSource
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// round numbers the evaluation rounds (delivery.go).
@@ -77,9 +80,8 @@ type core struct {
 	// id is the component's: the storage client is the component's.
 	id component.ID
 	// ckpt keeps the jobs in the storage extension (nil without storage:
-	// or before Start); ckptFailures counts what it could not do.
-	ckpt         *checkpointer
-	ckptFailures metric.Int64Counter
+	// or before Start).
+	ckpt *checkpointer
 	// emitDeadline bounds the wait for the downstream over the whole
 	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
 	emitDeadline time.Time
@@ -118,11 +120,6 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	st := store.New(cfg.storeConfig())
 	ic := cfg.ingestConfig()
 	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
-	ckptFailures, err := newCheckpointCounter(set.TelemetrySettings)
-	if err != nil {
-		tb.Shutdown()
-		return nil, err
-	}
 	c := &core{
 		cfg:     cfg,
 		attrCfg: attrCfg,
@@ -134,11 +131,12 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		store:   st,
 		skips:   skipLog{logger: set.Logger, now: clk.now},
 		results: newResultMetrics(),
+		ledgers: newLedgers(),
 		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
 		ids:     output.NewRandomIDSource(),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
-	c.id, c.ckptFailures = set.ID, ckptFailures
+	c.id = set.ID
 	cfg.logWarnings(set.Logger)
 	return c, nil
 }
@@ -326,6 +324,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 			c.skips.log(sig, *r.Skip, 1)
 		}
 	}
+	b.worldSizesIgnored = c.conv.TakeWorldSizesIgnored()
 	c.takeStoreTally(sig, &b)
 	c.publishSizes()
 	c.mu.Unlock()

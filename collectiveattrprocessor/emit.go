@@ -122,10 +122,11 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 			return logs.ConsumeLogs(ctx, ld)
 		}})
 	}
-	if metrics != nil && (len(hidden) > 0 || len(peaks) > 0 || len(c.results.counts) > 0) {
+	ledgerPoints := c.ledgerPoints
+	if metrics != nil && (len(hidden) > 0 || len(peaks) > 0 || len(ledgerPoints) > 0 || len(c.results.counts) > 0) {
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
-		output.AppendMetrics(md, hidden, peaks, counts, latest, nowNs)
+		output.AppendMetrics(md, hidden, peaks, ledgerPoints, counts, latest, nowNs)
 		c.emitter.enqueue(signalMetrics, resultBatch{accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return metrics.ConsumeMetrics(ctx, md)
 		}})

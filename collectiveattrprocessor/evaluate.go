@@ -93,7 +93,9 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	peaks := c.peaks.Due(now.UnixNano(), forget)
 	c.mu.Unlock()
 	c.emit(ctx, items, hidden, peaks, now, forget, delivery)
+	c.ledgerPoints = c.ledgerPoints[:0]
 	c.mu.Lock()
+	c.ledgers.keep(func(id string) bool { return c.store.Job(id) != nil })
 	c.spareHidden = hidden[:0]
 	c.tel.phaseSpansWaiting.Store(int64(c.store.PhaseSpansWaiting()))
 	c.mu.Unlock()
@@ -110,23 +112,48 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 		c.mu.Unlock()
 		return items
 	}
-	run := c.engine.read(c.store, job)
+	run := c.engine.read(job.Job)
 	c.mu.Unlock()
 	results := c.attribute(ctx, run)
+	growths := c.evaluateLedger(job, results)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.claimResults(job, results, false, items)
+	return c.growthItems(job, growths, c.claimResults(job, results, false, items))
 }
 
 // evaluateDetached evaluates and finalises a job Sweep detached: no other
 // goroutine can reach the job, so its snapshot is taken without the lock;
 // the claims take it, as the store's own state may record them.
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
-	run := c.engine.read(c.store, job)
+	run := c.engine.read(job.Job)
 	results := c.attribute(ctx, run)
+	growths := c.evaluateLedger(job, results)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.claimResults(job, results, true, items)
+	return c.growthItems(job, growths, c.claimResults(job, results, true, items))
+}
+
+// evaluateLedger adds the job's ledger points to the round's (evidence
+// mode) and returns its growth results. It reads the engine's latest read,
+// without the lock.
+func (c *core) evaluateLedger(job *store.Job, results []attribution.Result) []attribution.Result {
+	in, padding := c.engine.ledgerInput()
+	if in == nil {
+		return nil
+	}
+	var growths []attribution.Result
+	c.ledgerPoints, growths = c.ledgers.evaluate(job.ID(), in, results, padding, c.ledgerPoints)
+	return growths
+}
+
+// growthItems appends the growth results to items. They are no claim on
+// the rank's emitted intervals (a minute of growth must not hold back the
+// collective results inside it); the ledger keeps their own (ledger.go).
+func (c *core) growthItems(job *store.Job, growths []attribution.Result, items []output.Item) []output.Item {
+	for i := range growths {
+		items = append(items, output.Item{JobID: job.ID(), Host: job.Host(growths[i].Rank), Preset: c.attrCfg.Preset, Result: growths[i]})
+	}
+	return items
 }
 
 func (c *core) attribute(ctx context.Context, run func() []attribution.Result) []attribution.Result {

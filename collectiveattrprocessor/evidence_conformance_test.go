@@ -19,6 +19,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/internal/quality"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -51,11 +52,7 @@ func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 					lines = append(lines, string(buf))
 				}
 				want := evidenceBatch(t, lines, "medium")
-				if !slices.Contains([]string{"no_collective", "sparse_quiet"}, fam.Name) {
-					// The comparison covers the collective identity.
-					require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
-						"some result matched a collective")
-				}
+				requireComparable(t, fam.Name, want)
 				if stats && fam.Name == "cumem_off" {
 					// cuMem off: the accounting does not follow NCCL's buffers.
 					assert.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, evidence.ReasonAccountingUntracked) }),
@@ -153,4 +150,18 @@ func resultBodyTexts(ld plog.Logs) []string {
 		}
 	}
 	return out
+}
+
+// requireComparable fails a family's equality test that would compare
+// nothing: on the families whose collective episodes evidence mode finds
+// today (all but no_collective and sparse_quiet, which have none, and the
+// physics families of issue 31, judged by internal/quality) some result names
+// its collective, so the comparison covers the collective identity.
+func requireComparable(t *testing.T, family string, want []string) {
+	t.Helper()
+	if family == "no_collective" || family == "sparse_quiet" || slices.Contains(quality.PhysicsFamilies, family) {
+		return
+	}
+	require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
+		"some result matched a collective")
 }

@@ -59,14 +59,22 @@ func heapBatch(startNs int64) pmetric.Metrics {
 // heapRanks × heapSamples samples (the bytes the processor adds to the heap
 // the empty processor had): "filled" right after the samples arrived,
 // "evaluated" after one evaluation round of the job (the evaluation's
-// scratch space is kept for the next round).
+// scratch space is kept for the next round), in each mode (evidence mode
+// keeps the engine's baseline cache per sample once evaluated).
 func BenchmarkBufferedSampleHeap(b *testing.B) {
+	for _, mode := range []AttributionMode{ModeReference, ModeEvidence} {
+		b.Run(string(mode), func(b *testing.B) { benchBufferedSampleHeap(b, mode) })
+	}
+}
+
+func benchBufferedSampleHeap(b *testing.B, mode AttributionMode) {
 	for b.Loop() {
 		var before, filled, evaluated runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		cfg := createDefaultConfig().(*Config)
 		cfg.EvaluationInterval = time.Hour
+		cfg.Mode = mode
 		f := newFactory(defaultClock())
 		p, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 		if err != nil {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // AttributionMode selects the attribution engine (README "Attribution
@@ -50,19 +50,23 @@ type engine interface {
 	// that copy, to run without the lock. One core's reads and
 	// attributions never overlap (evalMu): they share the engine's
 	// scratch space, valid until the next read.
-	read(st *store.Store, job *store.Job) func() []attribution.Result
+	read(job *window.Job) func() []attribution.Result
 	// settleDelay is how far past a result's interval end the job's
 	// newest event must be before on_settle emits it, given the
 	// configured settle_delay.
 	settleDelay(configured time.Duration) time.Duration
+	// ledgerInput is the evidence input of the latest read with its
+	// interval padding, for the hidden-memory ledger; nil where the mode
+	// buffers no NCCL accounting (the reference mode).
+	ledgerInput() (*evidence.Input, int64)
 }
 
-// storeMode is what the store buffers for cfg.Mode.
-func (cfg *Config) storeMode() store.Mode {
+// windowMode is what a job's window buffers for cfg.Mode.
+func (cfg *Config) windowMode() window.Mode {
 	if cfg.Mode == ModeEvidence {
-		return store.EvidenceMode
+		return window.EvidenceMode
 	}
-	return store.ReferenceMode
+	return window.ReferenceMode
 }
 
 // newEngine returns the engine of cfg.Mode; ref is the reference
@@ -81,26 +85,33 @@ func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
 // referenceEngine is stormlog's heuristic over the store's columns.
 type referenceEngine struct {
 	cfg     attribution.Config
-	scratch store.Scratch
+	scratch window.Scratch
 }
 
-func (e *referenceEngine) read(st *store.Store, job *store.Job) func() []attribution.Result {
-	snap := st.Snapshot(job, &e.scratch)
+func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
+	snap := job.Snapshot(&e.scratch)
 	return func() []attribution.Result { return attribution.AttributeColumns(snap.Input, e.cfg, snap.Resolver) }
 }
 
 func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
 
+func (e *referenceEngine) ledgerInput() (*evidence.Input, int64) { return nil, 0 }
+
 // evidenceEngine is evidence mode (docs/evidence-mode.md).
 type evidenceEngine struct {
 	cfg       evidence.Config
-	scratch   store.Scratch
-	evScratch store.EvidenceScratch
+	scratch   window.Scratch
+	evScratch window.EvidenceScratch
+	last      window.EvidenceSnapshot
 }
 
-func (e *evidenceEngine) read(st *store.Store, job *store.Job) func() []attribution.Result {
-	snap := st.EvidenceSnapshot(job, &e.scratch, &e.evScratch)
-	return func() []attribution.Result { return evidence.Attribute(&snap.Input, e.cfg, snap.Resolver) }
+func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
+	e.last = job.EvidenceSnapshot(&e.scratch, &e.evScratch)
+	return func() []attribution.Result { return evidence.Attribute(&e.last.Input, e.cfg, e.last.Resolver) }
+}
+
+func (e *evidenceEngine) ledgerInput() (*evidence.Input, int64) {
+	return &e.last.Input, e.cfg.IntervalPaddingNs
 }
 
 // settleDelay is at least evidence.baseline_window_ns: the engine tells a

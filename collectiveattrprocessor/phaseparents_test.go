@@ -148,7 +148,7 @@ func bufferedPhasePaths(t *testing.T, c *core, job string) (map[string][]string,
 	defer c.mu.Unlock()
 	j := c.store.Job(job)
 	require.NotNil(t, j)
-	c.engine.read(c.store, j)
+	c.engine.read(j.Job)
 	rb, _ := c.store.InspectRank(job, 0)
 	paths := map[string][]string{}
 	for _, e := range rb.PhaseSpans {

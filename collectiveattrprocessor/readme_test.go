@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
-
-	"github.com/collectiveattr/collectiveattr/attribution"
 )
 
 // configKeys returns the dotted configuration keys of a struct type's
@@ -50,7 +48,7 @@ func TestReadmeConfigurationTable(t *testing.T) {
 
 // TestMetadataClassificationsAreTheEngines checks that the classification
 // values declared for the results_emitted metric (metadata.yaml) are the
-// engine's list.
+// engines' list and the ledger's growth results'.
 func TestMetadataClassificationsAreTheEngines(t *testing.T) {
 	raw, err := os.ReadFile("metadata.yaml")
 	require.NoError(t, err)
@@ -61,7 +59,7 @@ func TestMetadataClassificationsAreTheEngines(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &md))
 	got := md.Attributes["classification"].Enum
-	want := attribution.Classifications()
+	want := emittedClassifications()
 	slices.Sort(got)
 	slices.Sort(want)
 	assert.Equal(t, want, got)

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
@@ -88,7 +87,7 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	for b := range store.NumBounds {
 		t.evicted[b] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", b.String())))
 	}
-	for _, c := range attribution.Classifications() {
+	for _, c := range emittedClassifications() {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
 	}
 	observe := func(v *atomic.Int64) metric.Int64Callback {
@@ -131,6 +130,9 @@ type batchCounts struct {
 	// hiddenDropped counts gpu.memory.hidden points past
 	// maxHiddenPointsPerTick.
 	hiddenDropped int64
+	// worldSizesIgnored counts items whose declared world size was above
+	// limits.max_ranks_per_job (ingest.Config.MaxWorldSize).
+	worldSizesIgnored int64
 }
 
 func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) {
@@ -145,6 +147,9 @@ func (t *selfTelemetry) addBatch(ctx context.Context, s signal, b *batchCounts) 
 	t.addEvicted(ctx, b.evicted)
 	if b.hiddenDropped > 0 {
 		t.tb.ProcessorCollectiveattrHiddenPointsDropped.Add(ctx, b.hiddenDropped)
+	}
+	if b.worldSizesIgnored > 0 {
+		t.tb.ProcessorCollectiveattrWorldSizesIgnored.Add(ctx, b.worldSizesIgnored)
 	}
 }
 

@@ -17,6 +17,10 @@ const persistentAccountingSpanNs = 1_000_000_000
 // §2.3): one true collective change in a hundred could be denied by chance.
 const accountingMissLimit = 0.01
 
+// heldMinSamples is the least number of samples a change spans for NCCL's
+// accounting to have to stay raised throughout it.
+const heldMinSamples = 3
+
 // accountingVerdict is what NCCL's accounting says about one change.
 type accountingVerdict struct {
 	present   bool  // the rank reports NCCL accounting at all
@@ -36,9 +40,11 @@ type rankAccounting struct {
 }
 
 // accountingOf sums, over the rank's memory managers (one series each), the
-// largest report in (riseLo, fallHi] above the least report of the lookback
-// before it (0 for a communicator that had not reported yet: it did not
-// exist). The change was surely under way in [riseHi, fallLo] and could have
+// growth of NCCL's memory over the change: the least report in [riseHi,
+// fallLo] when the change spans heldMinSamples samples or more (else, or with
+// none there, the largest in (riseLo, fallHi]) above the least report of the
+// lookback before it (0 for a communicator that had not reported yet: it did
+// not exist). The change was surely under way in [riseHi, fallLo] and could have
 // been anywhere in (riseLo, fallHi]: with its onset uniform in the first gap
 // and its end in the last, a report at t in the rise gap shows it with
 // probability (t-riseLo)/(riseHi-riseLo), one in the fall gap with
@@ -113,6 +119,7 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 			pre, havePre = a.Bytes[lo-1], true
 		}
 		peak, havePeak := int64(0), false
+		held, haveHeld := int64(0), false
 		riseMiss, fallMiss, sure := 1.0, 1.0, false
 		for ; j < len(a.TimesNs) && a.TimesNs[j] <= to; j++ {
 			t := a.TimesNs[j]
@@ -125,9 +132,19 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 				riseMiss = float64(onsetTo-t) / float64(onsetTo-onsetFrom)
 			case t <= endFrom:
 				sure = true
+				if !haveHeld || a.Bytes[j] < held {
+					held, haveHeld = a.Bytes[j], true
+				}
 			case fallMiss == 1:
 				fallMiss = float64(t-endFrom) / float64(to-endFrom)
 			}
+		}
+		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {
+			// NCCL's memory must have stayed raised while the change surely
+			// was: a long change (another tenant's seconds) is not covered
+			// by a collective's growth and fall inside it. Two high samples
+			// a poll apart may be two spikes, so this needs a few.
+			peak = held
 		}
 		if havePeak && peak > pre {
 			v.growth = satAdd(v.growth, peak-pre)

@@ -81,7 +81,29 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 	slices.SortStableFunc(results, func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
 	})
+	separateSteps(results)
 	return results
+}
+
+// separateSteps ends each persistent result of a rank before the next one
+// begins. Steps closer together than twice the interval padding (a
+// staircase at a sparse rate) are different steps, while the processor
+// reads a result of a rank that starts inside one it emitted as that one
+// grown; so their intervals must not overlap. results are sorted by rank,
+// then start.
+func separateSteps(results []attribution.Result) {
+	prev := -1
+	for i := range results {
+		r := &results[i]
+		if r.Kind != attribution.KindPersistent {
+			continue
+		}
+		if prev >= 0 && results[prev].Rank == r.Rank && results[prev].IntervalEndNs >= uint64(r.IntervalStartNs) &&
+			r.IntervalStartNs > results[prev].IntervalStartNs {
+			results[prev].IntervalEndNs = uint64(r.IntervalStartNs - 1)
+		}
+		prev = i
+	}
 }
 
 type decider struct {
@@ -103,7 +125,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 7
+const maxReasonCodes = 10
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -124,6 +146,11 @@ type choice struct {
 	ratio  float64
 	ok     bool // synchronized: at least two members and min_synchrony_ratio of them
 	first  bool // the marker is the first use of its (comm, op) on the rank
+	// live: the op was still running (within the match tolerance) when the
+	// change was first seen. At sparse sampling a rise gap spans several
+	// ops; a transient of an op that had ended cannot be what the first
+	// high sample shows.
+	live bool
 }
 
 func (d *decider) better(a, b choice) bool {
@@ -136,6 +163,8 @@ func (d *decider) better(a, b choice) bool {
 		return false
 	case a.ok != b.ok:
 		return b.ok
+	case a.live != b.live:
+		return b.live
 	case a.first != b.first:
 		return b.first
 	}
@@ -148,9 +177,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
 	best := choice{marker: -1, coll: NoCollective}
+	outlasted := false
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
-		c := choice{marker: mi, coll: mk.Collective}
+		if d.outlasts(ep, mk) {
+			outlasted = true
+			return
+		}
+		c := choice{marker: mi, coll: mk.Collective,
+			live: ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
 			c.sync = s
@@ -202,6 +237,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	)
 	synced := int64(0)
 	ratio := 0.0
+	if best.marker < 0 && outlasted {
+		codes = append(codes, ReasonOutlastsCollective)
+	}
+	if d.newProcess(rd, ep) {
+		codes = append(codes, ReasonNewProcess)
+	}
+	if ep.creep {
+		codes = append(codes, ReasonBaselineCreep)
+	}
 	switch {
 	case best.marker < 0:
 		codes = append(codes, ReasonNoCollectiveMarker)
@@ -209,12 +253,18 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))
 		}
-		if count >= 2 && ratio >= cfg.MinSynchronyRatio {
+		// Synchrony within the window is not claimed from ranks whose
+		// samples are farther apart than it (evidence-mode §7.6).
+		coarse := count >= 2 && dense < 2
+		if coarse {
+			codes = append(codes, ReasonCoarseSampling)
+		}
+		if count >= 2 && !coarse && ratio >= cfg.MinSynchronyRatio {
 			codes = append(codes, ReasonWorldSynchrony)
 			class, conf = attribution.CollectiveLikely, 0.6+0.18*ratio
 		} else {
@@ -224,6 +274,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		codes = append(codes, ReasonCollectiveMarker)
 		synced, ratio = int64(best.sync.synced), best.ratio
 		mk := &rd.Markers[best.marker]
+		if ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs || best.sync.unseen > 0 {
+			codes = append(codes, ReasonCoarseSampling)
+		}
 		switch {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
@@ -311,7 +364,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
-	start := max(0, d.in.TraceStartNs, satSub(times[ep.first], pad))
+	// The change began in (riseLo, riseHi]: a rank sampled every second or
+	// more knows its onset only to within that interval, and the claim
+	// covers all of it (evidence-mode §7.6).
+	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{
@@ -347,6 +403,38 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// outlastFactor is how many times its collective's interval (at least the
+// match tolerance) a change may surely last and still be that collective's:
+// NCCL frees or keeps an op's buffers when the op ends, while another
+// tenant's context stays for seconds (evidence-mode §7.3).
+const outlastFactor = 5
+
+// outlasts reports whether transient change ep was surely under way for
+// more than outlastFactor times marker mk's interval (when mk has one).
+func (d *decider) outlasts(ep *episode, mk *Marker) bool {
+	if ep.persistent || mk.EndNs <= mk.StartNs {
+		return false // a bare timestamp says nothing of how long its op ran
+	}
+	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
+	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)
+}
+
+// newProcess reports whether ep began within a baseline span of the start
+// of a later session of its rank (a restarted process).
+func (d *decider) newProcess(rd *RankData, ep *episode) bool {
+	s := &rd.Samples
+	if s.Session == nil {
+		return false
+	}
+	span := max(d.cfg.Evidence.BaselineWindowNs, satMul(minBaselineSamples, d.m.analyses[ep.rank].interval))
+	for i := ep.first; i > 0 && s.TimesNs[i] >= satSub(s.TimesNs[ep.first], span); i-- {
+		if s.Session[i] != s.Session[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // collectiveMatch is collective c's match, built once per evaluation and

@@ -293,6 +293,14 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
+// satMul is a × b, saturated at the int64 range (b >= 0).
+func satMul(a, b int64) int64 {
+	if b != 0 && a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
 func satSub(a, b int64) int64 {
 	if b == math.MinInt64 {
 		return satAdd(satAdd(a, math.MaxInt64), 1)

@@ -195,13 +195,19 @@ func TestSizeFloorAndChurn(t *testing.T) {
 	if results := Attribute(j.input(), withMinConfidence(t, 0), nil); len(results) != 0 {
 		t.Errorf("page-sized blips gave %d results, want none: %+v", len(results), results[0])
 	}
-	// Against the medium floor (32 MiB): a synchronous 24 MiB change is
-	// not a spike, a 48 MiB one is.
+	// No size floor on what every member shows at its marker of one
+	// collective (evidence-mode §7.2): a synchronous 24 MiB change is found
+	// like a 48 MiB one. Alone, 24 MiB stays under the medium floor (32 MiB)
+	// and gives nothing, not even a suspect.
 	j.collectiveSpike(rankList(0, 8), 20, 24<<20)
 	j.collectiveSpike(rankList(0, 8), 30, 48<<20)
+	j.change([]int{3}, 35*sec, 35*sec+300*ms, 24<<20)
 	results := Attribute(j.input(), mediumConfig(t), nil)
-	if len(results) != 8 || len(j.resultsAt(results, 0, 30*sec+700*ms)) != 1 {
-		t.Errorf("24 and 48 MiB synchronous spikes: %d results, want 8, all at the 48 MiB one", len(results))
+	if len(results) != 16 || len(j.resultsAt(results, 0, 30*sec+700*ms)) != 1 || len(j.resultsAt(results, 0, 20*sec+700*ms)) != 1 {
+		t.Errorf("24 and 48 MiB synchronous spikes: %d results, want 16, one per rank at each", len(results))
+	}
+	if got := j.resultsAt(Attribute(j.input(), withMinConfidence(t, 0), nil), 3, 35*sec+100*ms); len(got) != 0 {
+		t.Errorf("a lone 24 MiB change gave %+v, want nothing", got)
 	}
 }
 

@@ -35,6 +35,10 @@ type episode struct {
 	// unless a communicator's first use explains it, it is judged as that
 	// spike, from first to stairLast.
 	stairLast int
+	// creep: the baseline under the change moved by more than the weak
+	// level across the span without a step (a leak): the excess is over
+	// the level the creep had reached.
+	creep bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -43,7 +47,11 @@ type rankAnalysis struct {
 	threshold int64   // least excess of a spike on its own
 	weakLevel int64   // least excess of a spike that members corroborate
 	interval  int64   // typical sampling interval
-	episodes  []episode
+	// flat: the rank's baseline is exactly flat apart from page noise (its
+	// robust spread is at the floor), so a change of a few pages on it is
+	// no noise.
+	flat     bool
+	episodes []episode
 }
 
 // minWeakSpreads is the least excess, in spreads, of a spike that members
@@ -61,6 +69,17 @@ const (
 	priorShare = 0.5
 )
 
+// minBaselineSamples is the least number of samples a baseline span holds
+// on each side: a rank polled every few seconds gets a span of that many
+// of its intervals instead of BaselineWindowNs.
+const minBaselineSamples = 10
+
+// jumpSamples is how many samples on each side of a level change's onset
+// must already sit on the old and the new level: a step is a jump, while
+// a leak creeping at MiB/s moves the level by a fraction of its height
+// over so few samples (evidence-mode §7.4).
+const jumpSamples = 3
+
 // analyzeRank finds a rank's steps and spikes. scratch buffers are reused
 // between ranks.
 func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis {
@@ -76,7 +95,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	if ra.interval <= 0 {
 		ra.interval = 1
 	}
-	span := p.BaselineWindowNs
+	span := max(p.BaselineWindowNs, satMul(minBaselineSamples, ra.interval))
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
 
@@ -90,9 +109,15 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		left, right, leftN, rightN = sc.sideColumns(n)
 		sideMedians(times, gaps, span, left, right, leftN, rightN, &sc.window)
 	}
+	// Steps are found down to the weak level (no size floor: NCCL's buffers
+	// at a communicator's first use may be a few pages); those below the
+	// strong threshold are reported only when members corroborate them.
 	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
-	stepThreshold := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
-	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, stepThreshold, cfg.MinSamplesPerRank)
+	weakStep := max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
+	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, weakStep, cfg.MinSamplesPerRank)
+	if starts := sessionStarts(s); len(starts) > 0 {
+		steps, cuts = splitSessions(times, steps, cuts, starts, span)
+	}
 
 	// The baseline is the level of the data around each sample, never
 	// across a step, so a step neither hides spikes after it nor counts as
@@ -100,16 +125,31 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	base := sc.median(n)
 	levelBaseline(times, gaps, left, right, leftN, rightN, span, cuts, base, sc)
 	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
+	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
-	ra.weakLevel = max(p.MinExcessBytes, int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
+	// The weak level has no size floor: a change the collective's members
+	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
+	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
-	for _, st := range steps {
+	for si, st := range steps {
+		if st.height <= 0 {
+			continue
+		}
 		i := st.onset
 		ep := episode{
 			rank: idx, persistent: true, first: i, last: i, peak: i,
 			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
-			excess: st.height, early: st.early, stairLast: st.stairLast,
+			excess: st.height,
+			early:  st.early, stairLast: st.stairLast,
+			weak: st.height < max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2))),
+		}
+		if down, ok := plateauEnd(times, steps, si); ok {
+			// The level fell back: a bounded episode (another tenant's
+			// buffers), judged by its duration like a spike.
+			ep.persistent = false
+			ep.last = down - 1
+			ep.fallLo, ep.fallHi = times[down-1], times[down]
 		}
 		ep.zscore = float64(st.height) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
@@ -129,6 +169,12 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		}
 		first, last := i, j
 		weak := gaps[peak]-base[peak] < ra.threshold
+		if weak && gaps[peak]-surroundings(times, gaps, first, last, max(localSpanNs, localSamples*ra.interval), sc) < ra.weakLevel {
+			// Within its rank's noise and not above what lies right around
+			// it: the slow baseline lags a leak's bend, this is not a spike.
+			i = j + 1
+			continue
+		}
 		if !weak {
 			// A strong spike's onset and end are where it clears the full
 			// threshold: noise next to it may reach the weak level and
@@ -146,6 +192,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
+		if moved := right[peak] - left[peak]; leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel &&
+			!cutNear(times, cuts, peak, span) {
+			ep.creep = true
+		}
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1
@@ -160,6 +210,99 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		return 0
 	})
 	return ra
+}
+
+// cutNear reports whether a step or session start lies within span of
+// sample i.
+func cutNear(times []int64, cuts []int, i int, span int64) bool {
+	for _, c := range cuts {
+		if d := times[c] - times[i]; d >= -span && d <= span {
+			return true
+		}
+	}
+	return false
+}
+
+// plateauMaxNs is how long a level may stay raised and still fall back as
+// one bounded episode; plateauShare is how closely the fall must match the
+// rise (either within this factor of the other).
+const (
+	plateauMaxNs = 60_000_000_000
+	plateauShare = 2
+)
+
+// plateauEnd is the onset of the step down that ends the level step si
+// raised (the next step, down, within plateauMaxNs and of a height within
+// plateauShare of the rise), if there is one.
+func plateauEnd(times []int64, steps []step, si int) (int, bool) {
+	if si+1 >= len(steps) {
+		return 0, false
+	}
+	up, down := steps[si], steps[si+1]
+	fall := -down.height
+	if fall <= 0 || fall*plateauShare < up.height || up.height*plateauShare < fall ||
+		times[down.onset]-times[up.onset] > plateauMaxNs || down.onset <= up.onset {
+		return 0, false
+	}
+	return down.onset, true
+}
+
+// sessionStarts are the indices of the samples that begin a new session
+// (a new process of the rank: an elastic restart, a requeue).
+func sessionStarts(s *Samples) []int {
+	var out []int
+	for i := 1; i < len(s.Session); i++ {
+		if s.Session[i] != s.Session[i-1] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// splitSessions makes each session its own series (evidence-mode §7.1): a
+// new process's level is not a step, so steps whose span before the onset
+// holds samples of an earlier session are dropped, and every session start cuts
+// the baseline.
+func splitSessions(times []int64, steps []step, cuts, starts []int, span int64) ([]step, []int) {
+	steps = slices.DeleteFunc(steps, func(st step) bool {
+		for _, b := range starts {
+			if b <= st.onset && b > 0 && times[b-1] > satSub(times[st.onset], span) {
+				return true
+			}
+		}
+		return false
+	})
+	cuts = cuts[:0]
+	for _, st := range steps {
+		cuts = append(cuts, st.onset)
+	}
+	cuts = append(cuts, starts...)
+	slices.Sort(cuts)
+	return steps, slices.Compact(cuts)
+}
+
+// A weak change must also stand out of the samples around it, within
+// localSpanNs or localSamples sampling intervals of it on each side.
+const (
+	localSpanNs  = 1_500_000_000
+	localSamples = 5
+)
+
+// surroundings is the median of the samples within span before first and
+// after last (the change's own samples left out), or the lowest int64 when
+// there are none.
+func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch) int64 {
+	vals := sc.ints(0)[:0]
+	for k := first - 1; k >= 0 && times[k] >= satSub(times[first], span); k-- {
+		vals = append(vals, gaps[k])
+	}
+	for k := last + 1; k < len(times) && times[k] <= satAdd(times[last], span); k++ {
+		vals = append(vals, gaps[k])
+	}
+	if len(vals) == 0 {
+		return math.MinInt64 / 2
+	}
+	return medianOf(vals)
 }
 
 // levelBaseline writes each sample's baseline: the mean of the medians of
@@ -237,11 +380,11 @@ const minSamplesBeforeStep = 3
 // its onset. Two steps up closer together than the span (communicators
 // connected one after the other) cross that middle once: the samples
 // between them, on a level of their own, split the stretch in two steps
-// (staircase). It returns the steps up (persistent episodes) and the cuts
-// of every step, up or down, as segment starts for the baseline.
+// (staircase). It returns the steps, up and down, and their onsets as
+// segment starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
-	var ups []step
+	var ups []step // every step, up or down
 	var cuts []int
 	delta := func(i int) int64 {
 		if leftN[i] < 1 || int64(rightN[i]) < minSamples {
@@ -274,11 +417,20 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 				continue
 			}
 			if !up {
+				if !jumps(gaps, j, height) {
+					continue
+				}
 				cuts = append(cuts, j)
+				ups = append(ups, step{onset: j, height: height})
 				break
 			}
-			j = settle(times, gaps, j, before+height, mid, span, threshold)
-			for _, st := range staircase(times, gaps, right, j, before, height, span, threshold) {
+			// The stairs of a staircase are each a jump of their own, not
+			// one of the whole height.
+			stairs := staircase(times, gaps, right, settle(times, gaps, j, before+height, mid, span, threshold), before, height, span, threshold)
+			if len(stairs) == 1 && !jumps(gaps, j, height) {
+				continue
+			}
+			for _, st := range stairs {
 				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
 				cuts = append(cuts, st.onset)
 				ups = append(ups, st)
@@ -298,7 +450,10 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 // (right, the median of the span after each sample).
 func staircase(times, gaps, right []int64, j int, before, height, span, threshold int64) []step {
 	after := before + height
-	between := func(k int) bool { return gaps[k] >= before+threshold && gaps[k] <= after-threshold }
+	// A stair is a level of its own: apart from each side by the step
+	// threshold and by an eighth of the whole step, not noise on a ramp.
+	apart := max(threshold, height/8)
+	between := func(k int) bool { return gaps[k] >= before+apart && gaps[k] <= after-apart }
 	k := j
 	for k > 0 && between(k-1) && times[k-1] >= satSub(times[j], span) {
 		k--
@@ -348,6 +503,30 @@ func countBefore(times []int64, j int, span int64) int {
 		c++
 	}
 	return c
+}
+
+// jumps reports whether the median of the jumpSamples samples from j lies
+// at least half of height (> 0 up, < 0 down) past the old level: the median
+// of the jumpSamples before j, or of the jumpSamples before those when it
+// is nearer the old level (a spike just before the step).
+func jumps(gaps []int64, j int, height int64) bool {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return true // too close to an end to tell: holds has judged it
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	before, after := medianOf(a[:]), medianOf(b[:])
+	if j >= 2*jumpSamples {
+		copy(a[:], gaps[j-2*jumpSamples:j-jumpSamples])
+		if earlier := medianOf(a[:]); (height > 0) == (earlier < before) {
+			before = earlier
+		}
+	}
+	if height > 0 {
+		return after-before >= height/2
+	}
+	return after-before <= height/2
 }
 
 // crosses reports whether sample j is on the new level and j-1 was not.

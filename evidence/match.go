@@ -11,9 +11,15 @@ type memberRef struct {
 // synchrony is how a collective's members behaved at their own marker of it.
 type synchrony struct {
 	done     bool
-	observed int     // members with enough samples to be judged, and a sample inside the collective or a change at it
-	synced   int     // of those, members with a change rising at their marker
-	strong   int     // of those, members whose change clears their threshold on its own
+	observed int // members with enough samples to be judged
+	synced   int // of those, members with a change rising at their marker
+	strong   int // of those, members whose change clears their threshold on its own
+	// unseen counts members left out because no sample of theirs lies in
+	// their marker's interval: a transient of the collective cannot show
+	// on them (a rank polled every second or more).
+	unseen int
+	// flat: every synchronized member's baseline is exactly flat.
+	flat     bool
 	episode  []int32 // per member (collective's members order): episode index or -1
 	resolved bool    // every observed member's spike rose at the launch and fell at the end, densely sampled
 	// NCCL's accounting on the synchronized members, counted once asked
@@ -187,6 +193,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	members := m.members[c]
 	s.episode = make([]int32, len(members))
 	s.resolved = true
+	s.flat = true
 	tol := m.cfg.Evidence.MatchToleranceNs
 	for i, ref := range members {
 		s.episode[i] = -1
@@ -199,17 +206,18 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
-			// A member none of whose samples fell inside the collective's
-			// interval could not have shown a change lasting it (sparse
-			// sampling): it is not judged.
-			if sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, mk.StartNs, satAdd(mk.EndNs, tol)) {
-				s.observed++
+			w := m.tolerance(mk)
+			if !sampledIn(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
+				s.unseen++
+				continue
 			}
+			s.observed++
 			continue
 		}
 		s.observed++
 		s.synced++
 		e := &ra.episodes[ei]
+		s.flat = s.flat && ra.flat
 		if !e.weak {
 			s.strong++
 		}
@@ -229,19 +237,23 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	return s
 }
 
-// sampledWithin reports whether some of times (sorted) lies in [from, to].
-func sampledWithin(times []int64, from, to int64) bool {
-	i, _ := slices.BinarySearch(times, from)
-	return i < len(times) && times[i] <= to
-}
-
 // corroborated reports whether enough members show the change for it to
 // stand out of their noise: members whose change is only weak count when
 // others' are strong, or when many members show it (by chance a weak
 // excess comes in a few percent of a rank's marker intervals, four or more
 // members at once far more rarely).
+//
+// On exactly flat baselines a change of a few pages is no noise: when every
+// observed member shows it, two members are enough (evidence-mode §7.2).
 func (s *synchrony) corroborated() bool {
-	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4
+	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4 ||
+		(s.flat && s.synced >= 2 && s.synced == s.observed)
+}
+
+// sampledIn reports whether some sample time lies in [from, to].
+func sampledIn(times []int64, from, to int64) bool {
+	i, _ := slices.BinarySearch(times, from)
+	return i < len(times) && times[i] <= to
 }
 
 // memberAccounting judges NCCL's accounting of collective c over its
@@ -300,8 +312,10 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 }
 
 // worldSynchrony counts the distinct ranks with a change rising within
-// ±window of t (bare markers carry no members to judge by).
-func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int {
+// ±window of t (bare markers carry no members to judge by), and of those
+// the ranks sampled at least once per window: a rank polled every second
+// or more (DCGM, nvidia-smi) cannot place a rise within the window.
+func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) (count, dense int) {
 	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
 		switch {
 		case w.t < x:
@@ -311,13 +325,15 @@ func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) int
 		}
 		return 0
 	})
-	count := 0
 	for i := lo; i < len(m.world) && m.world[i].t <= satAdd(t, window); i++ {
 		r := m.world[i].rank
 		if stamp[r] != mark {
 			stamp[r] = mark
 			count++
+			if m.analyses[r].interval <= window {
+				dense++
+			}
 		}
 	}
-	return count
+	return count, dense
 }

@@ -33,6 +33,12 @@ const (
 	ReasonResolvedInInterval = "resolved_in_collective_interval" // on every member the spike rose at the launch and fell at the end of the collective, sampled densely
 	ReasonCotimedOnly        = "cotimed_without_accounting"      // co-timed with the collective on its members, and nothing tells it from a co-timed non-collective cause: at most likely
 	ReasonApproximateTiming  = "approximate_marker_timing"       // the marker's time is approximate: not enough alone for confident
+
+	// The physics of real jobs (evidence-mode §6).
+	ReasonOutlastsCollective = "outlasts_collective" // the change lasted more than 5 times its candidate collectives' intervals: another tenant's or the job's own memory, not those collectives' (unless NCCL's accounting covers it)
+	ReasonBaselineCreep      = "baseline_creep"      // the rank's baseline was creeping (a leak) without a step: the excess is over the level the creep had reached
+	ReasonNewProcess         = "new_process"         // the change came within a baseline span of a new session of the rank (a restarted process): its level is a new series, not a step
+	ReasonCoarseSampling     = "coarse_sampling"     // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
 )
 
 // AllReasonCodes lists every evidence-mode reason code.
@@ -43,4 +49,5 @@ var AllReasonCodes = []string{
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
 	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
+	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep,
 }

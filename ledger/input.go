@@ -17,8 +17,10 @@ type Input struct {
 	// Ranks holds one entry per rank, ascending by Rank.
 	Ranks []RankInput
 	// Results are the job's attribution results (either mode, any order);
-	// those classified collective_likely or above count as NCCL on ranks
-	// without tracked accounting.
+	// those classified collective_confident or above count as NCCL on ranks
+	// without tracked accounting. A collective_likely change is left
+	// unexplained: by the honesty rule (evidence-mode §3) the data could not
+	// tell it from a non-collective change at the same collective.
 	Results []attribution.Result
 	// PaddingNs is the interval_padding_ns the results were made with: a
 	// result's samples lie in [IntervalStartNs+PaddingNs,
@@ -33,6 +35,17 @@ type RankInput struct {
 	// Accounting holds NCCL's reported memory per communicator of this
 	// rank, each series in time order.
 	Accounting []evidence.AccountingSeries
+	// Contexts are levels set by an earlier ledger of the rank (Ledger.
+	// Contexts): a caller that reads a sliding window of a job keeps them,
+	// so that a session's level stays the one of its start once the start
+	// has left the window, and a leak is never absorbed into it.
+	Contexts []SessionLevel
+}
+
+// SessionLevel is a rank's context level in one session.
+type SessionLevel struct {
+	Session string
+	Bytes   int64
 }
 
 // Samples are a rank's `sample` records with a device_used_bytes, as

@@ -56,6 +56,9 @@ type segment struct {
 	end     int // one past the last sample
 	startNs int64
 	context int64
+	// settled: the level is final, given (RankInput.Contexts) or set over
+	// a full context window.
+	settled bool
 }
 
 // span is an attributed collective change on a rank: a transient spike
@@ -79,7 +82,7 @@ func New(in *Input) *Ledger {
 	for i := range in.Results {
 		r := &in.Results[i]
 		ri, ok := byRank[r.Rank]
-		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveLikely) {
+		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveConfident) {
 			continue
 		}
 		l.ranks[ri].spans = append(l.ranks[ri].spans, spanOf(r, in.PaddingNs))
@@ -158,6 +161,10 @@ func (l *Ledger) prepare(rl *rankLedger) {
 	var vals []int64
 	for g := range rl.segments {
 		seg := &rl.segments[g]
+		if b, ok := knownLevel(in, s, seg); ok {
+			seg.context, seg.settled = b, true
+			continue
+		}
 		vals = vals[:0]
 		for i := seg.start; i < seg.end; i++ {
 			if s.TimesNs[i]-seg.startNs >= contextWindowNs && len(vals) >= contextMinSamples {
@@ -171,7 +178,41 @@ func (l *Ledger) prepare(rl *rankLedger) {
 			slices.Sort(vals)
 			seg.context = vals[(len(vals)-1)/2]
 		}
+		seg.settled = len(vals) >= contextMinSamples && s.TimesNs[seg.end-1]-seg.startNs >= contextWindowNs
 	}
+}
+
+// knownLevel is the level RankInput.Contexts gives seg's session.
+func knownLevel(in *RankInput, s *Samples, seg *segment) (int64, bool) {
+	if len(in.Contexts) == 0 || len(s.SessionIDs) == 0 {
+		return 0, false
+	}
+	id := s.SessionIDs[s.session(seg.start)]
+	for _, c := range in.Contexts {
+		if c.Session == id {
+			return c.Bytes, true
+		}
+	}
+	return 0, false
+}
+
+// Contexts returns the settled context levels of rank index ri of the
+// input (given ones included), one per session, for the caller's next
+// ledger of the same rank (RankInput.Contexts).
+func (l *Ledger) Contexts(ri int) []SessionLevel {
+	rl := &l.ranks[ri]
+	s := &rl.in.Samples
+	var out []SessionLevel
+	for _, g := range rl.segments {
+		if !g.settled || len(s.SessionIDs) == 0 {
+			continue
+		}
+		id := s.SessionIDs[s.session(g.start)]
+		if !slices.ContainsFunc(out, func(c SessionLevel) bool { return c.Session == id }) {
+			out = append(out, SessionLevel{Session: id, Bytes: g.context})
+		}
+	}
+	return out
 }
 
 // contextValue is sample i's hidden memory less what NCCL holds at it, for
@@ -241,6 +282,38 @@ func (l *Ledger) Next(row *Row) bool {
 	}
 	l.stats.count(row)
 	return true
+}
+
+// NextOf fills row with the next row of rank index ri of the input (in
+// the rank's time order) and reports whether there was one. Read a ledger
+// rank by rank with NextOf or in time order with Next, not both.
+func (l *Ledger) NextOf(ri int, row *Row) bool {
+	rl := &l.ranks[ri]
+	if rl.next >= rl.in.Samples.Len() {
+		return false
+	}
+	l.fill(rl, row)
+	rl.next++
+	l.stats.count(row)
+	return true
+}
+
+// SeekOf moves rank index ri's next row (NextOf) forward to its first
+// sample at or after t: a caller that needs only the rank's latest rows
+// skips the cost of the others. It never moves backwards.
+func (l *Ledger) SeekOf(ri int, t int64) {
+	rl := &l.ranks[ri]
+	times := rl.in.Samples.TimesNs
+	i, _ := slices.BinarySearch(times, t)
+	if i <= rl.next {
+		return
+	}
+	rl.next = i
+	for k, ai := range rl.counted {
+		a := &rl.in.Accounting[ai]
+		c, _ := slices.BinarySearch(a.TimesNs, times[i-1])
+		rl.cursor[k] = max(rl.cursor[k], c)
+	}
 }
 
 func (l *Ledger) fill(rl *rankLedger, row *Row) {

@@ -187,7 +187,7 @@ func TestLedgerRestartRebasesContext(t *testing.T) {
 	ri := rankOf(3, hidden...)
 	ri.Samples.SessionIDs = []string{"a", "b"}
 	ri.Samples.Session = []int32{0, 0, 0, 0, 1, 1, 1}
-	results := []attribution.Result{{Rank: 3, IntervalStartNs: 200 * ms, IntervalEndNs: uint64(200 * ms), Classification: attribution.CollectiveLikely,
+	results := []attribution.Result{{Rank: 3, IntervalStartNs: 200 * ms, IntervalEndNs: uint64(200 * ms), Classification: attribution.CollectiveConfident,
 		Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: gib}}
 	got, _ := rows(t, &Input{Ranks: []RankInput{ri}, Results: results})
 	check(t, got, []want{
@@ -245,6 +245,42 @@ func TestLedgerTimeOrder(t *testing.T) {
 		order = append(order, [2]int64{r.Rank, r.TimestampNs})
 	}
 	assert.Equal(t, [][2]int64{{0, 0}, {5, 50 * ms}, {0, 100 * ms}, {5, 100 * ms}, {0, 200 * ms}}, order)
+
+	// Rank by rank: the same rows.
+	l := New(&Input{Ranks: []RankInput{a, b, {Rank: 9}}})
+	var byRank []Row
+	var r Row
+	for ri := range 3 {
+		for l.NextOf(ri, &r) {
+			byRank = append(byRank, r)
+		}
+	}
+	assert.ElementsMatch(t, got, byRank)
+	assert.Equal(t, 5, l.Stats().Rows)
+}
+
+// SeekOf gives the rows NextOf gives from the same sample on.
+func TestLedgerSeekOf(t *testing.T) {
+	in := benchInput(4)
+	all, _ := rows(t, in)
+	l := New(in)
+	for ri := range in.Ranks {
+		l.SeekOf(ri, 55*sec+50*ms)
+		var want []Row
+		for _, r := range all {
+			if r.Rank == in.Ranks[ri].Rank && r.TimestampNs >= 55*sec+50*ms {
+				want = append(want, r)
+			}
+		}
+		var got []Row
+		var r Row
+		for l.NextOf(ri, &r) {
+			r.ByComm = append([]CommBytes(nil), r.ByComm...)
+			got = append(got, r)
+		}
+		require.Len(t, got, len(want))
+		assert.Equal(t, want, got)
+	}
 }
 
 // The sums hold on any input: random samples, reservations, sessions,
@@ -282,7 +318,7 @@ func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 					kind = attribution.KindPersistent
 				}
 				in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
-					Classification: attribution.CollectiveLikely, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
+					Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
 			}
 			in.Ranks = append(in.Ranks, ri)
 		}
@@ -309,4 +345,28 @@ func TestAppendRowJSON(t *testing.T) {
 	r = Row{Rank: 0, AllocatorReservedBytes: 7, NCCLSource: SourceAttributed}
 	assert.Equal(t, `{"rank":0,"timestamp_ns":0,"device_used_bytes":0,"allocator_reserved_bytes":7,"hidden_bytes":0,`+
 		`"nccl_bytes":0,"nccl_source":"attributed","context_bytes":0,"unexplained_bytes":0}`, string(AppendRowJSON(nil, &r)))
+}
+
+// A sliding window keeps the session's first level: a leak that fills the
+// window later is unexplained, not context.
+func TestLedgerKeepsSettledContexts(t *testing.T) {
+	hidden := make([]int64, 100) // 10 s at 10 Hz: 1 GiB, then +10 MiB a sample from 5 s on
+	for i := range hidden {
+		hidden[i] = gib + int64(max(0, i-50))*10*mib
+	}
+	ri := rankOf(0, hidden...)
+	ri.Samples.SessionIDs = []string{"s"}
+	l := New(&Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, []SessionLevel{{"s", gib}}, l.Contexts(0))
+
+	// The window has slid past the start: only the leak is left in it.
+	late := ri
+	late.Samples.TimesNs, late.Samples.UsedBytes, late.Samples.ReservedBytes = ri.Samples.TimesNs[80:], ri.Samples.UsedBytes[80:], ri.Samples.ReservedBytes[80:]
+	got, _ := rows(t, &Input{Ranks: []RankInput{late}})
+	assert.Greater(t, got[0].ContextBytes, int64(gib+300*mib), "without the kept level the leak is context")
+	assert.Empty(t, New(&Input{Ranks: []RankInput{late}}).Contexts(0), "2 s of a session settle no level")
+	late.Contexts = l.Contexts(0)
+	got, _ = rows(t, &Input{Ranks: []RankInput{late}})
+	assert.Equal(t, int64(gib), got[0].ContextBytes)
+	assert.Equal(t, int64(30*10*mib), got[0].UnexplainedBytes)
 }

@@ -24,6 +24,9 @@ type Job struct {
 	MarkerLabels []MarkerLabel
 	// PhasesKnown says phases were replayed (the --phases option).
 	PhasesKnown bool
+	// Ledgers are the ranks' hidden-memory ledgers (LedgerBuilder), nil
+	// when the page draws none.
+	Ledgers map[int64]*LaneLedger
 }
 
 // Lane is one rank's series.

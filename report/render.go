@@ -73,6 +73,11 @@ type page struct {
 	PhaseLegend  []legendItem
 	// AccountingLegend names the communicators whose accounting is drawn.
 	AccountingLegend []legendItem
+	// LedgerLegend names the ledger's communicator bands; HasLedger says
+	// the lanes draw the ledger and LedgerRows are its table.
+	LedgerLegend []legendItem
+	HasLedger    bool
+	LedgerRows   []ledgerRow
 	// StartNs is the job's first event time, from which the hover gives
 	// times (a decimal string: it is beyond a JavaScript number's exact
 	// integers).
@@ -96,6 +101,8 @@ type laneView struct {
 	// Accounting is NCCL's accounting of each of the rank's communicators,
 	// drawn on the lane's y scale.
 	Accounting []pathView
+	// Ledger is the rank's hidden-memory ledger as stacked bands.
+	Ledger []pathView
 	// YTop and YBottom are the y axis: the values of the plot's top and
 	// bottom lines, at the pixel rows TopY and BottomY.
 	YTop, YBottom string
@@ -251,6 +258,9 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		lv.Badge, lv.BadgeCSS = len(byRank[l.Rank]), classCSS(strongest)
 		lv.Markers = markerPaths(l.Markers, job.MarkerLabels, opClass, scale, g)
 		lv.Accounting = accountingPaths(l.Accounting, acctClass, &p.AccountingLegend, scale, g)
+		if ll := job.Ledgers[l.Rank]; ll != nil {
+			lv.Ledger = ledgerPaths(ll, acctClass, &p.LedgerLegend, g)
+		}
 		lv.YTop, lv.YBottom, lv.TopY, lv.BottomY = fmtBytes(g.Hi), fmtBytes(g.Lo), g.Top, g.Bottom
 		lv.Phases = phasePaths(l.Phases, phaseClass, &p.PhaseLegend, scale, g)
 	}
@@ -295,6 +305,8 @@ func buildPage(job *Job, results []Result, opts Options) (*page, error) {
 		}
 	}
 	p.EpisodesMore = len(eps) - len(p.EpisodeRows)
+	p.LedgerRows = ledgerRows(lanes, job.Ledgers)
+	p.HasLedger = len(p.LedgerRows) > 0
 	return p, nil
 }
 

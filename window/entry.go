@@ -17,6 +17,10 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
+// MaxPhaseDepth bounds a phase span's path: the converter's ancestor walk
+// and the window's completion of paths across batches stop there.
+const MaxPhaseDepth = 64
+
 // Kind says what a Record carries.
 type Kind uint8
 

@@ -3,6 +3,9 @@
 //
 //	collectiveattr attribute [--mode reference|evidence] [--preset P] [--overrides JSON] [--evidence JSON] [--phases] [--nccl-inspector PATH]... [--torch-profiler PATH]... [--flight-recorder PATH]... [--job ID] [--format json|table] [--strict] [-q] FILE|-
 //
+// and `collectiveattr ledger` (ledger.go) splits every sample's hidden
+// memory into NCCL, context and unexplained bytes, as JSON Lines.
+//
 // It reads stormlog TelemetryEvent records of one job, attributes all of
 // them as one run exactly as stormlog's attribute_collective_memory does,
 // and writes the results to stdout as one JSON array in the reference
@@ -47,6 +50,7 @@ const usage = `Usage: collectiveattr attribute [--mode M] [--preset P] [--overri
                                 [--evidence JSON] [--phases] [--nccl-inspector PATH]...
                                 [--job ID] [--format F] [--strict] [-q] FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html   (see report --help)
+       collectiveattr ledger [flags] FILE|-   (see ledger --help)
        collectiveattr --version
 
 Attribute hidden GPU-memory spikes (device used minus allocator reserved) to
@@ -153,6 +157,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "attribute":
 	case "report":
 		return runReport(args[1:], stdin, stdout, stderr)
+	case "ledger":
+		return runLedger(args[1:], stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "collectiveattr: unknown command %q\n%s", args[0], shortUsage)
 		return exitConfig
@@ -230,6 +236,7 @@ type attributeOptions struct {
 	job       jobFlag
 	strict    bool
 	page      bool   // report: build the page's lanes while reading
+	ledger    bool   // ledger: build the ledger's columns while reading
 	format    string // attribute: json or table
 	quiet     bool   // attribute: no summary line on stderr
 }

@@ -8,26 +8,29 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/inspector"
+	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // runInput is what `attribute` keeps of its input, built while the records
-// stream in instead of from a slice of every event: the grouped samples and
-// markers of the selected mode, with --phases the phase boundaries, and with
+// stream in instead of from a slice of every event: the window of the
+// selected mode (window.Stream: the processor's per-job window, unbounded),
+// with --phases the phase boundaries, and with
 // --nccl-inspector the (host, pid) of every rank, and for `report` the
 // page's lanes. Only the records of the selected job (--job) reach the
 // builders; every record is counted in jobs.
 type runInput struct {
 	mode      string
 	events    int
-	reference attribution.InputBuilder
-	evidence  *evidence.Builder   // evidence mode only
+	window    *window.Stream
 	phases    *phase.IndexBuilder // nil without --phases
 	inspector *inspectorJoin      // nil without --nccl-inspector
 	torch     *torchRun           // nil without --torch-profiler
 	page      *report.Builder     // report only
+	ledger    *ledger.Builder     // ledger only
 	job       jobFlag
 	jobs      *jobTally
 	selected  []telemetry.Event // the chunk's records of the selected job
@@ -40,9 +43,14 @@ type runInput struct {
 // readRun streams the records of r into the builders opts asks for.
 func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	ri := &runInput{mode: opts.mode, job: opts.job, jobs: newJobTally()}
+	mode := window.ReferenceMode
 	if opts.mode == attribution.ModeEvidence {
-		ri.evidence = evidence.NewBuilder()
+		mode = window.EvidenceMode
 	}
+	// The phase index is built from the stream itself (phases), not by the
+	// window: PyTorch profiler ranges are phases without being records of
+	// their ranks.
+	ri.window = window.NewStream(mode, false)
 	if opts.phases {
 		ri.phases = &phase.IndexBuilder{}
 	}
@@ -52,6 +60,9 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 	ri.torch = opts.sources.torch
 	if opts.page {
 		ri.page = report.NewBuilder(opts.phases)
+	}
+	if opts.ledger {
+		ri.ledger = ledger.NewBuilder()
 	}
 	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
@@ -121,19 +132,17 @@ func (ri *runInput) add(events []telemetry.Event) {
 			ri.torch.owners.learn(&events[i])
 		}
 	}
-	if ri.evidence == nil {
-		ri.reference.AddEvents(events)
-	}
+	ri.window.AddEvents(events)
 	for i := range events {
 		e := &events[i]
-		if ri.evidence != nil {
-			ri.evidence.Add(e)
-		}
 		if ri.phases != nil {
 			ri.phases.Add(e)
 		}
 		if ri.page != nil {
 			ri.page.Add(e)
+		}
+		if ri.ledger != nil {
+			ri.ledger.Add(e)
 		}
 	}
 }
@@ -211,16 +220,19 @@ func (ri *runInput) attribute(preset string, overrides, evidenceKeys map[string]
 	if ri.phases != nil {
 		resolver = ri.phases.Index(nil)
 	}
-	if ri.evidence != nil {
+	var sc window.Scratch
+	if ri.mode == attribution.ModeEvidence {
 		cfg, err := evidence.ResolveConfig(preset, overrides, evidenceKeys)
 		if err != nil {
 			return nil, err
 		}
-		return evidence.Attribute(ri.evidence.Input(), cfg, resolver), nil
+		var es window.EvidenceScratch
+		snap := ri.window.Job().EvidenceSnapshot(&sc, &es)
+		return evidence.Attribute(&snap.Input, cfg, resolver), nil
 	}
 	cfg, err := attribution.ResolveConfig(preset, overrides)
 	if err != nil {
 		return nil, err
 	}
-	return attribution.AttributeInput(ri.reference.Input(), cfg, resolver), nil
+	return attribution.AttributeColumns(ri.window.Job().Snapshot(&sc).Input, cfg, resolver), nil
 }

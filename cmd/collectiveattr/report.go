@@ -12,6 +12,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/report"
 )
 
@@ -138,7 +139,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	// The records stream into the attribution's and the page's builders;
 	// no slice of every event is kept.
-	opts.page = true
+	opts.page, opts.ledger = true, true
 	runIn, code := readInput(prog, opts.attributeOptions, stdin, stderr)
 	if code != exitOK {
 		return code
@@ -157,6 +158,12 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	job := runIn.page.Job()
+	padding, err := intervalPadding(opts.attributeOptions, overrides, evidenceKeys)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	}
+	job.Ledgers = pageLedgers(job, opts.columns, &ledger.Input{Ranks: runIn.ledger.Ranks(), Results: attributed, PaddingNs: padding})
 	runIn = nil // the attribution's input is no longer needed while the page renders
 	results := make([]report.Result, len(attributed))
 	var buf []byte
@@ -202,6 +209,19 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	return exitOK
+}
+
+// pageLedgers is the ranks' hidden-memory ledgers as the page draws them.
+func pageLedgers(job *report.Job, columns int, in *ledger.Input) map[int64]*report.LaneLedger {
+	b := report.NewLedgerBuilder(job, columns)
+	l := ledger.New(in)
+	var row ledger.Row
+	for ri := range in.Ranks {
+		for l.NextOf(ri, &row) {
+			b.Add(&row)
+		}
+	}
+	return b.Lanes()
 }
 
 // writeReport writes to a temporary file beside path and renames it, so

@@ -140,6 +140,8 @@ type pageFacts struct {
 	Accounting  int      `json:"accounting"`
 	EndTicks    int      `json:"endTicks"`
 	YAxis       []string `json:"yAxis"`
+	LedgerBands int      `json:"ledgerBands"`
+	LedgerRows  int      `json:"ledgerRows"`
 }
 
 const factsJS = `new Promise((resolve) => {
@@ -165,6 +167,8 @@ const factsJS = `new Promise((resolve) => {
       accounting: document.querySelectorAll("#lanes path.acct").length,
       endTicks: document.querySelectorAll("#lanes path.mk.end").length,
       yAxis: Array.from(document.querySelectorAll("#lanes .lane:first-child .yax span"), (e) => e.textContent),
+      ledgerBands: document.querySelectorAll("#lanes path.lg").length,
+      ledgerRows: document.querySelectorAll("#ledgertable tr").length - 1,
     };
     const r = rects[0];
     if (r) {
@@ -256,6 +260,11 @@ func checkReportInBrowser(t *testing.T, chromium, outDir string, tc browserCase)
 	}
 	if !slices.Equal(facts.Lanes, wantRanks) {
 		t.Errorf("lanes %v, want one per rank %v", abbreviate(facts.Lanes), abbreviate(wantRanks))
+	}
+	// Every lane with samples stacks its hidden-memory ledger (at least its
+	// context band) and has a row in the ledger table.
+	if facts.LedgerRows != len(wantRanks) || facts.LedgerBands < len(wantRanks) {
+		t.Errorf("ledger: %d table rows and %d bands, want a row and bands for each of %d ranks", facts.LedgerRows, facts.LedgerBands, len(wantRanks))
 	}
 	if facts.ResultRects != wantResults || facts.ResultIdx != wantResults {
 		t.Errorf("%d shaded intervals (%d distinct results), want one per result: %d", facts.ResultRects, facts.ResultIdx, wantResults)

@@ -10,8 +10,8 @@ import (
 // the full help is, not the full help.
 const shortUsage = `Usage: collectiveattr attribute [flags] FILE|-
        collectiveattr report [flags] FILE|- -o REPORT.html
-       collectiveattr --version
-Run "collectiveattr --help" (or "collectiveattr report --help") for the flags.
+       collectiveattr ledger [flags] FILE|-
+Run "collectiveattr --help" (or "collectiveattr report|ledger --help") for the flags.
 `
 
 // usageError prints a flag or argument error in two lines, the error (which

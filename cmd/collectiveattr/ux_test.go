@@ -154,6 +154,7 @@ func TestShortUsageErrors(t *testing.T) {
 		{[]string{"report", "--columns", "many", job, "-o", "x.html"}, `invalid value "many" for flag -columns`},
 		{[]string{"report", "--wide", job, "-o", "x.html"}, "flag provided but not defined: -wide"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"ledger", "--format", "table", job}, "flag provided but not defined: -format"},
 	}
 	for _, tc := range tests {
 		res := runCLI(t, bin, nil, tc.args...)

@@ -4,9 +4,10 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
-// EvidenceMode runs evidence mode in process (evidence.Builder, ResolveConfig with
+// EvidenceMode runs evidence mode in process (window.Stream, ResolveConfig with
 // the preset and no overrides, Attribute), as `collectiveattr attribute --mode
 // evidence --preset P` does.
 func EvidenceMode(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
@@ -29,11 +30,12 @@ func runEvidence(events []telemetry.Event, preset string, settings map[string]an
 	if err != nil {
 		return nil, err
 	}
-	b := evidence.NewBuilder()
-	for i := range events {
-		b.Add(&events[i])
-	}
-	results := evidence.Attribute(b.Input(), cfg, nil)
+	w := window.NewStream(window.EvidenceMode, false)
+	w.AddEvents(events)
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	snap := w.Job().EvidenceSnapshot(&sc, &es)
+	results := evidence.Attribute(&snap.Input, cfg, nil)
 	out := make([]jobsim.QualityResult, len(results))
 	for i := range results {
 		r := &results[i]

@@ -132,6 +132,11 @@ type Config struct {
 	// is interned or buffered, so that the bytes held per job, series and
 	// mapping are bounded along with their counts.
 	MaxIdentityBytes int
+	// MaxWorldSize bounds a declared world size (limits.max_ranks_per_job;
+	// 0: unbounded). A larger one is no job's that the processor holds: the
+	// item is kept with its world size unknown, so that one bad record
+	// cannot become the job's expected world size.
+	MaxWorldSize int64
 	// AdmitsJob reports whether data of a job may be kept (nil: every
 	// job): the store's job limit, asked before a job id is interned or a
 	// join buffer made for it. An item of a job it refuses is skipped as

@@ -22,10 +22,13 @@ import (
 // copies what it keeps and modifies nothing. Internally each conversion
 // hands its output to emit functions that the sequence turns into Reads.
 type Converter struct {
-	cfg   Config
-	now   func() time.Time
-	keys  *keyIndex
-	roles map[string]namedRole
+	cfg Config
+	now func() time.Time
+	// worldSizesIgnored counts declared world sizes above cfg.MaxWorldSize
+	// since TakeWorldSizesIgnored last read it.
+	worldSizesIgnored int64
+	keys              *keyIndex
+	roles             map[string]namedRole
 	// roleAt caches, per metric position within a scope, the configured
 	// name last found there: a scope's metrics come in the same order every
 	// batch, and one string compare costs less than hashing the name. The
@@ -333,6 +336,7 @@ func (c *Converter) identify(nowNs int64) (SkipReason, string) {
 	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
 		return SkipInvalidValue, detail
 	}
+	id.worldSize = c.believedWorldSize(id.worldSize)
 	if id.hasRank {
 		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
 		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {

@@ -20,6 +20,26 @@ func (c *Converter) identityTooLong(ids ...string) string {
 	return ""
 }
 
+// believedWorldSize is a declared world size as the job's ranks may take
+// it: 0 (undeclared) when it is above MaxWorldSize, which no job of this
+// processor can have; the item itself is kept, and the ignored value
+// counted (TakeWorldSizesIgnored).
+func (c *Converter) believedWorldSize(worldSize int64) int64 {
+	if c.cfg.MaxWorldSize > 0 && worldSize > c.cfg.MaxWorldSize {
+		c.worldSizesIgnored++
+		return 0
+	}
+	return worldSize
+}
+
+// TakeWorldSizesIgnored returns the number of items whose declared world
+// size was ignored since the last call.
+func (c *Converter) TakeWorldSizesIgnored() int64 {
+	n := c.worldSizesIgnored
+	c.worldSizesIgnored = 0
+	return n
+}
+
 // overJobLimit is the skip of an item whose job the store has no room for.
 var overJobLimit = Skip{Reason: SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"}
 

@@ -86,6 +86,11 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, 
 		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 		return
 	}
+	ev.WorldSize = c.believedWorldSize(ev.WorldSize)
+	if !ev.DeviceTotalBytes.Valid && ev.DeviceUsedBytes.Value > maxDeviceBytes {
+		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
+		return
+	}
 	if !c.admits(job) {
 		skip(overJobLimit)
 		return

@@ -1,10 +1,6 @@
 package ingest
 
-import (
-	"unsafe"
-
-	"github.com/collectiveattr/collectiveattr/telemetry"
-)
+import "github.com/collectiveattr/collectiveattr/telemetry"
 
 // SampleRun is the samples one ConvertMetrics call formed for one (job,
 // rank), in time order. Samples are handed over a run at a time and in this
@@ -30,9 +26,6 @@ type SampleRun struct {
 
 // SamplePoint is one sample's time and memory counters in bytes. The
 // optional counters are valid when their bit is set in Has.
-//
-// The counters are declared in role order, so that the Converter forms a
-// sample in place, from the values its points wrote by role (counters).
 type SamplePoint struct {
 	TimestampNs        int64
 	DeviceUsed         int64
@@ -42,38 +35,15 @@ type SamplePoint struct {
 	AllocatorAllocated int64
 	AllocatorActive    int64
 	AllocatorInactive  int64
-	// deviceReserved is the DCGM driver-reserved framebuffer while the
-	// sample is formed, which only completes DeviceTotal; 0 once formed.
-	deviceReserved int64
-	// processUsed is the rank's own process's GPU memory while the sample
-	// is formed, which replaces DeviceUsed; 0 once formed.
-	processUsed int64
-	Has         OptionalCounters
+	Has                OptionalCounters
 }
 
-// sampleLayout is SamplePoint with its counters as an array indexed by
-// role: the same size, with the counters and Has at the same offsets, which
-// the constants below check at compile time (a difference either way
-// overflows one of a pair).
-type sampleLayout struct {
-	TimestampNs int64
-	counters    [numRoles]int64
-	Has         OptionalCounters
-}
-
-const (
-	_ = unsafe.Sizeof(SamplePoint{}) - unsafe.Sizeof(sampleLayout{})
-	_ = unsafe.Sizeof(sampleLayout{}) - unsafe.Sizeof(SamplePoint{})
-	_ = unsafe.Offsetof(SamplePoint{}.DeviceUsed) - unsafe.Offsetof(sampleLayout{}.counters)
-	_ = unsafe.Offsetof(sampleLayout{}.counters) - unsafe.Offsetof(SamplePoint{}.DeviceUsed)
-	_ = unsafe.Offsetof(SamplePoint{}.Has) - unsafe.Offsetof(sampleLayout{}.Has)
-	_ = unsafe.Offsetof(sampleLayout{}.Has) - unsafe.Offsetof(SamplePoint{}.Has)
-)
-
-// counters returns p's counters indexed by role. TestSamplePointCounters
-// checks which field each role is.
-func (p *SamplePoint) counters() *[numRoles]int64 {
-	return &(*sampleLayout)(unsafe.Pointer(p)).counters
+// setCounters sets p's counters from a formed sample's values by role (the
+// join's driver-reserved and process roles only help form it).
+func (p *SamplePoint) setCounters(v *[numRoles]int64) {
+	p.DeviceUsed, p.DeviceFree, p.DeviceTotal = v[roleDeviceUsed], v[roleDeviceFree], v[roleDeviceTotal]
+	p.AllocatorReserved, p.AllocatorAllocated = v[roleAllocatorReserved], v[roleAllocatorAllocated]
+	p.AllocatorActive, p.AllocatorInactive = v[roleAllocatorActive], v[roleAllocatorInactive]
 }
 
 // OptionalCounters says which optional counters of a SamplePoint are set.

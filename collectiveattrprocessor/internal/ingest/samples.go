@@ -313,13 +313,13 @@ func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip
 			firstPending = min(firstPending, i)
 			continue
 		}
-		run.Samples = append(run.Samples, SamplePoint{TimestampNs: row.tsNs})
-		p := &run.Samples[len(run.Samples)-1]
-		has := s.joined(i, reserved, tol, p.counters())
+		var vals [numRoles]int64
+		has := s.joined(i, reserved, tol, &vals)
 		s.consumeUsed(row)
 		s.markServed(i, tol)
-		if !c.formSample(p, has, skip) {
-			run.Samples = run.Samples[:len(run.Samples)-1]
+		p := SamplePoint{TimestampNs: row.tsNs}
+		if c.formSample(&p, &vals, has, skip) {
+			run.Samples = append(run.Samples, p)
 		}
 	}
 	s.firstPending = firstPending
@@ -405,12 +405,13 @@ func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
 // corrupt value (a petabyte) is refused.
 const maxDeviceBytes = 1 << 46
 
-// formSample turns p, which holds the joined values of a sample's roles
-// (has: the roles present; device used and allocator reserved always are),
-// into that sample; it reports false, having skipped it as invalid, when
-// the values contradict each other. Absent roles must hold 0.
-func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool {
-	v := p.counters()
+const deviceUsedAboveAnyDevice = "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"
+
+// formSample turns v, the joined values of a sample's roles (has: the
+// roles present; device used and allocator reserved always are), into the
+// counters of p; it reports false, having skipped it as invalid, when the
+// values contradict each other. Absent roles must hold 0.
+func (c *Converter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, skip func(Skip)) bool {
 	hasFree := has&(1<<roleDeviceFree) != 0
 	hasTotal := has&(1<<roleDeviceTotal) != 0
 	if !hasTotal && hasFree && has&(1<<roleDeviceReserved) != 0 {
@@ -423,7 +424,7 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 		return false
 	}
 	if !hasTotal && v[roleDeviceUsed] > maxDeviceBytes {
-		skip(Skip{Reason: SkipInvalidValue, Detail: "device used memory exceeds 64 TiB, more than any device holds (its total is not reported)"})
+		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
 		return false
 	}
 	if has&(1<<roleProcessUsed) != 0 {
@@ -448,9 +449,7 @@ func (c *Converter) formSample(p *SamplePoint, has uint16, skip func(Skip)) bool
 		opt |= HasAllocatorInactive
 	}
 	p.Has = opt
-	// Whether the join looked it up depends on the path: it served the
-	// total only.
-	v[roleDeviceReserved], v[roleProcessUsed] = 0, 0
+	p.setCounters(v)
 	return true
 }
 

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
+	"github.com/collectiveattr/collectiveattr/internal/slots"
 )
 
 // spanIndex finds the spans of one batch by trace and span id, for the

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/collectiveattr/collectiveattr/phase"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 const (
@@ -25,8 +26,8 @@ const (
 	resultClassAttribute = "collective_attribution.classification"
 
 	// MaxPhaseDepth bounds the ancestor walk (and breaks parent cycles),
-	// here and where the processor completes paths across batches.
-	MaxPhaseDepth = 64
+	// here and where the window completes paths across batches.
+	MaxPhaseDepth = window.MaxPhaseDepth
 )
 
 // convertTraces hands the markers of spans to emitMarkers, in one MarkerRun

@@ -28,6 +28,7 @@ type TelemetryBuilder struct {
 	meter                                       metric.Meter
 	mu                                          sync.Mutex
 	registrations                               []metric.Registration
+	ProcessorCollectiveattrCheckpointFailures   metric.Int64Counter
 	ProcessorCollectiveattrEmitFailures         metric.Int64Counter
 	ProcessorCollectiveattrEvaluationDuration   metric.Float64Histogram
 	ProcessorCollectiveattrEvaluations          metric.Int64Counter
@@ -46,6 +47,7 @@ type TelemetryBuilder struct {
 	ProcessorCollectiveattrRanksTracked         metric.Int64ObservableGauge
 	ProcessorCollectiveattrResultsEmitted       metric.Int64Counter
 	ProcessorCollectiveattrStorageFaults        metric.Int64Counter
+	ProcessorCollectiveattrWorldSizesIgnored    metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -162,6 +164,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ProcessorCollectiveattrCheckpointFailures, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_checkpoint_failures",
+		metric.WithDescription("Number of job checkpoints not restored (corrupt, incompatible, over a limit) or not written (storage error), by operation (restore, write). [Alpha]"),
+		metric.WithUnit("{checkpoints}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrEmitFailures, err = builder.meter.Int64Counter(
 		"otelcol_processor_collectiveattr_emit_failures",
 		metric.WithDescription("Number of result batches not delivered to the next consumer, by reason (refused, timeout, queue_full, shutdown). [Alpha]"),
@@ -269,6 +277,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_storage_faults",
 		metric.WithDescription("Number of times the storage extension could not be used, by fault. damaged_file, its file failed the integrity check before opening (moved aside; the processor went on with an empty store); open_failed, no client (persistence off until a later attempt, at each checkpoint_interval, succeeds); file_lost, the file disappeared under the running processor (reopened). [Alpha]"),
 		metric.WithUnit("{fault}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrWorldSizesIgnored, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_world_sizes_ignored",
+		metric.WithDescription("Number of input items whose declared world size was above limits.max_ranks_per_job, no job the processor holds; the item is kept with its world size unknown, so that one bad record cannot set the job's expected world size. [Alpha]"),
+		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -40,6 +40,7 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	tb.ProcessorCollectiveattrCheckpointFailures.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrEmitFailures.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrEvaluationDuration.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrEvaluations.Add(context.Background(), 1)
@@ -53,6 +54,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrRanksPerJobLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrResultsEmitted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrStorageFaults.Add(context.Background(), 1)
+	tb.ProcessorCollectiveattrWorldSizesIgnored.Add(context.Background(), 1)
+	AssertEqualProcessorCollectiveattrCheckpointFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrEmitFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -105,6 +110,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrStorageFaults(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrWorldSizesIgnored(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

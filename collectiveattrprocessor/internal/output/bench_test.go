@@ -54,7 +54,7 @@ func BenchmarkAppendMetrics(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		AppendMetrics(pmetric.NewMetrics(), hidden, nil, counts, latest, 1767225610000000000)
+		AppendMetrics(pmetric.NewMetrics(), hidden, nil, nil, counts, latest, 1767225610000000000)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hidden)), "ns/hidden_point")
 }

@@ -11,7 +11,21 @@ const (
 	MetricIntervals       = "collective_attribution.intervals"
 	MetricAttributedBytes = "collective_attribution.attributed_bytes"
 	MetricConfidence      = "collective_attribution.confidence"
+	// MetricHiddenUsage is the hidden-memory ledger (docs/evidence-mode.md
+	// §6), one point per part, named as system.memory.usage is with its
+	// state: parts that add up to a whole are one metric with an attribute.
+	MetricHiddenUsage = "gpu.memory.hidden.usage"
+	AttrHiddenPart    = "gpu.memory.hidden.part"
 )
+
+// LedgerPoint is a rank's hidden-memory ledger at its newest sample: the
+// parts add up to that sample's hidden memory.
+type LedgerPoint struct {
+	JobID                      string
+	Rank                       int64
+	TimestampNs                int64
+	NCCL, Context, Unexplained int64
+}
 
 // HiddenPoint is one gpu.memory.hidden value: device used − allocator
 // reserved of a sample (signed).
@@ -56,6 +70,8 @@ type LatestResult struct {
 //     received since the previous point of that (job, rank);
 //   - gpu.memory.device.limit: gauge, By, the device's capacity, at nowNs,
 //     for the PeakPoints that know it;
+//   - gpu.memory.hidden.usage: gauge, By, three points per LedgerPoint at
+//     its time, gpu.memory.hidden.part nccl, context and unexplained;
 //   - collective_attribution.intervals: cumulative monotonic sum,
 //     {interval}, start = StartNs, time = nowNs;
 //   - collective_attribution.attributed_bytes: gauge, By, the latest
@@ -66,8 +82,8 @@ type LatestResult struct {
 // The data points carry training.job.id as well as training.rank (and the
 // classification where listed), so that a Prometheus exporter without
 // resource-to-telemetry conversion still labels each series with its job.
-func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
-	if len(hidden) == 0 && len(peaks) == 0 && len(intervals) == 0 && len(latest) == 0 {
+func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint, ledger []LedgerPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
+	if len(hidden) == 0 && len(peaks) == 0 && len(ledger) == 0 && len(intervals) == 0 && len(latest) == 0 {
 		return
 	}
 	jobs := map[string]*jobMetrics{}
@@ -118,6 +134,24 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint,
 			putPeak(jm.limit, p, p.DeviceTotalBytes, nowNs)
 		}
 	}
+	for i := range ledger {
+		lp := &ledger[i]
+		jm := job(lp.JobID)
+		if !jm.hasLedger {
+			jm.ledger, jm.hasLedger = newGauge(jm.ms, MetricHiddenUsage, "By",
+				"Hidden memory of the rank at its newest sample, by part: nccl, context and unexplained add up to gpu.memory.hidden."), true
+		}
+		for _, part := range [...]struct {
+			name  string
+			bytes int64
+		}{{"nccl", lp.NCCL}, {"context", lp.Context}, {"unexplained", lp.Unexplained}} {
+			dp := jm.ledger.AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(lp.TimestampNs))
+			dp.SetIntValue(part.bytes)
+			putRankAttributes(dp.Attributes(), lp.JobID, lp.Rank, "")
+			dp.Attributes().PutStr(AttrHiddenPart, part.name)
+		}
+	}
 	for i := range intervals {
 		ic := &intervals[i]
 		jm := job(ic.JobID)
@@ -162,9 +196,9 @@ func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint,
 type jobMetrics struct {
 	ms                                   pmetric.MetricSlice
 	hidden, intervals, bytes, confidence pmetric.NumberDataPointSlice
-	hiddenPeak, usedPeak, limit          pmetric.NumberDataPointSlice
+	hiddenPeak, usedPeak, limit, ledger  pmetric.NumberDataPointSlice
 	hasHidden, hasIntervals, hasLatest   bool
-	hasPeaks, hasLimit                   bool
+	hasPeaks, hasLimit, hasLedger        bool
 }
 
 func putPeak(dps pmetric.NumberDataPointSlice, p *PeakPoint, v, nowNs int64) {

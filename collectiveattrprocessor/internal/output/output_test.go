@@ -175,7 +175,7 @@ func TestAppendMetrics(t *testing.T) {
 	got := pmetric.NewMetrics()
 	AppendMetrics(got,
 		[]HiddenPoint{{"job-a", 0, t1, 2147483648}, {"job-a", 1, t1, -1048576}, {"job-b", 0, t2, 0}},
-		nil,
+		nil, nil,
 		[]IntervalCount{{"job-a", 1, "collective_confident", 3, s, "", ""}, {"job-b", 0, "collective_suspect", 1, s, "", ""}, {"job-c", 5, "collective_likely", 2, s, "", ""}},
 		[]LatestResult{{"job-a", 1, "collective_confident", 1600000000, 1.0, tl, "", ""}, {"job-b", 0, "collective_suspect", 300000000, 0.51, tl, "", ""}},
 		n)
@@ -186,7 +186,7 @@ func TestAppendNothing(t *testing.T) {
 	td, ld, md := ptrace.NewTraces(), plog.NewLogs(), pmetric.NewMetrics()
 	AppendTraces(td, nil, &seqIDs{})
 	AppendLogs(ld, nil, true)
-	AppendMetrics(md, nil, nil, nil, nil, 1)
+	AppendMetrics(md, nil, nil, nil, nil, nil, 1)
 	assert.Equal(t, 0, td.ResourceSpans().Len())
 	assert.Equal(t, 0, ld.ResourceLogs().Len())
 	assert.Equal(t, 0, md.ResourceMetrics().Len())
@@ -220,4 +220,43 @@ func TestAppendTracesSkipsEmptyLinks(t *testing.T) {
 	sp = td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	assert.Equal(t, pcommon.TraceID{0xaa, 15: 1}, sp.TraceID(), "only an empty link: a fresh trace")
 	assert.Equal(t, 0, sp.Links().Len())
+}
+
+// The ledger's parts are one gauge with a part attribute, three points per
+// rank at the rank's newest sample, in the job's resource.
+func TestAppendMetricsLedger(t *testing.T) {
+	md := pmetric.NewMetrics()
+	AppendMetrics(md, []HiddenPoint{{"job-a", 0, 5, 30}}, nil,
+		[]LedgerPoint{{"job-a", 0, 7, 10, 15, 5}, {"job-b", 2, 9, 0, 40, -3}}, nil, nil, 11)
+	require.Equal(t, 2, md.ResourceMetrics().Len())
+	type point struct {
+		job  string
+		rank int64
+		part string
+		ts   int64
+		v    int64
+	}
+	var got []point
+	for i := range md.ResourceMetrics().Len() {
+		ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
+		for j := range ms.Len() {
+			m := ms.At(j)
+			if m.Name() != MetricHiddenUsage {
+				continue
+			}
+			assert.Equal(t, "By", m.Unit())
+			dps := m.Gauge().DataPoints()
+			for k := range dps.Len() {
+				dp := dps.At(k)
+				job, _ := dp.Attributes().Get(AttrJobID)
+				rank, _ := dp.Attributes().Get(AttrRank)
+				part, _ := dp.Attributes().Get(AttrHiddenPart)
+				got = append(got, point{job.Str(), rank.Int(), part.Str(), int64(dp.Timestamp()), dp.IntValue()})
+			}
+		}
+	}
+	assert.Equal(t, []point{
+		{"job-a", 0, "nccl", 7, 10}, {"job-a", 0, "context", 7, 15}, {"job-a", 0, "unexplained", 7, 5},
+		{"job-b", 2, "nccl", 9, 0}, {"job-b", 2, "context", 9, 40}, {"job-b", 2, "unexplained", 9, -3},
+	}, got)
 }

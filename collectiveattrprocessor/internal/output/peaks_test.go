@@ -89,7 +89,7 @@ func TestAppendPeakMetrics(t *testing.T) {
 		{JobID: "job-a", Rank: 0, HiddenBytes: 3 * gib, DeviceUsedBytes: 70 * gib, DeviceTotalBytes: 80 * gib},
 		{JobID: "job-a", Rank: 1, HiddenBytes: -1 << 20, DeviceUsedBytes: 10 * gib},
 		{JobID: "job-b", Rank: 3, HiddenBytes: 0, DeviceUsedBytes: gib},
-	}, nil, nil, n)
+	}, nil, nil, nil, n)
 	require.NoError(t, pmetrictest.CompareMetrics(want, got))
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/collectiveattr/collectiveattr/window"
 	"runtime"
 	"testing"
 	"time"
@@ -54,8 +55,8 @@ func BenchmarkHeapPerSample(b *testing.B) {
 		fillBig(s)
 		runtime.GC()
 		runtime.ReadMemStats(&filled)
-		var sc Scratch
-		s.Snapshot(s.Job("big"), &sc)
+		var sc window.Scratch
+		s.Job("big").Snapshot(&sc)
 		runtime.GC()
 		runtime.ReadMemStats(&snapped)
 		const n = benchRanks * benchSamples
@@ -93,10 +94,10 @@ func BenchmarkSnapshot(b *testing.B) {
 	s := New(benchConfig())
 	fillBig(s)
 	job := s.Job("big")
-	var sc Scratch
-	s.Snapshot(job, &sc) // grows the scratch
+	var sc window.Scratch
+	job.Snapshot(&sc) // grows the scratch
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Snapshot(job, &sc)
+		job.Snapshot(&sc)
 	}
 }

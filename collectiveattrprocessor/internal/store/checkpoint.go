@@ -1,79 +1,27 @@
 package store
 
 import (
-	"math"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // A checkpoint is one job's buffered state as bytes, for a storage
-// extension to keep across a restart (docs and layout: README.md,
-// Checkpoints). It starts with checkpointMagic and the format version, then
-// holds a sequence of sections, each a tag (uvarint), a length (4 bytes,
-// little endian) and a body: the job section, evidence mode's collectives
-// table, then one rank section per rank, whose body is itself a sequence
-// of sections, one per column group of the rank.
-//
-// Adding state: a new column group of a rank (or of the job) gets a new
-// section tag, written by encodeRank (encodeJob) and read by decodeRank
-// (decodeJob); a checkpoint written before it has no such section and
-// restores the zero state. A change that an older build must not read
-// (a section whose absence would be wrong, a changed body) increments
-// CheckpointVersion. A reader refuses a version above its own and a tag it
-// does not know, so an older build skips a newer checkpoint instead of
-// restoring part of it.
-//
-// Versions: 1 has no mode section (the mode is read from the sections a
-// job holds); 2 adds it, required: what a rank buffers depends on the
-// mode (a marker is a time in one, an interval in the other), so a job is
-// restored only into the mode that wrote it.
-const (
-	checkpointMagic = "CAJ\x00"
-	// CheckpointVersion is the version of the checkpoints this build
-	// writes; it reads every version up to it.
-	CheckpointVersion = 2
-)
+// extension to keep across a restart: its window (window.Job's checkpoint
+// codec: format, versions and sections in window/checkpoint.go and this
+// package's README) and, as the window's owner section, what the job
+// emitted.
 
-// Job-level section tags.
-const (
-	tagJob     = 1 // id, newest event time
-	tagRank    = 2 // one rank: a sequence of rank sections
-	tagEmitted = 3 // the job's emitted memory (EmittedJob), after the ranks
-	// tagCollectives is evidence mode's collectives table, after the job
-	// section and before the ranks (checkpoint_evidence.go).
-	tagCollectives = 4
-	// tagMode is the attribution mode whose buffers the job holds, right
-	// after the job section (version 2 on).
-	tagMode = 5
-	// tagFileLines are the furthest file positions the job accepted
-	// (duplicates.go), before the ranks.
-	tagFileLines = 6
-)
+// CheckpointVersion is the version of the checkpoints this build writes;
+// it reads every version up to it.
+const CheckpointVersion = window.CheckpointVersion
 
-// Rank section tags.
-const (
-	tagRankMeta       = 1 // rank, world size, host, newest event time
-	tagRankSessions   = 2 // the session table
-	tagRankSamples    = 3 // times, gaps, total and session runs
-	tagRankMarkers    = 4 // times, sessions, spans
-	tagRankOthers     = 5 // times, sessions
-	tagRankBoundaries = 6 // stormlog phase boundaries
-	tagRankPhaseSpans = 7 // phase spans from traces
-	// Evidence mode (checkpoint_evidence.go).
-	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate, spans
-	tagRankAccounting      = 9 // NCCL's accounting series per communicator
-)
-
-// Marker span codes in tagRankMarkers.
-const (
-	markerNoSpan   = 0 // the marker has no span
-	markerSameSpan = 1 // the span of the previous marker with one
-	markerNewSpan  = 2 // a span follows: trace id, span id
-)
+// ErrCheckpoint wraps every error restoring a checkpoint: corrupt bytes, a
+// version this build does not read, or state the store's limits refuse.
+var ErrCheckpoint = window.ErrCheckpoint
 
 // Unsaved returns the jobs that changed (received data or emitted a
 // result) since their last checkpoint, in id order.
@@ -84,7 +32,7 @@ func (s *Store) Unsaved() []*Job {
 			jobs = append(jobs, job)
 		}
 	}
-	slices.SortFunc(jobs, func(a, b *Job) int { return strings.Compare(a.id, b.id) })
+	slices.SortFunc(jobs, func(a, b *Job) int { return strings.Compare(a.ID(), b.ID()) })
 	return jobs
 }
 
@@ -99,199 +47,35 @@ func (s *Store) MarkUnsaved(id string) {
 // AppendCheckpoint appends the checkpoint of job to dst and counts the job
 // as saved.
 func (s *Store) AppendCheckpoint(dst []byte, job *Job) []byte {
-	w := ckptWriter{b: append(dst, checkpointMagic...)}
-	w.uvarint(CheckpointVersion)
-	w.section(tagJob, func(w *ckptWriter) {
-		w.str(job.id)
-		w.varint(job.newestNs)
-	})
-	w.section(tagMode, func(w *ckptWriter) { w.str(s.cfg.Mode.Name()) })
-	if job.collectives != nil && len(job.collectives.List) > 0 {
-		w.section(tagCollectives, func(w *ckptWriter) { encodeCollectives(w, job.collectives.List) })
-	}
-	if len(job.lines) > 0 {
-		w.section(tagFileLines, func(w *ckptWriter) { encodeFileLines(w, job.lines) })
-	}
-	ranks := make([]int64, 0, len(job.ranks))
-	for r := range job.ranks {
-		ranks = append(ranks, r)
-	}
-	slices.Sort(ranks)
-	for _, r := range ranks {
-		rb := job.ranks[r]
-		w.section(tagRank, func(w *ckptWriter) { encodeRank(w, r, rb) })
-	}
-	if e := s.emitted[job.id]; e != nil {
-		w.section(tagEmitted, func(w *ckptWriter) { encodeEmitted(w, e) })
+	var owner func(w *window.CheckpointWriter)
+	if e := s.emitted[job.ID()]; e != nil {
+		owner = func(w *window.CheckpointWriter) { encodeEmitted(w, e) }
 	}
 	job.unsaved = false
-	return w.b
-}
-
-func encodeRank(w *ckptWriter, rank int64, rb *rankBuffer) {
-	w.section(tagRankMeta, func(w *ckptWriter) {
-		w.varint(rank)
-		w.varint(rb.worldSize)
-		w.str(rb.host)
-		w.varint(rb.newestNs)
-	})
-	w.section(tagRankSessions, func(w *ckptWriter) {
-		w.uvarint(uint64(len(rb.sessions)))
-		for _, s := range rb.sessions {
-			w.str(s)
-		}
-	})
-	if rb.samples.len() > 0 {
-		w.section(tagRankSamples, func(w *ckptWriter) { encodeSamples(w, &rb.samples) })
-	}
-	if rb.markers.len() > 0 {
-		w.section(tagRankMarkers, func(w *ckptWriter) { encodeMarkers(w, &rb.markers) })
-	}
-	if rb.others.len() > 0 {
-		w.section(tagRankOthers, func(w *ckptWriter) {
-			w.uvarint(uint64(rb.others.len()))
-			for i := range rb.others.len() {
-				e := rb.others.at(i)
-				w.varint(e.TimestampNs)
-				w.uvarint(uint64(e.session))
-			}
-		})
-	}
-	if rb.boundaries.len() > 0 {
-		w.section(tagRankBoundaries, func(w *ckptWriter) {
-			w.uvarint(uint64(rb.boundaries.len()))
-			for i := range rb.boundaries.len() {
-				encodeEvent(w, rb.boundaries.at(i))
-			}
-		})
-	}
-	if rb.phaseSpans.len() > 0 {
-		w.section(tagRankPhaseSpans, func(w *ckptWriter) {
-			w.uvarint(uint64(rb.phaseSpans.len()))
-			for i := range rb.phaseSpans.len() {
-				encodePhaseSpan(w, rb.phaseSpans.at(i))
-			}
-		})
-	}
-	if ev := rb.ev; ev != nil {
-		if ev.markers.len() > 0 {
-			w.section(tagRankEvidenceMarkers, func(w *ckptWriter) { encodeEvidenceMarkers(w, ev) })
-		}
-		if len(ev.accounting) > 0 {
-			w.section(tagRankAccounting, func(w *ckptWriter) { encodeAccounting(w, ev.accounting) })
-		}
-	}
-}
-
-// encodeTimes writes n times of a column as deltas from the previous one:
-// a rank's times are nearly in order and evenly spaced, so most deltas take
-// one to three bytes.
-func encodeTimes(w *ckptWriter, n int, at func(int) int64) {
-	w.uvarint(uint64(n))
-	prev := int64(0)
-	for i := range n {
-		ts := at(i)
-		w.varint(ts - prev) // wraps for extreme times; the reader wraps back
-		prev = ts
-	}
-}
-
-// encodeSamples writes the samples' times and gaps, and the total and
-// session runs with their first sample counted from the front one.
-func encodeSamples(w *ckptWriter, c *sampleColumns) {
-	encodeTimes(w, c.len(), c.at)
-	for i := range c.len() {
-		w.varint(*c.auxAt(i))
-	}
-	front := c.frontSeq()
-	w.uvarint(uint64(len(c.totals)))
-	for _, r := range c.totals {
-		w.uvarint(max(r.from, front) - front)
-		w.varint(r.value)
-	}
-	w.uvarint(uint64(len(c.sessions)))
-	for _, r := range c.sessions {
-		w.uvarint(max(r.from, front) - front)
-		w.uvarint(uint64(r.session))
-	}
-}
-
-func encodeMarkers(w *ckptWriter, m *markerColumns) {
-	encodeTimes(w, m.len(), m.at)
-	var spans spanCoder
-	for i := range m.len() {
-		w.uvarint(uint64(m.auxAt(i).session))
-		ref, ok := m.ref(i)
-		spans.encode(w, ref, ok)
-	}
-}
-
-// spanCoder codes the spans of a sequence of markers: none, the same as
-// the previous marker's with one, or a new one (its trace and span ids).
-type spanCoder struct {
-	last    ingest.SpanRef
-	hasLast bool
-}
-
-func (c *spanCoder) encode(w *ckptWriter, ref ingest.SpanRef, ok bool) {
-	switch {
-	case !ok:
-		w.uvarint(markerNoSpan)
-	case c.hasLast && ref == c.last:
-		w.uvarint(markerSameSpan)
-	default:
-		w.uvarint(markerNewSpan)
-		w.b = append(w.b, ref.TraceID[:]...)
-		w.b = append(w.b, ref.SpanID[:]...)
-		c.last, c.hasLast = ref, true
-	}
-}
-
-// decode reads what encode wrote; ok is false for a marker without a span.
-func (c *spanCoder) decode(r *ckptReader) (ref ingest.SpanRef, ok bool) {
-	switch r.uvarint() {
-	case markerNoSpan:
-		return ref, false
-	case markerSameSpan:
-		if !c.hasLast {
-			r.fail("marker refers to a previous span before any")
-		}
-		return c.last, true
-	case markerNewSpan:
-		copy(ref.TraceID[:], r.raw(len(ref.TraceID)))
-		copy(ref.SpanID[:], r.raw(len(ref.SpanID)))
-		if ref == (ingest.SpanRef{}) {
-			r.fail("marker span with zero ids")
-		}
-		c.last, c.hasLast = ref, true
-		return ref, true
-	default:
-		r.fail("bad marker span code")
-		return ref, false
-	}
+	return job.Job.AppendCheckpoint(dst, owner)
 }
 
 // encodeEmitted writes what the job emitted: when it last received data
 // and, per (rank, persistent), the end of the latest emitted interval.
-func encodeEmitted(w *ckptWriter, e *EmittedJob) {
-	w.varint(e.LastSeen.UnixNano())
-	w.uvarint(uint64(len(e.Ranks)))
+func encodeEmitted(w *window.CheckpointWriter, e *EmittedJob) {
+	w.Varint(e.LastSeen.UnixNano())
+	w.Uvarint(uint64(len(e.Ranks)))
 	for _, r := range e.Ranks {
-		w.varint(r.Rank)
-		w.bool(r.Persistent)
-		w.varint(r.EndNs)
+		w.Varint(r.Rank)
+		w.Bool(r.Persistent)
+		w.Varint(r.EndNs)
 	}
 }
 
-func decodeEmitted(r *ckptReader) *EmittedJob {
-	e := &EmittedJob{LastSeen: time.Unix(0, r.varint())}
-	n := r.count(3)
+func decodeEmitted(r *window.CheckpointReader) *EmittedJob {
+	e := &EmittedJob{LastSeen: time.Unix(0, r.Varint())}
+	n := r.Count(3)
 	for range n {
-		er := EmittedRank{Rank: r.varint(), Persistent: r.bool(), EndNs: r.varint()}
+		er := EmittedRank{Rank: r.Varint(), Persistent: r.Bool(), EndNs: r.Varint()}
 		if len(e.Ranks) > 0 && e.Ranks[len(e.Ranks)-1].cmp(er.Rank, er.Persistent) >= 0 {
-			r.fail("emitted ranks out of order")
+			r.Fail("emitted ranks out of order")
 		}
-		if r.err != nil {
+		if r.Err() != nil {
 			return nil
 		}
 		e.Ranks = append(e.Ranks, er)
@@ -299,47 +83,32 @@ func decodeEmitted(r *ckptReader) *EmittedJob {
 	return e
 }
 
-func encodePhaseSpan(w *ckptWriter, e *phaseSpanEntry) {
-	w.str(e.ThreadName)
-	w.str(e.ScopeID)
-	w.uvarint(uint64(len(e.Path)))
-	for _, p := range e.Path {
-		w.str(p)
-	}
-	w.varint(e.ThreadID)
-	w.varint(e.StartNs)
-	w.varint(e.EndNs)
-	w.b = append(w.b, e.TraceID[:]...)
-	w.b = append(w.b, e.ParentID[:]...)
-}
-
 // Restore adds the job of a checkpoint to the store, as it was when the
 // checkpoint was written, except that it counts as having received data at
 // now: the collector was down since, so its idle timeout starts anew. The
 // job counts as saved. A checkpoint that is corrupt, of a later version,
-// of a job already tracked, or beyond the store's limits is refused with an
-// error wrapping ErrCheckpoint (the over-limit ones also wrap the
-// LimitError), and nothing is added.
+// of another mode, of a job already tracked, or beyond the store's limits
+// is refused with an error wrapping ErrCheckpoint (the over-limit ones
+// also wrap the LimitError), and nothing is added.
 func (s *Store) Restore(data []byte, now time.Time) (*Job, error) {
-	job, emitted, err := s.decodeJob(data)
+	var emitted *EmittedJob
+	wj, err := window.DecodeCheckpoint(data, &s.win, &s.counts, s.cfg.MaxRanksPerJob, ErrRankLimit,
+		func(r *window.CheckpointReader) { emitted = decodeEmitted(r) })
 	if err != nil {
 		return nil, err
 	}
-	if s.jobs[job.id] != nil {
-		return nil, checkpointError("job %q is already tracked", job.id)
+	if s.jobs[wj.ID()] != nil {
+		return nil, fmt.Errorf("%w: job %q is already tracked", ErrCheckpoint, wj.ID())
 	}
 	if len(s.jobs) >= s.cfg.MaxJobs {
-		return nil, checkpointLimit(ErrJobLimit)
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, ErrJobLimit)
 	}
-	job.lastSeen = now
-	job.dirty = true
-	job.RebuildWatermark()
-	s.jobs[job.id] = job
+	job := &Job{Job: wj, lastSeen: now, dirty: true}
+	s.jobs[job.ID()] = job
 	if emitted != nil {
 		s.restoreEmitted(job, emitted)
 	}
-	s.ranks += len(job.ranks)
-	s.events += job.events
+	s.ranks += job.Ranks()
 	return job, nil
 }
 
@@ -347,12 +116,12 @@ func (s *Store) Restore(data []byte, now time.Time) (*Job, error) {
 // as it was saved (LastSeen included), within limits.max_emitted_jobs; an
 // entry the store already holds for the job is merged with it.
 func (s *Store) restoreEmitted(job *Job, saved *EmittedJob) {
-	e := s.emitted[job.id]
+	e := s.emitted[job.ID()]
 	if e == nil {
 		if len(s.emitted) >= s.cfg.MaxEmittedJobs {
 			s.forgetOldestEmitted()
 		}
-		s.emitted[job.id] = saved
+		s.emitted[job.ID()] = saved
 		return
 	}
 	for _, r := range saved.Ranks {
@@ -361,309 +130,4 @@ func (s *Store) restoreEmitted(job *Job, saved *EmittedJob) {
 	if saved.LastSeen.After(e.LastSeen) {
 		e.LastSeen = saved.LastSeen
 	}
-}
-
-func (s *Store) decodeJob(data []byte) (*Job, *EmittedJob, error) {
-	if !strings.HasPrefix(string(data[:min(len(data), len(checkpointMagic))]), checkpointMagic) {
-		return nil, nil, checkpointError("not a job checkpoint")
-	}
-	r := &ckptReader{b: data[len(checkpointMagic):]}
-	version := r.uvarint()
-	if r.err == nil && (version == 0 || version > CheckpointVersion) {
-		return nil, nil, checkpointError("version %d; this build reads 1 to %d", version, CheckpointVersion)
-	}
-	job := &Job{ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
-	var emitted *EmittedJob
-	seenJob := false
-	mode := ""
-	for {
-		tag, body, ok := r.section()
-		if !ok {
-			break
-		}
-		switch {
-		case tag == tagJob && !seenJob:
-			job.id = body.str()
-			job.newestNs = body.varint()
-			seenJob = true
-		case tag == tagMode && seenJob && version >= 2 && mode == "" && job.collectives == nil && job.lines == nil && len(job.ranks) == 0:
-			mode = body.str()
-			if mode == "" {
-				body.fail("empty mode")
-			}
-		case tag == tagFileLines && seenJob && job.lines == nil && len(job.ranks) == 0 && emitted == nil:
-			job.lines = decodeFileLines(body)
-		case tag == tagEmitted && seenJob && emitted == nil:
-			emitted = decodeEmitted(body)
-		case tag == tagCollectives && seenJob && job.collectives == nil && len(job.ranks) == 0 && emitted == nil:
-			job.collectives = decodeCollectives(body)
-		case tag == tagRank && seenJob && emitted == nil:
-			nCollectives := 0
-			if job.collectives != nil {
-				nCollectives = len(job.collectives.List)
-			}
-			rank, rb := s.decodeRank(body, nCollectives)
-			if body.err != nil {
-				return nil, nil, body.err
-			}
-			if job.ranks[rank] != nil {
-				return nil, nil, checkpointError("rank %d twice", rank)
-			}
-			if len(job.ranks) >= s.cfg.MaxRanksPerJob {
-				return nil, nil, checkpointLimit(ErrRankLimit)
-			}
-			job.addRank(rank, rb)
-			job.events += rb.len()
-		default:
-			return nil, nil, checkpointError("unexpected section %d", tag)
-		}
-		if err := body.done(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	if !seenJob {
-		return nil, nil, checkpointError("no job section")
-	}
-	if version >= 2 && mode == "" {
-		return nil, nil, checkpointError("no mode section")
-	}
-	if version == 1 {
-		mode = job.modeOfBuffers()
-	}
-	if mode != "" && mode != s.cfg.Mode.Name() {
-		return nil, nil, checkpointError("job %q was buffered in %s mode and this processor runs in %s mode: its buffers would be misread", job.id, mode, s.cfg.Mode.Name())
-	}
-	return job, emitted, nil
-}
-
-// modeOfBuffers reads a version 1 checkpoint's mode from what its job
-// holds: evidence mode's collectives, marker intervals or accounting, or
-// the reference mode's marker times; "" when it holds neither (samples
-// and other records, buffered alike in both modes).
-func (j *Job) modeOfBuffers() string {
-	if j.collectives != nil {
-		return attribution.ModeEvidence
-	}
-	for _, rb := range j.ranks {
-		switch {
-		case rb.ev.len() > 0:
-			return attribution.ModeEvidence
-		case rb.markers.len() > 0:
-			return attribution.ModeReference
-		}
-	}
-	return ""
-}
-
-// encodeFileLines writes the furthest file positions, in file order.
-func encodeFileLines(w *ckptWriter, lines fileLines) {
-	files := make([]string, 0, len(lines))
-	for f := range lines {
-		files = append(files, f)
-	}
-	slices.Sort(files)
-	w.uvarint(uint64(len(files)))
-	for _, f := range files {
-		w.str(f)
-		w.uvarint(uint64(lines[f]))
-	}
-}
-
-func decodeFileLines(r *ckptReader) fileLines {
-	n := r.count(2)
-	if n > maxFileLines {
-		r.fail("%d file positions, more than %d", n, maxFileLines)
-		return nil
-	}
-	lines := make(fileLines, n)
-	prev := ""
-	for i := range n {
-		f, pos := r.str(), r.uvarint()
-		if i > 0 && f <= prev {
-			r.fail("file positions out of order")
-		}
-		if pos == 0 || pos > math.MaxInt64 {
-			r.fail("file position %d", pos)
-		}
-		if r.err != nil {
-			return nil
-		}
-		lines[f] = int64(pos)
-		prev = f
-	}
-	return lines
-}
-
-// decodeRank reads a rank section's body; errors are left in r. The job's
-// collectives table holds nCollectives entries.
-func (s *Store) decodeRank(r *ckptReader, nCollectives int) (int64, *rankBuffer) {
-	rb := &rankBuffer{newestNs: math.MinInt64}
-	var rank int64
-	seen := 0 // the tags read so far, as bits
-	for {
-		tag, body, ok := r.section()
-		if !ok {
-			break
-		}
-		if tag >= 64 || seen&(1<<tag) != 0 || tag != tagRankMeta && seen&(1<<tagRankMeta) == 0 {
-			r.fail("unexpected rank section %d", tag)
-			break
-		}
-		seen |= 1 << tag
-		switch tag {
-		case tagRankMeta:
-			rank = body.varint()
-			rb.worldSize = body.varint()
-			rb.host = body.str()
-			rb.newestNs = body.varint()
-		case tagRankSessions:
-			n := body.count(1)
-			rb.sessions = make([]string, 0, n)
-			for range n {
-				rb.sessions = append(rb.sessions, body.str())
-			}
-		case tagRankSamples:
-			s.decodeSamples(body, rb)
-		case tagRankMarkers:
-			s.decodeMarkers(body, rb)
-		case tagRankOthers:
-			n := body.count(2)
-			for range n {
-				e := otherEntry{TimestampNs: body.varint(), session: decodeSession(body, rb)}
-				rb.others.push(e, n)
-			}
-		case tagRankBoundaries:
-			n := body.count(1)
-			for range n {
-				rb.boundaries.push(decodeEvent(body), n)
-			}
-		case tagRankPhaseSpans:
-			n := body.count(1)
-			for range n {
-				e := decodePhaseSpan(body)
-				if e.ParentID != noParent {
-					rb.phaseWaiting++
-				}
-				rb.phaseSpans.push(e, n)
-			}
-		case tagRankEvidenceMarkers:
-			decodeEvidenceMarkers(body, rb, nCollectives)
-		case tagRankAccounting:
-			decodeAccounting(body, rb)
-		default:
-			r.fail("unknown rank section %d", tag)
-		}
-		if err := body.done(); err != nil {
-			r.err = err
-			break
-		}
-	}
-	if r.err == nil && seen&(1<<tagRankMeta) == 0 {
-		r.fail("rank without its meta section")
-	}
-	if r.err == nil && rb.len() > s.cfg.MaxEventsPerRank {
-		r.fail("rank %d holds %d entries, over limits.max_events_per_rank (%d)", rank, rb.len(), s.cfg.MaxEventsPerRank)
-	}
-	_, rb.frontNs = rb.oldest()
-	return rank, rb
-}
-
-// decodeSession reads a session index, which must be in the rank's table
-// (its section comes first).
-func decodeSession(r *ckptReader, rb *rankBuffer) uint32 {
-	v := r.uvarint()
-	if v >= uint64(len(rb.sessions)) {
-		r.fail("session index %d outside a table of %d", v, len(rb.sessions))
-		return 0
-	}
-	return uint32(v)
-}
-
-func decodeTimes(r *ckptReader) []int64 {
-	n := r.count(1)
-	times := make([]int64, n)
-	prev := int64(0)
-	for i := range times {
-		prev += r.varint()
-		times[i] = prev
-	}
-	return times
-}
-
-func (s *Store) decodeSamples(r *ckptReader, rb *rankBuffer) {
-	times := decodeTimes(r)
-	gaps := make([]int64, len(times))
-	for i := range gaps {
-		gaps[i] = r.varint()
-	}
-	type run struct {
-		from  uint64
-		value int64
-	}
-	readRuns := func(value func() int64) []run {
-		runs := make([]run, r.count(2))
-		for i := range runs {
-			runs[i] = run{from: r.uvarint(), value: value()}
-			if i > 0 && runs[i].from < runs[i-1].from {
-				r.fail("sample runs out of order")
-			}
-		}
-		return runs
-	}
-	totals := readRuns(r.varint)
-	sessions := readRuns(func() int64 { return int64(decodeSession(r, rb)) })
-	if r.err != nil {
-		return
-	}
-	if len(times) > 0 && len(rb.sessions) == 0 {
-		r.fail("samples without a session table")
-		return
-	}
-	valueAt := func(runs []run, k *int, i int) int64 {
-		for *k+1 < len(runs) && runs[*k+1].from <= uint64(i) {
-			*k++
-		}
-		if len(runs) == 0 || runs[*k].from > uint64(i) {
-			return 0
-		}
-		return runs[*k].value
-	}
-	kt, ks := 0, 0
-	for i, ts := range times {
-		total := valueAt(totals, &kt, i)
-		session := valueAt(sessions, &ks, i)
-		rb.samples.push(ts, gaps[i], total, uint32(session), len(times))
-	}
-}
-
-func (s *Store) decodeMarkers(r *ckptReader, rb *rankBuffer) {
-	times := decodeTimes(r)
-	var spans spanCoder
-	for _, ts := range times {
-		session := decodeSession(r, rb)
-		ref, _ := spans.decode(r)
-		if r.err != nil {
-			return
-		}
-		rb.markers.pushRef(ts, ref, session, len(times))
-	}
-}
-
-func decodePhaseSpan(r *ckptReader) phaseSpanEntry {
-	e := phaseSpanEntry{ThreadName: r.str(), ScopeID: r.str()}
-	if n := r.count(1); n > 0 {
-		e.Path = make([]string, n)
-		for i := range e.Path {
-			e.Path[i] = r.str()
-		}
-	}
-	e.ThreadID = r.varint()
-	e.StartNs = r.varint()
-	e.EndNs = r.varint()
-	copy(e.TraceID[:], r.raw(len(e.TraceID)))
-	copy(e.ParentID[:], r.raw(len(e.ParentID)))
-	return e
 }

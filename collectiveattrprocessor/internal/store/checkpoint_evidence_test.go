@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/collectiveattr/collectiveattr/window"
 	"os"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // evidenceCheckpointConfig bounds a rank below what fillEvidence gives it
 // in a minute, so that rings evict and wrap before a checkpoint.
 func evidenceCheckpointConfig() Config {
-	return Config{MaxJobs: 4, MaxRanksPerJob: 8, MaxEventsPerRank: 600, Window: 40 * time.Second, Mode: EvidenceMode}
+	return Config{MaxJobs: 4, MaxRanksPerJob: 8, MaxEventsPerRank: 600, Window: 40 * time.Second, Mode: window.EvidenceMode}
 }
 
 // collectiveRecord is a stormlog marker of collective (comm, op, seq) on
@@ -99,9 +100,9 @@ func fillEvidence(s *Store, job string, from, to int64) {
 // the ranks' baseline caches: they are not buffered state (a restored store
 // starts them empty).
 func evidenceInput(s *Store, job *Job) evidence.Input {
-	var sc Scratch
-	var es EvidenceScratch
-	in := s.EvidenceSnapshot(job, &sc, &es).Input
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	in := job.EvidenceSnapshot(&sc, &es).Input
 	for i := range in.Ranks {
 		in.Ranks[i].Baseline = nil
 	}
@@ -112,9 +113,9 @@ func attributeEvidenceJob(t *testing.T, s *Store, job *Job) []attribution.Result
 	t.Helper()
 	cfg, err := evidence.ResolveConfig("medium", nil, nil)
 	require.NoError(t, err)
-	var sc Scratch
-	var es EvidenceScratch
-	snap := s.EvidenceSnapshot(job, &sc, &es)
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	snap := job.EvidenceSnapshot(&sc, &es)
 	return evidence.Attribute(&snap.Input, cfg, snap.Resolver)
 }
 
@@ -149,7 +150,7 @@ func TestEvidenceCheckpointRoundTrip(t *testing.T) {
 	assert.Equal(t, evidenceInput(orig, job), evidenceInput(restored, got), "markers, accounting and collectives as buffered")
 	assert.Equal(t, want, attributeEvidenceJob(t, restored, got))
 	assert.Equal(t, data, restored.AppendCheckpoint(nil, got), "the restored job checkpoints to the same bytes")
-	assert.Equal(t, job.collectives.List, got.collectives.List)
+	assert.Equal(t, job.Collectives(), got.Collectives())
 	jo, _ := orig.InspectJob("job-e")
 	jr, _ := restored.InspectJob("job-e")
 	assert.Equal(t, jo, jr)
@@ -170,7 +171,7 @@ func TestEvidenceCheckpointRoundTrip(t *testing.T) {
 	after := attributeEvidenceJob(t, orig, job)
 	require.NotEmpty(t, after)
 	assert.Equal(t, after, attributeEvidenceJob(t, restored, got))
-	assert.Equal(t, job.collectives.List, got.collectives.List)
+	assert.Equal(t, job.Collectives(), got.Collectives())
 	assert.Equal(t, orig.AppendCheckpoint(nil, job), restored.AppendCheckpoint(nil, got))
 }
 
@@ -188,12 +189,12 @@ func TestCheckpointVersion1(t *testing.T) {
 	s := New(checkpointConfig())
 	job, err := s.Restore(old, wall)
 	require.NoError(t, err)
-	assert.Nil(t, job.collectives)
+	assert.Nil(t, job.Collectives())
 	markers := 0
-	for _, rb := range job.ranks {
-		assert.Nil(t, rb.ev)
-		markers += rb.markers.len()
-	}
+	job.EachRank(func(_ int64, v RankView) {
+		assert.Empty(t, v.EvidenceMarkers)
+		markers += len(v.Markers)
+	})
 	require.Positive(t, markers, "the testdata holds marker times")
 	v2 := s.AppendCheckpoint(nil, job)
 	assert.Equal(t, byte(CheckpointVersion), v2[len(checkpointMagic)])
@@ -205,7 +206,7 @@ func TestCheckpointVersion1(t *testing.T) {
 	assert.Equal(t, attributeJob(t, s, job), attributeJob(t, s, again))
 
 	cfg := checkpointConfig()
-	cfg.Mode = EvidenceMode
+	cfg.Mode = window.EvidenceMode
 	_, err = New(cfg).Restore(old, wall)
 	require.ErrorIs(t, err, ErrCheckpoint)
 	assert.ErrorContains(t, err, "buffered in reference mode and this processor runs in evidence mode")
@@ -270,7 +271,15 @@ func TestEvidenceCheckpointRefusals(t *testing.T) {
 			for i, c := range comms {
 				list[i] = evidence.Collective{CommID: c, Op: "all_reduce", Seq: 1}
 			}
-			encodeCollectives(w, list)
+			w.uvarint(uint64(len(list)))
+			for _, c := range list {
+				w.str(c.CommID)
+				w.str(c.Op)
+				w.varint(c.Seq)
+				w.varint(c.MessageBytes)
+				w.varint(c.NRanks)
+				w.uvarint(0) // no member list
+			}
 		}
 	}
 	accounting := func(comms []string, bytes int64) func(w *ckptWriter) {
@@ -381,9 +390,9 @@ func TestEvidenceCheckpointKeepsMarkerSpans(t *testing.T) {
 			{Rank: 0, StartNs: spanT0 + 7000, EndNs: spanT0 + 7100}, {Rank: 1, StartNs: spanT0 + 7010, EndNs: spanT0 + 7110},
 		}},
 	}
-	want := evidenceLinks(job, r)
+	want := job.Links(r)
 	require.Len(t, want, 1)
-	assert.Equal(t, want, evidenceLinks(got, r))
+	assert.Equal(t, want, got.Links(r))
 	members := orig.MemberSpans(job, r.Collective)
 	require.Equal(t, []ingest.SpanRef{{TraceID: [16]byte{8}, SpanID: [8]byte{8}}, want[0]}, members)
 	assert.Equal(t, members, restored.MemberSpans(got, r.Collective))

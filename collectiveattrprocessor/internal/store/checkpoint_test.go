@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/collectiveattr/collectiveattr/window"
 	"testing"
 	"time"
 
@@ -83,8 +84,8 @@ func attributeJob(t *testing.T, s *Store, job *Job) []attribution.Result {
 	t.Helper()
 	cfg, err := attribution.ResolveConfig("medium", nil)
 	require.NoError(t, err)
-	var sc Scratch
-	snap := s.Snapshot(job, &sc)
+	var sc window.Scratch
+	snap := job.Snapshot(&sc)
 	return attribution.AttributeColumns(snap.Input, cfg, snap.Resolver)
 }
 
@@ -171,7 +172,7 @@ func TestCheckpointRefusals(t *testing.T) {
 		{name: "empty", data: nil},
 		{name: "other bytes", data: []byte("{\"job\":1}")},
 		{name: "a later version", data: append([]byte(checkpointMagic+string(rune(CheckpointVersion+1))), data[len(checkpointMagic)+1:]...)},
-		{name: "another mode", data: data, cfg: func(c *Config) { c.Mode = EvidenceMode }},
+		{name: "another mode", data: data, cfg: func(c *Config) { c.Mode = window.EvidenceMode }},
 		{name: "no mode section", data: withoutSection(t, data, tagMode)},
 		{name: "truncated", data: data[:len(data)/2]},
 		{name: "trailing byte", data: append(append([]byte{}, data...), 0)},
@@ -247,10 +248,10 @@ func FuzzRestore(f *testing.F) {
 			}
 			return
 		}
-		var sc Scratch
-		s.Snapshot(job, &sc)
-		var es EvidenceScratch
-		s.EvidenceSnapshot(job, &sc, &es)
+		var sc window.Scratch
+		job.Snapshot(&sc)
+		var es window.EvidenceScratch
+		job.EvidenceSnapshot(&sc, &es)
 		s.AppendCheckpoint(nil, job)
 		s.Sweep(wall, 0, true, false)
 	})

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/collectiveattr/collectiveattr/window"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
@@ -51,7 +52,7 @@ func TestIdenticalItemsAreBufferedOnce(t *testing.T) {
 // content and refused; a record without a position, or of a file no
 // record was accepted from, is judged by content.
 func TestFileLinesTellRecordsApart(t *testing.T) {
-	for _, mode := range []Mode{ReferenceMode, EvidenceMode} {
+	for _, mode := range []window.Mode{window.ReferenceMode, window.EvidenceMode} {
 		cfg := testConfig()
 		cfg.Mode = mode
 		s := New(cfg)
@@ -105,7 +106,7 @@ func TestFileLinesSurviveARestart(t *testing.T) {
 // buffered without an allocation: the mode's methods are handed records
 // that live in the store or the converter, not copies of their own.
 func TestAddingRecordsDoesNotAllocate(t *testing.T) {
-	for _, mode := range []Mode{ReferenceMode, EvidenceMode} {
+	for _, mode := range []window.Mode{window.ReferenceMode, window.EvidenceMode} {
 		cfg := testConfig()
 		cfg.Mode = mode
 		s := New(cfg)

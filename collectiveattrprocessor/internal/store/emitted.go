@@ -84,13 +84,13 @@ func cmpInt64(a, b int64) int {
 // remember records that job's rank emitted an interval (a persistent step,
 // or not) ending at endNs.
 func (s *Store) remember(job *Job, rank int64, persistent bool, endNs int64) {
-	e := s.emitted[job.id]
+	e := s.emitted[job.ID()]
 	if e == nil {
 		if len(s.emitted) >= s.cfg.MaxEmittedJobs {
 			s.forgetOldestEmitted()
 		}
 		e = &EmittedJob{}
-		s.emitted[job.id] = e
+		s.emitted[job.ID()] = e
 	}
 	if job.lastSeen.After(e.LastSeen) {
 		e.LastSeen = job.lastSeen

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"iter"
+
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // ErrStale is the error of an entry older than its job's window: its time
@@ -43,21 +45,17 @@ const (
 
 var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit, ErrDuplicate}
 
-// Bound is a buffer bound that evicts entries.
-type Bound uint8
+// Bound is a buffer bound that evicts entries (the window's).
+type Bound = window.Bound
 
+// The bounds.
 const (
 	// BoundWindow evicts entries that fell out of the window.
-	BoundWindow Bound = iota
+	BoundWindow = window.BoundWindow
 	// BoundMaxEventsPerRank evicts a full rank's oldest entry.
-	BoundMaxEventsPerRank
-	NumBounds
+	BoundMaxEventsPerRank = window.BoundMaxEventsPerRank
+	NumBounds             = window.NumBounds
 )
-
-// String is the bound's self-telemetry label.
-func (b Bound) String() string {
-	return [...]string{"window", "max_events_per_rank"}[b]
-}
 
 // Tally counts what the store did since it was last taken (Store.Take):
 // records buffered, records (or marker times) refused, by error, and

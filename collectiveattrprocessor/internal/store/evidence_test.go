@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/collectiveattr/collectiveattr/window"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +15,7 @@ import (
 
 func evidenceConfig() Config {
 	cfg := testConfig()
-	cfg.Mode = EvidenceMode
+	cfg.Mode = window.EvidenceMode
 	cfg.Phases = false
 	return cfg
 }
@@ -46,9 +47,9 @@ func evidenceSnapshot(t *testing.T, s *Store) evidence.Input {
 	t.Helper()
 	job := s.Job("j")
 	require.NotNil(t, job)
-	var sc Scratch
-	var es EvidenceScratch
-	return s.EvidenceSnapshot(job, &sc, &es).Input
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	return job.EvidenceSnapshot(&sc, &es).Input
 }
 
 // TestEvidenceBuffers: markers keep their interval and identity (one table
@@ -125,7 +126,7 @@ func TestCollectivesTableCompacted(t *testing.T) {
 		assert.Equal(t, int64(490+i), in.Collectives[m.Collective].Seq)
 	}
 	job := s.Job("j")
-	assert.LessOrEqual(t, len(job.collectives.List), 10)
+	assert.LessOrEqual(t, len(job.Collectives()), 10)
 	// The compacted table still interns: the same identity on another rank
 	// finds its entry.
 	require.True(t, s.AddRecord(evidenceMarkerRecord(1, 50*sec, "c1", 499, 10), wall))
@@ -140,25 +141,9 @@ func TestReferenceModeKeepsNoEvidence(t *testing.T) {
 	require.True(t, s.AddRecord(evidenceMarkerRecord(0, 2*sec, "c1", 1, 10), wall))
 	require.True(t, s.AddRecord(accountingRecord(0, 1*sec, "c1", 100), wall))
 	job := s.Job("j")
-	assert.Nil(t, job.collectives)
-	assert.Nil(t, job.rank(0).ev)
-	assert.Equal(t, 2, job.rank(0).others.len())
-}
-
-// TestCollectivesKeyedByOp: NCCL numbers each collective type of a
-// communicator on its own counter, so an all_reduce and an all_gather of one
-// communicator with the same seq are two collectives, while a send and its
-// peer's recv are one, as evidence.Builder keys them.
-func TestCollectivesKeyedByOp(t *testing.T) {
-	j := &Job{}
-	md := func(op string) map[string]any {
-		return map[string]any{evidence.KeyCommID: "c", evidence.KeySeq: json.Number("7"), evidence.KeyOp: op}
-	}
-	ar := j.table().Intern("c", 7, md("all_reduce"))
-	ag := j.table().Intern("c", 7, md("all_gather"))
-	send := j.table().Intern("c", 7, md("send"))
-	recv := j.table().Intern("c", 7, md("recv"))
-	assert.NotEqual(t, ar, ag, "all_reduce and all_gather of one seq are two collectives")
-	assert.Equal(t, send, recv, "a send and its recv are one")
-	assert.Equal(t, ar, j.table().Intern("c", 7, md("all_reduce")))
+	assert.Nil(t, job.Collectives())
+	v, _ := s.InspectRank("j", 0)
+	assert.Empty(t, v.EvidenceMarkers)
+	assert.Equal(t, 2, v.Others)
+	assert.Equal(t, 2, v.Len, "no accounting point either")
 }

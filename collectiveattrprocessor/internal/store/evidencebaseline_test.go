@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/collectiveattr/collectiveattr/window"
 	"testing"
 	"time"
 
@@ -23,22 +24,22 @@ func TestEvidenceBaselineCacheEqualsFresh(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"evicted at max_events_per_rank", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 260, Window: 10 * time.Minute, Mode: EvidenceMode}},
-		{"trimmed by the window", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 10000, Window: 25 * time.Second, Mode: EvidenceMode}},
+		{"evicted at max_events_per_rank", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 260, Window: 10 * time.Minute, Mode: window.EvidenceMode}},
+		{"trimmed by the window", Config{MaxJobs: 2, MaxRanksPerJob: 4, MaxEventsPerRank: 10000, Window: 25 * time.Second, Mode: window.EvidenceMode}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := evidence.ResolveConfig("medium", nil, nil)
 			require.NoError(t, err)
 			s := New(tc.cfg)
-			var sc Scratch
-			var es EvidenceScratch
+			var sc window.Scratch
+			var es window.EvidenceScratch
 			const seconds = 90
 			results, evicted := 0, false
 			for sec := range int64(seconds) {
 				feedSecond(s, sec)
 				job := s.Job("j")
 				require.NotNil(t, job)
-				snap := s.EvidenceSnapshot(job, &sc, &es)
+				snap := job.EvidenceSnapshot(&sc, &es)
 				cached := evidence.Attribute(&snap.Input, cfg, snap.Resolver)
 				for i := range snap.Input.Ranks {
 					require.NotNil(t, snap.Input.Ranks[i].Baseline, "rank %d brings its cache", snap.Input.Ranks[i].Rank)

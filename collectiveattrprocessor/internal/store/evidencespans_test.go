@@ -48,8 +48,7 @@ func TestEvidenceSpansFollowTheirMarkers(t *testing.T) {
 		require.NotNil(t, m.Collective)
 		assert.Equal(t, i, m.Collective.Seq)
 	}
-	rb := s.Job("j").ranks[0]
-	assert.Equal(t, 5, rb.ev.spans.len(), "no span outlives its markers")
+	assert.Equal(t, 5, v.EvidenceSpans, "no span outlives its markers")
 
 	assert.False(t, s.AddRecord(spanMarkerRecord(0, spanT0+11*1000, 100, 11, 12), now), "a resent span is a duplicate")
 }
@@ -73,20 +72,20 @@ func TestEvidenceLinks(t *testing.T) {
 	r := &attribution.Result{Rank: 1, Mode: attribution.ModeEvidence, Collective: match, MarkerTimesNs: []int64{spanT0 + 10}}
 	job := s.Job("j")
 	b := ingest.SpanRef{TraceID: [16]byte{0xb}, SpanID: [8]byte{0xb}}
-	assert.Equal(t, []ingest.SpanRef{b}, evidenceLinks(job, r), "the result links its own marker span only")
+	assert.Equal(t, []ingest.SpanRef{b}, job.Links(r), "the result links its own marker span only")
 	assert.Equal(t, []ingest.SpanRef{
 		{TraceID: [16]byte{0xa}, SpanID: [8]byte{0xa}}, b, {}, {},
 	}, s.MemberSpans(job, match))
 
 	r.Rank, r.MarkerTimesNs = 2, []int64{spanT0 + 20}
-	assert.Empty(t, evidenceLinks(job, r), "a stormlog marker has no span")
+	assert.Empty(t, job.Links(r), "a stormlog marker has no span")
 
 	other := *match
 	other.Seq = 6 // another collective at the same times: no marker of it
 	r.Rank, r.MarkerTimesNs, r.Collective = 1, []int64{spanT0 + 10}, &other
-	assert.Empty(t, evidenceLinks(job, r))
+	assert.Empty(t, job.Links(r))
 	assert.Equal(t, make([]ingest.SpanRef, 4), s.MemberSpans(job, &other))
 
 	r.Collective = nil // no collective: the rank's own marker that matched
-	assert.Equal(t, []ingest.SpanRef{b}, evidenceLinks(job, r))
+	assert.Equal(t, []ingest.SpanRef{b}, job.Links(r))
 }

@@ -1,9 +1,10 @@
-// Package store holds the processor's buffered telemetry: per job, per rank,
-// the samples, markers, other stormlog records, phase boundaries and phase
-// spans inside the window, bounded by the configured limits, and what was
-// emitted for each rank. The processor adds what the converter read, sweeps
-// the jobs on each evaluation tick, snapshots a job for the attribution and
-// claims the results it emits.
+// Package store holds the processor's jobs: per job, its window (package
+// window: the ranks' columns inside the event-time window, their trimming,
+// duplicates, snapshots and checkpoint codec) beside the job's lifecycle
+// (when it last received data, whether it is due, saved, finalised), the
+// job and rank limits, and what each job emitted. The processor adds what
+// the converter read, sweeps the jobs on each evaluation tick, hands a
+// job's window to the mode's engine and claims the results it emits.
 //
 // A Store is not safe for concurrent use: its owner serialises every call
 // (a detached Job, returned by Sweep, belongs to its caller alone). It never
@@ -12,13 +13,12 @@
 package store
 
 import (
-	"math"
 	"slices"
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
-	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // Config bounds a Store.
@@ -32,9 +32,9 @@ type Config struct {
 	// Phases keeps phase boundaries and phase spans for the phase index;
 	// without it a boundary is kept as any other record.
 	Phases bool
-	// Mode is what the attribution mode reads beyond what every mode
-	// keeps (mode.go); nil is ReferenceMode.
-	Mode Mode
+	// Mode is what the attribution mode buffers beyond what every mode
+	// keeps (window.Mode); nil is window.ReferenceMode.
+	Mode window.Mode
 	// EmittedMemoryTTL and MaxEmittedJobs bound the emitted memory
 	// (emitted.go): how long after a forgotten job last received data, and
 	// for how many jobs, what it emitted is remembered.
@@ -42,18 +42,19 @@ type Config struct {
 	MaxEmittedJobs   int
 }
 
-// Store is the per-job, per-rank buffer store.
+// Store is the processor's jobs.
 type Store struct {
-	cfg    Config
+	cfg Config
+	// win is what every job's window is held to; counts receives what
+	// the windows refuse and drop.
+	win    window.Config
+	counts window.Counts
 	jobs   map[string]*Job
 	ranks  int
-	events int
 	tally  Tally
 	// emitted is what each job emitted, by job id; it outlives the jobs.
 	emitted map[string]*EmittedJob
-	// read is the stormlog record being added as the mode read it;
-	// spanRec the marker span of a run being added as a record.
-	read    stormlogRead
+	// spanRec is the marker span of a run being added as a record.
 	spanRec ingest.Record
 	// last caches the (job, rank) of the previous record: consecutive
 	// records nearly always belong to the same rank. Reset whenever a job
@@ -61,10 +62,28 @@ type Store struct {
 	last lastRank
 }
 
+// Job is one job: its window and its lifecycle. Its methods are the
+// store's: a Job is read and changed under whatever serialises the Store,
+// or, once detached by Sweep, by its one holder.
+type Job struct {
+	*window.Job
+	// lastSeen is the wall-clock time of the job's latest accepted record.
+	lastSeen time.Time
+	// dirty says the job received data since it was last swept.
+	dirty bool
+	// unsaved says the job changed (data, an emitted result) since its
+	// last checkpoint.
+	unsaved bool
+	// final says the job was finalised before a restart and restored
+	// because its results may not have reached the downstream: the next
+	// Sweep finalises it again.
+	final bool
+}
+
 type lastRank struct {
 	job  *Job
 	rank int64
-	rb   *rankBuffer
+	rb   *window.Rank
 }
 
 // The emitted memory's bounds when Config leaves them zero.
@@ -82,27 +101,42 @@ func New(cfg Config) *Store {
 		cfg.MaxEmittedJobs = defaultMaxEmittedJobs
 	}
 	if cfg.Mode == nil {
-		cfg.Mode = ReferenceMode
+		cfg.Mode = window.ReferenceMode
 	}
-	return &Store{cfg: cfg, jobs: map[string]*Job{}, emitted: map[string]*EmittedJob{}}
+	return &Store{
+		cfg:     cfg,
+		win:     window.Config{MaxEventsPerRank: cfg.MaxEventsPerRank, Window: cfg.Window, Phases: cfg.Phases, Mode: cfg.Mode},
+		jobs:    map[string]*Job{},
+		emitted: map[string]*EmittedJob{},
+	}
 }
 
 // Take returns what the store did since the last Take, and starts counting
 // anew.
 func (s *Store) Take() Tally {
 	t := s.tally
-	s.tally = Tally{}
+	t.rejected[rejectStale] += s.counts.Stale
+	t.rejected[rejectDuplicate] += s.counts.Duplicate
+	for b := range NumBounds {
+		t.Evicted[b] += s.counts.Evicted[b]
+	}
+	s.tally, s.counts = Tally{}, window.Counts{}
 	return t
 }
 
 // Sizes are the tracked jobs and ranks and the buffered entries.
-func (s *Store) Sizes() (jobs, ranks, events int) { return len(s.jobs), s.ranks, s.events }
+func (s *Store) Sizes() (jobs, ranks, events int) {
+	for _, job := range s.jobs {
+		events += job.Events()
+	}
+	return len(s.jobs), s.ranks, events
+}
 
 // AdmitsJob reports whether data of job id may be buffered: the job is
 // tracked, or there is room for one more under MaxJobs. The converter asks
 // it before keeping anything of an item.
 func (s *Store) AdmitsJob(id string) bool {
-	if j := s.last.job; j != nil && j.id == id {
+	if j := s.last.job; j != nil && j.ID() == id {
 		return true
 	}
 	return len(s.jobs) < s.cfg.MaxJobs || s.jobs[id] != nil
@@ -115,17 +149,18 @@ func (s *Store) Job(id string) *Job { return s.jobs[id] }
 func (s *Store) reject(r rejection) { s.tally.rejected[r]++ }
 
 // AddRecord buffers one converted record under its job and rank, enforcing
-// the job, rank, window and per-rank bounds; now is the wall clock of its
-// batch. It reports whether the record reached its rank: false when it was
-// refused (stale, or over a limit; the Tally counts why). A marker record
-// reaches its rank when any of its times is inside the window.
+// the job and rank limits, and hands it to the job's window (which refuses
+// it when stale or a duplicate); now is the wall clock of its batch. It
+// reports whether the record reached its rank: false when it was refused
+// (the Tally counts why). A marker record reaches its rank when any of its
+// times is inside the window.
 func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	ts := rec.TimestampNs
 	switch rec.Kind {
 	case ingest.KindPhaseSpan:
 		ts = rec.PhaseSpan.EndNs
 	case ingest.KindMarker:
-		// A span is stale only when all its markers are; pushMarkers skips
+		// A span is stale only when all its markers are; the window skips
 		// the stale ones of a span that is not.
 		if len(rec.MarkerTimesNs) == 0 {
 			return false
@@ -136,91 +171,52 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 	if rb == nil {
 		return false
 	}
-	// The read lives in the store: a local whose address goes to the
-	// mode's methods would be allocated per record.
-	read := &s.read
-	*read = stormlogRead{}
-	if rec.Kind == ingest.KindStormlog {
-		*read = s.cfg.Mode.readStormlog(job, rec)
-	}
-	if s.duplicate(job, rb, rec, read) {
-		s.reject(rejectDuplicate)
+	accepted, added := job.Add(rb, rec)
+	if !accepted {
 		return false
 	}
-
-	// The window moves before the push, so that making room on a full rank
-	// drops what the record pushes out of the window first.
-	job.advance(rb, ts)
-	added := 0
-	switch rec.Kind {
-	case ingest.KindMarker:
-		added += s.cfg.Mode.pushMarkerSpan(s, job, rb, rec)
-	case ingest.KindAccounting:
-		added += s.cfg.Mode.pushAccounting(s, job, rb, rec)
-	case ingest.KindPhaseSpan:
-		added += s.pushPhaseSpan(job, rb, rec)
-	case ingest.KindStormlog:
-		added += s.cfg.Mode.pushStormlog(s, job, rb, rec, read)
+	if added > 0 {
+		s.tally.Buffered++
+		s.noteRank(job, rb, rec.WorldSize, rec.Host, now)
 	}
-	if added == 0 {
-		return true
-	}
-	s.added(job, rb, added, ts)
-	s.noteRank(job, rb, rec.WorldSize, rec.Host, now)
 	return true
 }
 
 // AddMarkerRun buffers the marker spans of one (job, rank) as AddRecord
-// would buffer each as a KindMarker Record. When the rank has room for all
-// their markers and none is stale even against the run's newest time, they
-// are pushed with the lookups and the per-rank bookkeeping done once.
+// would buffer each as a KindMarker Record. In a mode that buffers marker
+// times, when the rank has room for all their markers and none is stale
+// even against the run's newest time, they are pushed with the lookups and
+// the per-rank bookkeeping done once.
 func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
-	s.cfg.Mode.addMarkerRun(s, run, now)
+	if !s.cfg.Mode.BatchesMarkerSpans() {
+		s.addRecords(run, 0, now)
+		return
+	}
+	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
+	if rb == nil {
+		return
+	}
+	dup, done := job.AddMarkerSpans(rb, run.Spans[first:])
+	first += dup
+	if !done {
+		s.addRecords(run, first, now)
+		return
+	}
+	if first == len(run.Spans) {
+		return
+	}
+	s.tally.Buffered += int64(len(run.Spans) - first)
+	s.noteRank(job, rb, run.WorldSize, run.Host, now)
 }
 
 // addRecords buffers the marker spans of run from the first one at a
 // time, as records. The record is built in the store: AddRecord hands its
-// record to the mode's methods, so a local would be allocated per span.
+// record to the window, so a local would be allocated per span.
 func (s *Store) addRecords(run *ingest.MarkerRun, first int, now time.Time) {
 	for i := first; i < len(run.Spans); i++ {
 		s.spanRec = run.Record(i)
 		s.AddRecord(&s.spanRec, now)
 	}
-}
-
-// addMarkerTimes is AddMarkerRun of the reference mode's marker times.
-func (s *Store) addMarkerTimes(run *ingest.MarkerRun, now time.Time) {
-	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
-	if rb == nil {
-		return
-	}
-	if dup := duplicateSpans(rb, run.Spans[first:]); dup > 0 {
-		s.tally.rejected[rejectDuplicate] += int64(dup)
-		if first += dup; first == len(run.Spans) {
-			return
-		}
-	}
-	spans := run.Spans[first:]
-	markers, oldest, newest := 0, int64(math.MaxInt64), job.newestNs
-	for i := range spans {
-		times := spans[i].TimesNs
-		markers += len(times)
-		oldest, newest = min(oldest, slices.Min(times)), max(newest, slices.Max(times))
-	}
-	maxCap := s.cfg.MaxEventsPerRank
-	if rb.len()+markers > maxCap || oldest < cutoffAt(newest, s.cfg.Window) {
-		s.addRecords(run, first, now)
-		return
-	}
-	session := rb.sessionIndex("")
-	for i := range spans {
-		meta := markerMeta{session: session, ref: rb.markers.refCode(spans[i].Ref, maxCap)}
-		for _, ts := range spans[i].TimesNs {
-			rb.markers.push(ts, meta, maxCap)
-		}
-	}
-	s.addedRun(job, rb, len(spans), markers, oldest, newest)
-	s.noteRank(job, rb, run.WorldSize, run.Host, now)
 }
 
 // AddSampleRun buffers the samples of one (job, rank) in time order, as
@@ -233,55 +229,30 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	if rb == nil {
 		return first
 	}
-	if dup := duplicateSamples(rb, run.Samples[first:], run.JobID); dup > 0 {
-		s.tally.rejected[rejectDuplicate] += int64(dup)
-		if first += dup; first == len(run.Samples) {
-			return first
-		}
-	}
 	samples := run.Samples[first:]
 	// Metrics carry no stormlog session: the job id stands in, which is also
 	// the session of phase spans from traces, so that those spans resolve
 	// the phase of metrics-derived spikes.
-	session := rb.sessionIndex(run.JobID)
-	maxCap := s.cfg.MaxEventsPerRank
-	if rb.len()+len(samples) > maxCap {
-		// Each sample makes room for itself, as a record of its own would.
-		// (None is stale: they are in time order, and the first was not.)
-		for i := range samples {
-			p := &samples[i]
-			job.advance(rb, p.TimestampNs)
-			s.makeRoom(job, rb)
-			pushSamplePoint(rb, p, session, maxCap)
-			s.added(job, rb, 1, p.TimestampNs)
+	dup := job.AddSamples(rb, run.JobID, len(samples), func(i int) (ts, gap, total int64) {
+		p := &samples[i]
+		if p.Has&ingest.HasDeviceTotal != 0 {
+			total = p.DeviceTotal
 		}
-		s.noteRank(job, rb, run.WorldSize, run.Host, now)
+		return p.TimestampNs, attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), total
+	})
+	if first += dup; first == len(run.Samples) {
 		return first
 	}
-	// The common case: the rank has room for the run, and the samples are
-	// in time order, so none is stale once the first is not.
-	for i := range samples {
-		pushSamplePoint(rb, &samples[i], session, maxCap)
-	}
-	s.addedRun(job, rb, len(samples), len(samples), samples[0].TimestampNs, samples[len(samples)-1].TimestampNs)
+	s.tally.Buffered += int64(len(run.Samples) - first)
 	s.noteRank(job, rb, run.WorldSize, run.Host, now)
 	return first
-}
-
-// pushSamplePoint buffers the sample of a metrics sample point.
-func pushSamplePoint(rb *rankBuffer, p *ingest.SamplePoint, session uint32, maxCap int) {
-	total := int64(0)
-	if p.Has&ingest.HasDeviceTotal != 0 {
-		total = p.DeviceTotal
-	}
-	rb.samples.push(p.TimestampNs, attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), total, session, maxCap)
 }
 
 // firstRanked returns the index of the first of n records of one job and
 // rank (record i at time tsOf(i)) whose rank is found, and the job and rank;
 // each record before it is refused, as rankOf refuses a record. rb is nil
 // when none is found.
-func (s *Store) firstRanked(jobID string, rank int64, n int, tsOf func(int) int64) (int, *Job, *rankBuffer) {
+func (s *Store) firstRanked(jobID string, rank int64, n int, tsOf func(int) int64) (int, *Job, *window.Rank) {
 	for i := range n {
 		if job, rb := s.rankOf(jobID, rank, tsOf(i)); rb != nil {
 			return i, job, rb
@@ -290,37 +261,16 @@ func (s *Store) firstRanked(jobID string, rank int64, n int, tsOf func(int) int6
 	return n, nil, nil
 }
 
-// addedRun accounts for a run of records (entries pushed to rb, their
-// times from oldestNs to newestNs) pushed at once: the job's newest time
-// moves before the lazy trim, as it does per record.
-func (s *Store) addedRun(job *Job, rb *rankBuffer, records, entries int, oldestNs, newestNs int64) {
-	job.advance(rb, newestNs)
-	s.events += entries
-	job.events += entries
-	s.tally.Buffered += int64(records)
-	rb.frontNs = min(rb.frontNs, oldestNs)
-	s.trimLazily(job, rb)
-}
-
-// added accounts for n entries of one record at ts pushed to rb.
-func (s *Store) added(job *Job, rb *rankBuffer, n int, ts int64) {
-	s.events += n
-	job.events += n
-	s.tally.Buffered++
-	rb.frontNs = min(rb.frontNs, ts)
-	s.trimLazily(job, rb)
-}
-
 // rankOf returns the job and rank buffer of a record at ts, or nil rb when
 // the record is refused (stale, or over a limit).
-func (s *Store) rankOf(jobID string, rank, ts int64) (*Job, *rankBuffer) {
+func (s *Store) rankOf(jobID string, rank, ts int64) (*Job, *window.Rank) {
 	job, rb := s.last.job, s.last.rb
-	if job == nil || job.id != jobID || s.last.rank != rank {
+	if job == nil || job.ID() != jobID || s.last.rank != rank {
 		if job, rb = s.lookup(jobID, rank, ts, job); rb == nil {
 			return nil, nil
 		}
 		s.last = lastRank{job: job, rank: rank, rb: rb}
-	} else if ts < job.cutoffNs(s.cfg.Window) {
+	} else if !job.Admits(rb, ts) {
 		s.reject(rejectStale)
 		return nil, nil
 	}
@@ -331,9 +281,9 @@ func (s *Store) rankOf(jobID string, rank, ts int64) (*Job, *rankBuffer) {
 // and rank limits and the window; rb is nil when the record is refused.
 // hint is the job of the previous record (nil or a job still tracked):
 // when it is the record's, the jobs map is not consulted.
-func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuffer) {
+func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *window.Rank) {
 	job := hint
-	if job == nil || job.id != jobID {
+	if job == nil || job.ID() != jobID {
 		job = s.jobs[jobID]
 	}
 	if job == nil {
@@ -341,26 +291,22 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 			s.reject(rejectJobLimit)
 			return nil, nil
 		}
-		job = &Job{id: jobID, ranks: map[int64]*rankBuffer{}, newestNs: math.MinInt64, wm: newWatermark()}
+		job = &Job{Job: window.NewJob(jobID, &s.win, &s.counts)}
 		s.jobs[jobID] = job
 	}
-	rb := job.rank(rank)
-	// A new rank is judged against the job's event time only once two
-	// ranks make it: while one rank does, that rank's clock alone would
-	// refuse every other rank (watermark.go).
-	if ts < job.cutoffNs(s.cfg.Window) && (rb != nil || job.wm.ranksWithTime >= 2) {
+	rb := job.Rank(rank)
+	if !job.Admits(rb, ts) {
 		s.reject(rejectStale)
 		s.forgetIfEmpty(job)
 		return nil, nil
 	}
 	if rb == nil {
-		if len(job.ranks) >= s.cfg.MaxRanksPerJob {
+		if job.Ranks() >= s.cfg.MaxRanksPerJob {
 			s.reject(rejectRankLimit)
 			s.forgetIfEmpty(job)
 			return nil, nil
 		}
-		rb = &rankBuffer{newestNs: math.MinInt64}
-		job.addRank(rank, rb)
+		rb = job.AddRank(rank)
 		s.ranks++
 	}
 	return job, rb
@@ -369,150 +315,17 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *rankBuff
 // forgetIfEmpty drops a job that was created for a record that was then
 // refused, so that refused data leaves no state behind.
 func (s *Store) forgetIfEmpty(job *Job) {
-	if len(job.ranks) == 0 {
-		delete(s.jobs, job.id)
+	if job.Ranks() == 0 {
+		delete(s.jobs, job.ID())
 		s.last = lastRank{}
-	}
-}
-
-// trimLazily trims the rank written to once its oldest entry is trimSlack
-// behind the window, so that a trim drops a run of entries rather than one
-// per record; Sweep trims every rank exactly.
-func (s *Store) trimLazily(job *Job, rb *rankBuffer) {
-	if rb.frontNs < job.lazyCutoffNs(s.cfg.Window) {
-		s.evicted(job, BoundWindow, rb.trim(job.cutoffNs(s.cfg.Window)))
 	}
 }
 
 // noteRank records what records pushed to rb said of their rank, and that
 // the job received data at now.
-func (s *Store) noteRank(job *Job, rb *rankBuffer, worldSize int64, host string, now time.Time) {
-	if worldSize > rb.worldSize {
-		rb.worldSize = worldSize
-	}
-	if host != "" && host != rb.host {
-		rb.host = host
-	}
+func (s *Store) noteRank(job *Job, rb *window.Rank, worldSize int64, host string, now time.Time) {
+	rb.Note(worldSize, host)
 	job.lastSeen = now
 	job.dirty = true
 	job.unsaved = true
-}
-
-func (s *Store) evicted(job *Job, b Bound, n int) {
-	if n == 0 {
-		return
-	}
-	s.tally.Evicted[b] += int64(n)
-	s.events -= n
-	job.events -= n
-}
-
-// makeRoom evicts the rank's oldest entry when it is at max_events_per_rank.
-// Entries past the window go first, as what they are: the trim on push is
-// lazy, so a full rank may still hold some.
-func (s *Store) makeRoom(job *Job, rb *rankBuffer) {
-	if rb.len() < s.cfg.MaxEventsPerRank {
-		return
-	}
-	s.evicted(job, BoundWindow, rb.trim(job.cutoffNs(s.cfg.Window)))
-	if rb.len() >= s.cfg.MaxEventsPerRank {
-		rb.evictOldest()
-		s.evicted(job, BoundMaxEventsPerRank, 1)
-	}
-}
-
-// pushMarkers buffers the marker times of one marker span; a time before
-// the window is refused as stale, as a record would be. When the rank has
-// room for them all and none is stale, the span is stored once and its
-// markers are written straight into the columns.
-func (s *Store) pushMarkers(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	times := rec.MarkerTimesNs
-	maxCap := s.cfg.MaxEventsPerRank
-	cutoff := job.cutoffNs(s.cfg.Window)
-	oldest := slices.Min(times)
-	meta := markerMeta{session: rb.sessionIndex("")}
-	if rb.len()+len(times) <= maxCap && oldest >= cutoff {
-		meta.ref = rb.markers.refCode(rec.Marker, maxCap)
-		for _, ts := range times {
-			rb.markers.push(ts, meta, maxCap)
-		}
-		rb.frontNs = min(rb.frontNs, oldest)
-		return len(times)
-	}
-	n := 0
-	for _, ts := range times {
-		if ts < cutoff {
-			s.reject(rejectStale)
-			continue
-		}
-		// Making room may evict the span's own earlier markers and with
-		// them its table entry, so the entry is looked up per marker.
-		s.makeRoom(job, rb)
-		rb.markers.pushRef(ts, rec.Marker, meta.session, maxCap)
-		rb.frontNs = min(rb.frontNs, ts)
-		n++
-	}
-	return n
-}
-
-func (s *Store) pushPhaseSpan(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	s.makeRoom(job, rb)
-	e := phaseSpanEntryOf(rec)
-	if e.ParentID != noParent {
-		rb.phaseWaiting++
-	}
-	rb.phaseSpans.push(e, s.cfg.MaxEventsPerRank)
-	return 1
-}
-
-// pushStormlog buffers a stormlog record the way the reference reads it
-// (rec.Stormlog says which): a usable sample feeds the samples
-// (reference-semantics §2.3 S3), a record whose text matches a collective
-// token is a marker (S2), phase boundaries feed the phase index (§3.2)
-// when phases are on, and every record counts for the trace start (S6).
-func (s *Store) pushStormlog(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	e := &rec.Event
-	maxCap := s.cfg.MaxEventsPerRank
-	n := 0
-	if rec.Stormlog&ingest.StormlogSample != 0 {
-		s.pushStormlogSample(job, rb, e)
-		n++
-	}
-	if rec.Stormlog&ingest.StormlogMarker != 0 {
-		s.makeRoom(job, rb)
-		rb.markers.pushRef(e.TimestampNs, ingest.SpanRef{}, rb.sessionIndex(e.SessionID), maxCap)
-		n++
-	}
-	return s.pushBoundaryOrOther(job, rb, rec, n)
-}
-
-// pushStormlogSample buffers the sample a stormlog sample record e gives.
-func (s *Store) pushStormlogSample(job *Job, rb *rankBuffer, e *telemetry.Event) {
-	s.makeRoom(job, rb)
-	total := int64(0)
-	if e.DeviceTotalBytes.Valid {
-		total = e.DeviceTotalBytes.Value
-	}
-	rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), s.cfg.MaxEventsPerRank)
-}
-
-// pushBoundaryOrOther buffers what is left of a stormlog record of which
-// n entries were buffered as samples, markers or accounting: its phase
-// boundary, and, when nothing else kept it, an entry that counts for the
-// trace start. Without phases a boundary counts only for the trace start
-// (S6), as any other record: it is kept as one.
-func (s *Store) pushBoundaryOrOther(job *Job, rb *rankBuffer, rec *ingest.Record, n int) int {
-	e := &rec.Event
-	maxCap := s.cfg.MaxEventsPerRank
-	if s.cfg.Phases && rec.Stormlog&ingest.StormlogBoundary != 0 {
-		s.makeRoom(job, rb)
-		rb.boundaries.push(*e, maxCap)
-		n++
-	}
-	if n == 0 {
-		s.makeRoom(job, rb)
-		rb.others.push(otherEntry{TimestampNs: e.TimestampNs, session: rb.sessionIndex(e.SessionID)}, maxCap)
-		n++
-	}
-	return n
 }

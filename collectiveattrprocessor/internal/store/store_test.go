@@ -1,7 +1,6 @@
 package store
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 const sec = int64(time.Second)
@@ -250,8 +250,8 @@ func TestSnapshotMatchesRows(t *testing.T) {
 				}
 			}
 			job := s.Job("j")
-			var sc Scratch
-			snap := s.Snapshot(job, &sc)
+			var sc window.Scratch
+			snap := job.Snapshot(&sc)
 			want := attribution.BuildInput(events)
 			require.Len(t, snap.Input.Ranks, len(want.Ranks))
 			assert.Equal(t, want.ExpectedWorldSize, snap.Input.ExpectedWorldSize)
@@ -288,27 +288,6 @@ func runString(runs []attribution.StringRun, i int) string {
 		}
 	}
 	return v
-}
-
-// TestSampleRunsFollowEviction: the total and session runs cover the
-// samples left after evictions, and a run no sample is in is dropped.
-func TestSampleRunsFollowEviction(t *testing.T) {
-	var c sampleColumns
-	totals := []int64{0, 0, 5, 5, 7, -1, 7, 7}
-	for i, total := range totals {
-		c.push(int64(i), 1, total, uint32(i/3), 100)
-	}
-	for k := range len(totals) {
-		for i := range c.len() {
-			want := max(totals[k+i], 0)
-			assert.Equal(t, want, c.totalAt(i), "after %d dropped, sample %d", k, i)
-			assert.Equal(t, uint32((k+i)/3), c.sessionAt(i))
-		}
-		assert.LessOrEqual(t, len(c.sessions), (c.len()+2)/3+1)
-		c.dropFront(1)
-	}
-	assert.Len(t, c.totals, 1)
-	assert.Len(t, c.sessions, 1)
 }
 
 // TestClaim decides which results leave, once each.
@@ -379,38 +358,4 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// TestCutoffSaturates: a window longer than the time since MinInt64 keeps
-// everything.
-func TestCutoffSaturates(t *testing.T) {
-	assert.Equal(t, int64(math.MinInt64), cutoffAt(math.MinInt64+5, time.Minute))
-	assert.Equal(t, int64(0), cutoffAt(int64(time.Minute), time.Minute))
-}
-
-// TestCopySamplesOfAWrappedRing: a rank whose ring wraps around its
-// storage is copied segment by segment, oldest first, with its runs.
-func TestCopySamplesOfAWrappedRing(t *testing.T) {
-	rb := &rankBuffer{sessions: []string{"s0", "s1"}}
-	const maxCap = 64
-	for i := range int64(200) {
-		if rb.samples.len() == maxCap {
-			rb.samples.dropFront(1)
-		}
-		rb.samples.push(i, 10*i, i/30, uint32(i/100), maxCap)
-	}
-	require.Equal(t, maxCap, len(rb.samples.ts))
-	a, b := rb.samples.segments()
-	require.NotZero(t, b[1]-b[0], "the ring wraps")
-	require.Equal(t, maxCap, a[1]-a[0]+b[1]-b[0])
-	var sc Scratch
-	sc.copySamples(rb, 0)
-	for k, ts := range sc.times {
-		i := int64(200-maxCap) + int64(k)
-		require.Equal(t, i, ts)
-		require.Equal(t, 10*i, sc.gaps[k])
-		require.Equal(t, i/30, runValue(sc.totals, k))
-		require.Equal(t, []string{"s0", "s1"}[i/100], runString(sc.sessions, k))
-	}
-	require.Len(t, sc.times, maxCap)
 }

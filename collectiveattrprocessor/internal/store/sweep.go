@@ -25,10 +25,7 @@ type Due struct {
 func (s *Store) Sweep(now time.Time, idleTimeout time.Duration, final, evaluateDirty bool) []Due {
 	var due []Due
 	for id, job := range s.jobs {
-		cutoff := job.cutoffNs(s.cfg.Window)
-		for _, rb := range job.ranks {
-			s.evicted(job, BoundWindow, rb.trim(cutoff))
-		}
+		job.Trim()
 		switch {
 		case final || job.final || now.Sub(job.lastSeen) >= idleTimeout:
 			s.detach(job)
@@ -58,10 +55,9 @@ func (s *Store) Forget(id string) {
 }
 
 func (s *Store) detach(job *Job) {
-	delete(s.jobs, job.id)
+	delete(s.jobs, job.ID())
 	s.last = lastRank{}
-	s.ranks -= len(job.ranks)
-	s.events -= job.events
+	s.ranks -= job.Ranks()
 }
 
 // PhaseSpansWaiting sums the phase spans the ranks count as waiting for a
@@ -70,9 +66,7 @@ func (s *Store) detach(job *Job) {
 func (s *Store) PhaseSpansWaiting() int {
 	n := 0
 	for _, job := range s.jobs {
-		for _, rb := range job.ranks {
-			n += rb.phaseWaiting
-		}
+		n += job.PhaseSpansWaiting()
 	}
 	return n
 }
@@ -93,45 +87,25 @@ func (s *Store) PhaseSpansWaiting() int {
 // emitted when it has settled (the job's newest event time is more than
 // settleDelay past its end) or when its job is finalised.
 func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration, finalise bool) (host string, links []ingest.SpanRef, ok bool) {
-	rb := job.ranks[r.Rank]
-	if rb == nil {
+	if job.Rank(r.Rank) == nil {
 		return "", nil, false
 	}
 	persistent := r.Kind == attribution.KindPersistent
-	if e := s.emitted[job.id]; e != nil {
+	if e := s.emitted[job.ID()]; e != nil {
 		if end, ok := e.emittedEnd(r.Rank, persistent); ok && r.IntervalStartNs <= end {
 			return "", nil, false
 		}
 	}
-	if !finalise && (job.newestNs-int64(settleDelay) <= r.EndNs()) {
+	if !finalise && (job.NewestNs()-int64(settleDelay) <= r.EndNs()) {
 		return "", nil, false
 	}
 	s.remember(job, r.Rank, persistent, r.EndNs())
 	job.unsaved = true
-	if r.Mode == attribution.ModeEvidence {
-		return rb.host, evidenceLinks(job, r), true
-	}
-	return rb.host, markerLinks(rb, r.MarkerTimesNs), true
+	return job.Host(r.Rank), job.Links(r), true
 }
 
-// markerLinks returns the distinct marker spans whose start, end or span
-// event gave one of the times (sorted).
-func markerLinks(rb *rankBuffer, times []int64) []ingest.SpanRef {
-	if len(times) == 0 {
-		return nil
-	}
-	var links []ingest.SpanRef
-	for i := range rb.markers.len() {
-		ref, ok := rb.markers.ref(i)
-		if !ok {
-			continue
-		}
-		if _, ok := slices.BinarySearch(times, rb.markers.at(i)); !ok {
-			continue
-		}
-		if !slices.Contains(links, ref) {
-			links = append(links, ref)
-		}
-	}
-	return links
+// MemberSpans returns, for each member of collective c, the span of its
+// marker of c (window.Job.MemberSpans).
+func (s *Store) MemberSpans(job *Job, c *attribution.CollectiveMatch) []ingest.SpanRef {
+	return job.Job.MemberSpans(c)
 }

@@ -58,8 +58,8 @@ func TestRebuildWatermark(t *testing.T) {
 	s.AddSampleRun(sampleRun("j", 1, 110*sec), wall)
 	s.AddSampleRun(sampleRun("j", 2, 120*sec), wall)
 	job := s.Job("j")
-	want := job.newestNs
+	want := job.NewestNs()
 	require.Equal(t, 120*sec, want)
 	job.RebuildWatermark()
-	assert.Equal(t, want, job.newestNs)
+	assert.Equal(t, want, job.NewestNs())
 }

@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"encoding/binary"
@@ -8,19 +8,19 @@ import (
 )
 
 // ErrCheckpoint wraps every error decoding a checkpoint: corrupt bytes, a
-// version this build does not read, or state the store's limits refuse.
+// version this build does not read, or state the owner's limits refuse.
 var ErrCheckpoint = errors.New("invalid checkpoint")
 
-// ckptWriter appends the checkpoint encoding's primitives: varints,
+// CheckpointWriter appends the checkpoint encoding's primitives: varints,
 // length-prefixed strings and bytes, and sections (a tag and the length of
 // what follows, so that a reader can tell where a section ends).
-type ckptWriter struct{ b []byte }
+type CheckpointWriter struct{ b []byte }
 
-func (w *ckptWriter) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *ckptWriter) varint(v int64)   { w.b = binary.AppendVarint(w.b, v) }
-func (w *ckptWriter) bytes(p []byte)   { w.uvarint(uint64(len(p))); w.b = append(w.b, p...) }
-func (w *ckptWriter) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
-func (w *ckptWriter) bool(v bool) {
+func (w *CheckpointWriter) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *CheckpointWriter) varint(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+func (w *CheckpointWriter) bytes(p []byte)   { w.uvarint(uint64(len(p))); w.b = append(w.b, p...) }
+func (w *CheckpointWriter) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+func (w *CheckpointWriter) bool(v bool) {
 	if v {
 		w.b = append(w.b, 1)
 	} else {
@@ -31,7 +31,7 @@ func (w *ckptWriter) bool(v bool) {
 // section writes tag, then the length of what body writes as 4 bytes
 // (little endian), then that: a fixed-size length is filled in once the body
 // is written, where a varint would have to move the body.
-func (w *ckptWriter) section(tag uint64, body func(w *ckptWriter)) {
+func (w *CheckpointWriter) section(tag uint64, body func(w *CheckpointWriter)) {
 	w.uvarint(tag)
 	at := len(w.b)
 	w.b = append(w.b, 0, 0, 0, 0)
@@ -39,22 +39,22 @@ func (w *ckptWriter) section(tag uint64, body func(w *ckptWriter)) {
 	binary.LittleEndian.PutUint32(w.b[at:], uint32(len(w.b)-at-4))
 }
 
-// ckptReader reads what ckptWriter wrote. The first error sticks: every
+// CheckpointReader reads what CheckpointWriter wrote. The first error sticks: every
 // later read returns a zero value, and err says what went wrong first, so
 // that a decoder checks it once per section rather than per field.
-type ckptReader struct {
+type CheckpointReader struct {
 	b   []byte
 	err error
 }
 
-func (r *ckptReader) fail(format string, args ...any) {
+func (r *CheckpointReader) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: %s", ErrCheckpoint, fmt.Sprintf(format, args...))
 	}
 	r.b = nil
 }
 
-func (r *ckptReader) uvarint() uint64 {
+func (r *CheckpointReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.fail("truncated or overlong varint")
@@ -64,7 +64,7 @@ func (r *ckptReader) uvarint() uint64 {
 	return v
 }
 
-func (r *ckptReader) varint() int64 {
+func (r *CheckpointReader) varint() int64 {
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.fail("truncated or overlong varint")
@@ -77,7 +77,7 @@ func (r *ckptReader) varint() int64 {
 // count reads a length or element count: at most what the rest of the
 // input can hold at minSize bytes an element, so that a corrupt count never
 // sizes an allocation beyond the input.
-func (r *ckptReader) count(minSize int) int {
+func (r *CheckpointReader) count(minSize int) int {
 	v := r.uvarint()
 	if v > uint64(len(r.b)/max(minSize, 1)) || v > math.MaxInt32 {
 		r.fail("count %d exceeds the %d bytes left", v, len(r.b))
@@ -86,7 +86,7 @@ func (r *ckptReader) count(minSize int) int {
 	return int(v)
 }
 
-func (r *ckptReader) raw(n int) []byte {
+func (r *CheckpointReader) raw(n int) []byte {
 	if n > len(r.b) {
 		r.fail("truncated")
 		return nil
@@ -96,9 +96,9 @@ func (r *ckptReader) raw(n int) []byte {
 	return p
 }
 
-func (r *ckptReader) str() string { return string(r.raw(r.count(1))) }
+func (r *CheckpointReader) str() string { return string(r.raw(r.count(1))) }
 
-func (r *ckptReader) bool() bool {
+func (r *CheckpointReader) bool() bool {
 	p := r.raw(1)
 	if p == nil {
 		return false
@@ -111,7 +111,7 @@ func (r *ckptReader) bool() bool {
 
 // section reads the next section's tag and a reader of its body; ok is
 // false at the end of the input (or after an error).
-func (r *ckptReader) section() (tag uint64, body *ckptReader, ok bool) {
+func (r *CheckpointReader) section() (tag uint64, body *CheckpointReader, ok bool) {
 	if r.err != nil || len(r.b) == 0 {
 		return 0, nil, false
 	}
@@ -124,12 +124,12 @@ func (r *ckptReader) section() (tag uint64, body *ckptReader, ok bool) {
 	if r.err != nil {
 		return 0, nil, false
 	}
-	return tag, &ckptReader{b: p}, true
+	return tag, &CheckpointReader{b: p}, true
 }
 
 // done reports the error of a section's body, which must have been read to
 // its end.
-func (r *ckptReader) done() error {
+func (r *CheckpointReader) done() error {
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d unread bytes at the end of a section", len(r.b))
 	}
@@ -142,6 +142,37 @@ func checkpointError(format string, args ...any) error {
 
 // checkpointLimit is the error of a checkpoint a count limit refuses: it
 // wraps both ErrCheckpoint and the limit's error.
-func checkpointLimit(limit *LimitError) error {
+func checkpointLimit(limit error) error {
 	return fmt.Errorf("%w: %w", ErrCheckpoint, limit)
 }
+
+// The primitives an owner's section of a checkpoint is written and read
+// with (Job.AppendCheckpoint, DecodeCheckpoint).
+
+// Varint writes v.
+func (w *CheckpointWriter) Varint(v int64) { w.varint(v) }
+
+// Uvarint writes v.
+func (w *CheckpointWriter) Uvarint(v uint64) { w.uvarint(v) }
+
+// Bool writes v.
+func (w *CheckpointWriter) Bool(v bool) { w.bool(v) }
+
+// Varint reads what CheckpointWriter.Varint wrote.
+func (r *CheckpointReader) Varint() int64 { return r.varint() }
+
+// Uvarint reads what CheckpointWriter.Uvarint wrote.
+func (r *CheckpointReader) Uvarint() uint64 { return r.uvarint() }
+
+// Bool reads what CheckpointWriter.Bool wrote.
+func (r *CheckpointReader) Bool() bool { return r.bool() }
+
+// Count reads a count of items of at least minSize bytes each, refusing
+// one that the rest of the section cannot hold.
+func (r *CheckpointReader) Count(minSize int) int { return r.count(minSize) }
+
+// Fail records the reader's first error, wrapping ErrCheckpoint.
+func (r *CheckpointReader) Fail(format string, args ...any) { r.fail(format, args...) }
+
+// Err is the reader's first error.
+func (r *CheckpointReader) Err() error { return r.err }

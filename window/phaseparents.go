@@ -1,11 +1,10 @@
-package store
+package window
 
 import (
 	"encoding/hex"
 	"hash/maphash"
 
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
+	"github.com/collectiveattr/collectiveattr/internal/slots"
 )
 
 // noParent is the ParentID of a phase span whose path is complete.
@@ -17,7 +16,7 @@ var noParent [8]byte
 // it ends, so a step's forward and backward spans usually leave a request
 // or more before the step span that encloses them; the converter walks
 // ancestors within one request only and marks the span with the parent it
-// could not find (ingest.Record.PhaseParentID). Once that parent is
+// could not find (Record.PhaseParentID). Once that parent is
 // buffered as a phase span of the same rank and trace, the child's path is
 // the parent's path followed by the names the child's own batch gave: what
 // the walk would have found with the whole trace in one request
@@ -59,11 +58,11 @@ func (pp *phaseParents) complete(spans *ring[phaseSpanEntry]) int {
 // parent completed first, so that a chain of spans that arrived before
 // their parents is completed from the top down. Span i then waits for
 // whatever its parent still waits for. A chain is followed at most
-// ingest.MaxPhaseDepth spans up, and a path stops growing past that many
+// MaxPhaseDepth spans up, and a path stops growing past that many
 // names (only a parent cycle makes one that long).
 func (pp *phaseParents) completeOne(spans *ring[phaseSpanEntry], i, depth int) {
 	e := spans.at(i)
-	if e.ParentID == noParent || depth >= ingest.MaxPhaseDepth {
+	if e.ParentID == noParent || depth >= MaxPhaseDepth {
 		return
 	}
 	p := pp.find(spans, e.TraceID, e.ParentID)
@@ -74,7 +73,7 @@ func (pp *phaseParents) completeOne(spans *ring[phaseSpanEntry], i, depth int) {
 		pp.completeOne(spans, p, depth+1)
 	}
 	parent := spans.at(p)
-	if p == i || len(parent.Path)+len(e.Path) > ingest.MaxPhaseDepth+1 {
+	if p == i || len(parent.Path)+len(e.Path) > MaxPhaseDepth+1 {
 		e.ParentID = noParent
 		return
 	}
@@ -121,7 +120,7 @@ func (pp *phaseParents) find(spans *ring[phaseSpanEntry], trace [16]byte, span [
 }
 
 // join returns outer followed by inner. Paths are shared and read-only
-// (ingest.Record.PhaseSpan), so a join is remembered by the identity of
+// (Record.PhaseSpan), so a join is remembered by the identity of
 // its two parts: their first element's address and their length.
 func (pp *phaseParents) join(outer, inner []string) []string {
 	op, ip := firstOf(outer), firstOf(inner)

@@ -1,4 +1,4 @@
-package store
+package window
 
 // ring is a FIFO that grows on demand up to the capacity its caller allows.
 // Buffers start small: most jobs never come near max_events_per_rank, so the

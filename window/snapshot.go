@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"cmp"
@@ -64,8 +64,8 @@ type Snapshot struct {
 //
 // It reads only the job and the store's configuration (and completes the
 // job's phase paths in place): a detached job's snapshot needs no lock.
-func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
-	cutoff := job.cutoffNs(s.cfg.Window)
+func (job *Job) Snapshot(sc *Scratch) Snapshot {
+	cutoff := job.cutoffNs()
 	nSamples, nMarkers := 0, 0
 	sc.rankIDs = sc.rankIDs[:0]
 	for r, rb := range job.ranks {
@@ -92,7 +92,7 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 	sc.runs = sc.runs[:0]
 	for _, r := range sc.rankIDs {
 		rb := job.ranks[r]
-		withEnds := s.cfg.Phases && rb.boundaries.len() > 0
+		withEnds := job.cfg.Phases && rb.boundaries.len() > 0
 		seen := func(ts int64, session uint32) {
 			earliest = min(earliest, ts)
 			if withEnds {
@@ -155,11 +155,11 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 			if withEnds && e.SessionID != "" {
 				sc.noteSession(e.SessionID, r, e.TimestampNs)
 			}
-			if s.cfg.Phases {
+			if job.cfg.Phases {
 				sc.events = append(sc.events, *e)
 			}
 		}
-		if s.cfg.Phases {
+		if job.cfg.Phases {
 			if rb.phaseWaiting > 0 {
 				rb.phaseWaiting = sc.parents.complete(&rb.phaseSpans)
 			}
@@ -202,7 +202,7 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 		ExpectedWorldSize: worldSize,
 		TraceStartNs:      max(0, earliest),
 	}}
-	if s.cfg.Phases && (len(sc.events) > 0 || len(sc.spans) > 0) {
+	if job.cfg.Phases && (len(sc.events) > 0 || len(sc.spans) > 0) {
 		// The index sorts sc.spans in place and keeps it: it is used only
 		// by this job's attribution, before the scratch is reused.
 		snap.Resolver = phase.NewIndex(sc.events, sc.spans)
@@ -215,7 +215,7 @@ func (s *Store) Snapshot(job *Job, sc *Scratch) Snapshot {
 // sc.totals and sc.sessions. A rank whose samples arrived in time order
 // (all of them inside the window once trimmed) is copied a column segment
 // at a time; otherwise row by row, and sorted.
-func (sc *Scratch) copySamples(rb *rankBuffer, cutoff int64) {
+func (sc *Scratch) copySamples(rb *Rank, cutoff int64) {
 	c := &rb.samples
 	if c.n == 0 {
 		return
@@ -247,7 +247,7 @@ func (sc *Scratch) copySamples(rb *rankBuffer, cutoff int64) {
 
 // copySamplesSorted is copySamples for samples that may be out of order or
 // out of the window.
-func (sc *Scratch) copySamplesSorted(rb *rankBuffer, cutoff int64) {
+func (sc *Scratch) copySamplesSorted(rb *Rank, cutoff int64) {
 	c := &rb.samples
 	sc.rows = sc.rows[:0]
 	var tc totalCursor

@@ -1,4 +1,4 @@
-package store
+package window
 
 import "math"
 
@@ -13,7 +13,7 @@ import "math"
 type watermark struct {
 	// top is the rank with the newest time, topNs that time; secondNs is
 	// the newest time of any other rank.
-	top      *rankBuffer
+	top      *Rank
 	topNs    int64
 	secondNs int64
 	// ranksWithTime counts the ranks that have a newest time.
@@ -26,7 +26,7 @@ func newWatermark() watermark {
 
 // advance notes that rank rb received data at ts and moves the job's event
 // time accordingly.
-func (j *Job) advance(rb *rankBuffer, ts int64) {
+func (j *Job) advance(rb *Rank, ts int64) {
 	if ts <= rb.newestNs {
 		return
 	}

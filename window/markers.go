@@ -1,6 +1,4 @@
-package store
-
-import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+package window
 
 // markerMeta is what goes with a buffered marker time: from a marker span
 // or span event (ref set), or from a stormlog record whose text matches a
@@ -28,20 +26,20 @@ type markerColumns struct {
 	// refFront is the sequence number of its front entry. Marker sequence
 	// numbers never decrease along the markers, so a span leaves the table
 	// once a marker of a later span has left.
-	spanRefs ring[ingest.SpanRef]
+	spanRefs ring[SpanRef]
 	refFront uint32
 }
 
 // pushRef buffers a marker at ts of span ref (zero: none).
-func (m *markerColumns) pushRef(ts int64, ref ingest.SpanRef, session uint32, maxCap int) {
+func (m *markerColumns) pushRef(ts int64, ref SpanRef, session uint32, maxCap int) {
 	m.push(ts, markerMeta{ref: m.refCode(ref, maxCap), session: session}, maxCap)
 }
 
 // refCode returns the ref of a marker of span ref (0 for none), adding the
 // span to spanRefs unless it is the latest there: a span's markers arrive
 // together, so only the latest span is matched for sharing an entry.
-func (m *markerColumns) refCode(ref ingest.SpanRef, maxCap int) uint32 {
-	if ref == (ingest.SpanRef{}) {
+func (m *markerColumns) refCode(ref SpanRef, maxCap int) uint32 {
+	if ref == (SpanRef{}) {
 		return 0
 	}
 	n := m.spanRefs.len()
@@ -79,10 +77,10 @@ func (m *markerColumns) clearRefs() {
 }
 
 // ref returns the span of the i-th oldest marker (false: none).
-func (m *markerColumns) ref(i int) (ingest.SpanRef, bool) {
+func (m *markerColumns) ref(i int) (SpanRef, bool) {
 	meta := m.auxAt(i)
 	if meta.ref == 0 {
-		return ingest.SpanRef{}, false
+		return SpanRef{}, false
 	}
 	return *m.spanRefs.at(int((meta.ref - m.refFront) & markerSeq)), true
 }

@@ -1,9 +1,8 @@
-package store
+package window
 
 import (
 	"math"
 
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -18,7 +17,7 @@ type otherEntry struct {
 }
 
 // phaseSpanEntry is a buffered phase span from traces: a phase.Span without
-// the fields the converter derives from others (ingest.Record's PhaseSpan):
+// the fields the converter derives from others (Record's PhaseSpan):
 // its session is the job id, its rank the buffer's, its sequence its start,
 // and it is neither a boolean-thread nor a synthetic-end span.
 //
@@ -36,7 +35,7 @@ type phaseSpanEntry struct {
 	ParentID   [8]byte
 }
 
-func phaseSpanEntryOf(rec *ingest.Record) phaseSpanEntry {
+func phaseSpanEntryOf(rec *Record) phaseSpanEntry {
 	s := &rec.PhaseSpan
 	return phaseSpanEntry{
 		ThreadName: s.ThreadName, ScopeID: s.ScopeID, Path: s.Path, ThreadID: s.ThreadID, StartNs: s.StartNs, EndNs: s.EndNs,
@@ -52,10 +51,10 @@ func (e *phaseSpanEntry) span(job string, rank int64) phase.Span {
 	}
 }
 
-// rankBuffer is everything buffered for one (job, rank). Its rings together
+// Rank is everything buffered for one (job, rank). Its rings together
 // hold at most max_events_per_rank entries; each is in arrival order.
 // Samples and markers, nearly all the buffered data, hold no pointers.
-type rankBuffer struct {
+type Rank struct {
 	samples sampleColumns
 	markers markerColumns
 	// sessions are the distinct session ids ("": none) of the rank's
@@ -90,7 +89,7 @@ type rankBuffer struct {
 
 // sessionIndex returns the index of session in the rank's session table,
 // adding it on first use. Ranks see one session, or a few over restarts.
-func (rb *rankBuffer) sessionIndex(session string) uint32 {
+func (rb *Rank) sessionIndex(session string) uint32 {
 	for i := len(rb.sessions) - 1; i >= 0; i-- {
 		if rb.sessions[i] == session {
 			return uint32(i)
@@ -109,7 +108,7 @@ func (rb *rankBuffer) sessionIndex(session string) uint32 {
 // through session ids keeps a table no larger than its buffer.
 const compactSessionsAt = 64
 
-func (rb *rankBuffer) compactSessions() {
+func (rb *Rank) compactSessions() {
 	remap := make(map[uint32]uint32, len(rb.sessions))
 	var kept []string
 	use := func(idx *uint32) {
@@ -133,11 +132,11 @@ func (rb *rankBuffer) compactSessions() {
 	rb.sessions = kept
 }
 
-func (rb *rankBuffer) len() int {
+func (rb *Rank) len() int {
 	return rb.samples.len() + rb.markers.len() + rb.others.len() + rb.boundaries.len() + rb.phaseSpans.len() + rb.ev.len()
 }
 
-// ringID names one of a rankBuffer's rings.
+// ringID names one of a Rank's rings.
 type ringID uint8
 
 const (
@@ -151,7 +150,7 @@ const (
 )
 
 // oldest returns the ring whose front entry has the earliest event time.
-func (rb *rankBuffer) oldest() (ringID, int64) {
+func (rb *Rank) oldest() (ringID, int64) {
 	id, ts := ringNone, int64(math.MaxInt64)
 	if rb.samples.len() > 0 && rb.samples.frontNs() < ts {
 		id, ts = ringSamples, rb.samples.frontNs()
@@ -176,7 +175,7 @@ func (rb *rankBuffer) oldest() (ringID, int64) {
 
 // evictOldest drops the entry with the earliest front time; it makes room
 // for one more entry when the rank is at max_events_per_rank.
-func (rb *rankBuffer) evictOldest() {
+func (rb *Rank) evictOldest() {
 	id, _ := rb.oldest()
 	switch id {
 	case ringSamples:
@@ -201,7 +200,7 @@ func (rb *rankBuffer) evictOldest() {
 // snapshot leaves such entries out. Each ring is trimmed on its own:
 // dropping the globally oldest front entry until every front is at or
 // after the cutoff leaves the same rings, one pass per ring is cheaper.
-func (rb *rankBuffer) trim(cutoffNs int64) int {
+func (rb *Rank) trim(cutoffNs int64) int {
 	if rb.frontNs >= cutoffNs {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"math"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 )
 
 // TestMarkerSpanRefsFollowTheMarkers pushes and pops markers at random, a
@@ -19,10 +17,10 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 	const maxCap = 64
 	for _, start := range []uint32{0, markerSeq - 3, ^uint32(0) - 3} {
 		rng := rand.New(rand.NewPCG(1, uint64(start)))
-		rb := &rankBuffer{markers: markerColumns{refFront: start}}
+		rb := &Rank{markers: markerColumns{refFront: start}}
 		type want struct {
 			ts  int64
-			ref ingest.SpanRef
+			ref SpanRef
 		}
 		var model []want
 		ts, span := int64(0), byte(0)
@@ -33,11 +31,11 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 				model = model[1:]
 			case rng.IntN(4) == 0:
 				ts++
-				rb.markers.pushRef(ts, ingest.SpanRef{}, 0, maxCap)
+				rb.markers.pushRef(ts, SpanRef{}, 0, maxCap)
 				model = append(model, want{ts: ts})
 			default:
 				span++
-				ref := ingest.SpanRef{TraceID: [16]byte{span, 1}, SpanID: [8]byte{span}}
+				ref := SpanRef{TraceID: [16]byte{span, 1}, SpanID: [8]byte{span}}
 				for range 1 + rng.IntN(3) {
 					ts++
 					rb.markers.pushRef(ts, ref, 0, maxCap)
@@ -53,7 +51,7 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 			for i, w := range model {
 				require.Equal(t, w.ts, rb.markers.at(i))
 				ref, ok := rb.markers.ref(i)
-				require.Equal(t, w.ref != ingest.SpanRef{}, ok)
+				require.Equal(t, w.ref != SpanRef{}, ok)
 				require.Equal(t, w.ref, ref)
 				if ok {
 					withRef++
@@ -73,10 +71,10 @@ func TestMarkerSpanRefsFollowTheMarkers(t *testing.T) {
 func TestTrimDropsWhatAScanWould(t *testing.T) {
 	const maxCap = 256
 	rng := rand.New(rand.NewPCG(3, 4))
-	rb := &rankBuffer{}
+	rb := &Rank{}
 	type marker struct {
 		ts  int64
-		ref ingest.SpanRef
+		ref SpanRef
 	}
 	var samples []int64
 	var markers []marker
@@ -95,10 +93,10 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 			samples = append(samples, at)
 		case 4, 5, 6, 7:
 			ts += int64(rng.IntN(5))
-			var ref ingest.SpanRef
+			var ref SpanRef
 			if rng.IntN(4) != 0 {
 				span++
-				ref = ingest.SpanRef{SpanID: [8]byte{span, byte(step)}}
+				ref = SpanRef{SpanID: [8]byte{span, byte(step)}}
 			}
 			at := ts
 			if rng.IntN(50) == 0 {
@@ -180,10 +178,10 @@ func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
 // TestJobRanksByIndex: a rank is found whether it is held by index or only
 // in the map, and the index grows only while the ranks are dense.
 func TestJobRanksByIndex(t *testing.T) {
-	job := &Job{ranks: map[int64]*rankBuffer{}}
-	added := map[int64]*rankBuffer{}
+	job := &Job{ranks: map[int64]*Rank{}}
+	added := map[int64]*Rank{}
 	add := func(r int64) {
-		rb := &rankBuffer{}
+		rb := &Rank{}
 		job.addRank(r, rb)
 		added[r] = rb
 	}
@@ -201,7 +199,7 @@ func TestJobRanksByIndex(t *testing.T) {
 		require.NotNil(t, job.byRank[r], "rank %d", r)
 	}
 	for _, r := range []int64{-3, 0, 1, 50, 88, 99, 100, 249, 250, 251, 100_000, 1 << 40, math.MaxInt64, math.MinInt64} {
-		require.Same(t, added[r], job.rank(r), "rank %d", r)
+		require.Same(t, added[r], job.Rank(r), "rank %d", r)
 	}
 	require.Len(t, job.ranks, len(added))
 }

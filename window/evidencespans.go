@@ -1,11 +1,10 @@
-package store
+package window
 
 import (
 	"math"
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
@@ -31,7 +30,7 @@ func (m *evidenceMarker) approximate() bool { return m.flags&evApproximate != 0 
 // spanCode returns the flags of a marker of span ref, adding the span to
 // the table unless it is the latest there: a span's markers arrive
 // together.
-func (e *evidenceRank) spanCode(ref ingest.SpanRef, maxCap int) uint32 {
+func (e *evidenceRank) spanCode(ref SpanRef, maxCap int) uint32 {
 	n := e.spans.len()
 	if n == 0 || *e.spans.at(n - 1) != ref {
 		// One more than the markers' bound: the table may still hold the
@@ -43,9 +42,9 @@ func (e *evidenceRank) spanCode(ref ingest.SpanRef, maxCap int) uint32 {
 }
 
 // spanOf returns the span of a marker (false: none).
-func (e *evidenceRank) spanOf(m *evidenceMarker) (ingest.SpanRef, bool) {
+func (e *evidenceRank) spanOf(m *evidenceMarker) (SpanRef, bool) {
 	if m.flags&evHasSpan == 0 {
-		return ingest.SpanRef{}, false
+		return SpanRef{}, false
 	}
 	return *e.spans.at(int((m.flags - e.spanFront) & evSpanSeq)), true
 }
@@ -73,13 +72,13 @@ func (e *evidenceRank) releaseSpans() {
 // KindMarker, converted with ingest.Config.Evidence): each an interval with
 // its collective interned in the job's table and the span; a marker before
 // the window is refused as stale.
-func (s *Store) pushSpanEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	maxCap := s.cfg.MaxEventsPerRank
-	cutoff := job.cutoffNs(s.cfg.Window)
+func (j *Job) pushSpanEvidence(rb *Rank, rec *Record) int {
+	maxCap := j.cfg.MaxEventsPerRank
+	cutoff := j.cutoffNs()
 	n := 0
 	for i, ts := range rec.MarkerTimesNs {
 		if ts < cutoff {
-			s.reject(rejectStale)
+			j.counts.Stale++
 			continue
 		}
 		mk := evidenceMarker{endNs: ts, collective: evidence.NoCollective}
@@ -87,11 +86,11 @@ func (s *Store) pushSpanEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) i
 			mk.endNs = max(ts, rec.MarkerEndsNs[i])
 		}
 		if i < len(rec.MarkerIdentities) && rec.MarkerIdentities[i].Valid {
-			mk.collective = job.table().InternIdentity(&rec.MarkerIdentities[i])
+			mk.collective = j.table().InternIdentity(&rec.MarkerIdentities[i])
 		}
 		// Making room may evict the span's own earlier markers and with
 		// them its table entry, so the entry is looked up per marker.
-		s.makeRoom(job, rb)
+		j.makeRoom(rb)
 		ev := rb.evidence()
 		mk.flags = ev.spanCode(rec.Marker, maxCap)
 		ev.markers.push(ts, mk, maxCap)
@@ -103,15 +102,15 @@ func (s *Store) pushSpanEvidence(job *Job, rb *rankBuffer, rec *ingest.Record) i
 
 // pushAccounting buffers a point of NCCL's accounting gauge (KindAccounting)
 // as pushStormlogEvidence buffers a comm_memory_stats record.
-func (s *Store) pushAccounting(job *Job, rb *rankBuffer, rec *ingest.Record) int {
-	s.makeRoom(job, rb)
-	rb.evidence().series(rec.AccountingCommID).push(rec.TimestampNs, rec.AccountingBytes, s.cfg.MaxEventsPerRank)
+func (j *Job) pushAccounting(rb *Rank, rec *Record) int {
+	j.makeRoom(rb)
+	rb.evidence().series(rec.AccountingCommID).push(rec.TimestampNs, rec.AccountingBytes, j.cfg.MaxEventsPerRank)
 	return 1
 }
 
 // holdsEvidenceSpan reports whether rb buffers an evidence marker at ts of
 // span ref.
-func (rb *rankBuffer) holdsEvidenceSpan(ts int64, ref ingest.SpanRef) bool {
+func (rb *Rank) holdsEvidenceSpan(ts int64, ref SpanRef) bool {
 	e := rb.ev
 	if e == nil {
 		return false
@@ -124,7 +123,7 @@ func (rb *rankBuffer) holdsEvidenceSpan(ts int64, ref ingest.SpanRef) bool {
 
 // holdsAccounting reports whether rb buffers the accounting point of comm
 // at ts.
-func (rb *rankBuffer) holdsAccounting(comm string, ts, bytes int64) bool {
+func (rb *Rank) holdsAccounting(comm string, ts, bytes int64) bool {
 	e := rb.ev
 	if e == nil {
 		return false
@@ -139,7 +138,7 @@ func (rb *rankBuffer) holdsAccounting(comm string, ts, bytes int64) bool {
 
 // holdsStormlogInterval reports whether rb buffers the marker interval mk
 // of a stormlog or Inspector record (no span) at ts.
-func (rb *rankBuffer) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
+func (rb *Rank) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
 	e := rb.ev
 	if e == nil {
 		return false
@@ -156,12 +155,12 @@ func (rb *rankBuffer) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
 // it has marker times (one): the other members' spans are linked once per
 // collective, by the collective's span (MemberSpans). Markers of stormlog
 // and Inspector records have no span and give no link.
-func evidenceLinks(job *Job, r *attribution.Result) []ingest.SpanRef {
+func (job *Job) evidenceLinks(r *attribution.Result) []SpanRef {
 	match := func(*evidenceMarker) bool { return true }
 	if r.Collective != nil {
 		match = isMarkerOf(job, r.Collective, math.MinInt64)
 	}
-	var links []ingest.SpanRef
+	var links []SpanRef
 	for _, ts := range r.MarkerTimesNs {
 		if ref, ok := markerSpan(job, r.Rank, ts, match); ok && !slices.Contains(links, ref) {
 			links = append(links, ref)
@@ -174,8 +173,8 @@ func evidenceLinks(job *Job, r *attribution.Result) []ingest.SpanRef {
 // order, the span of its marker of c, zero when the member's marker has
 // none (a stormlog or Inspector record) or left the buffers: one search in
 // each member's markers, O(M log n) for M members.
-func (s *Store) MemberSpans(job *Job, c *attribution.CollectiveMatch) []ingest.SpanRef {
-	out := make([]ingest.SpanRef, len(c.Members))
+func (job *Job) MemberSpans(c *attribution.CollectiveMatch) []SpanRef {
+	out := make([]SpanRef, len(c.Members))
 	for i := range c.Members {
 		mm := &c.Members[i]
 		out[i], _ = markerSpan(job, mm.Rank, mm.StartNs, isMarkerOf(job, c, mm.EndNs))
@@ -185,7 +184,7 @@ func (s *Store) MemberSpans(job *Job, c *attribution.CollectiveMatch) []ingest.S
 
 // markerSpan returns the span of rank's first marker at startNs that match
 // accepts (false: none has a span).
-func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) bool) (ref ingest.SpanRef, found bool) {
+func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) bool) (ref SpanRef, found bool) {
 	rb := job.ranks[rank]
 	if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
 		return ref, false
@@ -198,7 +197,7 @@ func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) boo
 		return ok && match(m)
 	})
 	if !found {
-		ref = ingest.SpanRef{}
+		ref = SpanRef{}
 	}
 	return ref, found
 }
@@ -217,4 +216,40 @@ func isMarkerOf(job *Job, c *attribution.CollectiveMatch, endNs int64) func(m *e
 		col := &table[m.collective]
 		return col.CommID == c.CommID && col.Seq == c.Seq
 	}
+}
+
+// Links returns the marker spans a result of rank r.Rank links to: in
+// evidence mode those of its own rank's markers that matched (evidenceLinks),
+// otherwise the spans of the markers at its marker times.
+func (job *Job) Links(r *attribution.Result) []SpanRef {
+	if r.Mode == attribution.ModeEvidence {
+		return job.evidenceLinks(r)
+	}
+	rb := job.ranks[r.Rank]
+	if rb == nil {
+		return nil
+	}
+	return markerLinks(rb, r.MarkerTimesNs)
+}
+
+// markerLinks returns the distinct marker spans whose start, end or span
+// event gave one of the times (sorted).
+func markerLinks(rb *Rank, times []int64) []SpanRef {
+	if len(times) == 0 {
+		return nil
+	}
+	var links []SpanRef
+	for i := range rb.markers.len() {
+		ref, ok := rb.markers.ref(i)
+		if !ok {
+			continue
+		}
+		if _, ok := slices.BinarySearch(times, rb.markers.at(i)); !ok {
+			continue
+		}
+		if !slices.Contains(links, ref) {
+			links = append(links, ref)
+		}
+	}
+	return links
 }

@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"cmp"
@@ -40,9 +40,9 @@ type EvidenceSnapshot struct {
 // start are read as it reads them. Each rank with samples brings its
 // baseline cache, which the engine updates: evaluations of a job must not
 // overlap (they already share sc and es).
-func (s *Store) EvidenceSnapshot(job *Job, sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
-	ref := s.Snapshot(job, sc)
-	cutoff := job.cutoffNs(s.cfg.Window)
+func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
+	ref := job.Snapshot(sc)
+	cutoff := job.cutoffNs()
 
 	nSamples, nMarkers, nAcct := 0, 0, 0
 	for _, rb := range job.ranks {

@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 // Its metadata is JSON: the decoded object's values (string, json.Number,
 // bool, nil, slices and maps of them) come back as they were when read
 // with UseNumber.
-func encodeEvent(w *ckptWriter, e *telemetry.Event) {
+func encodeEvent(w *CheckpointWriter, e *telemetry.Event) {
 	w.varint(int64(e.SchemaVersion))
 	w.str(e.SessionID)
 	w.varint(e.TimestampNs)
@@ -40,7 +40,7 @@ func encodeEvent(w *ckptWriter, e *telemetry.Event) {
 	w.bytes(meta)
 }
 
-func decodeEvent(r *ckptReader) telemetry.Event {
+func decodeEvent(r *CheckpointReader) telemetry.Event {
 	e := telemetry.Event{
 		SchemaVersion:      int(r.varint()),
 		SessionID:          r.str(),

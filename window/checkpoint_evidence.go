@@ -1,4 +1,4 @@
-package store
+package window
 
 import (
 	"math"
@@ -13,7 +13,7 @@ import (
 // they existed) restores a job without evidence state.
 
 // encodeCollectives writes the job's collectives table in index order.
-func encodeCollectives(w *ckptWriter, list []evidence.Collective) {
+func encodeCollectives(w *CheckpointWriter, list []evidence.Collective) {
 	w.uvarint(uint64(len(list)))
 	for i := range list {
 		c := &list[i]
@@ -37,7 +37,7 @@ func encodeCollectives(w *ckptWriter, list []evidence.Collective) {
 
 // decodeCollectives reads a collectives table; each identity must be in it
 // once, as Intern keeps it.
-func decodeCollectives(r *ckptReader) *evidence.CollectiveTable {
+func decodeCollectives(r *CheckpointReader) *evidence.CollectiveTable {
 	n := r.count(5)
 	list := make([]evidence.Collective, 0, n)
 	for range n {
@@ -73,7 +73,7 @@ func decodeCollectives(r *ckptReader) *evidence.CollectiveTable {
 // times as deltas, then per marker its duration, its collective (-1:
 // none), whether its time is approximate and its marker span, coded as
 // encodeMarkers codes a reference-mode marker's.
-func encodeEvidenceMarkers(w *ckptWriter, ev *evidenceRank) {
+func encodeEvidenceMarkers(w *CheckpointWriter, ev *evidenceRank) {
 	m := &ev.markers
 	encodeTimes(w, m.len(), m.at)
 	var spans spanCoder
@@ -90,7 +90,7 @@ func encodeEvidenceMarkers(w *ckptWriter, ev *evidenceRank) {
 // decodeEvidenceMarkers reads what encodeEvidenceMarkers wrote into rb's
 // evidence markers; a collective index must be in the job's table of
 // nCollectives entries.
-func decodeEvidenceMarkers(r *ckptReader, rb *rankBuffer, nCollectives int) {
+func decodeEvidenceMarkers(r *CheckpointReader, rb *Rank, nCollectives int) {
 	times := decodeTimes(r)
 	var spans spanCoder
 	for _, ts := range times {
@@ -123,7 +123,7 @@ func decodeEvidenceMarkers(r *ckptReader, rb *rankBuffer, nCollectives int) {
 
 // encodeAccounting writes a rank's accounting series in first-seen order:
 // the communicator, the report times as deltas and the reported bytes.
-func encodeAccounting(w *ckptWriter, series []accountingSeries) {
+func encodeAccounting(w *CheckpointWriter, series []accountingSeries) {
 	w.uvarint(uint64(len(series)))
 	for i := range series {
 		a := &series[i]
@@ -138,7 +138,7 @@ func encodeAccounting(w *ckptWriter, series []accountingSeries) {
 // decodeAccounting reads what encodeAccounting wrote into rb's evidence
 // state: one series per communicator, no negative byte count but
 // evidence.UntrackedBytes (as ingestion refuses them).
-func decodeAccounting(r *ckptReader, rb *rankBuffer) {
+func decodeAccounting(r *CheckpointReader, rb *Rank) {
 	n := r.count(2)
 	for range n {
 		comm := r.str()

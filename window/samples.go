@@ -1,4 +1,4 @@
-package store
+package window
 
 // sampleColumns are a rank's buffered samples: times and hidden-memory gaps
 // as columns, the device total and the session as runs (a rank reports

@@ -1,10 +1,9 @@
-package store
+package window
 
 import (
 	"strings"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -19,7 +18,7 @@ import (
 //
 // Content alone cannot tell a resent record from a second record with the
 // same text: a stormlog file may hold one line twice, and the CLI counts
-// both. A record read from a file by position (ingest.FileLine: filelog's
+// both. A record read from a file by position (FileLine: filelog's
 // record number or offset) past the furthest position the job accepted
 // from that file is new whatever its content; one at or before it is
 // judged by content as above (a file read again from its start after a
@@ -53,7 +52,7 @@ func (r *timedRing[A]) holds(ts int64, match func(int) bool) bool {
 
 // holdsSample reports whether rb buffers a sample at ts with this gap,
 // device total (<= 0: unknown) and session.
-func (rb *rankBuffer) holdsSample(ts, gap, total int64, session uint32) bool {
+func (rb *Rank) holdsSample(ts, gap, total int64, session uint32) bool {
 	total = max(total, 0)
 	c := &rb.samples
 	return c.holds(ts, func(i int) bool {
@@ -63,36 +62,19 @@ func (rb *rankBuffer) holdsSample(ts, gap, total int64, session uint32) bool {
 
 // holdsSpan reports whether rb buffers a marker at ts of span ref (a zero
 // ref: a marker of no span, from a stormlog record of session).
-func (rb *rankBuffer) holdsSpan(ts int64, ref ingest.SpanRef, session uint32) bool {
+func (rb *Rank) holdsSpan(ts int64, ref SpanRef, session uint32) bool {
 	return rb.markers.holds(ts, func(i int) bool {
 		got, ok := rb.markers.ref(i)
-		if ref == (ingest.SpanRef{}) {
+		if ref == (SpanRef{}) {
 			return !ok && rb.markers.auxAt(i).session == session
 		}
 		return ok && got == ref
 	})
 }
 
-// duplicateSamples returns how many samples from the front of samples
-// (in time order) rb already buffers: a resent run is skipped as a whole,
-// an overlapping one up to where it goes beyond what was buffered.
-func duplicateSamples(rb *rankBuffer, samples []ingest.SamplePoint, session string) int {
-	for i := range samples {
-		p := &samples[i]
-		total := int64(0)
-		if p.Has&ingest.HasDeviceTotal != 0 {
-			total = p.DeviceTotal
-		}
-		if !rb.holdsSample(p.TimestampNs, attribution.HiddenGap(p.DeviceUsed, p.AllocatorReserved), total, rb.existingSession(session)) {
-			return i
-		}
-	}
-	return len(samples)
-}
-
 // duplicateSpans returns how many marker spans from the front of spans rb
 // already buffers (a span is buffered when its first marker is).
-func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
+func duplicateSpans(rb *Rank, spans []MarkerSpan) int {
 	for i := range spans {
 		if !rb.holdsSpan(spans[i].TimesNs[0], spans[i].Ref, 0) {
 			return i
@@ -104,31 +86,31 @@ func duplicateSpans(rb *rankBuffer, spans []ingest.MarkerSpan) int {
 // duplicate reports whether rec is a record the job already holds: by its
 // file position when that says it is new, else by content
 // (the mode's holds). read is a stormlog record as the mode read it.
-func (s *Store) duplicate(job *Job, rb *rankBuffer, rec *ingest.Record, read *stormlogRead) bool {
+func (j *Job) duplicate(rb *Rank, rec *Record, read *stormlogRead) bool {
 	if rec.Line.Position == 0 {
-		return s.cfg.Mode.holds(rb, rec, read)
+		return j.cfg.Mode.holds(rb, rec, read)
 	}
-	if !job.lines.past(rec.Line) && s.cfg.Mode.holds(rb, rec, read) {
+	if !j.lines.past(rec.Line) && j.cfg.Mode.holds(rb, rec, read) {
 		return true
 	}
-	job.lines.note(rec.Line)
+	j.lines.note(rec.Line)
 	return false
 }
 
 // holdsReference reports whether rb already buffers what rec would add in
 // the reference mode: its marker span, or its stormlog sample or
 // collective marker.
-func (rb *rankBuffer) holdsReference(rec *ingest.Record) bool {
+func (rb *Rank) holdsReference(rec *Record) bool {
 	switch rec.Kind {
-	case ingest.KindMarker:
+	case KindMarker:
 		return rb.holdsSpan(rec.MarkerTimesNs[0], rec.Marker, 0)
-	case ingest.KindStormlog:
+	case KindStormlog:
 		e := &rec.Event
 		switch {
-		case rec.Stormlog&ingest.StormlogSample != 0:
+		case rec.Stormlog&StormlogSample != 0:
 			return rb.holdsStormlogSample(e)
-		case rec.Stormlog&ingest.StormlogMarker != 0:
-			return rb.holdsSpan(e.TimestampNs, ingest.SpanRef{}, rb.existingSession(e.SessionID))
+		case rec.Stormlog&StormlogMarker != 0:
+			return rb.holdsSpan(e.TimestampNs, SpanRef{}, rb.existingSession(e.SessionID))
 		}
 	}
 	return false
@@ -138,13 +120,13 @@ func (rb *rankBuffer) holdsReference(rec *ingest.Record) bool {
 // evidence mode: its marker span's intervals, its accounting point, or
 // (as read read it) its stormlog sample, accounting point or marker
 // interval.
-func (rb *rankBuffer) holdsEvidence(rec *ingest.Record, read *stormlogRead) bool {
+func (rb *Rank) holdsEvidence(rec *Record, read *stormlogRead) bool {
 	switch rec.Kind {
-	case ingest.KindMarker:
+	case KindMarker:
 		return rb.holdsEvidenceSpan(rec.MarkerTimesNs[0], rec.Marker)
-	case ingest.KindAccounting:
+	case KindAccounting:
 		return rb.holdsAccounting(rec.AccountingCommID, rec.TimestampNs, rec.AccountingBytes)
-	case ingest.KindStormlog:
+	case KindStormlog:
 		e := &rec.Event
 		switch read.kind {
 		case readSample:
@@ -160,7 +142,7 @@ func (rb *rankBuffer) holdsEvidence(rec *ingest.Record, read *stormlogRead) bool
 
 // holdsStormlogSample reports whether rb buffers the sample of stormlog
 // sample record e.
-func (rb *rankBuffer) holdsStormlogSample(e *telemetry.Event) bool {
+func (rb *Rank) holdsStormlogSample(e *telemetry.Event) bool {
 	total := int64(0)
 	if e.DeviceTotalBytes.Valid {
 		total = e.DeviceTotalBytes.Value
@@ -170,7 +152,7 @@ func (rb *rankBuffer) holdsStormlogSample(e *telemetry.Event) bool {
 }
 
 // fileLines is, per file a job's records were read from, the furthest
-// position accepted (ingest.FileLine). Files are few per job (one per
+// position accepted (FileLine). Files are few per job (one per
 // rank, and their rotations); a job that reads from more than
 // maxFileLines starts over, its records then judged by content alone
 // until their file's position is known again.
@@ -180,13 +162,13 @@ const maxFileLines = 4096
 
 // past reports whether l is past the furthest position accepted from its
 // file; false when none is known.
-func (f fileLines) past(l ingest.FileLine) bool {
+func (f fileLines) past(l FileLine) bool {
 	furthest, ok := f[l.File]
 	return ok && l.Position > furthest
 }
 
 // note records that the record at l was accepted.
-func (f *fileLines) note(l ingest.FileLine) {
+func (f *fileLines) note(l FileLine) {
 	furthest, ok := (*f)[l.File]
 	switch {
 	case ok:
@@ -202,7 +184,7 @@ func (f *fileLines) note(l ingest.FileLine) {
 
 // existingSession is the index of session in the rank's table, or one
 // past the table when it is not there (no entry has it).
-func (rb *rankBuffer) existingSession(session string) uint32 {
+func (rb *Rank) existingSession(session string) uint32 {
 	for i := len(rb.sessions) - 1; i >= 0; i-- {
 		if rb.sessions[i] == session {
 			return uint32(i)

@@ -1,9 +1,9 @@
-package store
+package window
 
 import (
 	"math"
+	"strings"
 
-	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -22,7 +22,7 @@ type evidenceRank struct {
 	// spans are the marker spans of the buffered markers, in marker order;
 	// spanFront is the sequence number of its front entry
 	// (evidencespans.go).
-	spans     ring[ingest.SpanRef]
+	spans     ring[SpanRef]
 	spanFront uint32
 	// baseline keeps the engine's baseline medians of the rank's samples
 	// between evaluations (40 bytes a sample). The engine checks it against
@@ -111,17 +111,17 @@ func (e *evidenceRank) trim(cutoffNs int64) int {
 // communicator and a byte count is an accounting point, and a record with
 // a collective identity (nccl.comm.id and nccl.seq) or a collective token
 // is a marker interval, its collective interned in the job's table.
-func (j *Job) readStormlogEvidence(rec *ingest.Record) stormlogRead {
+func (j *Job) readStormlogEvidence(rec *Record) stormlogRead {
 	e := &rec.Event
 	switch {
-	case rec.Stormlog&ingest.StormlogSample != 0:
+	case rec.Stormlog&StormlogSample != 0:
 		return stormlogRead{kind: readSample}
 	case evidence.IsAccountingType(e.EventType):
 		if comm, total, ok := evidence.AccountingOf(e); ok {
 			return stormlogRead{kind: readAccounting, comm: comm, bytes: total}
 		}
 	default:
-		if mk, ok := j.markerOf(e, rec.Stormlog&ingest.StormlogMarker != 0); ok {
+		if mk, ok := j.markerOf(e, rec.Stormlog&StormlogMarker != 0); ok {
 			return stormlogRead{kind: readInterval, mk: mk}
 		}
 	}
@@ -132,27 +132,27 @@ func (j *Job) readStormlogEvidence(rec *ingest.Record) stormlogRead {
 // read it, so that on_job_end equals the CLI's `--mode evidence` batch
 // result. Phase boundaries feed the phase index as in the reference mode,
 // and a record that is none of these counts for the trace start.
-func (s *Store) pushStormlogEvidence(job *Job, rb *rankBuffer, rec *ingest.Record, r *stormlogRead) int {
+func (j *Job) pushStormlogEvidence(rb *Rank, rec *Record, r *stormlogRead) int {
 	e := &rec.Event
-	maxCap := s.cfg.MaxEventsPerRank
+	maxCap := j.cfg.MaxEventsPerRank
 	n := 0
 	switch r.kind {
 	case readSample:
-		s.pushStormlogSample(job, rb, e)
+		j.pushStormlogSample(rb, e)
 		n++
 	case readAccounting:
-		s.makeRoom(job, rb)
+		j.makeRoom(rb)
 		rb.evidence().series(r.comm).push(e.TimestampNs, r.bytes, maxCap)
 		n++
 	case readInterval:
-		s.makeRoom(job, rb)
+		j.makeRoom(rb)
 		rb.evidence().markers.push(e.TimestampNs, r.mk, maxCap)
 		n++
 	}
-	return s.pushBoundaryOrOther(job, rb, rec, n)
+	return j.pushBoundaryOrOther(rb, rec, n)
 }
 
-func (rb *rankBuffer) evidence() *evidenceRank {
+func (rb *Rank) evidence() *evidenceRank {
 	if rb.ev == nil {
 		rb.ev = &evidenceRank{}
 	}
@@ -165,7 +165,8 @@ func (e *evidenceRank) series(comm string) *accountingSeries {
 			return &e.accounting[i]
 		}
 	}
-	e.accounting = append(e.accounting, accountingSeries{commID: comm})
+	// A copy: the id may point into its record's request or read buffer.
+	e.accounting = append(e.accounting, accountingSeries{commID: strings.Clone(comm)})
 	return &e.accounting[len(e.accounting)-1]
 }
 

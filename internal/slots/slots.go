@@ -4,7 +4,7 @@
 // more than the work it served: it hashed every key of a batch and
 // allocated as it grew, where these tables keep their memory and leave key
 // comparison to the caller, who knows which bytes to compare first.
-package slots // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/slots"
+package slots // import "github.com/collectiveattr/collectiveattr/internal/slots"
 
 import "math/bits"
 

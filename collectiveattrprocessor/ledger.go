@@ -1,0 +1,102 @@
+package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
+
+import (
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
+	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/ledger"
+)
+
+// emittedClassifications are the classifications of the results the
+// processor emits: the engines' and the ledger's growth results'.
+func emittedClassifications() []string {
+	return append(attribution.Classifications(), ledger.ClassNonCollective)
+}
+
+// ledgers is the hidden-memory ledger of evidence mode's jobs
+// (docs/evidence-mode.md §6): at each evaluation of a job, every rank's
+// ledger at its newest sample (gpu.memory.hidden.usage) and a
+// non_collective result for a rank whose unexplained memory rose over the
+// last minute. What carries from one evaluation to the next is kept per
+// job until the job is forgotten. Guarded by evalMu.
+type ledgers struct {
+	jobs   map[string]*jobLedger
+	growth ledger.GrowthDetector
+	ranks  []ledger.RankInput
+	// zeros are the reservations of the ledger's samples: the buffers keep
+	// the hidden gap (clamped at 0, as the reference reads it), not used
+	// and reserved apart.
+	zeros []int64
+	row   ledger.Row
+}
+
+// jobLedger is what a job's ledger keeps between evaluations: per rank its
+// settled context levels (a session's first level stays once its start
+// has left the window) and the end of the last growth reported.
+type jobLedger struct {
+	contexts  map[int64][]ledger.SessionLevel
+	growthEnd map[int64]int64
+}
+
+func newLedgers() *ledgers { return &ledgers{jobs: map[string]*jobLedger{}} }
+
+// evaluate appends to points the ledger of every rank of in (the job's
+// evidence input, attributed into results with interval padding padding)
+// at its newest sample, and returns the growth results to emit.
+func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribution.Result, padding int64, points []output.LedgerPoint) ([]output.LedgerPoint, []attribution.Result) {
+	jl := ls.jobs[jobID]
+	if jl == nil {
+		jl = &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
+		ls.jobs[jobID] = jl
+	}
+	ls.ranks = ls.ranks[:0]
+	for i := range in.Ranks {
+		rd := &in.Ranks[i]
+		n := rd.Samples.Len()
+		if n == 0 {
+			continue
+		}
+		if len(ls.zeros) < n {
+			ls.zeros = make([]int64, n)
+		}
+		ls.ranks = append(ls.ranks, ledger.RankInput{
+			Rank: rd.Rank,
+			Samples: ledger.Samples{TimesNs: rd.Samples.TimesNs, UsedBytes: rd.Samples.GapBytes, ReservedBytes: ls.zeros[:n],
+				Session: rd.Samples.Session, SessionIDs: rd.Samples.SessionIDs},
+			Accounting: rd.Accounting,
+			Contexts:   jl.contexts[rd.Rank],
+		})
+	}
+	l := ledger.New(&ledger.Input{Ranks: ls.ranks, Results: results, PaddingNs: padding})
+	var growths []attribution.Result
+	for ri := range ls.ranks {
+		rank := ls.ranks[ri].Rank
+		times := ls.ranks[ri].Samples.TimesNs
+		l.SeekOf(ri, times[len(times)-1]-ledger.GrowthWindowNs)
+		for l.NextOf(ri, &ls.row) {
+			ls.growth.Add(&ls.row)
+		}
+		last := &ls.row
+		points = append(points, output.LedgerPoint{JobID: jobID, Rank: rank, TimestampNs: last.TimestampNs,
+			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: last.UnexplainedBytes})
+		if levels := l.Contexts(ri); len(levels) > 0 {
+			jl.contexts[rank] = levels
+		}
+		g, ok := ls.growth.Detect()
+		if end, seen := jl.growthEnd[rank]; ok && (!seen || g.StartNs > end) {
+			jl.growthEnd[rank] = g.EndNs
+			growths = append(growths, ledger.GrowthResult(rank, g, last.HiddenBytes, l.Tracked(ri), in.ExpectedWorldSize))
+		}
+	}
+	return points, growths
+}
+
+// keep drops the ledgers of the jobs tracked says are no longer tracked
+// (finished, idle or evicted).
+func (ls *ledgers) keep(tracked func(id string) bool) {
+	for id := range ls.jobs {
+		if !tracked(id) {
+			delete(ls.jobs, id)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package collectiveattrprocessor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/collectiveattr/collectiveattr/ledger"
+)
+
+// ledgerParts returns the last gpu.memory.hidden.usage value per (rank,
+// part) in the batches.
+func ledgerParts(batches []pmetric.Metrics) map[string]int64 {
+	out := map[string]int64{}
+	for _, md := range batches {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					if ms.At(k).Name() != "gpu.memory.hidden.usage" {
+						continue
+					}
+					dps := ms.At(k).Gauge().DataPoints()
+					for l := range dps.Len() {
+						rank, _ := dps.At(l).Attributes().Get("training.rank")
+						part, _ := dps.At(l).Attributes().Get("gpu.memory.hidden.part")
+						out[fmt.Sprintf("%d/%s", rank.Int(), part.Str())] = dps.At(l).IntValue()
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLedgerGaugesAndGrowth: in evidence mode every evaluation reports each
+// rank's ledger at its newest sample, NCCL's part from its accounting; a
+// rank whose hidden memory creeps up (8 MiB/s, no collective) shows it as
+// unexplained, its context held at the session's first level although the
+// start has left the window, and gets one non_collective result of kind
+// unexplained_growth per minute of growth.
+func TestLedgerGaugesAndGrowth(t *testing.T) {
+	const s = int64(time.Second)
+	clk := &manualClock{t: time.Unix(1_800_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = ModeEvidence
+	cfg.Window = 90 * time.Second
+	require.NoError(t, cfg.Validate())
+	f := newFactory(clk.clock())
+	msink, lsink := new(consumertest.MetricsSink), new(consumertest.LogsSink)
+	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	require.NoError(t, err)
+	lp, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, lsink)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, mp.Start(ctx, nil))
+	require.NoError(t, lp.Start(ctx, nil))
+	c := f.cores[cfg]
+
+	t0 := clk.now().UnixNano() - 10*s
+	leak := func(ts int64) int64 { return max(0, (ts-t0-20*s)/s) * 8 * mib }
+	send := func(from, to int64) {
+		var lines []string
+		for ts := from; ts < to; ts += s / 10 {
+			lines = append(lines,
+				stormlogLine("leak", 0, 2, ts, "sample", gib),
+				strings.Replace(stormlogLine("leak", 0, 2, ts+s/20, "comm_memory_stats", 0), `"metadata":{}`,
+					`"metadata":{"nccl.comm.id":"0xa","nccl.comm.memory.total_bytes":209715200}`, 1),
+				stormlogLine("leak", 1, 2, ts, "sample", gib+leak(ts)))
+		}
+		lsink.Reset()
+		require.NoError(t, lp.ConsumeLogs(ctx, stormlogLogs(lines)))
+	}
+	var growths []map[string]any
+	round := func() map[string]int64 {
+		msink.Reset()
+		lsink.Reset()
+		require.NoError(t, c.evaluate(ctx, false))
+		c.flushEmitter(ctx)
+		for _, r := range resultLogs(t, lsink) {
+			if r["kind"] == ledger.KindUnexplainedGrowth {
+				growths = append(growths, r)
+			}
+		}
+		return ledgerParts(msink.AllMetrics())
+	}
+	send(t0, t0+10*s)
+	got := round()
+	assert.Equal(t, map[string]int64{
+		"0/nccl": 200 * mib, "0/context": gib - 200*mib, "0/unexplained": 0,
+		"1/nccl": 0, "1/context": gib, "1/unexplained": 0,
+	}, got)
+	// 3 minutes on: the window (90 s) holds only the leak.
+	for i := int64(1); i <= 18; i++ {
+		clk.advance(10 * time.Second)
+		send(t0+i*10*s, t0+(i+1)*10*s)
+		got = round()
+	}
+	last := t0 + 190*s - s/10
+	assert.Equal(t, map[string]int64{
+		"0/nccl": 200 * mib, "0/context": gib - 200*mib, "0/unexplained": 0,
+		"1/nccl": 0, "1/context": gib, "1/unexplained": leak(last),
+	}, got)
+	// 170 s of leak: growth windows of a minute that do not overlap.
+	require.Len(t, growths, 2, "%v", growths)
+	for _, g := range growths {
+		assert.Equal(t, ledger.ClassNonCollective, g["classification"])
+		assert.EqualValues(t, 1, g["rank"])
+		assert.Equal(t, []any{ledger.ReasonUnexplainedGrowth}, g["reason_codes"])
+		assert.InDelta(t, 45*8*mib, g["excess_bytes"], float64(32*mib), "the median rose 8 MiB/s over about 45 s")
+	}
+	require.NoError(t, mp.Shutdown(ctx))
+	require.NoError(t, lp.Shutdown(ctx))
+}

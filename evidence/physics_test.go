@@ -1,0 +1,139 @@
+package evidence
+
+import (
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// A few pages that both members of a 2-rank communicator show at its first
+// use, on exactly flat baselines, are NCCL's step whatever the size floor.
+func TestFewPagesAtFirstUse(t *testing.T) {
+	j := trainingJob(2, 100*ms)
+	j.collective("tp", 0, "all_reduce", []int{0, 1}, 15*sec+600*ms, 40*ms, false)
+	for k := int64(1); k < 20; k++ {
+		j.collective("tp", k, "all_reduce", []int{0, 1}, (15+k)*sec+600*ms, 40*ms, false)
+	}
+	j.change([]int{0, 1}, 15*sec+610*ms, -1, 6<<20)
+	for _, preset := range []string{"low", "medium", "high"} {
+		cfg, err := ResolveConfig(preset, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := Attribute(j.input(), cfg, nil)
+		if len(results) != 2 {
+			t.Fatalf("%s: %d results, want one step per member: %+v", preset, len(results), results)
+		}
+		for _, r := range results {
+			if r.Kind != attribution.KindPersistent || r.Classification != attribution.CollectiveConfident || !hasCode(r, ReasonStepAtFirstUse) {
+				t.Errorf("%s: rank %d: %s %s %v, want a confident persistent step at first use", preset, r.Rank, r.Kind, r.Classification, r.ReasonCodes)
+			}
+		}
+	}
+}
+
+// Another tenant's GiB for 3 s rising inside a short collective on every
+// member is not that collective's; NCCL's accounting covering it would be.
+func TestChangeOutlastingItsCollective(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	for k := int64(0); k < 400; k++ {
+		j.collective("tp", k, "all_reduce", rankList(0, 8), k*100*ms+10*ms, 20*ms, false)
+	}
+	j.change(rankList(0, 8), 20*sec+15*ms, 23*sec, gib)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	if len(results) != 8 {
+		t.Fatalf("%d results, want one per rank", len(results))
+	}
+	for _, r := range results {
+		if r.Classification != attribution.CollectiveSuspect || !hasCode(r, ReasonOutlastsCollective) {
+			t.Errorf("rank %d: %s %v, want suspect, outlasts_collective", r.Rank, r.Classification, r.ReasonCodes)
+		}
+	}
+	j.accounting(rankList(0, 8), "tp", 100<<20, []overlay{{20*sec + 15*ms, 23 * sec, gib}})
+	for _, r := range Attribute(j.input(), withMinConfidence(t, 0), nil) {
+		if r.Classification != attribution.CollectiveConfirmed {
+			t.Errorf("with accounting: rank %d: %s %v, want confirmed", r.Rank, r.Classification, r.ReasonCodes)
+		}
+	}
+}
+
+// A restarted process (a new session) at another level is a new series:
+// no step, and nothing claimed.
+func TestNewSessionIsNoStep(t *testing.T) {
+	j := trainingJob(4, 100*ms)
+	j.worldAllReduces()
+	j.change([]int{2}, 20*sec+650*ms, -1, 512<<20)
+	in := j.input()
+	s := &in.Ranks[2].Samples
+	s.SessionIDs = []string{"a", "b"}
+	s.Session = make([]int32, s.Len())
+	for i, ts := range s.TimesNs {
+		if ts >= t0+20*sec+650*ms {
+			s.Session[i] = 1
+		}
+	}
+	for _, r := range Attribute(in, withMinConfidence(t, 0), nil) {
+		if r.Rank == 2 {
+			t.Errorf("rank 2: %s %s %v, want nothing at its new process's level", r.Kind, r.Classification, r.ReasonCodes)
+		}
+	}
+}
+
+// A leak creeping at 4 MiB/s on every rank is no step and no spike, and a
+// collective spike on top of it is found.
+func TestCreepIsNoStep(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	for ts := 5 * sec; ts < 35*sec; ts += 100 * ms {
+		j.change(rankList(0, 8), ts, -1, 400<<10)
+	}
+	j.collectiveSpike(rankList(0, 8), 25, gib)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for _, r := range results {
+		if len(j.resultsAt([]attribution.Result{r}, int(r.Rank), 25*sec+700*ms)) == 0 {
+			t.Errorf("rank %d: %s %s at %d, want nothing off the spike", r.Rank, r.Kind, r.Classification, r.IntervalStartNs-t0)
+		}
+	}
+	if len(results) != 8 {
+		t.Errorf("%d results, want the spike on every rank", len(results))
+	}
+	for _, r := range results {
+		if !hasCode(r, ReasonBaselineCreep) {
+			t.Errorf("rank %d: %v, want baseline_creep", r.Rank, r.ReasonCodes)
+		}
+	}
+	j = trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 25, gib)
+	for _, r := range Attribute(j.input(), withMinConfidence(t, 0), nil) {
+		if hasCode(r, ReasonBaselineCreep) {
+			t.Errorf("flat baseline: rank %d: %v, want no baseline_creep", r.Rank, r.ReasonCodes)
+		}
+	}
+}
+
+// Ranks polled once a second cannot place a rise within the synchrony
+// window: bare markers give no world synchrony from them alone.
+func TestCoarseRanksMakeNoWorldSynchrony(t *testing.T) {
+	for _, tc := range []struct {
+		interval int64
+		want     string
+	}{{100 * ms, attribution.CollectiveLikely}, {sec, attribution.CollectiveSuspect}} {
+		j := newSim(8, tc.interval, 60*sec)
+		for k := int64(0); k < 60; k++ {
+			for r := range 8 {
+				j.markers[r] = append(j.markers[r], Marker{StartNs: k*sec + 600*ms, EndNs: k*sec + 600*ms, Collective: NoCollective})
+			}
+		}
+		j.change(rankList(0, 8), 30*sec+590*ms, 31*sec+900*ms, gib)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		if len(results) != 8 {
+			t.Fatalf("interval %d: %d results, want 8", tc.interval, len(results))
+		}
+		for _, r := range results {
+			if r.Classification != tc.want || (tc.interval == sec) != hasCode(r, ReasonCoarseSampling) {
+				t.Errorf("interval %d: rank %d: %s %v, want %s", tc.interval, r.Rank, r.Classification, r.ReasonCodes, tc.want)
+			}
+		}
+	}
+}

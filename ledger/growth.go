@@ -1,0 +1,122 @@
+package ledger
+
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// A sustained rise of unexplained memory (docs/evidence-mode.md §6): over
+// the latest GrowthWindowNs of a rank, the medians of unexplained memory
+// over its four quarters never fall by more than growthSlackBytes from one
+// quarter to the next, and the last is at least GrowthMinBytes above the
+// first. Medians over quarters of a minute ignore spikes (a transient
+// collective or workspace lasts well under a quarter) and allocator churn;
+// what is left is a level that moved up and stayed: a leak creeping, or a
+// library's workspace allocated and kept. Neither is collective.
+const (
+	GrowthWindowNs   = 60_000_000_000
+	GrowthMinBytes   = 256 << 20
+	growthSlackBytes = 32 << 20
+	// growthMinRows is the least number of rows per quarter.
+	growthMinRows = 2
+)
+
+// Growth is a sustained rise of one rank's unexplained memory over
+// [StartNs, EndNs]: its median went from FromBytes (first quarter) to
+// ToBytes (last quarter).
+type Growth struct {
+	StartNs, EndNs     int64
+	FromBytes, ToBytes int64
+}
+
+// GrowthDetector finds a sustained rise in the rows of one rank. The zero
+// value is ready; it keeps its buffers from one rank to the next.
+type GrowthDetector struct {
+	times, values []int64
+	med           []int64
+}
+
+// Add takes the rank's next row (time order).
+func (g *GrowthDetector) Add(r *Row) {
+	g.times = append(g.times, r.TimestampNs)
+	g.values = append(g.values, r.UnexplainedBytes)
+}
+
+// Detect judges the latest GrowthWindowNs of the rows added since the last
+// Detect (which forgets them): ok is false when there is no sustained rise,
+// or the rows do not cover the window with at least growthMinRows rows in
+// each quarter.
+func (g *GrowthDetector) Detect() (out Growth, ok bool) {
+	defer func() { g.times, g.values = g.times[:0], g.values[:0] }()
+	n := len(g.times)
+	if n == 0 {
+		return Growth{}, false
+	}
+	end := g.times[n-1]
+	start := end - GrowthWindowNs
+	if g.times[0] > start {
+		return Growth{}, false
+	}
+	from, _ := slices.BinarySearch(g.times, start)
+	var medians [4]int64
+	lo := from
+	for q := range 4 {
+		bound := start + GrowthWindowNs*int64(q+1)/4
+		hi := lo
+		for hi < n && (g.times[hi] < bound || q == 3) {
+			hi++
+		}
+		if hi-lo < growthMinRows {
+			return Growth{}, false
+		}
+		g.med = append(g.med[:0], g.values[lo:hi]...)
+		slices.Sort(g.med)
+		medians[q] = g.med[(len(g.med)-1)/2]
+		if q > 0 && medians[q] < medians[q-1]-growthSlackBytes {
+			return Growth{}, false
+		}
+		lo = hi
+	}
+	if medians[3]-medians[0] < GrowthMinBytes {
+		return Growth{}, false
+	}
+	return Growth{StartNs: g.times[from], EndNs: end, FromBytes: medians[0], ToBytes: medians[3]}, true
+}
+
+// The result a sustained rise of unexplained memory gives (evidence mode's
+// processor, docs/evidence-mode.md §6): not a collective.
+const (
+	ClassNonCollective      = "non_collective"
+	KindUnexplainedGrowth   = "unexplained_growth"
+	ReasonUnexplainedGrowth = "unexplained_growth"
+)
+
+// GrowthResult is growth g of rank as an attribution result: classified
+// non_collective, kind unexplained_growth, its excess the rise of the
+// median; hidden the rank's hidden memory at the window's end. Its
+// confidence is 0.95 when NCCL's accounting is tracked on the rank (NCCL's
+// own figures leave the rise out), else 0.8 (a collective change the
+// attribution could not tell could be in it).
+func GrowthResult(rank int64, g Growth, hidden int64, tracked bool, worldSize int64) attribution.Result {
+	conf := 0.8
+	if tracked {
+		conf = 0.95
+	}
+	return attribution.Result{
+		Rank:            rank,
+		IntervalStartNs: g.StartNs,
+		IntervalEndNs:   uint64(max(g.EndNs, 0)),
+		Classification:  ClassNonCollective,
+		Confidence:      conf,
+		ReasonCodes:     []string{ReasonUnexplainedGrowth},
+		Evidence:        attribution.Evidence{PeakGapBytes: hidden, ExpectedWorldSize: worldSize},
+		Mode:            attribution.ModeEvidence,
+		Kind:            KindUnexplainedGrowth,
+		ExcessBytes:     g.ToBytes - g.FromBytes,
+	}
+}
+
+// Tracked reports whether rank index ri of the input reports NCCL
+// accounting the ledger uses.
+func (l *Ledger) Tracked(ri int) bool { return l.ranks[ri].tracked }
