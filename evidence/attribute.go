@@ -81,7 +81,29 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 	slices.SortStableFunc(results, func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
 	})
+	separateSteps(results)
 	return results
+}
+
+// separateSteps ends each persistent result of a rank before the next one
+// begins. Steps closer together than twice the interval padding (a
+// staircase at a sparse rate) are different steps, while the processor
+// reads a result of a rank that starts inside one it emitted as that one
+// grown; so their intervals must not overlap. results are sorted by rank,
+// then start.
+func separateSteps(results []attribution.Result) {
+	prev := -1
+	for i := range results {
+		r := &results[i]
+		if r.Kind != attribution.KindPersistent {
+			continue
+		}
+		if prev >= 0 && results[prev].Rank == r.Rank && results[prev].IntervalEndNs >= uint64(r.IntervalStartNs) &&
+			r.IntervalStartNs > results[prev].IntervalStartNs {
+			results[prev].IntervalEndNs = uint64(r.IntervalStartNs - 1)
+		}
+		prev = i
+	}
 }
 
 type decider struct {
@@ -124,6 +146,11 @@ type choice struct {
 	ratio  float64
 	ok     bool // synchronized: at least two members and min_synchrony_ratio of them
 	first  bool // the marker is the first use of its (comm, op) on the rank
+	// live: the op was still running (within the match tolerance) when the
+	// change was first seen. At sparse sampling a rise gap spans several
+	// ops; a transient of an op that had ended cannot be what the first
+	// high sample shows.
+	live bool
 }
 
 func (d *decider) better(a, b choice) bool {
@@ -136,6 +163,8 @@ func (d *decider) better(a, b choice) bool {
 		return false
 	case a.ok != b.ok:
 		return b.ok
+	case a.live != b.live:
+		return b.live
 	case a.first != b.first:
 		return b.first
 	}
@@ -158,7 +187,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			outlasted = true
 			return
 		}
-		c := choice{marker: mi, coll: mk.Collective}
+		c := choice{marker: mi, coll: mk.Collective,
+			live: ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
 			c.sync = s

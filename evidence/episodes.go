@@ -395,8 +395,8 @@ const minSamplesBeforeStep = 3
 // its onset. Two steps up closer together than the span (communicators
 // connected one after the other) cross that middle once: the samples
 // between them, on a level of their own, split the stretch in two steps
-// (staircase). It returns the steps, up and down, and the cuts of every
-// step as segment starts for the baseline.
+// (staircase). It returns the steps, up and down, and their onsets as
+// segment starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
 	var ups []step // every step, up or down
@@ -428,16 +428,24 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		}
 		mid := before + height/2
 		for j := hi; j >= lo; j-- {
-			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) || !jumps(gaps, j, height) {
+			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
 				continue
 			}
 			if !up {
+				if !jumps(gaps, j, height) {
+					continue
+				}
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: height})
 				break
 			}
-			j = settle(times, gaps, j, before+height, mid, span, threshold)
-			for _, st := range staircase(times, gaps, right, j, before, height, span, threshold) {
+			// The stairs of a staircase are each a jump of their own, not
+			// one of the whole height.
+			stairs := staircase(times, gaps, right, settle(times, gaps, j, before+height, mid, span, threshold), before, height, span, threshold)
+			if len(stairs) == 1 && !jumps(gaps, j, height) {
+				continue
+			}
+			for _, st := range stairs {
 				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
 				cuts = append(cuts, st.onset)
 				ups = append(ups, st)
@@ -481,7 +489,10 @@ func jumps(gaps []int64, j int, height int64) bool {
 // (right, the median of the span after each sample).
 func staircase(times, gaps, right []int64, j int, before, height, span, threshold int64) []step {
 	after := before + height
-	between := func(k int) bool { return gaps[k] >= before+threshold && gaps[k] <= after-threshold }
+	// A stair is a level of its own: apart from each side by the step
+	// threshold and by an eighth of the whole step, not noise on a ramp.
+	apart := max(threshold, height/8)
+	between := func(k int) bool { return gaps[k] >= before+apart && gaps[k] <= after-apart }
 	k := j
 	for k > 0 && between(k-1) && times[k-1] >= satSub(times[j], span) {
 		k--
