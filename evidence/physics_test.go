@@ -161,3 +161,25 @@ func TestCommunicatorReleasedOnAbort(t *testing.T) {
 		}
 	}
 }
+
+// Two first-use steps a second apart (a world communicator's, then a
+// group's) are two steps, each found at its onset.
+func TestCloseStepsBothFound(t *testing.T) {
+	j := trainingJob(4, 50*ms)
+	for k := int64(0); k < 40; k++ {
+		j.collective("world", k, "all_gather", rankList(0, 4), k*sec+100*ms, 60*ms, false)
+	}
+	for k := int64(0); k < 20; k++ {
+		j.collective("tp", k, "all_reduce", rankList(0, 4), (20+k)*sec+400*ms, 60*ms, false)
+	}
+	j.change(rankList(0, 4), 19*sec+110*ms, -1, 12<<20) // all_gather #19 is no first use
+	j.change(rankList(0, 4), 20*sec+410*ms, -1, 10<<20)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := 0; r < 4; r++ {
+		for _, at := range []int64{19*sec + 150*ms, 20*sec + 450*ms} {
+			if got := j.resultsAt(results, r, at); len(got) != 1 || got[0].Kind != attribution.KindPersistent {
+				t.Errorf("rank %d at %d ms: %d results, want one persistent step", r, at/ms, len(got))
+			}
+		}
+	}
+}
