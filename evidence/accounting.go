@@ -52,7 +52,14 @@ type rankAccounting struct {
 // onset came after the last of the rise gap and the end before the first of
 // the fall gap. A change of NCCL's is on one manager: the miss is that of the
 // collective's communicator's series when comm names one, else the largest.
-func (m *matcher) accountingOf(ri int32, ep *episode, comm string) accountingVerdict {
+// A change matched to a collective began during its marker's interval
+// (widened by the match tolerance), and NCCL holds a collective's buffers
+// until the op ends: a marker mk, when given, narrows the rise gap to the
+// marker's interval and the fall gap to after the op's end (unless the
+// samples say the change ended before it), so a report after the marker's
+// end and before the first sample of the change, or after the last one and
+// before the op's end, sees a change of NCCL's surely.
+func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) accountingVerdict {
 	rd := &m.in.Ranks[ri]
 	var v accountingVerdict
 	if len(rd.Accounting) == 0 {
@@ -75,6 +82,16 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string) accountingVer
 	if ep.persistent {
 		to = satAdd(ep.riseHi, persistentAccountingSpanNs)
 		sureTo = to
+	}
+	onsetFrom, onsetTo := from, sureFrom // where a change of NCCL's began
+	endFrom := sureTo                    // and after which it ended
+	if mk != nil {
+		tol := m.tolerance(mk)
+		onsetFrom = max(from, satSub(mk.StartNs, tol.before))
+		onsetTo = max(onsetFrom+1, min(sureFrom, satAdd(mk.EndNs, tol.after)))
+		if opEnd := satSub(mk.EndNs, m.cfg.Evidence.MatchToleranceNs); !ep.persistent && !mk.Approximate && opEnd > sureTo && opEnd < to {
+			endFrom = opEnd
+		}
 	}
 	named := -1
 	if comm != "" {
@@ -110,15 +127,16 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string) accountingVer
 				peak, havePeak = a.Bytes[j], true
 			}
 			switch {
-			case t < sureFrom:
-				riseMiss = float64(sureFrom-t) / float64(sureFrom-from)
-			case t <= sureTo:
+			case t < onsetFrom:
+			case t < onsetTo:
+				riseMiss = float64(onsetTo-t) / float64(onsetTo-onsetFrom)
+			case t <= endFrom:
 				sure = true
 				if !haveHeld || a.Bytes[j] < held {
 					held, haveHeld = a.Bytes[j], true
 				}
 			case fallMiss == 1:
-				fallMiss = float64(t-sureTo) / float64(to-sureTo)
+				fallMiss = float64(t-endFrom) / float64(to-endFrom)
 			}
 		}
 		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {

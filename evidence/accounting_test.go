@@ -193,3 +193,41 @@ func TestBuilderReadsCumemOff(t *testing.T) {
 		t.Errorf("accounting %+v skipped %d, want bytes %v and 1 skipped", a, b.Skipped, want)
 	}
 }
+
+// At 1 Hz only the members with a sample inside the collective can show its
+// spike: synchrony is judged among them, not among every member.
+func TestSynchronyAtSparseSampling(t *testing.T) {
+	j := trainingJob(8, sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = int64(r) * 125 * ms
+	}
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 10, gib)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 5; r < 8; r++ { // samples at +625, +750, +875 ms
+		x := one(t, j, results, r, 10*sec+int64(r)*125*ms)
+		if x.Classification != attribution.CollectiveLikely || x.Collective == nil || x.Collective.SynchronizedCommRanks != 3 {
+			t.Errorf("rank %d: %s %v, want likely with the 3 sampled members synchronized", r, x.Classification, x.ReasonCodes)
+		}
+	}
+}
+
+// NCCL allocates a collective's buffers on every member: the members whose
+// samples missed a co-timed spike still deny it, over the op's interval.
+func TestAccountingMembersWithoutSamples(t *testing.T) {
+	j := trainingJob(8, sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = int64(r) * 125 * ms
+	}
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 10, gib) // not NCCL's
+	j.accountingEvery(rankList(0, 8), "world", 300<<20, nil, 900*ms)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 5; r < 8; r++ {
+		if got := j.resultsAt(results, r, 10*sec+int64(r)*125*ms); len(got) != 0 {
+			t.Errorf("rank %d: %s %v, want nothing (suspect, below min_confidence)", r, got[0].Classification, got[0].ReasonCodes)
+		}
+	}
+}

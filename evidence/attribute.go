@@ -185,6 +185,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
+	if ep.stairLast > 0 && !(best.marker >= 0 && best.coll != NoCollective && best.first) {
+		// The lower stair of a staircase that no first use explains: a
+		// spike ending onto the next step.
+		spike := *ep
+		spike.persistent, spike.last = false, ep.stairLast
+		times := rd.Samples.TimesNs
+		spike.fallLo, spike.fallHi = times[ep.stairLast], nextTime(times, ep.stairLast, d.m.analyses[ri].interval)
+		ep = &spike
+	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient
 	if ep.persistent {
@@ -271,12 +280,14 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	// fell where the change could have been, timing decides; where the
 	// accounting does not follow NCCL's buffers (cuMem off), too.
 	comm := ""
+	var onset *Marker
 	if best.marker >= 0 && best.coll != NoCollective {
 		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
+		onset = &rd.Markers[best.marker]
 	}
 	var acct accountingVerdict
 	if !ep.down { // a release leaves nothing for NCCL to report
-		acct = d.m.accountingOf(ri, ep, comm)
+		acct = d.m.accountingOf(ri, ep, comm, onset)
 	}
 	var accounted *int64
 	switch {
@@ -320,6 +331,11 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	}
 
+	if ep.early && class != attribution.CollectiveConfident && class != attribution.CollectiveConfirmed {
+		// A level change in the rank's first samples that no first use of a
+		// communicator explains: the job's start, not NCCL.
+		return attribution.Result{}, false
+	}
 	conf = roundTo(conf, 3)
 	if !(conf >= cfg.MinConfidence) {
 		return attribution.Result{}, false

@@ -31,6 +31,17 @@ type episode struct {
 	// down: a persistent step down (excess < 0), reported only as a
 	// communicator's release (evidence-mode §7.1).
 	down bool
+	// early: a step with fewer than minSamplesBeforeStep samples before it
+	// (the rank's first samples). Reported only where a communicator's first
+	// use explains it (its members step there too, or NCCL's accounting
+	// grew by it): a job's start is full of other level changes.
+	early bool
+	// stairLast, when > 0, is the last sample of this step's level where it
+	// is the lower stair of a staircase (the next step began right after):
+	// in memory alone that is also a spike ending onto the next step, so
+	// unless a communicator's first use explains it, it is judged as that
+	// spike, from first to stairLast.
+	stairLast int
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -144,8 +155,8 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			rank: idx, persistent: true, first: i, last: i, peak: i,
 			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
-			excess: st.height,
-			weak:   st.height < strongStep,
+			excess: st.height, early: st.early, stairLast: st.stairLast,
+			weak: st.height < strongStep,
 		}
 		if down, ok := plateauEnd(times, steps, si); ok {
 			ended[si+1] = true
@@ -363,12 +374,16 @@ func nextTime(times []int64, i int, interval int64) int64 {
 }
 
 type step struct {
-	onset  int
-	height int64 // > 0 up, < 0 down
+	onset     int
+	height    int64 // > 0 up, < 0 down
+	early     bool  // fewer than minSamplesBeforeStep samples before it
+	stairLast int   // see episode.stairLast
 }
 
 // minSamplesBeforeStep is the least number of samples before a step's
-// onset: a step at a job's first collective comes early.
+// onset for it to stand on its own; from one sample on, a step is an early
+// candidate (episode.early): a communicator's first use comes in the first
+// step after a model load, with little history before it.
 const minSamplesBeforeStep = 3
 
 // findSteps finds level changes of at least threshold: where the median
@@ -377,14 +392,17 @@ const minSamplesBeforeStep = 3
 // sample in the stretch where the series crosses to the new level and then
 // holds it (holdShare of the next span) while it had not before (under
 // priorShare of the previous span): a spike just before the step is not
-// its onset. It returns the steps, up and down, and their onsets as segment
-// starts for the baseline.
+// its onset. Two steps up closer together than the span (communicators
+// connected one after the other) cross that middle once: the samples
+// between them, on a level of their own, split the stretch in two steps
+// (staircase). It returns the steps, up and down, and the cuts of every
+// step as segment starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
 	var ups []step // every step, up or down
 	var cuts []int
 	delta := func(i int) int64 {
-		if leftN[i] < minSamplesBeforeStep || int64(rightN[i]) < minSamples {
+		if leftN[i] < 1 || int64(rightN[i]) < minSamples {
 			return 0
 		}
 		return right[i] - left[i]
@@ -410,11 +428,21 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		}
 		mid := before + height/2
 		for j := hi; j >= lo; j-- {
-			if crosses(gaps, j, mid, up) && holds(times, gaps, j, mid, up, span, minSamples) && jumps(gaps, j, height) {
+			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) || !jumps(gaps, j, height) {
+				continue
+			}
+			if !up {
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: height})
 				break
 			}
+			j = settle(times, gaps, j, before+height, mid, span, threshold)
+			for _, st := range staircase(times, gaps, right, j, before, height, span, threshold) {
+				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
+				cuts = append(cuts, st.onset)
+				ups = append(ups, st)
+			}
+			break
 		}
 		i = hi + 1
 	}
@@ -445,6 +473,66 @@ func jumps(gaps []int64, j int, height int64) bool {
 	return after-before <= height/2
 }
 
+// staircase splits a step up of height from level before, found at onset
+// j, where a run of samples next to j sits on a level between the two, at
+// least threshold from each: an earlier step where the run ends at j, a
+// later one where it begins there. Runs are looked for within span of j;
+// the later step rises from the run's level to the level after it
+// (right, the median of the span after each sample).
+func staircase(times, gaps, right []int64, j int, before, height, span, threshold int64) []step {
+	after := before + height
+	between := func(k int) bool { return gaps[k] >= before+threshold && gaps[k] <= after-threshold }
+	k := j
+	for k > 0 && between(k-1) && times[k-1] >= satSub(times[j], span) {
+		k--
+	}
+	if k < j && k > 0 {
+		level := medianOf(slices.Clone(gaps[k:j]))
+		return []step{{onset: k, height: level - before, stairLast: j - 1}, {onset: j, height: right[j] - level}}
+	}
+	m := j
+	for m < len(gaps) && between(m) && times[m] <= satAdd(times[j], span) {
+		m++
+	}
+	if m > j && m < len(gaps) && gaps[m] > after-threshold {
+		level := medianOf(slices.Clone(gaps[j:m]))
+		return []step{{onset: j, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
+	}
+	return []step{{onset: j, height: height}}
+}
+
+// settle moves the onset j of a step up to after to where the series
+// settles on that level, when it first rises well above it (by threshold or
+// more): a spike that ends onto the new level (a collective's spike just
+// before the next step's first use of a communicator, with no sample
+// between at a sparse rate) is a change of its own, and the step begins
+// where the spike ends. It stays at j when the series does not come down
+// onto the level within span.
+func settle(times, gaps []int64, j int, after, mid, span, threshold int64) int {
+	if gaps[j] < after+threshold {
+		return j
+	}
+	for k := j + 1; k < len(gaps) && times[k] <= satAdd(times[j], span); k++ {
+		if gaps[k] < after+threshold {
+			if gaps[k] >= mid {
+				return k
+			}
+			return j
+		}
+	}
+	return j
+}
+
+// countBefore is the number of samples in (t_j - span, t_j).
+func countBefore(times []int64, j int, span int64) int {
+	start := satSub(times[j], span)
+	c := 0
+	for k := j - 1; k >= 0 && times[k] > start; k-- {
+		c++
+	}
+	return c
+}
+
 // crosses reports whether sample j is on the new level and j-1 was not.
 func crosses(gaps []int64, j int, mid int64, up bool) bool {
 	on := func(k int) bool {
@@ -459,7 +547,7 @@ func crosses(gaps []int64, j int, mid int64, up bool) bool {
 // holds reports whether the series sits on the new level after j (holdShare
 // of the samples in [t_j, t_j+span]) and was mostly off it before (under
 // priorShare of (t_j-span, t_j)), with at least minSamples samples after
-// and minSamplesBeforeStep before.
+// and one before.
 func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int64) bool {
 	on := func(k int) bool {
 		if up {
@@ -482,7 +570,7 @@ func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int6
 			beforeOn++
 		}
 	}
-	if after < minSamples || before < minSamplesBeforeStep {
+	if after < minSamples || before < 1 {
 		return false
 	}
 	return float64(afterOn) >= holdShare*float64(after) && float64(beforeOn) < priorShare*float64(before)

@@ -11,7 +11,7 @@ type memberRef struct {
 // synchrony is how a collective's members behaved at their own marker of it.
 type synchrony struct {
 	done     bool
-	observed int // members with enough samples to be judged
+	observed int // members with enough samples to be judged, and a sample inside the collective or a change at it
 	synced   int // of those, members with a change rising at their marker
 	strong   int // of those, members whose change clears their threshold on its own
 	// unseen counts members left out because no sample of theirs lies in
@@ -217,8 +217,10 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
-			w := m.tolerance(mk)
-			if !sampledIn(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
+			// A member none of whose samples fell inside the collective's
+			// interval could not have shown a change lasting it (sparse
+			// sampling): it is not judged.
+			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, mk.StartNs, satAdd(mk.EndNs, tol)) {
 				s.unseen++
 				continue
 			}
@@ -248,6 +250,12 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	return s
 }
 
+// sampledWithin reports whether some of times (sorted) lies in [from, to].
+func sampledWithin(times []int64, from, to int64) bool {
+	i, _ := slices.BinarySearch(times, from)
+	return i < len(times) && times[i] <= to
+}
+
 // corroborated reports whether enough members show the change for it to
 // stand out of their noise: members whose change is only weak count when
 // others' are strong, or when many members show it (by chance a weak
@@ -261,14 +269,9 @@ func (s *synchrony) corroborated() bool {
 		(s.flat && s.synced >= 2 && s.synced == s.observed)
 }
 
-// sampledIn reports whether some sample time lies in [from, to].
-func sampledIn(times []int64, from, to int64) bool {
-	i, _ := slices.BinarySearch(times, from)
-	return i < len(times) && times[i] <= to
-}
-
 // memberAccounting judges NCCL's accounting of collective c over its
-// synchronized members, each over its own change's window.
+// members: a synchronized one over its own change's window, another over
+// the op's interval.
 func (m *matcher) memberAccounting(c int32) *synchrony {
 	s := m.synchronyOf(c)
 	if s.accountingDone {
@@ -277,14 +280,34 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 	s.accountingDone = true
 	s.accountMissAll = 1
 	comm := CanonicalCommID(m.in.Collectives[c].CommID)
+	tol := m.cfg.Evidence.MatchToleranceNs
 	for i, ref := range m.members[c] {
+		ra := &m.analyses[ref.rank]
+		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 		ei := s.episode[i]
 		if ei < 0 {
+			if mk.Approximate {
+				continue // the op's interval is not known on this member
+			}
+			// NCCL allocates a collective's buffers on every member: a
+			// member whose samples missed the change is judged over the
+			// op's own interval, its start and end known to within the
+			// match tolerance.
+			op := episode{riseLo: satSub(mk.StartNs, tol), riseHi: satAdd(mk.StartNs, tol)}
+			op.fallLo = max(op.riseHi, satSub(mk.EndNs, tol))
+			op.fallHi = satAdd(op.fallLo, 2*tol)
+			v := m.accountingOf(ref.rank, &op, comm, nil)
+			switch {
+			case !v.present || v.untracked:
+			case v.growth >= ra.threshold:
+				s.accountPartial++
+			default:
+				s.accountMissAll *= v.miss
+			}
 			continue
 		}
-		ra := &m.analyses[ref.rank]
 		ep := &ra.episodes[ei]
-		v := m.accountingOf(ref.rank, ep, comm)
+		v := m.accountingOf(ref.rank, ep, comm, mk)
 		switch {
 		case !v.present || v.untracked:
 		case v.covers(ep, ra.threshold):

@@ -28,7 +28,8 @@ type simJob struct {
 	markers  map[int][]Marker
 	acct     map[int]map[string][]acctPoint
 	colls    map[collectiveKey]int32
-	noise    int64 // standard deviation of per-sample noise, bytes
+	noise    int64         // standard deviation of per-sample noise, bytes
+	phase    map[int]int64 // per-rank time of the first sample (0 when absent)
 }
 
 type overlay struct {
@@ -96,7 +97,7 @@ func (j *simJob) input() *Input {
 	in.TraceStartNs = t0
 	for r := 0; r < j.ranks; r++ {
 		rd := RankData{Rank: int64(r)}
-		for t := int64(0); t < j.duration; t += j.interval {
+		for t := j.phase[r]; t < j.duration; t += j.interval {
 			gap := int64(800 << 20)
 			for _, o := range j.overlays[r] {
 				if t >= o.start && (o.end < 0 || t < o.end) {

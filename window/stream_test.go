@@ -23,7 +23,7 @@ import (
 // stormlog counts them).
 func TestStreamAttributesAsTheEngineReaders(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
-	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
+	shape.Duration = [2]time.Duration{20 * time.Second, 25 * time.Second}
 	refCfg, err := attribution.ResolveConfig("medium", nil)
 	require.NoError(t, err)
 	evCfg, err := evidence.ResolveConfig("medium", nil, nil)

@@ -122,6 +122,7 @@ var ledgerShortfalls = map[string]float64{
 // Without, nccl_source is never accounting and the attributed NCCL bytes
 // follow the true episodes' within max(128 MiB, 10 %) in at least 90 %.
 func TestLedgerQuality(t *testing.T) {
+	skipUnderRace(t)
 	for _, plan := range ledgerPlans {
 		shape, ok := jobsim.QualityShapeByName(plan.shape)
 		require.True(t, ok)
