@@ -123,6 +123,7 @@ var ledgerShortfalls = map[string]float64{
 // follow the true episodes' within max(128 MiB, 10 %) in at least 90 %.
 func TestLedgerQuality(t *testing.T) {
 	skipUnderRace(t)
+	skipUnderRace(t)
 	for _, plan := range ledgerPlans {
 		shape, ok := jobsim.QualityShapeByName(plan.shape)
 		require.True(t, ok)
