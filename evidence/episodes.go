@@ -427,6 +427,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 		}
 		mid := before + height/2
+		runStart := len(ups)
 		for j := hi; j >= lo; j-- {
 			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
 				continue
@@ -452,6 +453,24 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 			break
 		}
+		// Two steps within a span of each other (a world communicator's
+		// first use, then a group's) make one run: each further jump of
+		// its own, clear of those found, is a step too (evidence-mode §7.2).
+		for j := lo; j <= hi; j++ {
+			if slices.ContainsFunc(ups[runStart:], func(st step) bool { return j > st.onset-2*jumpSamples && j < st.onset+2*jumpSamples }) {
+				continue
+			}
+			h, ok := localJump(gaps, j)
+			if !ok || (up && h < threshold) || (!up && -h < threshold) {
+				continue
+			}
+			m := gaps[j-1] + h/2
+			if crosses(gaps, j, m, up) && holds(times, gaps, j, m, up, span, minSamples) {
+				cuts = append(cuts, j)
+				ups = append(ups, step{onset: j, height: h})
+				j += 2 * jumpSamples
+			}
+		}
 		i = hi + 1
 	}
 	if !slices.IsSorted(cuts) {
@@ -459,6 +478,18 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		slices.Sort(cuts)
 	}
 	return ups, cuts
+}
+
+// localJump is the median of the jumpSamples samples from j less that of
+// the jumpSamples before j; ok is false too near either end.
+func localJump(gaps []int64, j int) (int64, bool) {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return 0, false
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	return medianOf(b[:]) - medianOf(a[:]), true
 }
 
 // jumps reports whether the median of the jumpSamples samples from j lies
