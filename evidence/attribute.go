@@ -151,6 +151,9 @@ type choice struct {
 	// ops; a transient of an op that had ended cannot be what the first
 	// high sample shows.
 	live bool
+	// launched: the op began in the change's rise gap (previous sample,
+	// first high sample], where the change began.
+	launched bool
 }
 
 func (d *decider) better(a, b choice) bool {
@@ -167,6 +170,8 @@ func (d *decider) better(a, b choice) bool {
 		return b.live
 	case a.first != b.first:
 		return b.first
+	case a.launched != b.launched:
+		return b.launched
 	}
 	return b.ratio > a.ratio
 }
@@ -185,7 +190,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			return
 		}
 		c := choice{marker: mi, coll: mk.Collective,
-			live: ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi}
+			live:     ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi,
+			launched: mk.StartNs > ep.riseLo && mk.StartNs <= ep.riseHi}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
 			c.sync = s
