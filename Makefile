@@ -41,7 +41,7 @@ FUZZTIME  ?= 10s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 
-.PHONY: all build collector cli tools generate test test-unit demo demo-sources check-demo-sources bench bench-scale bench-cli fuzz lint fmt-check vet staticcheck ci clean
+.PHONY: all build collector cli tools generate test test-unit test-quality demo demo-sources check-demo-sources bench bench-scale bench-cli fuzz lint fmt-check vet staticcheck ci clean
 
 all: build
 
@@ -84,13 +84,23 @@ generate: $(MDATAGEN)
 	$(GO) generate ./collectiveattrprocessor/...
 
 ## test: every test of the root module with -race, the end-to-end tests against the built
-## collector included (they find it through COLLECTIVEATTR_OTELCOL)
+## collector included (they find it through COLLECTIVEATTR_OTELCOL), then the quality
+## evaluation without it (test-quality)
 test: build
 	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) $(GO) test -race $(TESTFLAGS) ./...
+	$(MAKE) test-quality
 
 ## test-unit: the same without the collector build (end-to-end tests skip)
 test-unit:
 	$(GO) test -race $(TESTFLAGS) ./...
+	$(MAKE) test-quality
+
+## test-quality: the quality goals on every family and preset, and the CLI = processor
+## equality on every quality family, without -race: their engines are single-threaded, and
+## under -race they skip or compare a few families (internal/racebuild)
+QUALITY_TESTS := Goals|Quality|Findings|IgnoresNCCLStats|EqualsBatch|OpsSharingSequenceNumbers
+test-quality:
+	$(GO) test $(TESTFLAGS) -timeout 30m -run '$(QUALITY_TESTS)' ./internal/quality/ ./collectiveattrprocessor/
 
 ## test-report: the HTML report loaded in headless Chromium (Debian's chromium package):
 ## DOM checks, console errors, render time and screenshots in $(REPORT_OUT). Not in CI (slow);

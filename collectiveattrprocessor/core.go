@@ -104,15 +104,20 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := newEngine(cfg, attrCfg)
-	if err != nil {
-		return nil, err
-	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	tel, err := newSelfTelemetry(tb)
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	eng, err := newEngine(cfg, attrCfg, engineNotes{worldSizeDisagreement: func(job, detail string, size int64) {
+		tb.ProcessorCollectiveattrWorldSizeDisagreements.Add(context.Background(), 1)
+		set.Logger.Warn("collectiveattr: the job's ranks declare different world sizes; evidence mode uses the size most of them declare",
+			zap.String("job_id", job), zap.String("declared", detail), zap.Int64("world_size", size))
+	}})
 	if err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -356,6 +361,8 @@ func skipOf(err error) ingest.Skip {
 		return ingest.Skip{Reason: ingest.SkipStale, Detail: err.Error()}
 	case errors.Is(err, store.ErrDuplicate):
 		return ingest.Skip{Reason: ingest.SkipDuplicate, Detail: err.Error()}
+	case errors.Is(err, store.ErrRankConflict):
+		return ingest.Skip{Reason: ingest.SkipRankConflict, Detail: err.Error()}
 	}
 	return ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: err.Error()}
 }

@@ -20,21 +20,22 @@ import (
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/internal/quality"
+	"github.com/collectiveattr/collectiveattr/internal/racebuild"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // TestEvidenceOnJobEndEqualsBatch feeds simulated jobs of every quality
 // family, with and without NCCL's accounting records, through a logs
 // processor in evidence mode with emit: on_job_end, and compares the
-// emitted result log bodies (without job_id) with the CLI's batch result
-// (`collectiveattr attribute --mode evidence`: the records streamed into
-// evidence.Builder, attributed by evidence.Attribute, serialised by
-// attribution.AppendResultJSON) on the same records. The window and the
+// emitted result log bodies (without job_id) with the batch result of the
+// engine's own reader on the same records (evidence.Builder, attributed by
+// evidence.Attribute, serialised by attribution.AppendResultJSON), which
+// the CLI's window equals (window.TestStreamAttributesAsTheEngineReaders). The window and the
 // per-rank bound hold the whole job, as the contract's equality requires.
 func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
 	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
-	for _, fam := range jobsim.QualityFamilies {
+	for _, fam := range equalityFamilies() {
 		for _, stats := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
 				seed := int64(1)
@@ -164,4 +165,32 @@ func requireComparable(t *testing.T, family string, want []string) {
 	}
 	require.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, `"collective":{"comm_id":`) }),
 		"some result matched a collective")
+}
+
+// raceFamilies are the quality families the CLI = processor equality tests
+// compare in a -race binary: one of each kind (public, cadence, physics).
+// The engines are single-threaded: the race detector finds nothing more on
+// the others and multiplies their time; make test compares every family
+// without it.
+var raceFamilies = []string{"easy", "lazy_stepup", "pipeline", "no_collective", "sparse", "early_first_use", "restart", "creep"}
+
+// equalityFamilies are the quality families the equality tests compare.
+func equalityFamilies() []jobsim.QualityFamily {
+	if !racebuild.Enabled {
+		return jobsim.QualityFamilies
+	}
+	var fams []jobsim.QualityFamily
+	for _, name := range raceFamilies {
+		if f, ok := jobsim.QualityFamilyByName(name); ok {
+			fams = append(fams, f)
+		}
+	}
+	return fams
+}
+
+func TestRaceFamiliesExist(t *testing.T) {
+	for _, name := range raceFamilies {
+		_, ok := jobsim.QualityFamilyByName(name)
+		require.True(t, ok, "quality family %q", name)
+	}
 }

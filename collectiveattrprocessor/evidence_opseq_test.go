@@ -92,7 +92,7 @@ func TestEvidenceOpsSharingSequenceNumbers(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
 	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
 	sharedJobs := 0
-	for _, fam := range jobsim.QualityFamilies {
+	for _, fam := range equalityFamilies() {
 		stats := fam.Name == "lazy_stepup"
 		t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
 			c, err := jobsim.GenerateQualityCase(fam.Name, 2, shape, stats)

@@ -213,7 +213,7 @@ func putMarkerAttributes(t *testing.T, a pcommon.Map, md map[string]any) {
 func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
 	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
-	for _, fam := range jobsim.QualityFamilies {
+	for _, fam := range equalityFamilies() {
 		for _, stats := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam.Name, stats), func(t *testing.T) {
 				seed := int64(1)

@@ -1,6 +1,8 @@
 package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
 
 import (
+	"slices"
+
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
 	"github.com/collectiveattr/collectiveattr/evidence"
@@ -27,7 +29,9 @@ type ledgers struct {
 	// the hidden gap (clamped at 0, as the reference reads it), not used
 	// and reserved apart.
 	zeros []int64
-	row   ledger.Row
+	// markers are the ranks' marker start times, each rank's a sub-slice.
+	markers []int64
+	row     ledger.Row
 }
 
 // jobLedger is what a job's ledger keeps between evaluations: per rank its
@@ -50,6 +54,11 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		ls.jobs[jobID] = jl
 	}
 	ls.ranks = ls.ranks[:0]
+	nMarkers := 0
+	for i := range in.Ranks {
+		nMarkers += len(in.Ranks[i].Markers)
+	}
+	ls.markers = slices.Grow(ls.markers[:0], nMarkers) // sized once: the sub-slices stay valid
 	for i := range in.Ranks {
 		rd := &in.Ranks[i]
 		n := rd.Samples.Len()
@@ -59,8 +68,13 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		if len(ls.zeros) < n {
 			ls.zeros = make([]int64, n)
 		}
+		m0 := len(ls.markers)
+		for _, mk := range rd.Markers {
+			ls.markers = append(ls.markers, mk.StartNs)
+		}
 		ls.ranks = append(ls.ranks, ledger.RankInput{
-			Rank: rd.Rank,
+			MarkersNs: ls.markers[m0:len(ls.markers):len(ls.markers)],
+			Rank:      rd.Rank,
 			Samples: ledger.Samples{TimesNs: rd.Samples.TimesNs, UsedBytes: rd.Samples.GapBytes, ReservedBytes: ls.zeros[:n],
 				Session: rd.Samples.Session, SessionIDs: rd.Samples.SessionIDs},
 			Accounting: rd.Accounting,

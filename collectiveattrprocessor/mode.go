@@ -69,9 +69,17 @@ func (cfg *Config) windowMode() window.Mode {
 	return window.ReferenceMode
 }
 
+// engineNotes are what an engine tells the component about a job's input
+// beside its results (each may be nil).
+type engineNotes struct {
+	// worldSizeDisagreement: the job's ranks declare different world sizes
+	// (detail lists them); the engine uses size.
+	worldSizeDisagreement func(job, detail string, size int64)
+}
+
 // newEngine returns the engine of cfg.Mode; ref is the reference
 // configuration resolved from the preset and overrides.
-func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
+func newEngine(cfg *Config, ref attribution.Config, notes engineNotes) (engine, error) {
 	if cfg.Mode != ModeEvidence {
 		return &referenceEngine{cfg: ref}, nil
 	}
@@ -79,7 +87,7 @@ func newEngine(cfg *Config, ref attribution.Config) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &evidenceEngine{cfg: ec}, nil
+	return &evidenceEngine{cfg: ec, notes: notes}, nil
 }
 
 // referenceEngine is stormlog's heuristic over the store's columns.
@@ -103,10 +111,14 @@ type evidenceEngine struct {
 	scratch   window.Scratch
 	evScratch window.EvidenceScratch
 	last      window.EvidenceSnapshot
+	notes     engineNotes
 }
 
 func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
 	e.last = job.EvidenceSnapshot(&e.scratch, &e.evScratch)
+	if d := e.last.WorldSizeDisagreement; d != "" && e.notes.worldSizeDisagreement != nil {
+		e.notes.worldSizeDisagreement(job.ID(), d, e.last.Input.ExpectedWorldSize)
+	}
 	return func() []attribution.Result { return evidence.Attribute(&e.last.Input, e.cfg, e.last.Resolver) }
 }
 

@@ -41,6 +41,7 @@ var skipReasons = [...]ingest.SkipReason{
 	ingest.SkipAmbiguousDevice,
 	ingest.SkipSharedDevice,
 	ingest.SkipMIGUnmapped,
+	ingest.SkipRankConflict,
 }
 
 const numReasons = len(skipReasons)

@@ -185,7 +185,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	outlasted := false
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
-		if d.outlasts(ep, mk) {
+		if ep.down && !d.releases(ri, mi, ep) {
+			return
+		}
+		if d.outlasts(ep, mk) && !d.accountingCovers(ri, ep, mk) {
 			outlasted = true
 			return
 		}
@@ -215,7 +218,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		}
 	})
 
-	if ep.weak && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
+	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
 	if ep.stairLast > 0 && !(best.marker >= 0 && best.coll != NoCollective && best.first) {
@@ -287,6 +290,9 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		case !best.ok:
 			codes = append(codes, ReasonInsufficientSynchrony)
 			class, conf = attribution.CollectiveSuspect, 0.3+0.25*ratio
+		case ep.down:
+			codes = append(codes, ReasonMemberSynchrony, ReasonCommReleased)
+			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
 		case ep.persistent && best.first:
 			codes = append(codes, ReasonMemberSynchrony, ReasonStepAtFirstUse)
 			class, conf = attribution.CollectiveConfident, 0.8+0.1*ratio
@@ -315,7 +321,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
 		onset = &rd.Markers[best.marker]
 	}
-	acct := d.m.accountingOf(ri, ep, comm, onset)
+	var acct accountingVerdict
+	if !ep.down { // a release leaves nothing for NCCL to report
+		acct = d.m.accountingOf(ri, ep, comm, onset)
+	}
 	var accounted *int64
 	switch {
 	case !acct.present:
@@ -411,6 +420,19 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	return r, true
 }
 
+// accountingCovers reports whether NCCL's accounting of marker mk's
+// communicator on rank ri covers change ep: a change that outlasts its
+// collective is still that collective's when NCCL says its memory grew by
+// it (evidence-mode §7.3).
+func (d *decider) accountingCovers(ri int32, ep *episode, mk *Marker) bool {
+	if mk.Collective == NoCollective {
+		return false
+	}
+	comm := CanonicalCommID(d.in.Collectives[mk.Collective].CommID)
+	v := d.m.accountingOf(ri, ep, comm, mk)
+	return v.present && !v.untracked && v.covers(ep, d.m.analyses[ri].threshold)
+}
+
 // outlastFactor is how many times its collective's interval (at least the
 // match tolerance) a change may surely last and still be that collective's:
 // NCCL frees or keeps an op's buffers when the op ends, while another
@@ -425,6 +447,18 @@ func (d *decider) outlasts(ep *episode, mk *Marker) bool {
 	}
 	dur := max(mk.EndNs-mk.StartNs, d.cfg.Evidence.MatchToleranceNs)
 	return ep.fallLo-ep.riseHi > satMul(outlastFactor, dur)
+}
+
+// releases reports whether marker mi of rank ri is the last of its
+// communicator there and step down ep came at its end: NCCL freed the
+// communicator's buffers (ncclCommAbort after a hang, or its destruction).
+func (d *decider) releases(ri, mi int32, ep *episode) bool {
+	mk := &d.in.Ranks[ri].Markers[mi]
+	if mk.Collective == NoCollective || !d.m.lastUse[ri][mi] {
+		return false
+	}
+	tol := d.cfg.Evidence.MatchToleranceNs
+	return satSub(mk.EndNs, tol) <= ep.riseHi && satAdd(mk.EndNs, tol) > ep.riseLo
 }
 
 // newProcess reports whether ep began within a baseline span of the start

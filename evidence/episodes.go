@@ -24,6 +24,13 @@ type episode struct {
 	// change is reported only as part of a collective whose members show
 	// it too: alone it is within the rank's noise.
 	weak bool
+	// creep: the baseline under the change moved by more than the weak
+	// level across the span without a step (a leak): the excess is over
+	// the level the creep had reached.
+	creep bool
+	// down: a persistent step down (excess < 0), reported only as a
+	// communicator's release (evidence-mode §7.1).
+	down bool
 	// early: a step with fewer than minSamplesBeforeStep samples before it
 	// (the rank's first samples). Reported only where a communicator's first
 	// use explains it (its members step there too, or NCCL's accounting
@@ -35,10 +42,6 @@ type episode struct {
 	// unless a communicator's first use explains it, it is judged as that
 	// spike, from first to stairLast.
 	stairLast int
-	// creep: the baseline under the change moved by more than the weak
-	// level across the span without a step (a leak): the excess is over
-	// the level the creep had reached.
-	creep bool
 }
 
 // rankAnalysis is what the per-rank pass learns about one rank.
@@ -131,8 +134,20 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
 	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
 
+	strongStep := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
+	ended := make(map[int]bool)
 	for si, st := range steps {
 		if st.height <= 0 {
+			if !ended[si] {
+				i := st.onset
+				ra.episodes = append(ra.episodes, episode{
+					rank: idx, persistent: true, down: true, first: i, last: i, peak: i,
+					riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
+					fallLo: times[i], fallHi: times[i],
+					excess: st.height, weak: -st.height < strongStep,
+					zscore: float64(st.height) / ra.sigma,
+				})
+			}
 			continue
 		}
 		i := st.onset
@@ -140,11 +155,11 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			rank: idx, persistent: true, first: i, last: i, peak: i,
 			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
-			excess: st.height,
-			early:  st.early, stairLast: st.stairLast,
-			weak: st.height < max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2))),
+			excess: st.height, early: st.early, stairLast: st.stairLast,
+			weak: st.height < strongStep,
 		}
 		if down, ok := plateauEnd(times, steps, si); ok {
+			ended[si+1] = true
 			// The level fell back: a bounded episode (another tenant's
 			// buffers), judged by its duration like a spike.
 			ep.persistent = false
@@ -412,6 +427,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 		}
 		mid := before + height/2
+		found := -1
 		for j := hi; j >= lo; j-- {
 			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
 				continue
@@ -422,6 +438,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 				}
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: height})
+				found = j
 				break
 			}
 			// The stairs of a staircase are each a jump of their own, not
@@ -437,9 +454,67 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 			break
 		}
+		// Two steps within a span of each other (a world communicator's
+		// first use, then a group's) make one run: each further jump of
+		// its own, clear of the one found, is a step too (evidence-mode §7.2).
+		for j := lo; j <= hi; j++ {
+			if found >= 0 && j > found-2*jumpSamples && j < found+2*jumpSamples {
+				continue
+			}
+			h, ok := localJump(gaps, j)
+			if !ok || (up && h < threshold) || (!up && -h < threshold) {
+				continue
+			}
+			m := gaps[j-1] + h/2
+			if crosses(gaps, j, m, up) && holds(times, gaps, j, m, up, span, minSamples) {
+				cuts = append(cuts, j)
+				ups = append(ups, step{onset: j, height: h})
+				j += 2 * jumpSamples
+			}
+		}
 		i = hi + 1
 	}
+	if !slices.IsSorted(cuts) {
+		slices.SortFunc(ups, func(a, b step) int { return a.onset - b.onset })
+		slices.Sort(cuts)
+	}
 	return ups, cuts
+}
+
+// localJump is the median of the jumpSamples samples from j less that of
+// the jumpSamples before j; ok is false too near either end.
+func localJump(gaps []int64, j int) (int64, bool) {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return 0, false
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	return medianOf(b[:]) - medianOf(a[:]), true
+}
+
+// jumps reports whether the median of the jumpSamples samples from j lies
+// at least half of height (> 0 up, < 0 down) past the old level: the median
+// of the jumpSamples before j, or of the jumpSamples before those when it
+// is nearer the old level (a spike just before the step).
+func jumps(gaps []int64, j int, height int64) bool {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return true // too close to an end to tell: holds has judged it
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	before, after := medianOf(a[:]), medianOf(b[:])
+	if j >= 2*jumpSamples {
+		copy(a[:], gaps[j-2*jumpSamples:j-jumpSamples])
+		if earlier := medianOf(a[:]); (height > 0) == (earlier < before) {
+			before = earlier
+		}
+	}
+	if height > 0 {
+		return after-before >= height/2
+	}
+	return after-before <= height/2
 }
 
 // staircase splits a step up of height from level before, found at onset
@@ -503,30 +578,6 @@ func countBefore(times []int64, j int, span int64) int {
 		c++
 	}
 	return c
-}
-
-// jumps reports whether the median of the jumpSamples samples from j lies
-// at least half of height (> 0 up, < 0 down) past the old level: the median
-// of the jumpSamples before j, or of the jumpSamples before those when it
-// is nearer the old level (a spike just before the step).
-func jumps(gaps []int64, j int, height int64) bool {
-	if j < jumpSamples || j+jumpSamples > len(gaps) {
-		return true // too close to an end to tell: holds has judged it
-	}
-	var a, b [jumpSamples]int64
-	copy(a[:], gaps[j-jumpSamples:j])
-	copy(b[:], gaps[j:j+jumpSamples])
-	before, after := medianOf(a[:]), medianOf(b[:])
-	if j >= 2*jumpSamples {
-		copy(a[:], gaps[j-2*jumpSamples:j-jumpSamples])
-		if earlier := medianOf(a[:]); (height > 0) == (earlier < before) {
-			before = earlier
-		}
-	}
-	if height > 0 {
-		return after-before >= height/2
-	}
-	return after-before <= height/2
 }
 
 // crosses reports whether sample j is on the new level and j-1 was not.

@@ -41,6 +41,7 @@ type matcher struct {
 	members  [][]memberRef // per collective
 	sync     []synchrony   // per collective
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
+	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
 	world    []worldRise   // every episode's rise, by time (bare markers)
 	acct     []rankAccounting
@@ -57,6 +58,7 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		members:  make([][]memberRef, len(in.Collectives)),
 		sync:     make([]synchrony, len(in.Collectives)),
 		firstUse: make([][]bool, len(in.Ranks)),
+		lastUse:  make([][]bool, len(in.Ranks)),
 		maxDur:   make([]int64, len(in.Ranks)),
 		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
@@ -79,8 +81,17 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
 		}
 		m.firstUse[ri] = first
+		last := make([]bool, len(markers))
+		seenComm := map[string]bool{}
+		for mi := len(markers) - 1; mi >= 0; mi-- {
+			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
+				seenComm[in.Collectives[c].CommID] = true
+				last[mi] = true
+			}
+		}
+		m.lastUse[ri] = last
 		for _, ep := range analyses[ri].episodes {
-			if !ep.weak {
+			if !ep.weak && !ep.down {
 				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
 			}
 		}
@@ -207,7 +218,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		if ei < 0 {
 			s.resolved = false
 			w := m.tolerance(mk)
-			if !sampledIn(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
+			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
 				s.unseen++
 				continue
 			}
@@ -237,6 +248,12 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	return s
 }
 
+// sampledWithin reports whether some of times (sorted) lies in [from, to].
+func sampledWithin(times []int64, from, to int64) bool {
+	i, _ := slices.BinarySearch(times, from)
+	return i < len(times) && times[i] <= to
+}
+
 // corroborated reports whether enough members show the change for it to
 // stand out of their noise: members whose change is only weak count when
 // others' are strong, or when many members show it (by chance a weak
@@ -248,12 +265,6 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 func (s *synchrony) corroborated() bool {
 	return s.strong >= 2 || (s.strong == 1 && s.synced >= 3) || s.synced >= 4 ||
 		(s.flat && s.synced >= 2 && s.synced == s.observed)
-}
-
-// sampledIn reports whether some sample time lies in [from, to].
-func sampledIn(times []int64, from, to int64) bool {
-	i, _ := slices.BinarySearch(times, from)
-	return i < len(times) && times[i] <= to
 }
 
 // memberAccounting judges NCCL's accounting of collective c over its

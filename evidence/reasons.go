@@ -36,6 +36,7 @@ const (
 
 	// The physics of real jobs (evidence-mode §6).
 	ReasonOutlastsCollective = "outlasts_collective" // the change lasted more than 5 times its candidate collectives' intervals: another tenant's or the job's own memory, not those collectives' (unless NCCL's accounting covers it)
+	ReasonCommReleased       = "comm_released"       // a step down at the end of a communicator's last op on every synchronized member: NCCL freed its buffers (ncclCommAbort after a hang, or its destruction)
 	ReasonBaselineCreep      = "baseline_creep"      // the rank's baseline was creeping (a leak) without a step: the excess is over the level the creep had reached
 	ReasonNewProcess         = "new_process"         // the change came within a baseline span of a new session of the rank (a restarted process): its level is a new series, not a step
 	ReasonCoarseSampling     = "coarse_sampling"     // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
@@ -49,5 +50,5 @@ var AllReasonCodes = []string{
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
 	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
-	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep,
+	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
 }

@@ -30,7 +30,8 @@ func NewBuilder() *Builder { return &Builder{rankIndex: map[int64]int{}, last: -
 // Add takes one record: a `sample` with device_used_bytes (with or without
 // allocator_reserved_bytes) adds a sample; a comm_memory_stats record with
 // a communicator and a byte count adds an accounting point, read as
-// evidence mode reads it. Other records are ignored.
+// evidence mode reads it; a collective marker adds its time. Other records
+// are ignored.
 func (b *Builder) Add(e *telemetry.Event) {
 	switch {
 	case attribution.IsSample(e):
@@ -41,7 +42,19 @@ func (b *Builder) Add(e *telemetry.Event) {
 		if comm, total, ok := evidence.AccountingOf(e); ok {
 			b.rank(e.Rank).addAccounting(comm, e.TimestampNs, total)
 		}
+	case isMarker(e):
+		rb := b.rank(e.Rank)
+		rb.MarkersNs = append(rb.MarkersNs, e.TimestampNs)
 	}
+}
+
+// isMarker tells whether e is a collective marker: it names a collective
+// (nccl.comm.id and nccl.seq) or carries a collective token, as evidence
+// mode reads markers.
+func isMarker(e *telemetry.Event) bool {
+	_, comm := e.Metadata[evidence.KeyCommID]
+	_, seq := e.Metadata[evidence.KeySeq]
+	return comm && seq || attribution.IsMarker(e)
 }
 
 // isSampleType tells whether e's event_type is a sample's, as the
@@ -129,6 +142,7 @@ func (b *Builder) Ranks() []RankInput {
 		for k := range ri.Accounting {
 			sortSeries(&ri.Accounting[k])
 		}
+		slices.Sort(ri.MarkersNs)
 		out[i] = ri
 	}
 	slices.SortFunc(out, func(a, b RankInput) int { return cmp.Compare(a.Rank, b.Rank) })

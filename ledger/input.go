@@ -17,10 +17,9 @@ type Input struct {
 	// Ranks holds one entry per rank, ascending by Rank.
 	Ranks []RankInput
 	// Results are the job's attribution results (either mode, any order);
-	// those classified collective_confident or above count as NCCL on ranks
-	// without tracked accounting. A collective_likely change is left
-	// unexplained: by the honesty rule (evidence-mode §3) the data could not
-	// tell it from a non-collective change at the same collective.
+	// those classified collective_confident or above, and persistent steps
+	// classified collective_likely, count as NCCL on ranks without tracked
+	// accounting (countsAsNCCL).
 	Results []attribution.Result
 	// PaddingNs is the interval_padding_ns the results were made with: a
 	// result's samples lie in [IntervalStartNs+PaddingNs,
@@ -35,6 +34,11 @@ type RankInput struct {
 	// Accounting holds NCCL's reported memory per communicator of this
 	// rank, each series in time order.
 	Accounting []evidence.AccountingSeries
+	// MarkersNs are the start times of the rank's collective markers,
+	// ascending (nil when unknown): the context level is the rank's hidden
+	// memory before its first collective of a session when enough samples
+	// precede it.
+	MarkersNs []int64
 	// Contexts are levels set by an earlier ledger of the rank (Ledger.
 	// Contexts): a caller that reads a sliding window of a job keeps them,
 	// so that a session's level stays the one of its start once the start

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // contextWindowNs is how much of a session's start sets the rank's context
@@ -16,6 +17,26 @@ import (
 const (
 	contextWindowNs   = 5_000_000_000
 	contextMinSamples = 5
+	// preMarkerMinSamples is the least number of samples before a
+	// session's first collective marker whose median is its context level:
+	// that is the rank's memory before any NCCL activity, where the first
+	// seconds may already hold the buffers NCCL connects at a first use
+	// (a job's first step often starts within a second of its first
+	// sample, so one sample is enough).
+	preMarkerMinSamples = 1
+)
+
+// A sample reads each communicator's report nearest to it in time: the
+// latest at or before it, or the first after it when that is nearer.
+// Reports come at a steady cadence for every live communicator, which
+// bounds both: a report counts after it for at most staleReports of the
+// series' usual intervals (its median; never less than staleMinNs), since
+// a communicator that stops reporting was destroyed (an abort, a destroy at
+// a restart) and its memory freed; and before it for at most one interval,
+// since a communicator first reported then existed that long before.
+const (
+	staleReports = 5
+	staleMinNs   = 1_000_000_000
 )
 
 // Ledger reads the rows of a job in time order (ties by rank). The zero
@@ -25,9 +46,10 @@ type Ledger struct {
 	// order is a heap of the ranks with samples left, by (next sample
 	// time, rank index); the time is kept in the entry to spare a rank's
 	// columns a cache miss per comparison.
-	order  []cursor
-	stats  Stats
-	byComm []CommBytes
+	order   []cursor
+	stats   Stats
+	byComm  []CommBytes
+	pending []pendingReport
 }
 
 // rankLedger is one rank's state while its rows are read.
@@ -42,7 +64,10 @@ type rankLedger struct {
 	// last row read.
 	counted []int
 	cursor  []int
-	spans   []span
+	// intervalNs[k] is counted[k]'s usual report interval, staleNs[k]
+	// how old its latest report may be to count.
+	intervalNs, staleNs []int64
+	spans               []span
 	// spanNext is the first span not yet active; active holds the indexes
 	// of the spans active at the last row read.
 	spanNext int
@@ -55,7 +80,11 @@ type segment struct {
 	start   int // first sample
 	end     int // one past the last sample
 	startNs int64
-	context int64
+	// reportsFromNs is the earliest accounting report of the segment's
+	// process: after a restart, its first sample (the reports before it are
+	// the previous process's); the rank's first segment has no bound.
+	reportsFromNs int64
+	context       int64
 	// settled: the level is final, given (RankInput.Contexts) or set over
 	// a full context window.
 	settled bool
@@ -63,7 +92,7 @@ type segment struct {
 
 // span is an attributed collective change on a rank: a transient spike
 // over [lo, hi] of at most limit bytes, or a persistent step of limit bytes
-// from lo to the end of its session (hi).
+// (negative: a release) from lo to the end of its session (hi).
 type span struct {
 	lo, hi     int64
 	persistent bool
@@ -82,7 +111,7 @@ func New(in *Input) *Ledger {
 	for i := range in.Results {
 		r := &in.Results[i]
 		ri, ok := byRank[r.Rank]
-		if !ok || attribution.ClassificationRank(r.Classification) < attribution.ClassificationRank(attribution.CollectiveConfident) {
+		if !ok || !countsAsNCCL(r) {
 			continue
 		}
 		l.ranks[ri].spans = append(l.ranks[ri].spans, spanOf(r, in.PaddingNs))
@@ -101,6 +130,20 @@ func New(in *Input) *Ledger {
 	return l
 }
 
+// countsAsNCCL reports whether a result's change counts as NCCL's memory:
+// confident or confirmed, or a persistent step that is likely. A likely
+// transient spike is left unexplained: by the honesty rule (evidence-mode
+// §3) the data could not tell it from a non-collective spike co-timed with
+// the collective on its members, and such spikes are common (activations,
+// workspaces). A step that rises on the members at a collective and stays
+// is NCCL connecting buffers; leaving it unexplained would make it a leak
+// for the rest of the run.
+func countsAsNCCL(r *attribution.Result) bool {
+	rank := attribution.ClassificationRank(r.Classification)
+	return rank >= attribution.ClassificationRank(attribution.CollectiveConfident) ||
+		rank == attribution.ClassificationRank(attribution.CollectiveLikely) && r.Kind == attribution.KindPersistent
+}
+
 func spanOf(r *attribution.Result, pad int64) span {
 	hi := satSub(r.EndNs(), pad)
 	s := span{lo: min(satAdd(r.IntervalStartNs, pad), hi), hi: hi, limit: math.MaxInt64}
@@ -108,7 +151,10 @@ func spanOf(r *attribution.Result, pad int64) span {
 		s.limit = max(0, r.ExcessBytes)
 	}
 	if r.Kind == attribution.KindPersistent {
-		s.persistent, s.lo = true, hi
+		// A step down (comm_released: NCCL freed a communicator's
+		// buffers) lowers NCCL's part by its height, below 0 when the
+		// buffers were held since before the context level was set.
+		s.persistent, s.lo, s.limit = true, hi, r.ExcessBytes
 	}
 	if r.Collective != nil {
 		s.comm = r.Collective.CommID
@@ -119,18 +165,26 @@ func spanOf(r *attribution.Result, pad int64) span {
 func (l *Ledger) prepare(rl *rankLedger) {
 	in := rl.in
 	s := &in.Samples
-	rl.tracked = accountingTracked(in.Accounting)
+	// What NCCL's accounting covers is the evidence engine's judgement
+	// (evidence-mode §2.3): a rank whose totals never move (cuMem off) is not
+	// tracked, and communicators sharing a memory manager count once.
+	rl.tracked = evidence.AccountingTracked(in.Accounting)
 	if rl.tracked {
 		l.stats.TrackedRanks++
-		shared := sharedSeries(in.Accounting)
-		for k := range in.Accounting {
-			if shared != nil && shared[k] {
+		for k, m := range evidence.AccountingManagers(in.Accounting) {
+			if m != k {
 				l.stats.SharedComms++
 				continue
 			}
 			rl.counted = append(rl.counted, k)
 		}
 		rl.cursor = make([]int, len(rl.counted))
+		rl.intervalNs = make([]int64, len(rl.counted))
+		rl.staleNs = make([]int64, len(rl.counted))
+		for k, ai := range rl.counted {
+			rl.intervalNs[k] = reportInterval(in.Accounting[ai].TimesNs)
+			rl.staleNs[k] = max(staleMinNs, staleReports*rl.intervalNs[k])
+		}
 		rl.spans = nil // NCCL's own figures win over attribution
 	} else if len(in.Accounting) > 0 {
 		l.stats.UntrackedRanks++
@@ -140,7 +194,11 @@ func (l *Ledger) prepare(rl *rankLedger) {
 		for j < s.Len() && s.session(j) == s.session(i) {
 			j++
 		}
-		rl.segments = append(rl.segments, segment{start: i, end: j, startNs: s.TimesNs[i]})
+		from := int64(math.MinInt64)
+		if i > 0 {
+			from = s.TimesNs[i]
+		}
+		rl.segments = append(rl.segments, segment{start: i, end: j, startNs: s.TimesNs[i], reportsFromNs: from})
 		i = j
 	}
 	// A persistent step holds until its session ends.
@@ -165,6 +223,10 @@ func (l *Ledger) prepare(rl *rankLedger) {
 			seg.context, seg.settled = b, true
 			continue
 		}
+		if level, ok := rl.preMarkerLevel(seg, vals[:0]); ok {
+			seg.context, seg.settled = level, true
+			continue
+		}
 		vals = vals[:0]
 		for i := seg.start; i < seg.end; i++ {
 			if s.TimesNs[i]-seg.startNs >= contextWindowNs && len(vals) >= contextMinSamples {
@@ -180,6 +242,74 @@ func (l *Ledger) prepare(rl *rankLedger) {
 		}
 		seg.settled = len(vals) >= contextMinSamples && s.TimesNs[seg.end-1]-seg.startNs >= contextWindowNs
 	}
+}
+
+// reportInterval is a series' usual report interval: the median of its
+// intervals (staleMinNs/staleReports with fewer than two reports).
+func reportInterval(times []int64) int64 {
+	if len(times) < 2 {
+		return staleMinNs / staleReports
+	}
+	gaps := make([]int64, len(times)-1)
+	for i := range gaps {
+		gaps[i] = times[i+1] - times[i]
+	}
+	slices.Sort(gaps)
+	return gaps[(len(gaps)-1)/2]
+}
+
+// reports are the reports of counted communicator k that may hold for a
+// sample at t whose process reports from fromNs on, c being its first
+// report after t: the latest at or before t and the first after it, each
+// within its bound (okB, okA).
+func (rl *rankLedger) reports(k, c int, t, fromNs int64) (before, after int64, okB, okA bool) {
+	a := &rl.in.Accounting[rl.counted[k]]
+	if c > 0 && a.TimesNs[c-1] >= fromNs && t-a.TimesNs[c-1] <= rl.staleNs[k] {
+		before, okB = a.Bytes[c-1], true
+	}
+	if c < len(a.TimesNs) && a.TimesNs[c]-t <= rl.intervalNs[k] {
+		after, okA = a.Bytes[c], true
+	}
+	return before, after, okB, okA
+}
+
+// report is the nearer in time of reports' two (a tie: the one before);
+// ok is false when neither counts.
+func (rl *rankLedger) report(k, c int, t, fromNs int64) (int64, bool) {
+	before, after, okB, okA := rl.reports(k, c, t, fromNs)
+	times := rl.in.Accounting[rl.counted[k]].TimesNs
+	switch {
+	case okA && (!okB || times[c]-t < t-times[c-1]):
+		return after, true
+	case okB:
+		return before, true
+	}
+	return 0, false
+}
+
+// preMarkerLevel is the median of seg's usable samples before its first
+// collective marker, when there are preMarkerMinSamples of them.
+func (rl *rankLedger) preMarkerLevel(seg *segment, vals []int64) (int64, bool) {
+	markers := rl.in.MarkersNs
+	if len(markers) == 0 {
+		return 0, false
+	}
+	m, _ := slices.BinarySearch(markers, seg.startNs)
+	first := int64(math.MaxInt64)
+	if m < len(markers) {
+		first = markers[m]
+	}
+	s := &rl.in.Samples
+	for i := seg.start; i < seg.end && s.TimesNs[i] < first; i++ {
+		if v, ok := rl.contextValue(i, seg); ok {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) < preMarkerMinSamples || first == math.MaxInt64 {
+		return 0, false
+	}
+	slices.Sort(vals)
+	return vals[(len(vals)-1)/2], true
 }
 
 // knownLevel is the level RankInput.Contexts gives seg's session.
@@ -232,18 +362,11 @@ func (rl *rankLedger) contextValue(i int, seg *segment) (int64, bool) {
 	if rl.tracked {
 		var nccl int64
 		seen := false
-		for _, k := range rl.counted {
-			a := &rl.in.Accounting[k]
-			j, found := slices.BinarySearch(a.TimesNs, t)
-			if found {
-				for j+1 < len(a.TimesNs) && a.TimesNs[j+1] == t {
-					j++
-				}
-			} else {
-				j--
-			}
-			if j >= 0 && a.TimesNs[j] >= seg.startNs {
-				nccl += a.Bytes[j]
+		for k, ai := range rl.counted {
+			times := rl.in.Accounting[ai].TimesNs
+			c, _ := slices.BinarySearch(times, t+1)
+			if b, ok := rl.report(k, c, t, seg.reportsFromNs); ok {
+				nccl += b
 				seen = true
 			}
 		}
@@ -344,9 +467,14 @@ func (l *Ledger) fill(rl *rankLedger, row *Row) {
 	row.UnexplainedBytes = row.HiddenBytes - row.NCCLBytes - row.ContextBytes
 }
 
-// accounted sums the latest report at or before t of every counted
-// communicator that reported since the session began.
+// accounted sums, over the counted communicators, the report that holds at
+// t. Where the reports just before and just after t differ (NCCL's memory
+// changed between them), the sample's own hidden memory tells which of the
+// two it saw: the one that leaves the least unexplained. A sample without a
+// usable hidden figure takes the nearer report.
 func (l *Ledger) accounted(rl *rankLedger, seg *segment, t int64, row *Row) {
+	resolve := row.Flags&(FlagNoReserved|FlagNegativeHidden) == 0
+	l.pending = l.pending[:0]
 	for k, ai := range rl.counted {
 		a := &rl.in.Accounting[ai]
 		c := rl.cursor[k]
@@ -354,13 +482,28 @@ func (l *Ledger) accounted(rl *rankLedger, seg *segment, t int64, row *Row) {
 			c++
 		}
 		rl.cursor[k] = c
-		if c == 0 || a.TimesNs[c-1] < seg.startNs {
+		before, after, okB, okA := rl.reports(k, c, t, seg.reportsFromNs)
+		var b int64
+		switch {
+		case okB && okA && before != after && resolve:
+			l.pending = append(l.pending, pendingReport{comm: len(l.byComm), before: before, after: after})
+		case okB || okA:
+			b, _ = rl.report(k, c, t, seg.reportsFromNs)
+		default:
 			continue
 		}
-		b := a.Bytes[c-1]
 		row.NCCLBytes += b
 		row.NCCLSource = SourceAccounting
 		l.byComm = append(l.byComm, CommBytes{CommID: a.CommID, Bytes: b})
+	}
+	for _, p := range l.pending {
+		rest := row.HiddenBytes - row.ContextBytes - row.NCCLBytes
+		b := p.after
+		if absDiff(rest, p.before) <= absDiff(rest, p.after) {
+			b = p.before
+		}
+		row.NCCLBytes += b
+		l.byComm[p.comm].Bytes = b
 	}
 	if row.NCCLSource == SourceAccounting && row.NCCLBytes > row.HiddenBytes {
 		row.Flags |= FlagAccountingAboveHidden
@@ -445,6 +588,20 @@ func (l *Ledger) down(i int) {
 		l.order[i], l.order[c] = l.order[c], l.order[i]
 		i = c
 	}
+}
+
+// pendingReport is a communicator whose reports around a sample differ:
+// its entry in byComm and the two candidates.
+type pendingReport struct {
+	comm          int
+	before, after int64
+}
+
+func absDiff(a, b int64) uint64 {
+	if a > b {
+		return uint64(a) - uint64(b)
+	}
+	return uint64(b) - uint64(a)
 }
 
 func satAdd(a, b int64) int64 {

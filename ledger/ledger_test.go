@@ -80,7 +80,8 @@ func TestLedgerAccounting(t *testing.T) {
 		hidden[i] *= mib
 	}
 	ri := rankOf(0, hidden...)
-	// Reports at 50, 150, ... ms: the latest one at or before each sample.
+	// Reports at 50, 150, ... ms: the nearer of the latest one at or before
+	// each sample and the next one (a tie: the one before).
 	var times, bytes []int64
 	for k := range int64(11) {
 		times = append(times, k*100*ms+50*ms)
@@ -96,8 +97,8 @@ func TestLedgerAccounting(t *testing.T) {
 	for i := range w {
 		w[i] = want{200 * mib, 500 * mib, 0, SourceAccounting}
 	}
-	// Sample 0 precedes the first report: nothing known of NCCL yet.
-	w[0] = want{0, 500 * mib, 200 * mib, SourceNone}
+	// Sample 0 precedes the first report by less than the reports'
+	// interval: the communicator existed already.
 	w[6].nccl, w[7].nccl = 1224*mib, 1224*mib
 	w[9].unexplained = 300 * mib
 	check(t, got, w)
@@ -126,6 +127,13 @@ func TestLedgerSharedAndUntrackedAccounting(t *testing.T) {
 				{350 * mib, 450 * mib, 0, SourceAccounting}, {150 * mib, 450 * mib, 0, SourceAccounting},
 				{150 * mib, 450 * mib, 0, SourceAccounting}, {150 * mib, 450 * mib, 0, SourceAccounting}},
 			stats: Stats{Rows: 6, TrackedRanks: 1, SharedComms: 1},
+		},
+		{
+			name:   "cuMem off is untracked",
+			series: []evidence.AccountingSeries{series("0xa", times, flat(6, evidence.UntrackedBytes))},
+			want: []want{{0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 200 * mib, SourceNone},
+				{0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}, {0, 600 * mib, 0, SourceNone}},
+			stats: Stats{Rows: 6, UntrackedRanks: 1},
 		},
 		{
 			name:   "flat zero is untracked",
@@ -196,12 +204,17 @@ func TestLedgerRestartRebasesContext(t *testing.T) {
 	})
 
 	// With accounting, a report of the previous process does not count in
-	// the new session before the new process reports.
+	// the new session: the new process's next one does.
 	ri.Accounting = []evidence.AccountingSeries{series("0xa", []int64{0, 350 * ms, 450 * ms}, []int64{300 * mib, 300 * mib, 100 * mib})}
 	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
-	assert.Equal(t, SourceNone, got[4].NCCLSource)
+	assert.Equal(t, int64(100*mib), got[4].NCCLBytes)
 	assert.Equal(t, SourceAccounting, got[5].NCCLSource)
 	assert.Equal(t, int64(500*mib), got[5].ContextBytes)
+	// The new process reports first more than an interval (100 ms) after
+	// its first sample.
+	ri.Accounting = []evidence.AccountingSeries{series("0xa", []int64{0, 100 * ms, 200 * ms, 300 * ms, 350 * ms, 650 * ms}, flat(6, 100*mib))}
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, SourceNone, got[4].NCCLSource)
 }
 
 func TestLedgerBadInput(t *testing.T) {
@@ -218,7 +231,7 @@ func TestLedgerBadInput(t *testing.T) {
 	check(t, got, []want{
 		{100 * mib, 400 * mib, 0, SourceAccounting}, {100 * mib, 400 * mib, 0, SourceAccounting},
 		{100 * mib, 400 * mib, 10*gib + 500*mib - 500*mib, SourceAccounting},
-		{100 * mib, 400 * mib, -600 * mib, SourceAccounting},
+		{800 * mib, 400 * mib, -1300 * mib, SourceAccounting}, // the report at 400 ms is nearer
 		{800 * mib, 400 * mib, -700 * mib, SourceAccounting}, {800 * mib, 400 * mib, -700 * mib, SourceAccounting},
 	})
 	assert.Equal(t, FlagNoReserved, got[2].Flags)
@@ -369,4 +382,117 @@ func TestLedgerKeepsSettledContexts(t *testing.T) {
 	got, _ = rows(t, &Input{Ranks: []RankInput{late}})
 	assert.Equal(t, int64(gib), got[0].ContextBytes)
 	assert.Equal(t, int64(30*10*mib), got[0].UnexplainedBytes)
+}
+
+// A communicator that stops reporting was destroyed: its last report stops
+// counting once five of its usual intervals (at least 1 s) have passed.
+// Without any counting report NCCL's part is unknown (none).
+func TestLedgerStaleCommunicator(t *testing.T) {
+	hidden := flat(40, 700*mib) // 4 s at 10 Hz
+	ri := rankOf(0, hidden...)
+	var times []int64
+	for k := range int64(10) { // reports every 100 ms for the first second
+		times = append(times, k*100*ms)
+	}
+	ri.Accounting = []evidence.AccountingSeries{series("0xa", times, flat(10, 200*mib)), series("0xb", []int64{0, 3 * sec}, []int64{50 * mib, 50 * mib})}
+	got, _ := rows(t, &Input{Ranks: []RankInput{ri}})
+	for _, r := range got {
+		// 0xa's last report (0.9 s) counts until 1.9 s; 0xb reports every
+		// 3 s, so its report at 0 s counts throughout.
+		want := 50 * mib
+		if r.TimestampNs <= 1900*ms {
+			want += 200 * mib
+		}
+		require.Equal(t, want, r.NCCLBytes, "t %d", r.TimestampNs)
+	}
+	ri.Accounting = ri.Accounting[:1]
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, SourceAccounting, got[19].NCCLSource)
+	assert.Equal(t, SourceNone, got[20].NCCLSource, "at 2.0 s")
+}
+
+// Between two reports that differ, the sample's hidden memory tells which
+// NCCL state it saw: reports every second, a 1 GiB collective spike from
+// 1.3 s to 1.8 s that only the report at 1.5 s shows.
+func TestLedgerReportsAroundAChange(t *testing.T) {
+	hidden := []int64{600, 600, 600, 1624, 1624, 600, 600} // samples at 0.9, 1.1, 1.2, 1.4, 1.6, 1.9, 2.1 s
+	times := []int64{900, 1100, 1200, 1400, 1600, 1900, 2100}
+	ri := rankOf(0, hidden...)
+	for i := range hidden {
+		ri.Samples.UsedBytes[i] = 10*gib + hidden[i]*mib
+		ri.Samples.TimesNs[i] = times[i] * ms
+	}
+	ri.Accounting = []evidence.AccountingSeries{series("0xa", []int64{0, 500 * ms, 1500 * ms, 2500 * ms}, []int64{100 * mib, 100 * mib, 1124 * mib, 100 * mib})}
+	got, _ := rows(t, &Input{Ranks: []RankInput{ri}})
+	var nccl []int64
+	for _, r := range got {
+		nccl = append(nccl, r.NCCLBytes/mib)
+	}
+	// 1.1 and 1.2 s lie nearer the report at 1.5 s, 1.9 and 2.1 s nearer the
+	// one at 2.5 s: their hidden memory says which state held.
+	assert.Equal(t, []int64{100, 100, 100, 1124, 1124, 100, 100}, nccl, "%+v", got)
+	assert.Equal(t, int64(500*mib), got[0].ContextBytes)
+}
+
+// A likely persistent step counts as NCCL; a likely transient spike does
+// not (it could be a co-timed non-collective spike).
+func TestLedgerLikelyResults(t *testing.T) {
+	hidden := []int64{1024, 1536, 1024, 2048, 2048}
+	for i := range hidden {
+		hidden[i] *= mib
+	}
+	results := []attribution.Result{
+		{Rank: 0, IntervalStartNs: 100 * ms, IntervalEndNs: uint64(100 * ms), Classification: attribution.CollectiveLikely,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindTransient, ExcessBytes: 512 * mib},
+		{Rank: 0, IntervalStartNs: 300 * ms, IntervalEndNs: uint64(300 * ms), Classification: attribution.CollectiveLikely,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: gib},
+	}
+	got, _ := rows(t, &Input{Ranks: []RankInput{rankOf(0, hidden...)}, Results: results})
+	check(t, got, []want{
+		{0, gib, 0, SourceNone}, {0, gib, 512 * mib, SourceNone}, {0, gib, 0, SourceNone},
+		{gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
+	})
+}
+
+// The context level is the rank's memory before its first collective when
+// samples precede it: a step at the first use a second later is not
+// context, whether or not the attribution found it.
+func TestLedgerContextBeforeFirstMarker(t *testing.T) {
+	hidden := make([]int64, 60) // 6 s at 10 Hz: 1 GiB, then 3 GiB from 0.5 s on
+	for i := range hidden {
+		hidden[i] = gib
+		if i >= 5 {
+			hidden[i] = 3 * gib
+		}
+	}
+	ri := rankOf(0, hidden...)
+	got, _ := rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(3*gib), got[0].ContextBytes, "without markers: the first 5 s, mostly after the step")
+	ri.MarkersNs = []int64{450 * ms, 2 * sec}
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(gib), got[0].ContextBytes)
+	assert.Equal(t, int64(2*gib), got[59].UnexplainedBytes)
+	ri.MarkersNs = []int64{0} // no sample before it
+	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
+	assert.Equal(t, int64(3*gib), got[0].ContextBytes)
+}
+
+// A step down NCCL's release explains (comm_released) lowers NCCL's part:
+// back to 0 after the step it undoes, below 0 for buffers held since before
+// the context level.
+func TestLedgerRelease(t *testing.T) {
+	hidden := []int64{1024, 2048, 2048, 1024, 768}
+	for i := range hidden {
+		hidden[i] *= mib
+	}
+	step := func(at int64, excess int64) attribution.Result {
+		return attribution.Result{Rank: 0, IntervalStartNs: at, IntervalEndNs: uint64(at), Classification: attribution.CollectiveConfident,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: excess}
+	}
+	results := []attribution.Result{step(100*ms, gib), step(300*ms, -gib), step(400*ms, -256*mib)}
+	got, _ := rows(t, &Input{Ranks: []RankInput{rankOf(0, hidden...)}, Results: results})
+	check(t, got, []want{
+		{0, gib, 0, SourceNone}, {gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
+		{0, gib, 0, SourceAttributed}, {-256 * mib, gib, 0, SourceAttributed},
+	})
 }

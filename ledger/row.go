@@ -7,8 +7,8 @@ type Source uint8
 const (
 	// SourceNone: no NCCL memory is known at the sample (nccl_bytes 0).
 	SourceNone Source = iota
-	// SourceAccounting: NCCL's own accounting, the latest report of each
-	// counted communicator at or before the sample.
+	// SourceAccounting: NCCL's own accounting, the report of each counted
+	// communicator that holds at the sample (Ledger.accounted).
 	SourceAccounting
 	// SourceAttributed: the excess of the attributed collective steps and
 	// spikes active at the sample (the rank reports no tracked accounting).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // field identifies one known top-level key of a TelemetryEvent record.
@@ -160,31 +159,9 @@ type Decoder struct {
 	// found in the interning table.
 	metadataMisses int
 
-	// lazy: keep metadata as its text, and contexts and metadata texts in
-	// arena (Stream's decoders).
+	// lazy: keep metadata as its text (Stream's decoders).
 	lazy         bool
-	arena        []byte
 	lastMetaText string // the previous non-empty metadata text (lazy)
-}
-
-// arenaBytes is the size of one arena block. Strings point into the block
-// they were copied to and a block is never written again where a string
-// points, so a consumer that keeps a string keeps its block, not the text
-// the record was decoded from.
-const arenaBytes = 64 << 10
-
-// keep returns b as a string in the arena: one copy into a block shared by
-// many records' strings instead of an allocation each.
-func (d *Decoder) keep(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if cap(d.arena)-len(d.arena) < len(b) {
-		d.arena = make([]byte, 0, max(arenaBytes, len(b)))
-	}
-	start := len(d.arena)
-	d.arena = append(d.arena, b...)
-	return unsafe.String(&d.arena[start], len(b))
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -320,7 +297,7 @@ func (d *Decoder) scanField(f field) error {
 		if f == fContext {
 			if d.lazy {
 				b, err := s.stringBytes()
-				sl.s = d.keep(b)
+				sl.s = string(b)
 				return err
 			}
 			v, err := s.str(false)
@@ -472,7 +449,7 @@ func (d *Decoder) keepMetadata(sl *slot) error {
 	inner := &scanner{data: raw, pos: 1}
 	sl.text = ""
 	if inner.peek() != '}' {
-		sl.text = d.keep(raw)
+		sl.text = string(raw)
 		d.lastMetaText = sl.text
 	}
 	return nil

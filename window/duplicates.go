@@ -87,6 +87,9 @@ func duplicateSpans(rb *Rank, spans []MarkerSpan) int {
 // file position when that says it is new, else by content
 // (the mode's holds). read is a stormlog record as the mode read it.
 func (j *Job) duplicate(rb *Rank, rec *Record, read *stormlogRead) bool {
+	if j.cfg.Stream {
+		return false
+	}
 	if rec.Line.Position == 0 {
 		return j.cfg.Mode.holds(rb, rec, read)
 	}

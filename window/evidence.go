@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -121,7 +122,7 @@ func (j *Job) readStormlogEvidence(rec *Record) stormlogRead {
 			return stormlogRead{kind: readAccounting, comm: comm, bytes: total}
 		}
 	default:
-		if mk, ok := j.markerOf(e, rec.Stormlog&StormlogMarker != 0); ok {
+		if mk, ok := j.markerOf(e); ok {
 			return stormlogRead{kind: readInterval, mk: mk}
 		}
 	}
@@ -173,8 +174,10 @@ func (e *evidenceRank) series(comm string) *accountingSeries {
 // markerOf reads a record's marker as evidence.Builder does
 // (evidence.MetadataMarker), its collective interned in the job's table;
 // false when the record has neither an identity nor a collective token.
-func (j *Job) markerOf(e *telemetry.Event, token bool) (evidenceMarker, bool) {
-	m, ok := evidence.MetadataMarker(e, func() bool { return token }, j.table())
+func (j *Job) markerOf(e *telemetry.Event) (evidenceMarker, bool) {
+	// The collective token is looked for only in a record without an
+	// identity, as evidence.Builder does: NCCL's records carry one.
+	m, ok := evidence.MetadataMarker(e, func() bool { return attribution.IsMarker(e) }, j.table())
 	if !ok {
 		return evidenceMarker{}, false
 	}

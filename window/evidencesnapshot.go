@@ -22,12 +22,19 @@ type EvidenceScratch struct {
 	acctTimes  []int64
 	acctBytes  []int64
 	remap      []int32
+	declared   []int64
 }
 
 // EvidenceSnapshot is a job's evaluation input in evidence mode.
 type EvidenceSnapshot struct {
 	Input    evidence.Input
 	Resolver attribution.PhaseResolver
+	// WorldSizeDisagreement lists the world sizes the job's ranks declare
+	// and by how many ranks, when they differ and the job's previous
+	// snapshot did not report the same ("" otherwise): a disagreement is
+	// reported once, not at every evaluation. Input.ExpectedWorldSize is
+	// the size most ranks declare (agreedWorldSize).
+	WorldSizeDisagreement string
 }
 
 // EvidenceSnapshot is Snapshot for evidence mode: the same samples (their
@@ -36,8 +43,9 @@ type EvidenceSnapshot struct {
 // span, a stormlog record or an Inspector record, is buffered as one),
 // NCCL's accounting series, and the job's collectives that the markers
 // inside the window refer to. Ranks are those with samples, markers or
-// accounting, as evidence.Builder keeps them; the world size and trace
-// start are read as it reads them. Each rank with samples brings its
+// accounting, as evidence.Builder keeps them; the trace start is read as it
+// reads it, the world size is the one most ranks declare (agreedWorldSize).
+// Each rank with samples brings its
 // baseline cache, which the engine updates: evaluations of a job must not
 // overlap (they already share sc and es).
 func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
@@ -75,19 +83,21 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 
 	earliest := int64(math.MaxInt64)
 	refEntries := false
-	var worldSize int64
+	es.declared = es.declared[:0]
 	series := ref.Input.Ranks
 	next := 0
 	for _, r := range sc.rankIDs {
 		rb := job.ranks[r]
-		worldSize = max(worldSize, rb.worldSize)
+		es.declared = append(es.declared, rb.worldSize)
 		if rb.len() > rb.ev.len() {
 			refEntries = true
 		}
 		rd := evidence.RankData{Rank: r}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])
-			rd.Baseline = &rb.evidence().baseline
+			if !job.cfg.Stream {
+				rd.Baseline = &rb.evidence().baseline
+			}
 			next++
 		}
 		m0 := len(es.markers)
@@ -144,6 +154,12 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 	if earliest == math.MaxInt64 {
 		earliest = 0
 	}
+	worldSize, disagreement := agreedWorldSize(es.declared)
+	if disagreement == job.worldSizeNote {
+		disagreement = ""
+	} else {
+		job.worldSizeNote = disagreement
+	}
 	if worldSize <= 0 {
 		worldSize = int64(max(len(es.ranks), 1))
 	}
@@ -155,7 +171,8 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 			ExpectedWorldSize: worldSize,
 			TraceStartNs:      max(0, earliest),
 		},
-		Resolver: ref.Resolver,
+		Resolver:              ref.Resolver,
+		WorldSizeDisagreement: disagreement,
 	}
 }
 

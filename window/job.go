@@ -22,13 +22,19 @@ type Config struct {
 	// Mode is what the attribution mode reads beyond what every mode
 	// keeps (mode.go); nil is ReferenceMode.
 	Mode Mode
+	// Stream says a job is one file's records added in order and
+	// snapshotted once (Stream): every record is a record of its own (the
+	// duplicate rule's file position, always past the last), and its
+	// evidence snapshot hands the engine no baseline cache, which only
+	// pays from one evaluation to the next.
+	Stream bool
 }
 
 // Unbounded is a Config that keeps everything (a Stream's: a whole file is
 // one window). The rank bound leaves room for the span tables' one extra
 // entry.
 func Unbounded(mode Mode, phases bool) *Config {
-	return &Config{MaxEventsPerRank: math.MaxInt32, Window: time.Duration(math.MaxInt64), Phases: phases, Mode: mode}
+	return &Config{MaxEventsPerRank: math.MaxInt32, Window: time.Duration(math.MaxInt64), Phases: phases, Mode: mode, Stream: true}
 }
 
 // Counts are what the jobs of one owner refused and dropped, for its
@@ -84,6 +90,9 @@ type Job struct {
 	lines fileLines
 	// read is the stormlog record being added as the mode read it.
 	read stormlogRead
+	// worldSizeNote is the world-size disagreement the last evidence
+	// snapshot found ("" none), so that one is reported once.
+	worldSizeNote string
 }
 
 // NewJob returns the empty window of job id under cfg (which must outlive

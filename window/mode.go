@@ -1,6 +1,9 @@
 package window
 
-import "github.com/collectiveattr/collectiveattr/attribution"
+import (
+	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
 
 // Mode is what a window buffers for its attribution mode beyond what every
 // mode keeps (samples, other stormlog records, phase boundaries, phase
@@ -22,6 +25,11 @@ type Mode interface {
 	pushMarkerSpan(job *Job, rb *Rank, rec *Record) int
 	pushAccounting(job *Job, rb *Rank, rec *Record) int
 	pushStormlog(job *Job, rb *Rank, rec *Record, read *stormlogRead) int
+
+	// classify is what the mode reads of a stormlog record's class
+	// (ClassifyStormlog), for a Stream, which classifies its records
+	// itself.
+	classify(e *telemetry.Event) StormlogClass
 
 	// BatchesMarkerSpans reports whether a run of marker spans may be
 	// buffered at once (Job.AddMarkerSpans) rather than one span at a
@@ -73,6 +81,8 @@ func (referenceMode) pushMarkerSpan(job *Job, rb *Rank, rec *Record) int {
 
 func (referenceMode) BatchesMarkerSpans() bool { return true }
 
+func (referenceMode) classify(e *telemetry.Event) StormlogClass { return ClassifyStormlog(e) }
+
 // pushAccounting buffers nothing: the reference does not read NCCL's
 // accounting.
 func (referenceMode) pushAccounting(*Job, *Rank, *Record) int { return 0 }
@@ -99,6 +109,20 @@ func (evidenceMode) pushMarkerSpan(job *Job, rb *Rank, rec *Record) int {
 
 // BatchesMarkerSpans is false: a span's collective is interned per marker.
 func (evidenceMode) BatchesMarkerSpans() bool { return false }
+
+// classify leaves the marker bit out: evidence mode looks for a
+// collective token only in a record without a collective identity
+// (markerOf).
+func (evidenceMode) classify(e *telemetry.Event) StormlogClass {
+	var c StormlogClass
+	if attribution.IsSample(e) {
+		c |= StormlogSample
+	}
+	if e.EventType == "phase_enter" || e.EventType == "phase_exit" {
+		c |= StormlogBoundary
+	}
+	return c
+}
 
 func (evidenceMode) pushAccounting(job *Job, rb *Rank, rec *Record) int {
 	return job.pushAccounting(rb, rec)

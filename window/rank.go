@@ -85,6 +85,9 @@ type Rank struct {
 	// worldSize is the largest declared world size (0: none declared).
 	worldSize int64
 	host      string
+	// claim is the process whose records the rank holds (claim.go); not
+	// checkpointed: after a restart the first process to send claims it.
+	claim claim
 }
 
 // sessionIndex returns the index of session in the rank's session table,

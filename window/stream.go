@@ -7,7 +7,7 @@ import (
 // Stream is the window of one job fed stormlog records one at a time, in
 // the order a file holds them: the CLI's way from a file to an engine.
 // Nothing leaves it (Unbounded), and every record is new: each stands at
-// its own position of the stream, so a line a file holds twice counts
+// its own position of the file, so a line a file holds twice counts
 // twice, as stormlog counts it (the duplicate rule, duplicates.go). It
 // buffers what the processor's window buffers of the same records, so an
 // engine reads the same input from both.
@@ -37,8 +37,7 @@ func (s *Stream) Add(e *telemetry.Event) {
 	rec := &s.rec
 	rec.Rank, rec.WorldSize, rec.TimestampNs = e.Rank, e.WorldSize, e.TimestampNs
 	rec.Event = *e
-	rec.Stormlog = ClassifyStormlog(e)
-	rec.Line.Position++
+	rec.Stormlog = s.job.cfg.Mode.classify(e)
 	if _, added := s.job.Add(rb, rec); added > 0 {
 		rb.Note(e.WorldSize, "")
 	}

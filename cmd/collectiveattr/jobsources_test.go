@@ -2,6 +2,8 @@ package main
 
 import (
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/inspector"
@@ -53,5 +55,31 @@ func TestJobFlagJoinsInspectorMarkersToThatJobOnly(t *testing.T) {
 			t.Errorf("--job %s: %d results at the spike, %d naming the Inspector's collective; want %d and %d: %+v",
 				tc.job, spiked, matched, tc.spiked, tc.matched, results)
 		}
+	}
+}
+
+// Evidence mode takes the world size most ranks declare, and says on
+// stderr when they disagree; the results are those of the agreeing job.
+func TestEvidenceWorldSizeDisagreementIsShown(t *testing.T) {
+	job := sourceRun{ranks: 4, spikes: []sourceSpike{{atNs: 20_000_000_000, ranks: []int{0, 1, 2, 3}}}}
+	events := job.samples()
+	path := tempPath(t, "agreed.jsonl")
+	writeEvents(t, path, events)
+	want, stderr := attributeRun(t, "--mode", "evidence", path)
+	if strings.Contains(stderr, "world sizes") {
+		t.Fatalf("agreeing ranks: %s", stderr)
+	}
+	bent := job.samples()
+	bent[len(bent)-3].WorldSize = 64 // one record of rank 1
+	if bent[len(bent)-3].Rank != 1 {
+		t.Fatalf("record of rank %d", bent[len(bent)-3].Rank)
+	}
+	writeEvents(t, path, bent)
+	got, stderr := attributeRun(t, "--mode", "evidence", path)
+	if !strings.Contains(stderr, "the ranks declare different world sizes (4 by 3 ranks, 64 by 1 rank); evidence mode uses 4") {
+		t.Errorf("stderr %q", stderr)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("results differ:\n%+v\n%+v", want, got)
 	}
 }

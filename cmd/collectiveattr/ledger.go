@@ -23,8 +23,9 @@ unclamped) into NCCL's part, the rank's context level and the unexplained
 rest, so that hidden_bytes = nccl_bytes + context_bytes + unexplained_bytes
 exactly (docs/evidence-mode.md §6). NCCL's part is NCCL's own accounting
 (comm_memory_stats records) where the rank reports it, else the excess of
-the collective changes the attribution found (classified collective_confident
-or above) while they last.
+the collective changes the attribution found while they last (classified
+collective_confident or above, or persistent steps classified
+collective_likely).
 
 Flags:
   --mode M          attribution mode for the attributed part: evidence (the

@@ -196,6 +196,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
+	if runIn.worldSizeNote != "" {
+		fmt.Fprintln(stderr, "collectiveattr: warning: "+runIn.worldSizeNote)
+	}
 	if opts.format == formatTable {
 		return writeTable(results, runIn, stdout, stderr)
 	}

@@ -31,9 +31,12 @@ type runInput struct {
 	torch     *torchRun           // nil without --torch-profiler
 	page      *report.Builder     // report only
 	ledger    *ledger.Builder     // ledger only
-	job       jobFlag
-	jobs      *jobTally
-	selected  []telemetry.Event // the chunk's records of the selected job
+	// worldSizeNote is the world sizes the ranks declare when they differ
+	// (evidence mode, after attribute; "" when they agree).
+	worldSizeNote string
+	job           jobFlag
+	jobs          *jobTally
+	selected      []telemetry.Event // the chunk's records of the selected job
 	// tail is FILE's truncated last line, dropped (Line 0: none).
 	tail telemetry.DroppedTail
 	// inspectorUnreadable counts the Inspector lines skipped as unreadable.
@@ -228,6 +231,10 @@ func (ri *runInput) attribute(preset string, overrides, evidenceKeys map[string]
 		}
 		var es window.EvidenceScratch
 		snap := ri.window.Job().EvidenceSnapshot(&sc, &es)
+		if snap.WorldSizeDisagreement != "" {
+			ri.worldSizeNote = fmt.Sprintf("the ranks declare different world sizes (%s); evidence mode uses %d, the size most of them declare",
+				snap.WorldSizeDisagreement, snap.Input.ExpectedWorldSize)
+		}
 		return evidence.Attribute(&snap.Input, cfg, resolver), nil
 	}
 	cfg, err := attribution.ResolveConfig(preset, overrides)

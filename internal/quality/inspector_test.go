@@ -68,6 +68,7 @@ func inspectorVariants() []inspectorVariant {
 // dump intervals. Seed 1 by default; COLLECTIVEATTR_QUALITY_INSPECTOR=full
 // runs seeds 1-3 (the README's table).
 func TestInspectorLayoutQuality(t *testing.T) {
+	skipUnderRace(t)
 	if testing.Short() {
 		t.Skip("six marker sources × every family: skipped with -short")
 	}

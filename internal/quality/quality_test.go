@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/internal/racebuild"
 )
 
 var allPresets = []string{"low", "medium", "high"}
@@ -38,6 +39,17 @@ func evaluate(t *testing.T, mode Mode, plans ...Plan) Table {
 	return all
 }
 
+// skipUnderRace skips a test that evaluates quality families for minutes
+// in a binary built with -race: the engines are single-threaded, so the race
+// detector finds nothing there and multiplies the time; make test runs these
+// without it (racebuild).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("quality evaluation: run without -race (make test runs it so)")
+	}
+}
+
 func reportFailures(t *testing.T, tab Table, failures []string) {
 	t.Helper()
 	if len(failures) > 0 {
@@ -51,6 +63,7 @@ func reportFailures(t *testing.T, tab Table, failures []string) {
 // rank spikes together and nothing else happens at a collective, fooled where the
 // physics differs (ReferenceFindings explains each bound).
 func TestReferenceModeFindings(t *testing.T) {
+	skipUnderRace(t)
 	tab := evaluate(t, ReferenceMode, Plan{Shape: "default", Families: familyNames(), Seeds: []int64{1, 2, 3},
 		Presets: allPresets, NCCLStats: []bool{false}})
 	reportFailures(t, tab, Check(tab, ReferenceFindings))
@@ -59,6 +72,7 @@ func TestReferenceModeFindings(t *testing.T) {
 // NCCL's accounting records are neither samples nor markers to the reference, so every
 // reference result is the same with and without them.
 func TestReferenceModeIgnoresNCCLStats(t *testing.T) {
+	skipUnderRace(t)
 	shape := jobsim.DefaultQualityShape()
 	for _, family := range slices.Concat(familyNames(), cadenceFamilies) {
 		without, err := jobsim.GenerateQualityCase(family, 1, shape, false)
@@ -82,6 +96,7 @@ func TestReferenceModeIgnoresNCCLStats(t *testing.T) {
 var evidenceMode Mode = EvidenceMode
 
 func TestEvidenceModeGoals(t *testing.T) {
+	skipUnderRace(t)
 	mode := evidenceMode
 	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
 		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
@@ -105,6 +120,7 @@ var cadenceShortfall = []string{"sparse", "sparse_quiet"}
 // EVIDENCE MODE AT REAL CADENCES, WITH NCCL'S ACCOUNTING AS NCCL REPORTS IT (issue 24):
 // CadenceGoals on cadenceFamilies, every preset, with and without accounting.
 func TestEvidenceModeCadenceGoals(t *testing.T) {
+	skipUnderRace(t)
 	mode := evidenceMode
 	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
 		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
@@ -133,6 +149,7 @@ var physicsShortfall = []string{"host_polling"}
 // EVIDENCE MODE ON THE PHYSICS OF REAL JOBS (issue 31): PhysicsGoals on PhysicsFamilies,
 // every preset, with and without accounting.
 func TestEvidenceModePhysicsGoals(t *testing.T) {
+	skipUnderRace(t)
 	mode := evidenceMode
 	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
 		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)

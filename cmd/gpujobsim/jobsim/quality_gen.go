@@ -108,6 +108,10 @@ type qualityJob struct {
 	// commBase fixes NCCL's persistent memory of (comm, rank) when a family's physics
 	// needs its size (an abort frees it).
 	commBase map[string]map[int]int64
+	// commFreed is when (true time) a communicator's persistent memory went with its
+	// rank's process (its death), by comm and rank; a survivor's abort is a true
+	// episode instead (persistent_comm_abort).
+	commFreed map[string]map[int]int64
 	// manager maps a communicator split with shared resources to the one whose memory
 	// manager it shares (their accounting reports one total); cumem is how that manager
 	// sees NCCL's buffers.
@@ -151,7 +155,8 @@ func newQualityJob(family string, seed int64, shape QualityShape) *qualityJob {
 		jitter:  shape.SampleJitter,
 		commSeq: map[string]int64{}, members: map[string][]int{}, params: map[string]any{},
 		statsIntervalNs: commStatsIntervalNs, worldComm: "world", commLife: map[string][2]int64{}, commBase: map[string]map[int]int64{},
-		manager: map[string]string{},
+		commFreed: map[string]map[int]int64{},
+		manager:   map[string]string{},
 	}
 	j.t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + rng.Int64N(secNs)
 	j.duration = j.uniformDur(shape.Duration)

@@ -13,6 +13,9 @@ const (
 	// KindPersistentCommCreated is the step at the first use of a communicator created
 	// during the run (re-created after an abort, or a lazily created group).
 	KindPersistentCommCreated = "persistent_comm_first_use"
+	// KindPersistentCommAbort is the step down on a survivor when the watchdog aborts
+	// its communicator (ncclCommAbort frees the buffers) at the end of the op it hung in.
+	KindPersistentCommAbort = "persistent_comm_abort"
 	// KindRestartLevel is a restarted rank's new process: a new session whose level
 	// differs from the old one's (a new CUDA context).
 	KindRestartLevel = "restart_new_level"
@@ -124,8 +127,10 @@ func buildRestart(j *qualityJob) {
 		oldBuf[r] = min(pages(j, 24, 160), int64(0.5*float64(j.baseHidden[r]))/pageSz*pageSz)
 		newBuf[r] = pages(j, 24, 160)
 	}
+	j.commFreed[oldComm] = map[int]int64{}
 	for _, r := range victims {
 		j.dead[r] = append(j.dead[r], [2]int64{tDie, tBack})
+		j.commFreed[oldComm][r] = tDie
 	}
 
 	spikes := j.pickSteps(2)
@@ -158,12 +163,16 @@ func buildRestart(j *qualityJob) {
 			survivors = append(survivors, r)
 		}
 	}
-	j.collective("all_reduce", tDie+j.intIn(50*msNs, 300*msNs), survivors, oldComm, j.intIn(256, 2048)*mib, 0, 30*msNs, 0)
+	hang := j.collective("all_reduce", tDie+j.intIn(50*msNs, 300*msNs), survivors, oldComm, j.intIn(256, 2048)*mib, 0, 30*msNs, 0)
+	ep := j.newEpisode("a")
 	for _, r := range survivors {
 		m := &j.markers[r][len(j.markers[r])-1]
 		at := tAbort + j.intIn(0, 200*msNs)
 		m.duration = at - m.t
 		j.overlays[r] = append(j.overlays[r], overlay{start: at, open: true, bytes: -oldBuf[r]})
+		e := episode{QualityEpisode: QualityEpisode{Episode: ep, Rank: r, Kind: KindPersistentCommAbort, Bytes: -oldBuf[r], Persistent: true}, start: at, open: true}
+		j.tie(&e, hang, len(survivors))
+		j.truthCollective = append(j.truthCollective, e)
 	}
 	// The new processes: a new context at another level, without the old
 	// communicator's buffers; the old process's memory lingers for a few seconds.

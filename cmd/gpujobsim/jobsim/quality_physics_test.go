@@ -36,12 +36,20 @@ func checkPhysicsFamily(t *testing.T, family string, c *QualityCase, kinds map[s
 		}
 		assert.Equal(t, tr.WorldSize, kinds[KindPersistentCommCreated], "the re-created communicator's first use is a step on every member")
 		ids := map[string]bool{}
+		aborts := 0
 		for _, e := range tr.Collective {
-			if e.Persistent {
+			switch e.Kind {
+			case KindPersistentCommCreated:
 				ids[e.CommID] = true
+			case KindPersistentCommAbort:
+				aborts++
+				assert.Negative(t, e.Bytes, "an abort is a step down")
+				assert.NotContains(t, victims, e.Rank, "on the survivors")
+				assert.Equal(t, tr.Comms["world"].ID, e.CommID)
 			}
 		}
 		assert.Len(t, ids, 1)
+		assert.Equal(t, tr.WorldSize-len(victims), aborts, "every survivor")
 		assert.NotEqual(t, tr.Comms["world"].ID, tr.Comms["world.1"].ID, "re-created with a new id")
 	case "small_footprint":
 		for _, e := range tr.Collective {

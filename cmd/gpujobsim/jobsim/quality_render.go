@@ -251,6 +251,14 @@ func (j *qualityJob) render(ncclStats bool) *QualityCase {
 	for r := range n {
 		info := rankInfo[fmt.Sprint(r)]
 		info.CommBaselineBytes = baselines[r]
+		for c, freed := range j.commFreed {
+			if t, ok := freed[r]; ok {
+				if info.CommFreedNs == nil {
+					info.CommFreedNs = map[string]int64{}
+				}
+				info.CommFreedNs[c] = t + j.clockOffset(j.hostOf(r), t)
+			}
+		}
 		rankInfo[fmt.Sprint(r)] = info
 	}
 	return &QualityCase{Events: events, Truth: j.truth(rankInfo, sampleTimes, ncclStats, stats)}
@@ -392,7 +400,7 @@ func (j *qualityJob) renderCommStats(events []telemetry.Event, sampleIdx [][]int
 func (j *qualityJob) truth(ranks map[string]QualityRankInfo, sampleTimes [][]int64, ncclStats bool, stats int) QualityTruth {
 	comms := map[string]QualityComm{}
 	for name, m := range j.members {
-		comms[name] = QualityComm{ID: j.commID(name), NRanks: len(m), Ranks: slices.Clone(m)}
+		comms[name] = QualityComm{ID: j.commID(name), NRanks: len(m), Ranks: slices.Clone(m), Manager: j.manager[name]}
 	}
 	toRankClock := func(es []episode) []QualityEpisode {
 		out := make([]QualityEpisode, 0, len(es))

@@ -42,6 +42,10 @@ type QualityRankInfo struct {
 	BaselineHiddenBytes int64            `json:"baseline_hidden_bytes"`
 	NoiseSigmaBytes     int64            `json:"noise_sigma_bytes"`
 	CommBaselineBytes   map[string]int64 `json:"comm_baseline_bytes"`
+	// CommFreedNs is when (this rank's clock) a communicator's baseline memory went
+	// with the rank's process (its death); absent: held to the end or released by a
+	// true episode (persistent_comm_abort).
+	CommFreedNs map[string]int64 `json:"comm_freed_ns,omitempty"`
 }
 
 // QualityComm is one communicator: its id as markers carry it and its members.
@@ -49,6 +53,10 @@ type QualityComm struct {
 	ID     string `json:"id"`
 	NRanks int    `json:"nranks"`
 	Ranks  []int  `json:"ranks"`
+	// Manager names the communicator whose memory manager this one shares (split
+	// with shared resources: its baseline and accounting are that one's); empty
+	// when it has its own.
+	Manager string `json:"manager,omitempty"`
 }
 
 // QualityStatsInfo says whether NCCL's own memory accounting was written.

@@ -63,6 +63,10 @@ const (
 	// its rank names without an instance, or a whole-GPU point of a GPU
 	// whose ranks name instances.
 	SkipMIGUnmapped SkipReason = "mig_unmapped"
+	// SkipRankConflict is an item of a rank whose records another host
+	// sends at the same time: two processes claim one rank. The host that
+	// held the rank first keeps it; the other's items are not merged in.
+	SkipRankConflict SkipReason = "rank_conflict"
 )
 
 // Skip is one skipped item with a human-readable detail for the rate-limited log.

@@ -25,29 +25,30 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                       metric.Meter
-	mu                                          sync.Mutex
-	registrations                               []metric.Registration
-	ProcessorCollectiveattrCheckpointFailures   metric.Int64Counter
-	ProcessorCollectiveattrEmitFailures         metric.Int64Counter
-	ProcessorCollectiveattrEvaluationDuration   metric.Float64Histogram
-	ProcessorCollectiveattrEvaluations          metric.Int64Counter
-	ProcessorCollectiveattrEventsBuffered       metric.Int64ObservableGauge
-	ProcessorCollectiveattrEventsEvicted        metric.Int64Counter
-	ProcessorCollectiveattrEventsPerRankLimit   metric.Int64Gauge
-	ProcessorCollectiveattrHiddenPointsDropped  metric.Int64Counter
-	ProcessorCollectiveattrInspectorRecords     metric.Int64Counter
-	ProcessorCollectiveattrInspectorRecordsHeld metric.Int64ObservableGauge
-	ProcessorCollectiveattrItemsConverted       metric.Int64Counter
-	ProcessorCollectiveattrItemsSkipped         metric.Int64Counter
-	ProcessorCollectiveattrJobsLimit            metric.Int64Gauge
-	ProcessorCollectiveattrJobsTracked          metric.Int64ObservableGauge
-	ProcessorCollectiveattrPhaseSpansWaiting    metric.Int64ObservableGauge
-	ProcessorCollectiveattrRanksPerJobLimit     metric.Int64Gauge
-	ProcessorCollectiveattrRanksTracked         metric.Int64ObservableGauge
-	ProcessorCollectiveattrResultsEmitted       metric.Int64Counter
-	ProcessorCollectiveattrStorageFaults        metric.Int64Counter
-	ProcessorCollectiveattrWorldSizesIgnored    metric.Int64Counter
+	meter                                         metric.Meter
+	mu                                            sync.Mutex
+	registrations                                 []metric.Registration
+	ProcessorCollectiveattrCheckpointFailures     metric.Int64Counter
+	ProcessorCollectiveattrEmitFailures           metric.Int64Counter
+	ProcessorCollectiveattrEvaluationDuration     metric.Float64Histogram
+	ProcessorCollectiveattrEvaluations            metric.Int64Counter
+	ProcessorCollectiveattrEventsBuffered         metric.Int64ObservableGauge
+	ProcessorCollectiveattrEventsEvicted          metric.Int64Counter
+	ProcessorCollectiveattrEventsPerRankLimit     metric.Int64Gauge
+	ProcessorCollectiveattrHiddenPointsDropped    metric.Int64Counter
+	ProcessorCollectiveattrInspectorRecords       metric.Int64Counter
+	ProcessorCollectiveattrInspectorRecordsHeld   metric.Int64ObservableGauge
+	ProcessorCollectiveattrItemsConverted         metric.Int64Counter
+	ProcessorCollectiveattrItemsSkipped           metric.Int64Counter
+	ProcessorCollectiveattrJobsLimit              metric.Int64Gauge
+	ProcessorCollectiveattrJobsTracked            metric.Int64ObservableGauge
+	ProcessorCollectiveattrPhaseSpansWaiting      metric.Int64ObservableGauge
+	ProcessorCollectiveattrRanksPerJobLimit       metric.Int64Gauge
+	ProcessorCollectiveattrRanksTracked           metric.Int64ObservableGauge
+	ProcessorCollectiveattrResultsEmitted         metric.Int64Counter
+	ProcessorCollectiveattrStorageFaults          metric.Int64Counter
+	ProcessorCollectiveattrWorldSizeDisagreements metric.Int64Counter
+	ProcessorCollectiveattrWorldSizesIgnored      metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -277,6 +278,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_storage_faults",
 		metric.WithDescription("Number of times the storage extension could not be used, by fault. damaged_file, its file failed the integrity check before opening (moved aside; the processor went on with an empty store); open_failed, no client (persistence off until a later attempt, at each checkpoint_interval, succeeds); file_lost, the file disappeared under the running processor (reopened). [Alpha]"),
 		metric.WithUnit("{fault}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrWorldSizeDisagreements, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_world_size_disagreements",
+		metric.WithDescription("Number of times evidence mode found a job's ranks declaring different world sizes (counted again when what they declare changes); it uses the size most ranks declare, the reference mode stormlog's largest. [Alpha]"),
+		metric.WithUnit("{job}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrWorldSizesIgnored, err = builder.meter.Int64Counter(

@@ -308,6 +308,22 @@ func AssertEqualProcessorCollectiveattrStorageFaults(t *testing.T, tt *component
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorCollectiveattrWorldSizeDisagreements(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_world_size_disagreements",
+		Description: "Number of times evidence mode found a job's ranks declaring different world sizes (counted again when what they declare changes); it uses the size most ranks declare, the reference mode stormlog's largest. [Alpha]",
+		Unit:        "{job}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_world_size_disagreements")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorCollectiveattrWorldSizesIgnored(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_world_sizes_ignored",

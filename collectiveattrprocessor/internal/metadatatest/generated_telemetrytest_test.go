@@ -54,6 +54,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrRanksPerJobLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrResultsEmitted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrStorageFaults.Add(context.Background(), 1)
+	tb.ProcessorCollectiveattrWorldSizeDisagreements.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrWorldSizesIgnored.Add(context.Background(), 1)
 	AssertEqualProcessorCollectiveattrCheckpointFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -110,6 +111,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrStorageFaults(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrWorldSizeDisagreements(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrWorldSizesIgnored(t, testTel,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/collectiveattr/collectiveattr/window"
@@ -14,6 +15,26 @@ var ErrStale = errors.New("event time is older than the job's newest event minus
 // ErrDuplicate is the error of an item identical to one its rank buffers:
 // a retried or replayed batch.
 var ErrDuplicate = errors.New("identical to an item already buffered for this rank (a retry or replay); the first one is kept")
+
+// ErrRankConflict is the error of records of a rank that another host
+// sends at the same time (window.Rank.Claim); a RankConflictError names
+// them.
+var ErrRankConflict = errors.New("the rank's records come from two hosts at once; the second host's are not buffered")
+
+// RankConflictError is ErrRankConflict for one rank: the host whose records
+// the rank holds, and the host refused.
+type RankConflictError struct {
+	Job             string
+	Rank            int64
+	Holder, Refused string
+}
+
+func (e *RankConflictError) Error() string {
+	return fmt.Sprintf("rank %d of job %q: records from host %q while host %q sends this rank; neither series is merged into the other (two processes claim one rank: a launch error or two jobs with one id)",
+		e.Rank, e.Job, e.Refused, e.Holder)
+}
+
+func (e *RankConflictError) Unwrap() error { return ErrRankConflict }
 
 // LimitError is the error of data refused because a count limit is
 // reached; Limit is the configuration key.
@@ -40,10 +61,11 @@ const (
 	rejectJobLimit
 	rejectRankLimit
 	rejectDuplicate
+	rejectConflict
 	numRejections
 )
 
-var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit, ErrDuplicate}
+var rejectionErrs = [numRejections]error{ErrStale, ErrJobLimit, ErrRankLimit, ErrDuplicate, ErrRankConflict}
 
 // Bound is a buffer bound that evicts entries (the window's).
 type Bound = window.Bound
@@ -64,6 +86,8 @@ type Tally struct {
 	Buffered int64
 	rejected [numRejections]int64
 	Evicted  [NumBounds]int64
+	// conflict is the last rank conflict refused, for the log.
+	conflict *RankConflictError
 }
 
 // Rejections yields each error that refused data, with how many items it
@@ -71,7 +95,11 @@ type Tally struct {
 func (t *Tally) Rejections() iter.Seq2[error, int64] {
 	return func(yield func(error, int64) bool) {
 		for i, n := range t.rejected {
-			if n > 0 && !yield(rejectionErrs[i], n) {
+			err := rejectionErrs[i]
+			if rejection(i) == rejectConflict && t.conflict != nil {
+				err = t.conflict
+			}
+			if n > 0 && !yield(err, n) {
 				return
 			}
 		}

@@ -168,7 +168,7 @@ func (s *Store) AddRecord(rec *ingest.Record, now time.Time) bool {
 		ts = slices.Max(rec.MarkerTimesNs)
 	}
 	job, rb := s.rankOf(rec.JobID, rec.Rank, ts)
-	if rb == nil {
+	if rb == nil || !s.claims(job, rb, rec.Rank, rec.Host, ts, 1) {
 		return false
 	}
 	accepted, added := job.Add(rb, rec)
@@ -193,7 +193,7 @@ func (s *Store) AddMarkerRun(run *ingest.MarkerRun, now time.Time) {
 		return
 	}
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Spans), func(i int) int64 { return slices.Max(run.Spans[i].TimesNs) })
-	if rb == nil {
+	if rb == nil || !s.claims(job, rb, run.Rank, run.Host, slices.Max(run.Spans[first].TimesNs), len(run.Spans)-first) {
 		return
 	}
 	dup, done := job.AddMarkerSpans(rb, run.Spans[first:])
@@ -228,6 +228,9 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	first, job, rb := s.firstRanked(run.JobID, run.Rank, len(run.Samples), func(i int) int64 { return run.Samples[i].TimestampNs })
 	if rb == nil {
 		return first
+	}
+	if !s.claims(job, rb, run.Rank, run.Host, run.Samples[first].TimestampNs, len(run.Samples)-first) {
+		return len(run.Samples)
 	}
 	samples := run.Samples[first:]
 	// Metrics carry no stormlog session: the job id stands in, which is also
@@ -310,6 +313,18 @@ func (s *Store) lookup(jobID string, rank, ts int64, hint *Job) (*Job, *window.R
 		s.ranks++
 	}
 	return job, rb
+}
+
+// claims reports whether n items of rank (rb) from host, the first at event time
+// ts, may join the rank (window.Rank.Claim); when another host holds it,
+// they are refused and counted as a rank conflict.
+func (s *Store) claims(job *Job, rb *window.Rank, rank int64, host string, ts int64, n int) bool {
+	ok, holder := rb.Claim(host, ts)
+	if !ok {
+		s.tally.rejected[rejectConflict] += int64(n)
+		s.tally.conflict = &RankConflictError{Job: job.ID(), Rank: rank, Holder: holder, Refused: host}
+	}
+	return ok
 }
 
 // forgetIfEmpty drops a job that was created for a record that was then
