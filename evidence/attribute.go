@@ -221,14 +221,17 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
-	if ep.stairLast > 0 && !(best.marker >= 0 && best.coll != NoCollective && best.first) {
-		// The lower stair of a staircase that no first use explains: a
-		// spike ending onto the next step.
+	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
+		// The lower stair of a staircase that no first use explains is a
+		// spike of its collective ending onto the next step, unless it
+		// outlasts that collective: then it is a level of its own.
 		spike := *ep
 		spike.persistent, spike.last = false, ep.stairLast
 		times := rd.Samples.TimesNs
 		spike.fallLo, spike.fallHi = times[ep.stairLast], nextTime(times, ep.stairLast, d.m.analyses[ri].interval)
-		ep = &spike
+		if !d.outlasts(&spike, &rd.Markers[best.marker]) {
+			ep = &spike
+		}
 	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient
