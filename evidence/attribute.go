@@ -151,6 +151,9 @@ type choice struct {
 	// ops; a transient of an op that had ended cannot be what the first
 	// high sample shows.
 	live bool
+	// launched: the op began in the change's rise gap (previous sample,
+	// first high sample], where the change began.
+	launched bool
 }
 
 func (d *decider) better(a, b choice) bool {
@@ -167,6 +170,8 @@ func (d *decider) better(a, b choice) bool {
 		return b.live
 	case a.first != b.first:
 		return b.first
+	case a.launched != b.launched:
+		return b.launched
 	}
 	return b.ratio > a.ratio
 }
@@ -188,7 +193,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			return
 		}
 		c := choice{marker: mi, coll: mk.Collective,
-			live: ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi}
+			live:     ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi,
+			launched: mk.StartNs > ep.riseLo && mk.StartNs <= ep.riseHi}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
 			c.sync = s
@@ -215,14 +221,17 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
-	if ep.stairLast > 0 && !(best.marker >= 0 && best.coll != NoCollective && best.first) {
-		// The lower stair of a staircase that no first use explains: a
-		// spike ending onto the next step.
+	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
+		// The lower stair of a staircase that no first use explains is a
+		// spike of its collective ending onto the next step, unless it
+		// outlasts that collective: then it is a level of its own.
 		spike := *ep
 		spike.persistent, spike.last = false, ep.stairLast
 		times := rd.Samples.TimesNs
 		spike.fallLo, spike.fallHi = times[ep.stairLast], nextTime(times, ep.stairLast, d.m.analyses[ri].interval)
-		ep = &spike
+		if !d.outlasts(&spike, &rd.Markers[best.marker]) {
+			ep = &spike
+		}
 	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient

@@ -427,7 +427,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 		}
 		mid := before + height/2
-		runStart := len(ups)
+		var found []int // onsets of the steps found in this run
 		for j := hi; j >= lo; j-- {
 			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
 				continue
@@ -438,6 +438,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 				}
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: height})
+				found = append(found, j)
 				break
 			}
 			// The stairs of a staircase are each a jump of their own, not
@@ -450,6 +451,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
 				cuts = append(cuts, st.onset)
 				ups = append(ups, st)
+				found = append(found, st.onset)
 			}
 			break
 		}
@@ -457,7 +459,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		// first use, then a group's) make one run: each further jump of
 		// its own, clear of those found, is a step too (evidence-mode §7.2).
 		for j := lo; j <= hi; j++ {
-			if slices.ContainsFunc(ups[runStart:], func(st step) bool { return j > st.onset-2*jumpSamples && j < st.onset+2*jumpSamples }) {
+			if slices.ContainsFunc(found, func(f int) bool { return j > f-2*jumpSamples && j < f+2*jumpSamples }) {
 				continue
 			}
 			h, ok := localJump(gaps, j)
