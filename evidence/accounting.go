@@ -132,7 +132,9 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 				riseMiss = float64(onsetTo-t) / float64(onsetTo-onsetFrom)
 			case t <= endFrom:
 				sure = true
-				if !haveHeld || a.Bytes[j] < held {
+				// Held only where the samples saw the change: past them
+				// it lasts only by the op's hypothesis.
+				if t >= ep.riseHi && t <= ep.fallLo && (!haveHeld || a.Bytes[j] < held) {
 					held, haveHeld = a.Bytes[j], true
 				}
 			case fallMiss == 1:

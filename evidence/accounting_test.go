@@ -231,3 +231,23 @@ func TestAccountingMembersWithoutSamples(t *testing.T) {
 		}
 	}
 }
+
+// Back-to-back ops of a pipeline communicator: the change belongs to the op
+// launched in its rise gap, and NCCL's reports after its last sample do not
+// have to stay raised: the change may have ended there.
+func TestAccountingBackToBackOps(t *testing.T) {
+	j := newSim(2, 100*ms, 20*sec)
+	j.collective("pp", 0, "send", []int{0, 1}, 5*sec, 300*ms, false)
+	j.collective("pp", 1, "send", []int{0, 1}, 10*sec+610*ms, 300*ms, false)
+	j.collective("pp", 2, "send", []int{0, 1}, 10*sec+740*ms, 260*ms, false)
+	caused := overlay{10*sec + 615*ms, 10*sec + 920*ms, gib}
+	j.change([]int{0, 1}, caused.start, caused.end, gib)
+	j.accounting([]int{0, 1}, "pp", 300<<20, []overlay{caused})
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 2 {
+		x := one(t, j, results, r, 10*sec+800*ms)
+		if x.Classification != attribution.CollectiveConfirmed || x.Collective == nil || x.Collective.Seq != 1 {
+			t.Errorf("rank %d: %s %v %+v, want confirmed on seq 1", r, x.Classification, x.ReasonCodes, x.Collective)
+		}
+	}
+}

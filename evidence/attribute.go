@@ -81,7 +81,29 @@ func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attr
 	slices.SortStableFunc(results, func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
 	})
+	separateSteps(results)
 	return results
+}
+
+// separateSteps ends each persistent result of a rank before the next one
+// begins. Steps closer together than twice the interval padding (a
+// staircase at a sparse rate) are different steps, while the processor
+// reads a result of a rank that starts inside one it emitted as that one
+// grown; so their intervals must not overlap. results are sorted by rank,
+// then start.
+func separateSteps(results []attribution.Result) {
+	prev := -1
+	for i := range results {
+		r := &results[i]
+		if r.Kind != attribution.KindPersistent {
+			continue
+		}
+		if prev >= 0 && results[prev].Rank == r.Rank && results[prev].IntervalEndNs >= uint64(r.IntervalStartNs) &&
+			r.IntervalStartNs > results[prev].IntervalStartNs {
+			results[prev].IntervalEndNs = uint64(r.IntervalStartNs - 1)
+		}
+		prev = i
+	}
 }
 
 type decider struct {
@@ -124,6 +146,14 @@ type choice struct {
 	ratio  float64
 	ok     bool // synchronized: at least two members and min_synchrony_ratio of them
 	first  bool // the marker is the first use of its (comm, op) on the rank
+	// live: the op was still running (within the match tolerance) when the
+	// change was first seen. At sparse sampling a rise gap spans several
+	// ops; a transient of an op that had ended cannot be what the first
+	// high sample shows.
+	live bool
+	// launched: the op began in the change's rise gap (previous sample,
+	// first high sample], where the change began.
+	launched bool
 }
 
 func (d *decider) better(a, b choice) bool {
@@ -136,8 +166,12 @@ func (d *decider) better(a, b choice) bool {
 		return false
 	case a.ok != b.ok:
 		return b.ok
+	case a.live != b.live:
+		return b.live
 	case a.first != b.first:
 		return b.first
+	case a.launched != b.launched:
+		return b.launched
 	}
 	return b.ratio > a.ratio
 }
@@ -154,11 +188,13 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		if ep.down && !d.releases(ri, mi, ep) {
 			return
 		}
-		if d.outlasts(ep, mk) {
+		if d.outlasts(ep, mk) && !d.accountingCovers(ri, ep, mk) {
 			outlasted = true
 			return
 		}
-		c := choice{marker: mi, coll: mk.Collective}
+		c := choice{marker: mi, coll: mk.Collective,
+			live:     ep.persistent || satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi,
+			launched: mk.StartNs > ep.riseLo && mk.StartNs <= ep.riseHi}
 		if mk.Collective != NoCollective {
 			s := d.m.synchronyOf(mk.Collective)
 			c.sync = s
@@ -185,14 +221,17 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
 		return attribution.Result{}, false
 	}
-	if ep.stairLast > 0 && !(best.marker >= 0 && best.coll != NoCollective && best.first) {
-		// The lower stair of a staircase that no first use explains: a
-		// spike ending onto the next step.
+	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
+		// The lower stair of a staircase that no first use explains is a
+		// spike of its collective ending onto the next step, unless it
+		// outlasts that collective: then it is a level of its own.
 		spike := *ep
 		spike.persistent, spike.last = false, ep.stairLast
 		times := rd.Samples.TimesNs
 		spike.fallLo, spike.fallHi = times[ep.stairLast], nextTime(times, ep.stairLast, d.m.analyses[ri].interval)
-		ep = &spike
+		if !d.outlasts(&spike, &rd.Markers[best.marker]) {
+			ep = &spike
+		}
 	}
 	codes := take(&d.codes, maxReasonCodes)[:0]
 	kind := attribution.KindTransient
@@ -382,6 +421,19 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// accountingCovers reports whether NCCL's accounting of marker mk's
+// communicator on rank ri covers change ep: a change that outlasts its
+// collective is still that collective's when NCCL says its memory grew by
+// it (evidence-mode §7.3).
+func (d *decider) accountingCovers(ri int32, ep *episode, mk *Marker) bool {
+	if mk.Collective == NoCollective {
+		return false
+	}
+	comm := CanonicalCommID(d.in.Collectives[mk.Collective].CommID)
+	v := d.m.accountingOf(ri, ep, comm, mk)
+	return v.present && !v.untracked && v.covers(ep, d.m.analyses[ri].threshold)
 }
 
 // outlastFactor is how many times its collective's interval (at least the

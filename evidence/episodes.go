@@ -395,8 +395,8 @@ const minSamplesBeforeStep = 3
 // its onset. Two steps up closer together than the span (communicators
 // connected one after the other) cross that middle once: the samples
 // between them, on a level of their own, split the stretch in two steps
-// (staircase). It returns the steps, up and down, and the cuts of every
-// step as segment starts for the baseline.
+// (staircase). It returns the steps, up and down, and their onsets as
+// segment starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
 	n := len(times)
 	var ups []step // every step, up or down
@@ -427,26 +427,71 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 		}
 		mid := before + height/2
+		var found []int // onsets of the steps found in this run
 		for j := hi; j >= lo; j-- {
-			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) || !jumps(gaps, j, height) {
+			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
 				continue
 			}
 			if !up {
+				if !jumps(gaps, j, height) {
+					continue
+				}
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: height})
+				found = append(found, j)
 				break
 			}
-			j = settle(times, gaps, j, before+height, mid, span, threshold)
-			for _, st := range staircase(times, gaps, right, j, before, height, span, threshold) {
+			// The stairs of a staircase are each a jump of their own, not
+			// one of the whole height.
+			stairs := staircase(times, gaps, right, settle(times, gaps, j, before+height, mid, span, threshold), before, height, span, threshold)
+			if len(stairs) == 1 && !jumps(gaps, j, height) {
+				continue
+			}
+			for _, st := range stairs {
 				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
 				cuts = append(cuts, st.onset)
 				ups = append(ups, st)
+				found = append(found, st.onset)
 			}
 			break
 		}
+		// Two steps within a span of each other (a world communicator's
+		// first use, then a group's) make one run: each further jump of
+		// its own, clear of those found, is a step too (evidence-mode §7.2).
+		for j := lo; j <= hi; j++ {
+			if slices.ContainsFunc(found, func(f int) bool { return j > f-2*jumpSamples && j < f+2*jumpSamples }) {
+				continue
+			}
+			h, ok := localJump(gaps, j)
+			if !ok || (up && h < threshold) || (!up && -h < threshold) {
+				continue
+			}
+			m := gaps[j-1] + h/2
+			if crosses(gaps, j, m, up) && holds(times, gaps, j, m, up, span, minSamples) {
+				cuts = append(cuts, j)
+				ups = append(ups, step{onset: j, height: h})
+				j += 2 * jumpSamples
+			}
+		}
 		i = hi + 1
 	}
+	if !slices.IsSorted(cuts) {
+		slices.SortFunc(ups, func(a, b step) int { return a.onset - b.onset })
+		slices.Sort(cuts)
+	}
 	return ups, cuts
+}
+
+// localJump is the median of the jumpSamples samples from j less that of
+// the jumpSamples before j; ok is false too near either end.
+func localJump(gaps []int64, j int) (int64, bool) {
+	if j < jumpSamples || j+jumpSamples > len(gaps) {
+		return 0, false
+	}
+	var a, b [jumpSamples]int64
+	copy(a[:], gaps[j-jumpSamples:j])
+	copy(b[:], gaps[j:j+jumpSamples])
+	return medianOf(b[:]) - medianOf(a[:]), true
 }
 
 // jumps reports whether the median of the jumpSamples samples from j lies
@@ -481,7 +526,10 @@ func jumps(gaps []int64, j int, height int64) bool {
 // (right, the median of the span after each sample).
 func staircase(times, gaps, right []int64, j int, before, height, span, threshold int64) []step {
 	after := before + height
-	between := func(k int) bool { return gaps[k] >= before+threshold && gaps[k] <= after-threshold }
+	// A stair is a level of its own: apart from each side by the step
+	// threshold and by an eighth of the whole step, not noise on a ramp.
+	apart := max(threshold, height/8)
+	between := func(k int) bool { return gaps[k] >= before+apart && gaps[k] <= after-apart }
 	k := j
 	for k > 0 && between(k-1) && times[k-1] >= satSub(times[j], span) {
 		k--

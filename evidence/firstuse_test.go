@@ -116,3 +116,24 @@ func TestSpikeOntoHigherStep(t *testing.T) {
 		}
 	}
 }
+
+// Steps of a rank never overlap: the processor reads a result that starts
+// inside one it emitted as that one grown.
+func TestSeparateSteps(t *testing.T) {
+	p := attribution.KindPersistent
+	tr := attribution.KindTransient
+	rs := []attribution.Result{
+		{Rank: 0, IntervalStartNs: 100, IntervalEndNs: 340, Kind: tr},
+		{Rank: 0, IntervalStartNs: 200, IntervalEndNs: 440, Kind: p},
+		{Rank: 0, IntervalStartNs: 300, IntervalEndNs: 540, Kind: tr},
+		{Rank: 0, IntervalStartNs: 400, IntervalEndNs: 640, Kind: p},
+		{Rank: 1, IntervalStartNs: 500, IntervalEndNs: 740, Kind: p},
+	}
+	separateSteps(rs)
+	want := []uint64{340, 399, 540, 640, 740}
+	for i, r := range rs {
+		if r.IntervalEndNs != want[i] {
+			t.Errorf("result %d ends at %d, want %d", i, r.IntervalEndNs, want[i])
+		}
+	}
+}

@@ -11,7 +11,7 @@ type memberRef struct {
 // synchrony is how a collective's members behaved at their own marker of it.
 type synchrony struct {
 	done     bool
-	observed int // members with enough samples to be judged, and a sample inside the collective or a change at it
+	observed int // members with enough samples to be judged
 	synced   int // of those, members with a change rising at their marker
 	strong   int // of those, members whose change clears their threshold on its own
 	// unseen counts members left out because no sample of theirs lies in
@@ -217,10 +217,8 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
-			// A member none of whose samples fell inside the collective's
-			// interval could not have shown a change lasting it (sparse
-			// sampling): it is not judged.
-			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, mk.StartNs, satAdd(mk.EndNs, tol)) {
+			w := m.tolerance(mk)
+			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
 				s.unseen++
 				continue
 			}

@@ -51,8 +51,8 @@ func TestChangeOutlastingItsCollective(t *testing.T) {
 	}
 	j.accounting(rankList(0, 8), "tp", 100<<20, []overlay{{20*sec + 15*ms, 23 * sec, gib}})
 	for _, r := range Attribute(j.input(), withMinConfidence(t, 0), nil) {
-		if r.Classification != attribution.CollectiveConfirmed {
-			t.Errorf("with accounting: rank %d: %s %v, want confirmed", r.Rank, r.Classification, r.ReasonCodes)
+		if r.Classification != attribution.CollectiveConfirmed || r.Collective == nil || r.Collective.CommID != "tp" {
+			t.Errorf("with accounting: rank %d: %s %v %+v, want confirmed, naming the tp collective", r.Rank, r.Classification, r.ReasonCodes, r.Collective)
 		}
 	}
 }
@@ -158,6 +158,28 @@ func TestCommunicatorReleasedOnAbort(t *testing.T) {
 		if r.Kind != attribution.KindPersistent || r.Classification != attribution.CollectiveConfident ||
 			!hasCode(r, ReasonCommReleased) || r.ExcessBytes >= 0 || len(j.resultsAt([]attribution.Result{r}, int(r.Rank), 25*sec+650*ms)) == 0 {
 			t.Errorf("rank %d: %s %s %d %v, want a confident persistent step down at 25.6 s", r.Rank, r.Kind, r.Classification, r.ExcessBytes, r.ReasonCodes)
+		}
+	}
+}
+
+// Two first-use steps 1.3 s apart (a world communicator's, then a
+// group's) are two steps, each found at its onset.
+func TestCloseStepsBothFound(t *testing.T) {
+	j := trainingJob(4, 50*ms)
+	for k := int64(0); k < 21; k++ {
+		j.collective("world", k, "all_gather", rankList(0, 4), (19+k)*sec+100*ms, 60*ms, false)
+	}
+	for k := int64(0); k < 20; k++ {
+		j.collective("tp", k, "all_reduce", rankList(0, 4), (20+k)*sec+400*ms, 60*ms, false)
+	}
+	j.change(rankList(0, 4), 19*sec+110*ms, -1, 12<<20)
+	j.change(rankList(0, 4), 20*sec+410*ms, -1, 10<<20)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := 0; r < 4; r++ {
+		for _, at := range []int64{19*sec + 150*ms, 20*sec + 450*ms} {
+			if got := j.resultsAt(results, r, at); len(got) != 1 || got[0].Kind != attribution.KindPersistent {
+				t.Errorf("rank %d at %d ms: %d results, want one persistent step", r, at/ms, len(got))
+			}
 		}
 	}
 }

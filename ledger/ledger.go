@@ -92,7 +92,7 @@ type segment struct {
 
 // span is an attributed collective change on a rank: a transient spike
 // over [lo, hi] of at most limit bytes, or a persistent step of limit bytes
-// from lo to the end of its session (hi).
+// (negative: a release) from lo to the end of its session (hi).
 type span struct {
 	lo, hi     int64
 	persistent bool
@@ -151,7 +151,10 @@ func spanOf(r *attribution.Result, pad int64) span {
 		s.limit = max(0, r.ExcessBytes)
 	}
 	if r.Kind == attribution.KindPersistent {
-		s.persistent, s.lo = true, hi
+		// A step down (comm_released: NCCL freed a communicator's
+		// buffers) lowers NCCL's part by its height, below 0 when the
+		// buffers were held since before the context level was set.
+		s.persistent, s.lo, s.limit = true, hi, r.ExcessBytes
 	}
 	if r.Collective != nil {
 		s.comm = r.Collective.CommID

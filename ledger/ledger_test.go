@@ -476,3 +476,23 @@ func TestLedgerContextBeforeFirstMarker(t *testing.T) {
 	got, _ = rows(t, &Input{Ranks: []RankInput{ri}})
 	assert.Equal(t, int64(3*gib), got[0].ContextBytes)
 }
+
+// A step down NCCL's release explains (comm_released) lowers NCCL's part:
+// back to 0 after the step it undoes, below 0 for buffers held since before
+// the context level.
+func TestLedgerRelease(t *testing.T) {
+	hidden := []int64{1024, 2048, 2048, 1024, 768}
+	for i := range hidden {
+		hidden[i] *= mib
+	}
+	step := func(at int64, excess int64) attribution.Result {
+		return attribution.Result{Rank: 0, IntervalStartNs: at, IntervalEndNs: uint64(at), Classification: attribution.CollectiveConfident,
+			Mode: attribution.ModeEvidence, Kind: attribution.KindPersistent, ExcessBytes: excess}
+	}
+	results := []attribution.Result{step(100*ms, gib), step(300*ms, -gib), step(400*ms, -256*mib)}
+	got, _ := rows(t, &Input{Ranks: []RankInput{rankOf(0, hidden...)}, Results: results})
+	check(t, got, []want{
+		{0, gib, 0, SourceNone}, {gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
+		{0, gib, 0, SourceAttributed}, {-256 * mib, gib, 0, SourceAttributed},
+	})
+}

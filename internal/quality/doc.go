@@ -15,8 +15,10 @@
 //     CLIMode(ctx, bin, args...) runs a built `collectiveattr attribute ARGS --preset P -`.
 //   - Evaluate(mode, Plan) scores every case of a plan (shape × families × seeds ×
 //     presets × with/without accounting) with jobsim.ScoreQuality and sums per row.
-//   - Check(table, goals) bounds measures per row: EvidenceGoals (issue 17's table) and
-//     ReferenceFindings (the reference mode's measured strengths and weaknesses).
+//   - Check(table, goals) bounds measures per row: EvidenceGoals (issue 17's table),
+//     PhysicsGoals and CadenceGoals (the physics and cadence families of issues 31 and 24,
+//     every preset) and ReferenceFindings (the reference mode's measured strengths and
+//     weaknesses).
 //
 // # Matching
 //

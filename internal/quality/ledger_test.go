@@ -105,15 +105,14 @@ var ledgerPlans = []struct {
 }{{"default", []int64{1, 2, 3}}, {"small", []int64{1}}, {"wide", []int64{1}}}
 
 // ledgerShortfalls are the rows below the goal, each pinned at its measured
-// floor with its cause. early_first_use without accounting: evidence mode
-// finds no step on some ranks where the shard and replica communicators
-// connect in the first second after the model load (4 of 16 ranks of seed
-// 3), so the ledger leaves their buffers unexplained for the rest of the
-// run, as it should for a change nothing calls collective (with accounting
-// the row is at 0.999).
+// floor with its cause. early_first_use on the small shape without
+// accounting: evidence mode finds no step on some ranks where the shard and
+// replica communicators connect in the first second after the model load,
+// so the ledger leaves their buffers unexplained for the rest of the run,
+// as it should for a change nothing calls collective (with accounting the
+// row is at 0.999; on the default and wide shapes at 0.966 and 0.973).
 var ledgerShortfalls = map[string]float64{
-	"default/early_first_use/stats=false": 0.86,
-	"small/early_first_use/stats=false":   0.86,
+	"small/early_first_use/stats=false": 0.87,
 }
 
 // With NCCL's accounting, nccl_bytes follows the truth (communicator
@@ -122,6 +121,7 @@ var ledgerShortfalls = map[string]float64{
 // Without, nccl_source is never accounting and the attributed NCCL bytes
 // follow the true episodes' within max(128 MiB, 10 %) in at least 90 %.
 func TestLedgerQuality(t *testing.T) {
+	skipUnderRace(t)
 	skipUnderRace(t)
 	for _, plan := range ledgerPlans {
 		shape, ok := jobsim.QualityShapeByName(plan.shape)

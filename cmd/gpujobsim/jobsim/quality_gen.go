@@ -108,8 +108,9 @@ type qualityJob struct {
 	// commBase fixes NCCL's persistent memory of (comm, rank) when a family's physics
 	// needs its size (an abort frees it).
 	commBase map[string]map[int]int64
-	// commFreed is when (true time) a communicator's persistent memory was freed
-	// on a rank (an abort, the process's death), by comm and rank.
+	// commFreed is when (true time) a communicator's persistent memory went with its
+	// rank's process (its death), by comm and rank; a survivor's abort is a true
+	// episode instead (persistent_comm_abort).
 	commFreed map[string]map[int]int64
 	// manager maps a communicator split with shared resources to the one whose memory
 	// manager it shares (their accounting reports one total); cumem is how that manager

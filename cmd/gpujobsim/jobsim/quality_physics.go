@@ -168,7 +168,6 @@ func buildRestart(j *qualityJob) {
 	for _, r := range survivors {
 		m := &j.markers[r][len(j.markers[r])-1]
 		at := tAbort + j.intIn(0, 200*msNs)
-		j.commFreed[oldComm][r] = at
 		m.duration = at - m.t
 		j.overlays[r] = append(j.overlays[r], overlay{start: at, open: true, bytes: -oldBuf[r]})
 		e := episode{QualityEpisode: QualityEpisode{Episode: ep, Rank: r, Kind: KindPersistentCommAbort, Bytes: -oldBuf[r], Persistent: true}, start: at, open: true}

@@ -42,8 +42,9 @@ type QualityRankInfo struct {
 	BaselineHiddenBytes int64            `json:"baseline_hidden_bytes"`
 	NoiseSigmaBytes     int64            `json:"noise_sigma_bytes"`
 	CommBaselineBytes   map[string]int64 `json:"comm_baseline_bytes"`
-	// CommFreedNs is when (this rank's clock) a communicator's baseline memory was
-	// freed on the rank (an abort, the process's death); absent: held to the end.
+	// CommFreedNs is when (this rank's clock) a communicator's baseline memory went
+	// with the rank's process (its death); absent: held to the end or released by a
+	// true episode (persistent_comm_abort).
 	CommFreedNs map[string]int64 `json:"comm_freed_ns,omitempty"`
 }
 
