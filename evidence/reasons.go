@@ -34,7 +34,7 @@ const (
 	ReasonCotimedOnly        = "cotimed_without_accounting"      // co-timed with the collective on its members, and nothing tells it from a co-timed non-collective cause: at most likely
 	ReasonApproximateTiming  = "approximate_marker_timing"       // the marker's time is approximate: not enough alone for confident
 
-	// The physics of real jobs (evidence-mode §6).
+	// The physics of real jobs (evidence-mode §7).
 	ReasonOutlastsCollective = "outlasts_collective" // the change lasted more than 5 times its candidate collectives' intervals: another tenant's or the job's own memory, not those collectives' (unless NCCL's accounting covers it)
 	ReasonCommReleased       = "comm_released"       // a step down at the end of a communicator's last op on every synchronized member: NCCL freed its buffers (ncclCommAbort after a hang, or its destruction)
 	ReasonBaselineCreep      = "baseline_creep"      // the rank's baseline was creeping (a leak) without a step: the excess is over the level the creep had reached
