@@ -183,8 +183,12 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	cfg := d.cfg
 	best := choice{marker: -1, coll: NoCollective}
 	outlasted := false
+	longest := int32(-1) // the candidate marker of the longest op
 	d.m.candidates(ri, ep, func(mi int32) {
 		mk := &rd.Markers[mi]
+		if longest < 0 || mk.EndNs-mk.StartNs > rd.Markers[longest].EndNs-rd.Markers[longest].StartNs {
+			longest = mi
+		}
 		if ep.down && !d.releases(ri, mi, ep) {
 			return
 		}
@@ -223,13 +227,14 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	}
 	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
 		// The lower stair of a staircase that no first use explains is a
-		// spike of its collective ending onto the next step, unless it
-		// outlasts that collective: then it is a level of its own.
+		// spike of a collective ending onto the next step, unless it
+		// outlasts even the longest op it could belong to: then it is a
+		// level of its own.
 		spike := *ep
 		spike.persistent, spike.last = false, ep.stairLast
 		times := rd.Samples.TimesNs
 		spike.fallLo, spike.fallHi = times[ep.stairLast], nextTime(times, ep.stairLast, d.m.analyses[ri].interval)
-		if !d.outlasts(&spike, &rd.Markers[best.marker]) {
+		if !d.outlasts(&spike, &rd.Markers[longest]) {
 			ep = &spike
 		}
 	}
