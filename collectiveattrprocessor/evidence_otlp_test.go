@@ -19,6 +19,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -147,12 +148,20 @@ func wantLinks(r *attribution.Result, spans map[rankStart]spanID) (own, members 
 // emittedSpans are the result spans in tds, by rank and interval start,
 // and the collective spans, by id: the links of each.
 type emittedSpans struct {
-	results     map[rankStart][]spanID
+	// results holds each result span's links by (rank, start, kind): a
+	// spike ending onto a step gives a transient and a persistent result
+	// of one rank at one start.
+	results     map[resultKey][]spanID
 	collectives map[spanID][]spanID
 }
 
+type resultKey struct {
+	rankStart
+	kind string
+}
+
 func resultSpanLinks(tds []ptrace.Traces) emittedSpans {
-	out := emittedSpans{results: map[rankStart][]spanID{}, collectives: map[spanID][]spanID{}}
+	out := emittedSpans{results: map[resultKey][]spanID{}, collectives: map[spanID][]spanID{}}
 	for _, td := range tds {
 		for _, rs := range td.ResourceSpans().All() {
 			for _, ss := range rs.ScopeSpans().All() {
@@ -164,7 +173,8 @@ func resultSpanLinks(tds []ptrace.Traces) emittedSpans {
 					switch sp.Name() {
 					case "collective_attribution":
 						rank, _ := sp.Attributes().Get("training.rank")
-						out.results[rankStart{rank.Int(), int64(sp.StartTimestamp())}] = links
+						kind, _ := sp.Attributes().Get(output.AttrKind)
+						out.results[resultKey{rankStart{rank.Int(), int64(sp.StartTimestamp())}, kind.Str()}] = links
 					case "collective_attribution.collective":
 						out.collectives[spanID{sp.TraceID(), sp.SpanID()}] = links
 					}
@@ -258,7 +268,7 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 				linked := 0
 				for _, r := range evidenceBatchResults(t, lines, "medium") {
 					own, members := wantLinks(&r, spans)
-					links := emitted.results[rankStart{r.Rank, r.IntervalStartNs}]
+					links := emitted.results[resultKey{rankStart{r.Rank, r.IntervalStartNs}, r.Kind}]
 					if r.Collective == nil {
 						assert.Equal(t, own, links, "links of rank %d at %d", r.Rank, r.IntervalStartNs)
 						continue
