@@ -35,8 +35,9 @@ DEPLOY_CI_TARGETS ?=
 # go test flags; FUZZTIME is per fuzz target, BENCHTIME per benchmark. FUZZMINIMIZE bounds
 # the minimisation of each new interesting input: at go's default (60 s) FuzzPipelines, whose
 # inputs are whole OTLP requests run through shutdown, spends its run minimising instead of
-# fuzzing (about 20 executions a minute instead of 5 000 a second).
-TESTFLAGS ?= -count=1
+# fuzzing (about 20 executions a minute instead of 5 000 a second). The timeout is per
+# package: go's 10 min default cuts the e2e and processor packages short on a slow machine.
+TESTFLAGS ?= -count=1 -timeout 30m
 FUZZTIME  ?= 10s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
@@ -100,7 +101,7 @@ test-unit:
 ## under -race they skip or compare a few families (internal/racebuild)
 QUALITY_TESTS := Goals|Quality|Findings|IgnoresNCCLStats|EqualsBatch|OpsSharingSequenceNumbers
 test-quality:
-	$(GO) test $(TESTFLAGS) -timeout 30m -run '$(QUALITY_TESTS)' ./internal/quality/ ./collectiveattrprocessor/
+	$(GO) test $(TESTFLAGS) -run '$(QUALITY_TESTS)' ./internal/quality/ ./collectiveattrprocessor/
 
 ## test-report: the HTML report loaded in headless Chromium (Debian's chromium package):
 ## DOM checks, console errors, render time and screenshots in $(REPORT_OUT). Not in CI (slow);
