@@ -71,15 +71,8 @@ func parseLedgerArgs(args []string) (attributeOptions, error) {
 	if err := checkMode(&o); err != nil {
 		return o, err
 	}
-	switch len(files) {
-	case 0:
-		return o, errors.New("missing FILE (use - for standard input)")
-	case 1:
-		o.file = files[0]
-	default:
-		return o, fmt.Errorf("expected one FILE, got %d: %s", len(files), strings.Join(files, " "))
-	}
-	return o, nil
+	o.file, err = oneFile(files)
+	return o, err
 }
 
 func runLedger(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -92,14 +85,8 @@ func runLedger(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, prog, "ledger", err)
 	}
-	overrides, err := parseOverrides(opts.overrides)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: --overrides: %v\n", prog, err)
-		return exitConfig
-	}
-	evidenceKeys, err := parseOverrides(opts.evidence)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: --evidence: %v\n", prog, err)
+	overrides, evidenceKeys, ok := parseTuning(prog, opts.overrides, opts.evidence, stderr)
+	if !ok {
 		return exitConfig
 	}
 	opts.ledger = true

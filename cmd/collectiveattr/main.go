@@ -173,14 +173,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, "collectiveattr", "attribute", err)
 	}
 
-	overrides, err := parseOverrides(opts.overrides)
-	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: --overrides: %v\n", err)
-		return exitConfig
-	}
-	evidenceKeys, err := parseOverrides(opts.evidence)
-	if err != nil {
-		fmt.Fprintf(stderr, "collectiveattr: --evidence: %v\n", err)
+	overrides, evidenceKeys, ok := parseTuning("collectiveattr", opts.overrides, opts.evidence, stderr)
+	if !ok {
 		return exitConfig
 	}
 	runIn, code := readInput("collectiveattr", opts, stdin, stderr)
@@ -284,19 +278,40 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	if err := checkFormat(&o); err != nil {
 		return o, err
 	}
-	switch len(files) {
-	case 0:
-		return o, errors.New("missing FILE (use - for standard input)")
-	case 1:
-		o.file = files[0]
-	default:
-		return o, fmt.Errorf("expected one FILE, got %d: %s", len(files), strings.Join(files, " "))
-	}
-	return o, nil
+	var err error
+	o.file, err = oneFile(files)
+	return o, err
 }
 
 // parseOverrides decodes the --overrides object with json.Number values, the
 // form attribution.ResolveConfig type-checks. Empty text and null mean none.
+// oneFile is the one FILE argument of a command.
+func oneFile(files []string) (string, error) {
+	switch len(files) {
+	case 0:
+		return "", errors.New("missing FILE (use - for standard input)")
+	case 1:
+		return files[0], nil
+	}
+	return "", fmt.Errorf("expected one FILE, got %d: %s", len(files), strings.Join(files, " "))
+}
+
+// parseTuning reads --overrides and --evidence; it says on stderr which
+// one is malformed (ok false: exit 2).
+func parseTuning(prog, overridesText, evidenceText string, stderr io.Writer) (overrides, evidenceKeys map[string]any, ok bool) {
+	overrides, err := parseOverrides(overridesText)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --overrides: %v\n", prog, err)
+		return nil, nil, false
+	}
+	evidenceKeys, err = parseOverrides(evidenceText)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --evidence: %v\n", prog, err)
+		return nil, nil, false
+	}
+	return overrides, evidenceKeys, true
+}
+
 func parseOverrides(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil

@@ -126,14 +126,8 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, prog, "report", err)
 	}
-	overrides, err := parseOverrides(opts.overrides)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: --overrides: %v\n", prog, err)
-		return exitConfig
-	}
-	evidenceKeys, err := parseOverrides(opts.evidence)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: --evidence: %v\n", prog, err)
+	overrides, evidenceKeys, ok := parseTuning(prog, opts.overrides, opts.evidence, stderr)
+	if !ok {
 		return exitConfig
 	}
 
