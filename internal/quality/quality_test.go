@@ -95,20 +95,47 @@ func TestReferenceModeIgnoresNCCLStats(t *testing.T) {
 // a built CLI instead.
 var evidenceMode Mode = EvidenceMode
 
+// evidenceModeUnderTest is evidenceMode, or the built CLI that
+// COLLECTIVEATTR_QUALITY_CLI names.
+func evidenceModeUnderTest() Mode {
+	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
+		return CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
+	}
+	return evidenceMode
+}
+
+// evaluateEveryShape evaluates families on the default shape (three seeds)
+// and the small and wide ones (one seed), at every preset, with and without
+// NCCL's accounting.
+func evaluateEveryShape(t *testing.T, mode Mode, families []string) Table {
+	t.Helper()
+	both := []bool{false, true}
+	return evaluate(t, mode,
+		Plan{Shape: "default", Families: families, Seeds: []int64{1, 2, 3}, Presets: allPresets, NCCLStats: both},
+		Plan{Shape: "small", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both},
+		Plan{Shape: "wide", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
+}
+
+// gatedFamilies are the families a goal test gates: families without the
+// shortfall ones unless the environment variable allEnv is set, or the
+// COLLECTIVEATTR_QUALITY_FAMILIES list.
+func gatedFamilies(families, shortfall []string, allEnv string) []string {
+	if os.Getenv(allEnv) == "" {
+		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(shortfall, f) })
+	}
+	if only := os.Getenv("COLLECTIVEATTR_QUALITY_FAMILIES"); only != "" {
+		families = strings.Split(only, ",")
+	}
+	return families
+}
+
 func TestEvidenceModeGoals(t *testing.T) {
 	skipUnderRace(t)
-	mode := evidenceMode
-	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
-		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
-	}
+	mode := evidenceModeUnderTest()
 	if mode == nil {
 		t.Skip("evidence mode is not wired: set evidenceMode or COLLECTIVEATTR_QUALITY_CLI")
 	}
-	both := []bool{false, true}
-	tab := evaluate(t, mode,
-		Plan{Shape: "default", Families: familyNames(), Seeds: []int64{1, 2, 3}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "small", Families: familyNames(), Seeds: []int64{1}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "wide", Families: familyNames(), Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
+	tab := evaluateEveryShape(t, mode, familyNames())
 	reportFailures(t, tab, Check(tab, EvidenceGoals))
 }
 
@@ -121,23 +148,11 @@ var cadenceShortfall = []string{"sparse", "sparse_quiet"}
 // CadenceGoals on cadenceFamilies, every preset, with and without accounting.
 func TestEvidenceModeCadenceGoals(t *testing.T) {
 	skipUnderRace(t)
-	mode := evidenceMode
-	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
-		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
-	}
+	mode := evidenceModeUnderTest()
 	// no_collective is judged by the quiet goals too: a job with no collective episode.
 	families := append(slices.Clone(cadenceFamilies), "no_collective")
-	if os.Getenv("COLLECTIVEATTR_QUALITY_ALL_CADENCE") == "" {
-		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(cadenceShortfall, f) })
-	}
-	if only := os.Getenv("COLLECTIVEATTR_QUALITY_FAMILIES"); only != "" {
-		families = strings.Split(only, ",")
-	}
-	both := []bool{false, true}
-	tab := evaluate(t, mode,
-		Plan{Shape: "default", Families: families, Seeds: []int64{1, 2, 3}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "small", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "wide", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
+	families = gatedFamilies(families, cadenceShortfall, "COLLECTIVEATTR_QUALITY_ALL_CADENCE")
+	tab := evaluateEveryShape(t, mode, families)
 	reportFailures(t, tab, Check(tab, CadenceGoals))
 }
 
@@ -150,21 +165,8 @@ var physicsShortfall = []string{"host_polling"}
 // every preset, with and without accounting.
 func TestEvidenceModePhysicsGoals(t *testing.T) {
 	skipUnderRace(t)
-	mode := evidenceMode
-	if bin := os.Getenv("COLLECTIVEATTR_QUALITY_CLI"); bin != "" {
-		mode = CLIMode(context.Background(), bin, strings.Fields(os.Getenv("COLLECTIVEATTR_QUALITY_CLI_ARGS"))...)
-	}
-	families := PhysicsFamilies
-	if os.Getenv("COLLECTIVEATTR_QUALITY_ALL_PHYSICS") == "" {
-		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(physicsShortfall, f) })
-	}
-	if only := os.Getenv("COLLECTIVEATTR_QUALITY_FAMILIES"); only != "" {
-		families = strings.Split(only, ",")
-	}
-	both := []bool{false, true}
-	tab := evaluate(t, mode,
-		Plan{Shape: "default", Families: families, Seeds: []int64{1, 2, 3}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "small", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both},
-		Plan{Shape: "wide", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
+	mode := evidenceModeUnderTest()
+	families := gatedFamilies(PhysicsFamilies, physicsShortfall, "COLLECTIVEATTR_QUALITY_ALL_PHYSICS")
+	tab := evaluateEveryShape(t, mode, families)
 	reportFailures(t, tab, Check(tab, PhysicsGoals))
 }
