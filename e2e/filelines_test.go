@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,23 +86,10 @@ func TestFilelogLineTwiceCountsTwice(t *testing.T) {
 			})
 			col.stop()
 
-			var got []map[string]any
-			for _, rl := range readLogs(t, out).ResourceLogs().All() {
-				for _, sl := range rl.ScopeLogs().All() {
-					for _, lr := range sl.LogRecords().All() {
-						if _, ok := lr.Attributes().Get(attrClassification); !ok {
-							continue
-						}
-						var body map[string]any
-						dec := json.NewDecoder(strings.NewReader(lr.Body().AsString()))
-						dec.UseNumber()
-						require.NoError(t, dec.Decode(&body))
-						delete(body, "job_id")
-						got = append(got, body)
-					}
-				}
+			got := resultBodies(t, out)
+			for _, body := range got {
+				delete(body, "job_id")
 			}
-			sortResults(got)
 			sortResults(want)
 			require.Len(t, got, len(want))
 			for i := range want {
