@@ -2,6 +2,7 @@ package collectiveattrprocessor
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +20,29 @@ import (
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 )
 
+// jobWithOneWorldSize is 25 s of a 4-rank job (world size 4) with a
+// collective spike every 5 s, and one more sample of rank 1 that declares
+// world size worldSize.
+func jobWithOneWorldSize(t *testing.T, id string, worldSize int64) (lines []string, bad string) {
+	t.Helper()
+	const s = int64(time.Second)
+	t0 := time.Now().Add(-time.Minute).UnixNano() / s * s
+	job := jobTraffic{job: id, ranks: 4, stepNs: s / 10}
+	for k := int64(1); k <= 4; k++ {
+		job.spikes = append(job.spikes, t0+k*5*s)
+	}
+	declared := `"world_size":` + strconv.FormatInt(worldSize, 10)
+	bad = strings.Replace(stormlogLine(id, 1, 4, t0+25*s, "sample", baselineGap(0)), `"world_size":4`, declared, 1)
+	require.Contains(t, bad, declared)
+	return job.lines(t0, t0+25*s), bad
+}
+
 // One record declaring a world size far above limits.max_ranks_per_job
 // must not become the job's expected world size (issue 32 item 4: before,
 // every result of the job dropped from confident to likely). The record
 // itself is kept; its world size is not believed.
 func TestOneHugeWorldSizeDoesNotBendTheJob(t *testing.T) {
-	const s = int64(time.Second)
-	t0 := time.Now().Add(-time.Minute).UnixNano() / s * s
-	job := jobTraffic{job: "bent", ranks: 4, stepNs: s / 10}
-	for k := int64(1); k <= 4; k++ {
-		job.spikes = append(job.spikes, t0+k*5*s)
-	}
-	lines := job.lines(t0, t0+25*s)
-	bad := strings.Replace(stormlogLine("bent", 1, 4, t0+25*s, "sample", baselineGap(0)), `"world_size":4`, `"world_size":2199023255552`, 1)
-	require.Contains(t, bad, `"world_size":2199023255552`)
+	lines, bad := jobWithOneWorldSize(t, "bent", 2199023255552)
 
 	cfg := createDefaultConfig().(*Config)
 	cfg.Emit = EmitOnJobEnd
@@ -52,15 +62,7 @@ func TestOneHugeWorldSizeDoesNotBendTheJob(t *testing.T) {
 // job nor goes unnoticed: the disagreement is logged with both sizes and
 // counted, once.
 func TestEvidenceWorldSizeIsWhatTheRanksAgreeOn(t *testing.T) {
-	const s = int64(time.Second)
-	t0 := time.Now().Add(-time.Minute).UnixNano() / s * s
-	job := jobTraffic{job: "agreed", ranks: 4, stepNs: s / 10}
-	for k := int64(1); k <= 4; k++ {
-		job.spikes = append(job.spikes, t0+k*5*s)
-	}
-	lines := job.lines(t0, t0+25*s)
-	bad := strings.Replace(stormlogLine("agreed", 1, 4, t0+25*s, "sample", baselineGap(0)), `"world_size":4`, `"world_size":16`, 1)
-	require.Contains(t, bad, `"world_size":16`)
+	lines, bad := jobWithOneWorldSize(t, "agreed", 16)
 
 	cfg := createDefaultConfig().(*Config)
 	cfg.Mode = ModeEvidence
