@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,24 +68,68 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// freePorts reserves n distinct loopback ports and releases them for the collector. The
-// window in which another process could take one is tiny and only costs a retry.
+// freePorts returns n loopback ports that are free now and that this test
+// binary has not handed out before.
+//
+// Ports come from a block below the kernel's ephemeral range: a port the
+// kernel picked for 127.0.0.1:0 and the test released can be taken by any
+// outgoing connection on the machine before the collector binds it. Below
+// the range only listeners take ports, and deploy/test draws from another
+// block.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	out := make([]int, n)
+	for i := range out {
+		out[i] = freePort(t)
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.next == 0 {
+		// Two runs of this suite on one machine start at different places.
+		ports.next = 1 + rand.IntN(portBlockEnd-portBlockStart)
+	}
+	for range portBlockEnd - portBlockStart {
+		port := portBlockStart + ports.next%(portBlockEnd-portBlockStart)
+		ports.next++
+		if port >= ephemeralLow() {
+			break
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = ln.Close()
+			return port
+		}
 	}
-	for _, ln := range lns {
-		_ = ln.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ports
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+const portBlockStart, portBlockEnd = 26000, 32000
+
+var ports struct {
+	sync.Mutex
+	next int
+}
+
+// ephemeralLow is the first port the kernel hands to outgoing connections.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		return 32768
+	}
+	return low
 }
 
 // collector is one running collector process.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -15,15 +16,59 @@ import (
 	"time"
 )
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freePort returns a TCP port on 127.0.0.1 that is free now and that this
+// test binary has not handed out before.
+//
+// Ports come from a block below the kernel's ephemeral range: a port the
+// kernel picked for 127.0.0.1:0 and the test released can be taken by any
+// outgoing connection on the machine (another package's tests, a collector's
+// exporters) before the process under test binds it. Below the range only
+// listeners take ports, and the e2e suite draws from a different block.
 func freePort(t testing.TB) int {
 	t.Helper()
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.next == 0 {
+		// Two runs of this suite on one machine start at different places.
+		ports.next = 1 + rand.IntN(portBlockEnd-portBlockStart)
+	}
+	for range portBlockEnd - portBlockStart {
+		port := portBlockStart + ports.next%(portBlockEnd-portBlockStart)
+		ports.next++
+		if port >= ephemeralLow() {
+			break
+		}
+		if ln, err := net.Listen("tcp", addr(port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+const portBlockStart, portBlockEnd = 20000, 26000
+
+var ports struct {
+	sync.Mutex
+	next int
+}
+
+// ephemeralLow is the first port the kernel hands to outgoing connections.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		return 32768
+	}
+	return low
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
