@@ -638,6 +638,10 @@ func (s *Scanner) FloatField(path string) (float64, error) {
 	if c != '-' && c != 'n' && c != 'i' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantNumber)
 	}
+	if v, n := plainDecimal(s.data[s.pos:]); n > 0 {
+		s.pos += n
+		return v, nil
+	}
 	tok, err := s.NumberToken()
 	if err != nil {
 		return 0, err
@@ -696,6 +700,46 @@ func shortDecimal(tok []byte) (float64, bool) {
 }
 
 // exactPow10 are the powers of ten a double holds exactly.
+// plainDecimal reads a non-negative decimal without exponent and with at
+// most 15 digits, as writers mostly print durations and sizes ("150.25"),
+// in one pass; n is the bytes it read, 0 when b starts with anything else
+// (NumberToken and shortDecimal then read it). The double is exact for the
+// same reason as shortDecimal's.
+func plainDecimal(b []byte) (v float64, n int) {
+	var mant uint64
+	digits, frac := 0, -1
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case IsDigit(c):
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+			continue
+		case c == '.' && frac < 0 && digits > 0:
+			frac = 0
+			continue
+		}
+		break
+	}
+	switch {
+	case digits == 0 || digits > 15 || frac == 0:
+		return 0, 0 // none, too long, or "1."
+	case b[0] == '0' && i > 1 && b[1] != '.':
+		return 0, 0 // a leading zero: not JSON
+	case i < len(b) && (b[i] == 'e' || b[i] == 'E' || b[i] == '.'):
+		return 0, 0
+	}
+	v = float64(mant)
+	if frac > 0 {
+		v /= exactPow10[frac]
+	}
+	return v, i
+}
+
 var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // StringField scans a string field.
