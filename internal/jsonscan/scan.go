@@ -54,6 +54,9 @@ func (s *Scanner) SkipContainer() error {
 	}
 	data, depth := s.data, 0
 	for i := s.pos; i < len(data); i++ {
+		if !containerStop[data[i]] {
+			continue
+		}
 		switch data[i] {
 		case '{', '[':
 			depth++
@@ -78,6 +81,10 @@ func (s *Scanner) SkipContainer() error {
 	s.pos = len(data)
 	return s.Fail("unexpected end of data")
 }
+
+// containerStop marks the bytes SkipContainer looks at: brackets and the
+// quote that starts a string; one load per byte skips the rest.
+var containerStop = [256]bool{'{': true, '[': true, '}': true, ']': true, '"': true}
 
 // SkipNull consumes the next value when it is null and reports whether it
 // was.
@@ -331,16 +338,26 @@ func (s *Scanner) hex4() (rune, bool) {
 // NumberToken scans a number (or nan, inf, -inf) and returns its text.
 func (s *Scanner) NumberToken() ([]byte, error) {
 	start := s.pos
-	// An integer without sign or leading zero, the most common number,
-	// in one loop.
+	// A number without sign, leading zero or exponent, the most common
+	// kind (an integer, or µs with a fraction as trace writers print
+	// times), in one loop.
 	data, i := s.data, s.pos
 	for i < len(data) && IsDigit(data[i]) {
 		i++
 	}
-	if n := i - start; n > 0 && (n == 1 || data[start] != '0') &&
-		(i == len(data) || (data[i] != '.' && data[i] != 'e' && data[i] != 'E')) {
-		s.pos = i
-		return data[start:i], nil
+	if n := i - start; n > 0 && (n == 1 || data[start] != '0') {
+		end := i
+		if i < len(data) && data[i] == '.' {
+			for end = i + 1; end < len(data) && IsDigit(data[end]); end++ {
+			}
+			if end == i+1 {
+				end = 0 // "1." is not a number
+			}
+		}
+		if end > 0 && (end == len(data) || (data[end] != 'e' && data[end] != 'E')) {
+			s.pos = end
+			return data[start:end], nil
+		}
 	}
 	if s.pos < len(s.data) && s.data[s.pos] == '-' {
 		s.pos++
