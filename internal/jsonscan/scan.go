@@ -82,6 +82,9 @@ func (s *Scanner) SkipContainer() error {
 	return s.Fail("unexpected end of data")
 }
 
+// isSpace marks JSON's whitespace.
+var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
 // containerStop marks the bytes SkipContainer looks at: brackets and the
 // quote that starts a string; one load per byte skips the rest.
 var containerStop = [256]bool{'{': true, '[': true, '}': true, ']': true, '"': true}
@@ -122,14 +125,13 @@ func (s *Scanner) skipWS() {
 		s.pos++ // json.dumps' ", " and ": "
 		return
 	}
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	// Indented JSON (Kineto's traces, json.dumps(indent=...)): a newline
+	// and a run of spaces before most tokens.
+	data, i := s.data, s.pos
+	for i < len(data) && isSpace[data[i]] {
+		i++
 	}
+	s.pos = i
 }
 
 // Peek returns the next non-whitespace byte, or 0 at the end.
