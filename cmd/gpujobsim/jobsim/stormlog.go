@@ -91,7 +91,7 @@ func (s *Scenario) WriteStormlog(w io.Writer, from, to time.Duration, epoch time
 					if edge.word == "start" {
 						// The launch record carries the identity and the duration (one
 						// interval per op); the end record stays a bare timestamp.
-						maps.Copy(ev.Metadata, s.worldIdentity(c).Metadata(int64(c.End-c.Start)))
+						maps.Copy(ev.Metadata, s.worldIdentity(r, c).Metadata(int64(c.End-c.Start)))
 					}
 					events = append(events, ev)
 				}
