@@ -46,20 +46,23 @@ func TestProcessMemoryStandsForDeviceUsed(t *testing.T) {
 func TestProcessMemoryFormsSamples(t *testing.T) {
 	const t0 = int64(1767225600000000000)
 	rank := map[string]any{"training.job.id": "j", "training.rank": int64(1), "host.name": "node-a", "gpu.index": int64(1)}
-	process := func(ts, v int64) gaugePoint { return gaugePoint{name: "gpu.memory.process.used", ts: ts, value: v} }
-
-	c, _ := newTestConverter(Config{})
-	got := convertMetrics(t, c, gaugeBatch(rank, reserved(t0, 20<<30), process(t0, 24<<30),
-		reserved(t0+1e9, 20<<30), process(t0+1e9, 25<<30)))
-	require.Empty(t, got.skips)
-	require.Len(t, got.samples, 2, "process points form samples without a device-used point")
-	for i, want := range []int64{24 << 30, 25 << 30} {
-		assert.Equal(t, want, got.samples[i].DeviceUsed)
-		assert.NotZero(t, got.samples[i].Has&HasProcessUsed, "sample %d says its used memory is the process's", i)
+	names := DefaultMetricNames().ProcessUsed
+	require.Equal(t, []string{"process.gpu.memory.usage", "process.gpu.memory.used", "gpu.memory.process.used"}, names)
+	for _, name := range names {
+		process := func(ts, v int64) gaugePoint { return gaugePoint{name: name, ts: ts, value: v} }
+		c, _ := newTestConverter(Config{})
+		got := convertMetrics(t, c, gaugeBatch(rank, reserved(t0, 20<<30), process(t0, 24<<30),
+			reserved(t0+1e9, 20<<30), process(t0+1e9, 25<<30)))
+		require.Empty(t, got.skips)
+		require.Len(t, got.samples, 2, "%s: process points form samples without a device-used point", name)
+		for i, want := range []int64{24 << 30, 25 << 30} {
+			assert.Equal(t, want, got.samples[i].DeviceUsed)
+			assert.NotZero(t, got.samples[i].Has&HasProcessUsed, "%s: sample %d says its used memory is the process's", name, i)
+		}
 	}
 
-	c, _ = newTestConverter(Config{})
-	got = convertMetrics(t, c, gaugeBatch(rank, reserved(t0, 20<<30), used(t0, 27<<30)))
+	c, _ := newTestConverter(Config{})
+	got := convertMetrics(t, c, gaugeBatch(rank, reserved(t0, 20<<30), used(t0, 27<<30)))
 	require.Len(t, got.samples, 1)
 	assert.Zero(t, got.samples[0].Has&HasProcessUsed, "a device-used sample is device-wide")
 }
