@@ -16,6 +16,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -209,4 +210,33 @@ func TestContextsOnGPU0(t *testing.T) {
 		assert.Positive(t, inflated)
 		assert.Equal(t, ownHidden0+contexts, ledgerHidden(ledgerParts(p.msink.AllMetrics()), 0), "rank 0's ledger holds the contexts")
 	})
+}
+
+// TestLedgerGrowthSaysDeviceWide: the ledger's unexplained_growth result of
+// a rank whose samples were device-wide over the growth says so (the
+// growth may be another process's on the GPU); a rank whose samples were
+// its process's does not.
+func TestLedgerGrowthSaysDeviceWide(t *testing.T) {
+	const s = int64(time.Second)
+	t0 := int64(1_800_000_000) * s
+	var samples evidence.Samples
+	for ts := t0; ts < t0+90*s; ts += s / 10 {
+		samples.TimesNs = append(samples.TimesNs, ts)
+		samples.GapBytes = append(samples.GapBytes, gib+max(0, (ts-t0-20*s)/s)*8*mib)
+		samples.TotalBytes = append(samples.TotalBytes, 80*gib)
+	}
+	last := samples.TimesNs[len(samples.TimesNs)-1]
+	in := &evidence.Input{ExpectedWorldSize: 2, TraceStartNs: t0, Ranks: []evidence.RankData{
+		{Rank: 0, Samples: samples, DeviceWideThroughNs: last},
+		{Rank: 1, Samples: samples},
+	}}
+	_, growths := newLedgers().evaluate("leak", in, nil, 0, nil)
+	require.Len(t, growths, 2)
+	for _, g := range growths {
+		want := []string{ledger.ReasonUnexplainedGrowth}
+		if g.Rank == 0 {
+			want = []string{evidence.ReasonDeviceWideMemory, ledger.ReasonUnexplainedGrowth}
+		}
+		assert.Equal(t, want, g.ReasonCodes, "rank %d", g.Rank)
+	}
 }
