@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/internal/parallel"
 )
 
 // scratch holds buffers reused across ranks.
@@ -44,14 +45,22 @@ func (s *scratch) median(n int) []int64 {
 // (rank, interval start). It does not modify in, apart from the ranks'
 // Baseline caches, so two calls must not share a cache concurrently.
 func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attribution.Result {
+	return AttributeParallel(in, cfg, resolver, 1)
+}
+
+// AttributeParallel is Attribute with each rank's analysis (its baseline,
+// steps and spikes, most of a job's cost) spread over up to workers
+// goroutines; the matching of changes to collectives, which reads every
+// rank's, follows on one. The results are the same for any workers.
+func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver, workers int) []attribution.Result {
 	if in == nil || len(in.Ranks) == 0 {
 		return nil
 	}
-	var sc scratch
 	analyses := make([]rankAnalysis, len(in.Ranks))
-	for ri := range in.Ranks {
-		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &sc)
-	}
+	scratches := make([]scratch, max(1, min(workers, len(in.Ranks))))
+	parallel.For(len(in.Ranks), len(scratches), func(w, ri int) {
+		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &scratches[w])
+	})
 	m := newMatcher(in, &cfg, analyses)
 	changes := 0
 	for ri := range analyses {
