@@ -36,13 +36,31 @@ type ledgers struct {
 
 // jobLedger is what a job's ledger keeps between evaluations: per rank its
 // settled context levels (a session's first level stays once its start
-// has left the window) and the end of the last growth reported.
+// has left the window) and the end of the last growth reported. None of it
+// is checkpointed: after a restart the context levels are set again from
+// the oldest samples in the window, and restoredNs (the newest event of
+// the restored job) stands for every rank's last growth end, since what
+// was reported before the restart is not known: a growth is reported again
+// only over a minute of data received after it.
 type jobLedger struct {
-	contexts  map[int64][]ledger.SessionLevel
-	growthEnd map[int64]int64
+	contexts   map[int64][]ledger.SessionLevel
+	growthEnd  map[int64]int64
+	restoredNs int64
 }
 
 func newLedgers() *ledgers { return &ledgers{jobs: map[string]*jobLedger{}} }
+
+func newJobLedger() *jobLedger {
+	return &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
+}
+
+// restored notes that job id came back from a checkpoint whose newest
+// event was at newestNs.
+func (ls *ledgers) restored(id string, newestNs int64) {
+	jl := newJobLedger()
+	jl.restoredNs = newestNs
+	ls.jobs[id] = jl
+}
 
 // evaluate appends to points the ledger of every rank of in (the job's
 // evidence input, attributed into results with interval padding padding)
@@ -50,7 +68,7 @@ func newLedgers() *ledgers { return &ledgers{jobs: map[string]*jobLedger{}} }
 func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribution.Result, padding int64, points []output.LedgerPoint) ([]output.LedgerPoint, []attribution.Result) {
 	jl := ls.jobs[jobID]
 	if jl == nil {
-		jl = &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
+		jl = newJobLedger()
 		ls.jobs[jobID] = jl
 	}
 	ls.ranks = ls.ranks[:0]
@@ -97,7 +115,11 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			jl.contexts[rank] = levels
 		}
 		g, ok := ls.growth.Detect()
-		if end, seen := jl.growthEnd[rank]; ok && (!seen || g.StartNs > end) {
+		end, seen := jl.growthEnd[rank]
+		if !seen && jl.restoredNs != 0 {
+			end, seen = jl.restoredNs, true
+		}
+		if ok && (!seen || g.StartNs > end) {
 			jl.growthEnd[rank] = g.EndNs
 			growths = append(growths, ledger.GrowthResult(rank, g, last.HiddenBytes, l.Tracked(ri), in.ExpectedWorldSize))
 		}
