@@ -25,6 +25,8 @@ type ledgers struct {
 	jobs   map[string]*jobLedger
 	growth ledger.GrowthDetector
 	ranks  []ledger.RankInput
+	// deviceWide is each of ranks' evidence.RankData.DeviceWideThroughNs.
+	deviceWide []int64
 	// zeros are the reservations of the ledger's samples: the buffers keep
 	// the hidden gap (clamped at 0, as the reference reads it), not used
 	// and reserved apart.
@@ -71,7 +73,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		jl = newJobLedger()
 		ls.jobs[jobID] = jl
 	}
-	ls.ranks = ls.ranks[:0]
+	ls.ranks, ls.deviceWide = ls.ranks[:0], ls.deviceWide[:0]
 	nMarkers := 0
 	for i := range in.Ranks {
 		nMarkers += len(in.Ranks[i].Markers)
@@ -98,6 +100,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			Accounting: rd.Accounting,
 			Contexts:   jl.contexts[rd.Rank],
 		})
+		ls.deviceWide = append(ls.deviceWide, rd.DeviceWideThroughNs)
 	}
 	l := ledger.New(&ledger.Input{Ranks: ls.ranks, Results: results, PaddingNs: padding})
 	var growths []attribution.Result
@@ -121,7 +124,13 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		}
 		if ok && (!seen || g.StartNs > end) {
 			jl.growthEnd[rank] = g.EndNs
-			growths = append(growths, ledger.GrowthResult(rank, g, last.HiddenBytes, l.Tracked(ri), in.ExpectedWorldSize))
+			r := ledger.GrowthResult(rank, g, last.HiddenBytes, l.Tracked(ri), in.ExpectedWorldSize)
+			if g.StartNs <= ls.deviceWide[ri] {
+				// As evidence mode's results: the growth may be another
+				// process's on the GPU.
+				r.ReasonCodes = []string{evidence.ReasonDeviceWideMemory, ledger.ReasonUnexplainedGrowth}
+			}
+			growths = append(growths, r)
 		}
 	}
 	return points, growths

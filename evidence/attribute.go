@@ -125,7 +125,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 10
+const maxReasonCodes = 11
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -393,13 +393,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if !(conf >= cfg.MinConfidence) {
 		return attribution.Result{}, false
 	}
-	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
 	// covers all of it (evidence-mode §7.6).
 	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
+	if start <= rd.DeviceWideThroughNs {
+		codes = append(codes, ReasonDeviceWideMemory)
+	}
+	slices.Sort(codes)
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{

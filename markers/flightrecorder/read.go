@@ -93,9 +93,16 @@ func ReadBytes(data []byte) (*Dump, error) {
 	case err != nil:
 		return nil, err
 	}
+	// Entries mostly repeat their predecessor's group: look a group up
+	// once per run of entries.
+	var group string
+	var ranks []int64
 	for i := range rd.d.Markers {
 		m := &rd.d.Markers[i]
-		if ranks, ok := rd.ranks[m.CommID]; ok && len(ranks) > 0 {
+		if i == 0 || m.CommID != group {
+			group, ranks = m.CommID, rd.ranks[m.CommID]
+		}
+		if len(ranks) > 0 {
 			m.Ranks, m.NRanks = ranks, int64(len(ranks))
 		}
 	}
@@ -234,18 +241,22 @@ func (rd *dumpReader) entry(i int) error {
 	}
 	rd.prev, rd.e, rd.bad = rd.e, entry{}, ""
 	more, err := s.OpenObject()
+	// json.dumps writes `"key": value, "key": value`: the reader expects
+	// each key to be the one that followed the previous key last time and
+	// checks it, with the separator before it, in one comparison; anything
+	// else goes through the Scanner.
+	k, known := rd.follows[keyOther], false
 	for prev := keyOther; more && err == nil; {
-		k := rd.follows[prev]
-		// The expected key as json.dumps writes it, `"key": `, checked
-		// here; anything else goes through the Scanner.
-		if r, q := s.Rest(), quotedEntryKeys[k]; len(q) > 0 && len(r) > len(q)+1 && r[len(q)] == ':' && r[len(q)+1] == ' ' && string(r[:len(q)]) == q {
-			s.Advance(len(q) + 2)
-		} else if !s.SkipKey(q) {
-			var key []byte
-			if key, err = s.Key(); err != nil {
-				break
+		if !known {
+			if r, kc := s.Rest(), keyColon[k]; len(kc) > 0 && len(r) > len(kc) && string(r[:len(kc)]) == kc {
+				s.Advance(len(kc))
+			} else if !s.SkipKey(quotedEntryKeys[k]) {
+				var key []byte
+				if key, err = s.Key(); err != nil {
+					break
+				}
+				k = lookupEntryKey(key)
 			}
-			k = lookupEntryKey(key)
 		}
 		if k != keyOther {
 			rd.follows[prev], prev = k, k
@@ -258,8 +269,12 @@ func (rd *dumpReader) entry(i int) error {
 		if err != nil {
 			break
 		}
-		if r := s.Rest(); len(r) > 1 && r[0] == ',' && r[1] == ' ' {
-			s.Advance(2) // json.dumps' ", "
+		k = rd.follows[prev]
+		r, ckc := s.Rest(), commaKeyColon[k]
+		if known = len(ckc) > 0 && len(r) > len(ckc) && string(r[:len(ckc)]) == ckc; known {
+			s.Advance(len(ckc))
+		} else if len(r) > 1 && r[0] == ',' && r[1] == ' ' {
+			s.Advance(2)
 		} else {
 			more, err = s.NextMember()
 		}
