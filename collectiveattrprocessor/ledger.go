@@ -27,9 +27,13 @@ type ledgers struct {
 	ranks  []ledger.RankInput
 	// deviceWide is each of ranks' evidence.RankData.DeviceWideThroughNs.
 	deviceWide []int64
+	// newest is each of ranks' evidence.RankData newest sample's time and
+	// hidden memory, not clamped.
+	newest [][2]int64
 	// zeros are the reservations of the ledger's samples: the buffers keep
 	// the hidden gap (clamped at 0, as the reference reads it), not used
-	// and reserved apart.
+	// and reserved apart; the newest sample's exact hidden memory (newest)
+	// corrects the gauges' unexplained part.
 	zeros []int64
 	// markers are the ranks' marker start times, each rank's a sub-slice.
 	markers []int64
@@ -73,7 +77,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		jl = newJobLedger()
 		ls.jobs[jobID] = jl
 	}
-	ls.ranks, ls.deviceWide = ls.ranks[:0], ls.deviceWide[:0]
+	ls.ranks, ls.deviceWide, ls.newest = ls.ranks[:0], ls.deviceWide[:0], ls.newest[:0]
 	nMarkers := 0
 	for i := range in.Ranks {
 		nMarkers += len(in.Ranks[i].Markers)
@@ -101,6 +105,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			Contexts:   jl.contexts[rd.Rank],
 		})
 		ls.deviceWide = append(ls.deviceWide, rd.DeviceWideThroughNs)
+		ls.newest = append(ls.newest, [2]int64{rd.NewestHiddenNs, rd.NewestHiddenBytes})
 	}
 	l := ledger.New(&ledger.Input{Ranks: ls.ranks, Results: results, PaddingNs: padding})
 	var growths []attribution.Result
@@ -112,8 +117,14 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			ls.growth.Add(&ls.row)
 		}
 		last := &ls.row
+		unexplained := last.UnexplainedBytes
+		if nw := ls.newest[ri]; nw[0] == last.TimestampNs {
+			// The buffers read a negative hidden gap as 0: the parts add up
+			// to the sample's own hidden memory, as the CLI's rows do.
+			unexplained += nw[1] - last.HiddenBytes
+		}
 		points = append(points, output.LedgerPoint{JobID: jobID, Rank: rank, TimestampNs: last.TimestampNs,
-			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: last.UnexplainedBytes})
+			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: unexplained})
 		if levels := l.Contexts(ri); len(levels) > 0 {
 			jl.contexts[rank] = levels
 		}

@@ -185,3 +185,39 @@ func TestLedgerGrowthAcrossRestart(t *testing.T) {
 	assert.Greater(t, again[0]["interval_start_ns"], float64(restartNs))
 	require.NoError(t, after.Shutdown(ctx))
 }
+
+// TestLedgerGaugesExactOnNegativeHidden: a newest sample whose device used
+// is below its reservation (the two read at different instants) has
+// negative hidden memory; the gauges' three parts add up to it exactly, as
+// the CLI's ledger rows do, though the buffers keep the gap clamped at 0.
+func TestLedgerGaugesExactOnNegativeHidden(t *testing.T) {
+	const s = int64(time.Second)
+	clk := &manualClock{t: time.Unix(1_800_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = ModeEvidence
+	require.NoError(t, cfg.Validate())
+	f := newFactory(clk.clock())
+	msink := new(consumertest.MetricsSink)
+	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	require.NoError(t, err)
+	lp, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, new(consumertest.LogsSink))
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, mp.Start(ctx, nil))
+	require.NoError(t, lp.Start(ctx, nil))
+	c := f.cores[cfg]
+
+	t0 := clk.now().UnixNano() - 10*s
+	var lines []string
+	for ts := t0; ts < t0+10*s; ts += s / 10 {
+		lines = append(lines, stormlogLine("neg", 0, 1, ts, "sample", gib))
+	}
+	lines = append(lines, stormlogLine("neg", 0, 1, t0+10*s, "sample", -64*mib))
+	require.NoError(t, lp.ConsumeLogs(ctx, stormlogLogs(lines)))
+	require.NoError(t, c.evaluate(ctx, false))
+	c.flushEmitter(ctx)
+	got := ledgerParts(msink.AllMetrics())
+	assert.Equal(t, map[string]int64{"0/nccl": 0, "0/context": gib, "0/unexplained": -gib - 64*mib}, got)
+	require.NoError(t, mp.Shutdown(ctx))
+	require.NoError(t, lp.Shutdown(ctx))
+}
