@@ -56,14 +56,8 @@ func TestLedgerGaugesAndGrowth(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	f := newFactory(clk.clock())
 	msink, lsink := new(consumertest.MetricsSink), new(consumertest.LogsSink)
-	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
-	require.NoError(t, err)
-	lp, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, lsink)
-	require.NoError(t, err)
+	mp, lp, c := startMetricsAndLogs(t, f, cfg, msink, lsink)
 	ctx := context.Background()
-	require.NoError(t, mp.Start(ctx, nil))
-	require.NoError(t, lp.Start(ctx, nil))
-	c := f.cores[cfg]
 
 	t0 := clk.now().UnixNano() - 10*s
 	leak := func(ts int64) int64 { return max(0, (ts-t0-20*s)/s) * 8 * mib }
@@ -198,14 +192,8 @@ func TestLedgerGaugesExactOnNegativeHidden(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	f := newFactory(clk.clock())
 	msink := new(consumertest.MetricsSink)
-	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
-	require.NoError(t, err)
-	lp, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, new(consumertest.LogsSink))
-	require.NoError(t, err)
+	mp, lp, c := startMetricsAndLogs(t, f, cfg, msink, new(consumertest.LogsSink))
 	ctx := context.Background()
-	require.NoError(t, mp.Start(ctx, nil))
-	require.NoError(t, lp.Start(ctx, nil))
-	c := f.cores[cfg]
 
 	t0 := clk.now().UnixNano() - 10*s
 	var lines []string
