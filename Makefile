@@ -129,6 +129,18 @@ bench-scale:
 	COLLECTIVEATTR_SCALE_MAX=$(SCALE_MAX) $(GO) test -run '^$$' -bench 'BenchmarkScale|BenchmarkWorldSpikeLinks' -benchtime 3x -benchmem -timeout 120m \
 	  ./collectiveattrprocessor/ ./cmd/collectiveattr/ | tee /dev/stderr | bash internal/scale/fit.sh
 
+## scale-e2e: a SCALE_E2E_RANKS-rank job (4 096) from bin/gpujobsim at SCALE_E2E_RATE Hz (10),
+## real time, for SCALE_E2E_DURATION of job (150s) through the built collector in evidence
+## mode: lag, drops, peak RSS and CPU (docs/sizing.md). Minutes of every core: not in test/ci
+SCALE_E2E_RANKS    ?= 4096
+SCALE_E2E_RATE     ?= 10
+SCALE_E2E_DURATION ?= 150s
+.PHONY: scale-e2e
+scale-e2e: build
+	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_SCALE_E2E=1 COLLECTIVEATTR_SCALE_E2E_RANKS=$(SCALE_E2E_RANKS) \
+	COLLECTIVEATTR_SCALE_E2E_RATE=$(SCALE_E2E_RATE) COLLECTIVEATTR_SCALE_E2E_DURATION=$(SCALE_E2E_DURATION) \
+	$(GO) test -count=1 -timeout 30m -run TestScaleRealTime -v ./e2e/
+
 ## bench-cli: `collectiveattr attribute` of BENCH_BASE (one commit or several, "8c9c5f4 1872e50")
 ## against this tree's on one gpujobsim file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS
 ## alternating runs each: wall time, CPU time, peak RSS

@@ -1,5 +1,7 @@
 package attribution
 
+import "github.com/collectiveattr/collectiveattr/internal/parallel"
+
 // ColumnInput is Input with each rank's samples held as columns: a caller
 // that buffers samples column by column (the streaming processor) hands
 // them over without building one Sample per row.
@@ -43,73 +45,112 @@ type StringRun struct {
 // for the same samples, markers, world size and trace start. It neither
 // retains nor modifies in's slices.
 func AttributeColumns(in ColumnInput, cfg Config, resolver PhaseResolver) []Result {
-	spikes := detectColumnSpikes(in, cfg)
+	return AttributeColumnsParallel(in, cfg, resolver, 1)
+}
+
+// AttributeColumnsParallel is AttributeColumns with the per-rank work
+// (each rank's statistics and spikes, most of a job's cost) spread over
+// up to workers goroutines; the results are the same for any workers.
+func AttributeColumnsParallel(in ColumnInput, cfg Config, resolver PhaseResolver, workers int) []Result {
+	spikes := detectColumnSpikes(in, cfg, workers)
 	if len(spikes) == 0 {
 		return nil
 	}
 	return resultsOfSpikes(spikes, len(in.Ranks), in.ExpectedWorldSize, in.TraceStartNs, cfg, resolver)
 }
 
-// detectColumnSpikes is detectSpikes (S4) over columns.
-func detectColumnSpikes(in ColumnInput, cfg Config) []spike {
+// detectColumnSpikes is detectSpikes (S4) over columns: each rank's spikes
+// are found apart, on up to workers goroutines, and joined in input rank
+// order, where a rank's dense id is given as detectSpikes gives it.
+func detectColumnSpikes(in ColumnInput, cfg Config, workers int) []spike {
 	maxN := 0
 	for i := range in.Ranks {
 		maxN = max(maxN, len(in.Ranks[i].TimestampsNs))
 	}
-	gaps := make([]float64, maxN)
-	scratch := newStatsScratch(maxN)
+	workers = max(1, min(workers, len(in.Ranks)))
+	scratches := make([]rankScratch, workers)
+	perRank := make([][]spike, len(in.Ranks))
+	parallel.For(len(in.Ranks), workers, func(w, ri int) {
+		sc := &scratches[w]
+		if sc.stats == nil {
+			sc.gaps, sc.stats = make([]float64, maxN), newStatsScratch(maxN)
+		}
+		perRank[ri] = columnRankSpikes(&in.Ranks[ri], cfg, sc)
+	})
+	n := 0
+	for _, sp := range perRank {
+		n += len(sp)
+	}
+	if n == 0 {
+		return nil
+	}
+	spikes := make([]spike, 0, n)
 	ids := make(map[int64]int32, len(in.Ranks))
-	var spikes []spike
-	for ri := range in.Ranks {
-		rs := &in.Ranks[ri]
-		n := len(rs.TimestampsNs)
-		if int64(n) < cfg.MinSamplesPerRank || n == 0 {
+	for _, sp := range perRank {
+		for i := range sp {
+			sp[i].rankIdx = rankID(ids, sp[i].rank)
+		}
+		spikes = append(spikes, sp...)
+	}
+	return spikes
+}
+
+// rankScratch is one worker's memory for a rank's statistics.
+type rankScratch struct {
+	gaps  []float64
+	stats *statsScratch
+}
+
+// columnRankSpikes is S4 on one rank's columns: its spikes in sample
+// order, without their dense rank id.
+func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
+	n := len(rs.TimestampsNs)
+	if int64(n) < cfg.MinSamplesPerRank || n == 0 {
+		return nil
+	}
+	var (
+		st       rankStats
+		haveStat bool
+		spikes   []spike
+		totals   totalCursor
+	)
+	for i, g := range rs.GapBytes[:n] {
+		total := totals.at(rs.Totals, i)
+		gapBytes := max(0, g)
+		var ratio float64
+		hasRatio := total > 0
+		significant := gapBytes >= cfg.MinGapBytes
+		// As in detectSpikes: the quotient only when it can matter.
+		if hasRatio && (significant || float64(gapBytes) >= cfg.MinGapRatio*float64(total)*(1-1e-9)) {
+			ratio = pyDiv(gapBytes, total)
+			significant = significant || ratio >= cfg.MinGapRatio
+		}
+		if !significant {
 			continue
 		}
-		var (
-			st       rankStats
-			haveStat bool
-		)
-		var totals totalCursor
-		for i, g := range rs.GapBytes[:n] {
-			total := totals.at(rs.Totals, i)
-			gapBytes := max(0, g)
-			var ratio float64
-			hasRatio := total > 0
-			significant := gapBytes >= cfg.MinGapBytes
-			// As in detectSpikes: the quotient only when it can matter.
-			if hasRatio && (significant || float64(gapBytes) >= cfg.MinGapRatio*float64(total)*(1-1e-9)) {
-				ratio = pyDiv(gapBytes, total)
-				significant = significant || ratio >= cfg.MinGapRatio
+		if !haveStat {
+			gs := sc.gaps[:n]
+			for j, t := range rs.GapBytes[:n] {
+				gs[j] = float64(max(0, t))
 			}
-			if !significant {
-				continue
-			}
-			if !haveStat {
-				gs := gaps[:n]
-				for j, t := range rs.GapBytes[:n] {
-					gs[j] = float64(max(0, t))
-				}
-				st = computeRankStats(gs, scratch)
-				haveStat = true
-			}
-			z := st.zscore(float64(gapBytes))
-			if z < cfg.RobustZscoreThreshold {
-				continue
-			}
-			ts := rs.TimestampsNs[i]
-			spikes = append(spikes, spike{
-				rank:     rs.Rank,
-				rankIdx:  rankID(ids, rs.Rank),
-				ts:       ts,
-				session:  sessionAt(rs.Sessions, i),
-				gap:      gapBytes,
-				ratio:    ratio,
-				hasRatio: hasRatio,
-				zRounded: pyRound(z, 4),
-				markers:  markersNear(rs.Markers, ts, cfg.MarkerWindowNs),
-			})
+			st = computeRankStats(gs, sc.stats)
+			haveStat = true
 		}
+		z := st.zscore(float64(gapBytes))
+		if z < cfg.RobustZscoreThreshold {
+			continue
+		}
+		ts := rs.TimestampsNs[i]
+		spikes = append(spikes, spike{
+			rank:     rs.Rank,
+			ts:       ts,
+			session:  sessionAt(rs.Sessions, i),
+			gap:      gapBytes,
+			ratio:    ratio,
+			hasRatio: hasRatio,
+			zRounded: pyRound(z, 4),
+			markers:  markersNear(rs.Markers, ts, cfg.MarkerWindowNs),
+		})
 	}
 	return spikes
 }

@@ -29,7 +29,7 @@ func columnsOf(in Input) ColumnInput {
 }
 
 // checkColumnsMatch fails unless AttributeColumns on in's columns gives
-// AttributeInput's results.
+// AttributeInput's results, on one goroutine and on several.
 // It returns how many results they gave.
 func checkColumnsMatch(t *testing.T, in Input, cfg Config, resolver PhaseResolver) int {
 	t.Helper()
@@ -37,6 +37,11 @@ func checkColumnsMatch(t *testing.T, in Input, cfg Config, resolver PhaseResolve
 	got := AttributeColumns(columnsOf(in), cfg, resolver)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("columns:\n%+v\nrows:\n%+v", got, want)
+	}
+	for _, workers := range []int{2, 3} {
+		if got := AttributeColumnsParallel(columnsOf(in), cfg, resolver, workers); !reflect.DeepEqual(got, want) {
+			t.Fatalf("columns on %d workers:\n%+v\nrows:\n%+v", workers, got, want)
+		}
 	}
 	return len(want)
 }

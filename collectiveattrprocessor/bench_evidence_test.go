@@ -33,7 +33,7 @@ func BenchmarkEvaluationTickByMode(b *testing.B) {
 // with samples samples each at 10 Hz, ending now, and every 10 s a world
 // all_reduce marker with its identity (communicator, seq, 20 ms) and a
 // spike at it on every rank. The core is shut down with b.
-func evaluationJob(b *testing.B, mode AttributionMode, ranks, samples int64) *core {
+func evaluationJob(b testing.TB, mode AttributionMode, ranks, samples int64) *core {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Mode = mode
 	p := newCoreLogs(b, cfg)

@@ -167,3 +167,52 @@ func collectiveMarkers(startNs, members, seq int64, list bool) ptrace.Traces {
 	}
 	return td
 }
+
+// BenchmarkScaleIngestDuringRound measures how long ingestion waits for an
+// evaluation round, by ranks: each iteration is one round of
+// BenchmarkScaleEvaluationRound's evidence-mode job while another
+// goroutine ingests one sample of another job every millisecond. It
+// reports the round's wall time (ns/op) and the slowest ingest call during
+// the rounds (max-ingest-ns): the round holds the buffers' lock only to
+// copy the job's window and to claim its results, so the slowest call
+// should stay a small part of a round.
+func BenchmarkScaleIngestDuringRound(b *testing.B) {
+	for _, ranks := range scale.Sizes() {
+		b.Run("ranks="+strconv.Itoa(ranks), func(b *testing.B) {
+			c := evaluationJob(b, ModeEvidence, int64(ranks), 600)
+			evaluationRound(b, c, "big")
+			stop, slowest := ingestProbe(c)
+			b.ReportAllocs()
+			for b.Loop() {
+				evaluationRound(b, c, "big")
+			}
+			b.StopTimer()
+			close(stop)
+			b.ReportMetric(float64(<-slowest), "max-ingest-ns")
+		})
+	}
+}
+
+// ingestProbe ingests one sample of job "probe" into c every millisecond
+// until stop is closed, then sends the slowest call's duration.
+func ingestProbe(c *core) (stop chan struct{}, slowest chan time.Duration) {
+	stop, slowest = make(chan struct{}), make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		ts := time.Now().UnixNano()
+		for {
+			select {
+			case <-stop:
+				slowest <- worst
+				return
+			case <-time.After(time.Millisecond):
+			}
+			ts += int64(time.Millisecond)
+			ld := stormlogLogs([]string{stormlogLine("probe", 0, 1, ts, "sample", 0)})
+			start := time.Now()
+			c.consumeLogs(context.Background(), ld)
+			worst = max(worst, time.Since(start))
+		}
+	}()
+	return stop, slowest
+}

@@ -472,7 +472,7 @@ func BenchmarkEvaluationTick(b *testing.B) {
 }
 
 // evaluationRound runs one evaluation round in which job has new data.
-func evaluationRound(b *testing.B, c *core, job string) {
+func evaluationRound(b testing.TB, c *core, job string) {
 	c.mu.Lock()
 	c.store.Touch(job, time.Now())
 	c.mu.Unlock()

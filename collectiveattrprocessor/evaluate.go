@@ -142,7 +142,7 @@ func (c *core) evaluateLedger(job *store.Job, results []attribution.Result) []at
 		return nil
 	}
 	var growths []attribution.Result
-	c.ledgerPoints, growths = c.ledgers.evaluate(job.ID(), in, results, padding, c.ledgerPoints)
+	c.ledgerPoints, growths = c.ledgers.evaluate(job.ID(), in, results, padding, c.ledgerPoints, c.engine.workers())
 	return growths
 }
 

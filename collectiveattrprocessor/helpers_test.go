@@ -127,7 +127,7 @@ func newTestLogsProcessor(t testing.TB, cfg *Config, set processor.Settings, nex
 }
 
 // newCoreLogs is newTestLogsProcessor for benchmarks.
-func newCoreLogs(b *testing.B, cfg *Config) *testLogs {
+func newCoreLogs(b testing.TB, cfg *Config) *testLogs {
 	f := newFactory(defaultClock())
 	p, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/internal/parallel"
 	"github.com/collectiveattr/collectiveattr/window"
 )
 
@@ -59,6 +60,21 @@ type engine interface {
 	// interval padding, for the hidden-memory ledger; nil where the mode
 	// buffers no NCCL accounting (the reference mode).
 	ledgerInput() (*evidence.Input, int64)
+	// workers is how many goroutines an attribution (and the ledger)
+	// spreads a job's ranks over.
+	workers() int
+}
+
+// roundWorkers is an engine's goroutines per round: n when set (tests),
+// else the cores the process may use now (GOMAXPROCS, which the runtime
+// adjusts to a container's CPU limit), read at each round.
+type roundWorkers struct{ n int }
+
+func (w roundWorkers) workers() int {
+	if w.n > 0 {
+		return w.n
+	}
+	return parallel.Workers()
 }
 
 // windowMode is what a job's window buffers for cfg.Mode.
@@ -94,11 +110,14 @@ func newEngine(cfg *Config, ref attribution.Config, notes engineNotes) (engine, 
 type referenceEngine struct {
 	cfg     attribution.Config
 	scratch window.Scratch
+	roundWorkers
 }
 
 func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
 	snap := job.Snapshot(&e.scratch)
-	return func() []attribution.Result { return attribution.AttributeColumns(snap.Input, e.cfg, snap.Resolver) }
+	return func() []attribution.Result {
+		return attribution.AttributeColumnsParallel(snap.Input, e.cfg, snap.Resolver, e.workers())
+	}
 }
 
 func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
@@ -112,6 +131,7 @@ type evidenceEngine struct {
 	evScratch window.EvidenceScratch
 	last      window.EvidenceSnapshot
 	notes     engineNotes
+	roundWorkers
 }
 
 func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
@@ -119,7 +139,9 @@ func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
 	if d := e.last.WorldSizeDisagreement; d != "" && e.notes.worldSizeDisagreement != nil {
 		e.notes.worldSizeDisagreement(job.ID(), d, e.last.Input.ExpectedWorldSize)
 	}
-	return func() []attribution.Result { return evidence.Attribute(&e.last.Input, e.cfg, e.last.Resolver) }
+	return func() []attribution.Result {
+		return evidence.AttributeParallel(&e.last.Input, e.cfg, e.last.Resolver, e.workers())
+	}
 }
 
 func (e *evidenceEngine) ledgerInput() (*evidence.Input, int64) {

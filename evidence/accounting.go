@@ -52,13 +52,13 @@ type rankAccounting struct {
 // onset came after the last of the rise gap and the end before the first of
 // the fall gap. A change of NCCL's is on one manager: the miss is that of the
 // collective's communicator's series when comm names one, else the largest.
-// A change matched to a collective began during its marker's interval
-// (widened by the match tolerance), and NCCL holds a collective's buffers
-// until the op ends: a marker mk, when given, narrows the rise gap to the
-// marker's interval and the fall gap to after the op's end (unless the
-// samples say the change ended before it), so a report after the marker's
-// end and before the first sample of the change, or after the last one and
-// before the op's end, sees a change of NCCL's surely.
+// NCCL allocates a collective's buffers when the op begins and holds them
+// until it ends: a marker mk, when given, narrows the rise gap to its
+// launch (within the match tolerance; an approximate marker's to its
+// interval) and the fall gap to after the op's end (unless the samples say
+// the change ended before it), so a report after the launch and before the
+// first sample of the change, or after the last one and before the op's
+// end, sees a change of NCCL's surely.
 func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) accountingVerdict {
 	rd := &m.in.Ranks[ri]
 	var v accountingVerdict
@@ -88,7 +88,15 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 	if mk != nil {
 		tol := m.tolerance(mk)
 		onsetFrom = max(from, satSub(mk.StartNs, tol.before))
-		onsetTo = max(onsetFrom+1, min(sureFrom, satAdd(mk.EndNs, tol.after)))
+		// NCCL allocates an op's buffers when the op begins: a change of
+		// NCCL's began at the launch, within the tolerance, as a member's
+		// is judged (memberAccounting); an approximate marker's launch is
+		// known only to within its interval.
+		launched := satAdd(mk.StartNs, tol.after)
+		if mk.Approximate {
+			launched = satAdd(mk.EndNs, tol.after)
+		}
+		onsetTo = max(onsetFrom+1, min(sureFrom, launched))
 		if opEnd := satSub(mk.EndNs, m.cfg.Evidence.MatchToleranceNs); !ep.persistent && !mk.Approximate && opEnd > sureTo && opEnd < to {
 			endFrom = opEnd
 		}
@@ -131,6 +139,9 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 			case t < onsetTo:
 				riseMiss = float64(onsetTo-t) / float64(onsetTo-onsetFrom)
 			case t <= endFrom:
+				if m.betweenOps(ri, mk, ep, t) {
+					continue
+				}
 				sure = true
 				// Held only where the samples saw the change: past them
 				// it lasts only by the op's hypothesis.
@@ -168,4 +179,47 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 func (v accountingVerdict) covers(ep *episode, threshold int64) bool {
 	allowance := max(threshold, ep.excess/4)
 	return v.growth > 0 && v.growth >= ep.excess-allowance
+}
+
+// betweenOps reports whether a report at t, after op mk ended and between
+// change ep's high samples, may fall between two changes of NCCL's on mk's
+// communicator: every high sample after t lies inside an op of that
+// communicator on the rank launched after t (its own interval: a sample
+// there can be that op's change), so NCCL's memory may have fallen back at
+// t. Such a report neither shows nor misses the change. A high sample
+// outside those ops (a continuous change, or one that outlasts a dense
+// stream of short ops) keeps the report.
+func (m *matcher) betweenOps(ri int32, mk *Marker, ep *episode, t int64) bool {
+	if mk == nil || mk.Collective == NoCollective || ep.persistent || t <= mk.EndNs || t < ep.riseHi {
+		return false
+	}
+	comm := m.in.Collectives[mk.Collective].CommID
+	rd := &m.in.Ranks[ri]
+	markers := rd.Markers
+	first, _ := slices.BinarySearchFunc(markers, t+1, func(x Marker, at int64) int {
+		switch {
+		case x.StartNs < at:
+			return -1
+		case x.StartNs > at:
+			return 1
+		}
+		return 0
+	})
+	later := false
+	for k := ep.first; k <= ep.last; k++ {
+		s := rd.Samples.TimesNs[k]
+		if s <= t {
+			continue
+		}
+		inside := false
+		for i := first; i < len(markers) && markers[i].StartNs <= s && !inside; i++ {
+			c := markers[i].Collective
+			inside = markers[i].EndNs >= s && c != NoCollective && m.in.Collectives[c].CommID == comm
+		}
+		if !inside {
+			return false
+		}
+		later = true
+	}
+	return later
 }

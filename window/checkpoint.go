@@ -64,8 +64,10 @@ const (
 	tagRankBoundaries = 6 // stormlog phase boundaries
 	tagRankPhaseSpans = 7 // phase spans from traces
 	// Evidence mode (checkpoint_evidence.go).
-	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate, spans
-	tagRankAccounting      = 9 // NCCL's accounting series per communicator
+	tagRankEvidenceMarkers = 8  // marker intervals: times, durations, collectives, approximate, spans
+	tagRankAccounting      = 9  // NCCL's accounting series per communicator
+	tagRankDeviceWide      = 10 // the newest device-wide sample's time
+	tagRankNewestHidden    = 11 // the newest sample's time and hidden memory, not clamped
 )
 
 // Marker span codes in tagRankMarkers.
@@ -150,6 +152,15 @@ func encodeRank(w *CheckpointWriter, rank int64, rb *Rank) {
 			for i := range rb.phaseSpans.len() {
 				encodePhaseSpan(w, rb.phaseSpans.at(i))
 			}
+		})
+	}
+	if rb.deviceWideThroughNs != 0 {
+		w.section(tagRankDeviceWide, func(w *CheckpointWriter) { w.varint(rb.deviceWideThroughNs) })
+	}
+	if rb.newestHiddenNs != 0 {
+		w.section(tagRankNewestHidden, func(w *CheckpointWriter) {
+			w.varint(rb.newestHiddenNs)
+			w.varint(rb.newestHidden)
 		})
 	}
 	if ev := rb.ev; ev != nil {
@@ -467,6 +478,11 @@ func decodeRank(r *CheckpointReader, nCollectives, maxEvents int) (int64, *Rank)
 			decodeEvidenceMarkers(body, rb, nCollectives)
 		case tagRankAccounting:
 			decodeAccounting(body, rb)
+		case tagRankDeviceWide:
+			rb.deviceWideThroughNs = body.varint()
+		case tagRankNewestHidden:
+			rb.newestHiddenNs = body.varint()
+			rb.newestHidden = body.varint()
 		default:
 			r.fail("unknown rank section %d", tag)
 		}

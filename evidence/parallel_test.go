@@ -1,0 +1,49 @@
+package evidence
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/internal/eventgen"
+)
+
+// TestAttributeParallelGivesTheSameResults: a job's results do not depend
+// on how many goroutines analyse its ranks (the generated 64-rank job with
+// spikes at world collectives, and the simulated job with steps, spikes
+// and NCCL accounting of BenchmarkAttributeAccounting's shape).
+func TestAttributeParallelGivesTheSameResults(t *testing.T) {
+	cfg := mediumConfig(t)
+	events := eventgen.Events(eventgen.Default(64))
+	built := func() *Input {
+		bl := NewBuilder()
+		for i := range events {
+			bl.Add(&events[i])
+		}
+		return bl.Input()
+	}
+	sim := func() *Input {
+		j := newSim(48, 100*ms, 60*sec)
+		all := rankList(0, 48)
+		for s := range int64(60) {
+			j.collective("world", s, "all_reduce", all, s*sec+500*ms, 20*ms, false)
+		}
+		j.change(all, 10*sec+500*ms, 10*sec+700*ms, 2*gib)
+		j.change(rankList(0, 24), 30*sec+500*ms, -1, 1*gib)
+		j.accounting(all, "world", 512<<20, []overlay{{30*sec + 500*ms, -1, 1 * gib}})
+		j.noise = 1 << 20
+		return j.input()
+	}
+	for name, input := range map[string]func() *Input{"generated": built, "simulated": sim} {
+		t.Run(name, func(t *testing.T) {
+			want := Attribute(input(), cfg, nil)
+			if len(want) == 0 {
+				t.Fatal("the job gives no results: nothing compared")
+			}
+			for _, workers := range []int{2, 3, 8} {
+				if got := AttributeParallel(input(), cfg, nil, workers); !reflect.DeepEqual(got, want) {
+					t.Fatalf("%d workers: %d results differ from one worker's %d", workers, len(got), len(want))
+				}
+			}
+		})
+	}
+}
