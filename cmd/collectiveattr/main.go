@@ -139,6 +139,7 @@ names the line, and the index in a JSON array), or a skipped line with
 `
 
 func main() {
+	setGCPercent(os.Getenv)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
