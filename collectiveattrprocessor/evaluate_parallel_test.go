@@ -153,7 +153,13 @@ func TestIngestLatencyDuringALargeRound(t *testing.T) {
 	}
 	roundTime := time.Since(started)
 	require.Greater(t, len(latencies), 3, "batches ingested during the round")
-	slowest := slices.Max(latencies)
-	t.Logf("round %v; %d batches during it, slowest %v", roundTime, len(latencies), slowest)
-	assert.Less(t, slowest, roundTime/3, "an ingest call waited for a large part of the round")
+	slices.Sort(latencies)
+	median, slowest := latencies[len(latencies)/2], latencies[len(latencies)-1]
+	t.Logf("round %v; %d batches during it, median %v, slowest %v", roundTime, len(latencies), median, slowest)
+	// On a loaded machine any one call can lose its CPU for a while (a
+	// 270 ms call beside a 450 ms round was seen at load 13 on 2 cores);
+	// waiting on the round's lock would hold most calls, and one for
+	// about the round's length.
+	assert.Less(t, median, roundTime/10, "ingest calls waited for the round")
+	assert.Less(t, slowest, roundTime, "an ingest call waited for the whole round")
 }
