@@ -72,7 +72,8 @@ func scaleSettings(t *testing.T) scaleRun {
 // job time, and reports what an operator sizing a gateway asks (docs/sizing.md):
 //
 //   - lag: from a result's interval end (event time) to the wall time its log line reached
-//     the file exporter, p50/p99/max; and how far behind real time the simulator finished;
+//     the file exporter, p50/p99/max; and how far behind real time the simulator finished,
+//     and its CPU;
 //   - drops: items the receiver refused, items the processor skipped or evicted, result
 //     batches it failed to emit (its self-telemetry), and the gpu.memory.hidden points
 //     past its per-interval bound;
@@ -108,8 +109,11 @@ func TestScaleRealTime(t *testing.T) {
 	var simOut bytes.Buffer
 	sim.Stdout, sim.Stderr = &simOut, &simOut
 	simStart := time.Now()
-	simErr := sim.Run()
+	require.NoError(t, sim.Start())
+	simWatch := watchProcess(sim.Process.Pid, math.MaxInt64)
+	simErr := sim.Wait()
 	simWall := time.Since(simStart)
+	simUsage := simWatch.stop()
 	require.NoError(t, simErr, "gpujobsim:\n%s", simOut.String())
 
 	// The job's last results leave once they settle (evidence mode: the 8 s baseline
@@ -120,7 +124,8 @@ func TestScaleRealTime(t *testing.T) {
 	usage := watch.stop()
 	lags := results.stop()
 
-	t.Logf("job: %d ranks at %g Hz for %s of job time; gpujobsim finished %.1f s after the job's end", run.ranks, run.rate, run.duration, (simWall - run.duration).Seconds())
+	t.Logf("job: %d ranks at %g Hz for %s of job time; gpujobsim finished %.1f s after the job's end, its CPU %.1f s",
+		run.ranks, run.rate, run.duration, (simWall - run.duration).Seconds(), simUsage.cpu.Seconds())
 	t.Logf("collector: peak RSS %d MiB, CPU %.1f s (%.2f cores over %.0f s)", usage.peakRSS>>20, usage.cpu.Seconds(),
 		usage.cpu.Seconds()/usage.wall.Seconds(), usage.wall.Seconds())
 	require.NotEmpty(t, lags, "results")
