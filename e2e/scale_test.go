@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -115,6 +116,7 @@ func TestScaleRealTime(t *testing.T) {
 	simErr := sim.Wait()
 	simWall := time.Since(simStart)
 	simUsage := simWatch.stop()
+	require.False(t, watch.killed.Load(), "the collector passed %d MiB of RSS and was killed", run.maxRSS>>20)
 	require.NoError(t, simErr, "gpujobsim:\n%s", simOut.String())
 
 	// The job's last results leave once they settle (evidence mode: the 8 s baseline
@@ -202,6 +204,8 @@ type processUsage struct {
 type processWatch struct {
 	stopc chan struct{}
 	done  chan processUsage
+	// killed: the process passed the RSS bound and was killed.
+	killed atomic.Bool
 }
 
 // watchProcess samples pid's resident set and CPU time every 500 ms, and kills the process
@@ -216,7 +220,8 @@ func watchProcess(pid int, maxRSS int64) *processWatch {
 		for {
 			if rss, cpu, ok := readProc(pid); ok {
 				u.peakRSS, u.cpu = max(u.peakRSS, rss), cpu
-				if rss > maxRSS {
+				if rss > maxRSS && !w.killed.Load() {
+					w.killed.Store(true)
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
