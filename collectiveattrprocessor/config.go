@@ -147,7 +147,8 @@ type MetricsConfig struct {
 	// used + free + reserved when no total is reported.
 	DeviceReserved []string `mapstructure:"device_reserved"`
 	// ProcessUsed is the GPU memory of the rank's own process: when
-	// reported, it stands for device used (docs/gpu-metrics-join.md).
+	// reported, the rank's samples are formed from it, not from device
+	// used (docs/gpu-metrics-join.md).
 	ProcessUsed []string `mapstructure:"process_used"`
 }
 

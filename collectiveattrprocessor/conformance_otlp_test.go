@@ -91,7 +91,10 @@ func otlpFromEvents(job string, events []telemetry.Event) (md pmetric.Metrics, t
 // result spans with the expected results (contract §5.1 attributes). Each
 // case runs twice: as one traces and one metrics request, and cut into
 // requests of about 200 ms of event time each, metrics and spans of each
-// slice in turn, as exporters send a running job.
+// slice in turn, as exporters send a running job. A third run adds the
+// rank's own process memory (process.gpu.memory.usage, the samples' device
+// used) and puts other processes' 1.5 GiB into the device-used gauge: the
+// results are the reference's, from the process's figure.
 func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 	ran, manySlices := 0, 0
 	for _, c := range loadConformanceCases(t) {
@@ -111,8 +114,9 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 			continue
 		}
 		ran++
-		for _, sliced := range []bool{false, true} {
-			t.Run(filepath.Base(c.Dir)+map[bool]string{false: "/one_request", true: "/time_slices"}[sliced], func(t *testing.T) {
+		for _, run := range []string{"one_request", "time_slices", "process_memory"} {
+			sliced := run == "time_slices"
+			t.Run(filepath.Base(c.Dir)+"/"+run, func(t *testing.T) {
 				tel := componenttest.NewTelemetry()
 				t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 				cfg := createDefaultConfig().(*Config)
@@ -128,6 +132,9 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 				require.NoError(t, dec.Decode(&expected))
 				p := newPipelines(t, cfg, tel)
 				mds, tds := []pmetric.Metrics{md}, []ptrace.Traces{td}
+				if run == "process_memory" {
+					mds[0] = withOtherProcesses(md, 1536<<20)
+				}
 				if sliced {
 					if mds, tds = timeSlices(md, td, 200*time.Millisecond); len(mds) > 1 {
 						manySlices++
@@ -170,6 +177,28 @@ func TestConformanceThroughMetricsAndSpans(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, ran, 5, "a handful of cases run through metrics and spans")
 	require.GreaterOrEqual(t, manySlices, 5, "a handful of them in more than one slice")
+}
+
+// withOtherProcesses is otlpFromEvents' md with a process.gpu.memory.usage
+// gauge holding the device-used values, and others more bytes in the
+// device-used gauge: other processes' memory on the GPU.
+func withOtherProcesses(md pmetric.Metrics, others int64) pmetric.Metrics {
+	out := pmetric.NewMetrics()
+	md.CopyTo(out)
+	ms := out.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+	for i := range ms.Len() {
+		if ms.At(i).Name() != "gpu.memory.device.used" {
+			continue
+		}
+		process := ms.AppendEmpty()
+		ms.At(i).CopyTo(process)
+		process.SetName("process.gpu.memory.usage")
+		for _, dp := range ms.At(i).Gauge().DataPoints().All() {
+			dp.SetIntValue(dp.IntValue() + others)
+		}
+		break
+	}
+	return out
 }
 
 // timeSlices cuts otlpFromEvents' one-resource, one-scope requests into

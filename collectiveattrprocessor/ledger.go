@@ -25,6 +25,8 @@ func emittedClassifications() []string {
 type ledgers struct {
 	jobs  map[string]*jobLedger
 	ranks []ledger.RankInput
+	// deviceWide is each of ranks' evidence.RankData.DeviceWideThroughNs.
+	deviceWide []int64
 	// zeros are the reservations of the ledger's samples: the buffers keep
 	// the hidden gap (clamped at 0, as the reference reads it), not used
 	// and reserved apart.
@@ -77,7 +79,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		jl = &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
 		ls.jobs[jobID] = jl
 	}
-	ls.ranks = ls.ranks[:0]
+	ls.ranks, ls.deviceWide = ls.ranks[:0], ls.deviceWide[:0]
 	nMarkers, maxSamples := 0, 0
 	for i := range in.Ranks {
 		nMarkers += len(in.Ranks[i].Markers)
@@ -105,6 +107,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			Accounting: rd.Accounting,
 			Contexts:   jl.contexts[rd.Rank],
 		})
+		ls.deviceWide = append(ls.deviceWide, rd.DeviceWideThroughNs)
 	}
 	groups := max(1, min(workers, len(ls.ranks)))
 	if len(ls.groups) < groups {
@@ -112,7 +115,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 	}
 	parallel.For(groups, groups, func(_, gi int) {
 		lo, hi := gi*len(ls.ranks)/groups, (gi+1)*len(ls.ranks)/groups
-		ls.groups[gi].read(jl, ls.ranks[lo:hi], results, padding, jobID, in.ExpectedWorldSize)
+		ls.groups[gi].read(jl, ls.ranks[lo:hi], ls.deviceWide[lo:hi], results, padding, jobID, in.ExpectedWorldSize)
 	})
 	var growths []attribution.Result
 	for gi := range groups {
@@ -129,9 +132,10 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 	return points, growths
 }
 
-// read reads the ledger of ranks at their newest sample. It only reads
-// jl: its updates are kept in g.
-func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, results []attribution.Result, padding int64, jobID string, worldSize int64) {
+// read reads the ledger of ranks at their newest sample (deviceWide: each
+// rank's evidence.RankData.DeviceWideThroughNs). It only reads jl: its
+// updates are kept in g.
+func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide []int64, results []attribution.Result, padding int64, jobID string, worldSize int64) {
 	g.points, g.growths, g.contexts, g.growthEnds = g.points[:0], g.growths[:0], g.contexts[:0], g.growthEnds[:0]
 	l := ledger.New(&ledger.Input{Ranks: ranks, Results: results, PaddingNs: padding})
 	for ri := range ranks {
@@ -150,7 +154,13 @@ func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, results []at
 		gr, ok := g.growth.Detect()
 		if end, seen := jl.growthEnd[rank]; ok && (!seen || gr.StartNs > end) {
 			g.growthEnds = append(g.growthEnds, rankGrowthEnd{rank, gr.EndNs})
-			g.growths = append(g.growths, ledger.GrowthResult(rank, gr, last.HiddenBytes, l.Tracked(ri), worldSize))
+			r := ledger.GrowthResult(rank, gr, last.HiddenBytes, l.Tracked(ri), worldSize)
+			if gr.StartNs <= deviceWide[ri] {
+				// As evidence mode's results: the growth may be another
+				// process's on the GPU.
+				r.ReasonCodes = []string{evidence.ReasonDeviceWideMemory, ledger.ReasonUnexplainedGrowth}
+			}
+			g.growths = append(g.growths, r)
 		}
 	}
 }

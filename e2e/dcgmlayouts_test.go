@@ -143,7 +143,7 @@ func (c *layoutClock) at(w time.Time) time.Duration {
 
 // dcgmPage writes node's exporter page at wall time w: DCGM's last
 // collection dcgmDelay ago, on the dcgmCollect grid.
-func dcgmPage(w *bufio.Writer, node string, clock *layoutClock, now time.Time) {
+func dcgmPage(w *bufio.Writer, node string, clock *layoutClock, now time.Time, opts layoutOptions) {
 	collected := now.Add(-dcgmDelay).Truncate(dcgmCollect)
 	t := clock.at(collected)
 	type line struct {
@@ -177,7 +177,7 @@ func dcgmPage(w *bufio.Writer, node string, clock *layoutClock, now time.Time) {
 			}
 		}
 		lines = append(lines, line{common + host + `,DCGM_FI_DRIVER_VERSION="550.144.03"` + workload,
-			usedAt(g, -1, t), totalMiB * layoutMiB, reservedMiB * layoutMiB})
+			usedAt(g, -1, t) + strayContexts(g, opts), totalMiB * layoutMiB, reservedMiB * layoutMiB})
 		for _, gi := range g.instances {
 			lines = append(lines, line{fmt.Sprintf(`%s,GPU_I_PROFILE="3g.40gb",GPU_I_ID="%d"%s,DCGM_FI_DRIVER_VERSION="550.144.03"`, common, gi, host),
 				usedAt(g, gi, t), 40192 * layoutMiB, 0})
@@ -267,9 +267,38 @@ func layoutConfig(healthPort, httpPort, telemetryPort int, pages map[string]int,
 	}.yaml()
 }
 
+// layoutOptions vary the cluster of a layout run.
+type layoutOptions struct {
+	// withUUID: the ranks send their GPU's UUID.
+	withUUID bool
+	// contextsOnGPU0: every other rank of node-a also holds a CUDA context
+	// on GPU 0 (contextBytes each), which DCGM counts in GPU 0's used.
+	contextsOnGPU0 bool
+	// processMemory: the ranks also send their own process's GPU memory
+	// (process.gpu.memory.usage: reserved + hidden).
+	processMemory bool
+}
+
+// contextBytes is one stray CUDA context (pytorch#135279).
+const contextBytes = 500 * layoutMiB
+
+// strayContexts is what the other ranks' contexts hold on GPU g.
+func strayContexts(g layoutGPU, opts layoutOptions) int64 {
+	if !opts.contextsOnGPU0 || g.node != "node-a" || g.index != 0 {
+		return 0
+	}
+	n := int64(0)
+	for _, r := range layoutRanks {
+		if r.node == g.node && r.gpu != g.index {
+			n++
+		}
+	}
+	return n * contextBytes
+}
+
 // layoutRun runs the cluster for the job's length and returns the hidden
 // memory points per rank (time, bytes) and the self-telemetry page.
-func layoutRun(t *testing.T, withUUID bool) (map[int][][2]int64, time.Time, string) {
+func layoutRun(t *testing.T, opts layoutOptions) (map[int][][2]int64, time.Time, string) {
 	ports := freePorts(t, 6)
 	healthPort, httpPort, telemetryPort := ports[0], ports[1], ports[2]
 	pages := map[string]int{"node-a": ports[3], "node-b": ports[4], "node-c": ports[5]}
@@ -290,7 +319,7 @@ func layoutRun(t *testing.T, withUUID bool) (map[int][][2]int64, time.Time, stri
 			scrapedMu.Unlock()
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 			bw := bufio.NewWriter(w)
-			dcgmPage(bw, node, clock, time.Now())
+			dcgmPage(bw, node, clock, time.Now(), opts)
 			_ = bw.Flush()
 		})
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -315,8 +344,13 @@ func layoutRun(t *testing.T, withUUID bool) (map[int][][2]int64, time.Time, stri
 			case now := <-tick.C:
 				md := pmetric.NewMetrics()
 				for _, r := range layoutRanks {
-					gauges(rankResource(r, withUUID), "gpu.memory.allocator.reserved",
+					res := rankResource(r, opts.withUUID)
+					gauges(res, "gpu.memory.allocator.reserved",
 						[][2]int64{{now.UnixNano(), allocatorReserved(r.rank)}}, nil).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+					if opts.processMemory {
+						own := allocatorReserved(r.rank) + hiddenAt(r.rank, clock.at(now))
+						gauges(res, "process.gpu.memory.usage", [][2]int64{{now.UnixNano(), own}}, nil).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+					}
 				}
 				body, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
 				if err != nil || postOTLP(t, "http://127.0.0.1:"+itoa(httpPort)+"/v1/metrics", body, 5*time.Second) != http.StatusOK {
@@ -421,7 +455,7 @@ func skippedCount(t *testing.T, page, reason string) int64 {
 // (shared_device) and the MIG GPU's whole-GPU line to no instance's rank
 // (mig_unmapped).
 func TestDCGMLayoutsJoinByUUID(t *testing.T) {
-	hidden, start, telemetry := layoutRun(t, true)
+	hidden, start, telemetry := layoutRun(t, layoutOptions{withUUID: true})
 	for _, r := range layoutRanks {
 		t.Logf("rank %d: %d hidden memory points", r.rank, len(hidden[r.rank]))
 	}
@@ -457,7 +491,7 @@ func TestDCGMLayoutsJoinByUUID(t *testing.T) {
 // each node is claimed by several ranks (ambiguous_device), the other
 // GPUs by none (unjoinable).
 func TestDCGMLayoutsWithoutUUIDs(t *testing.T) {
-	hidden, start, telemetry := layoutRun(t, false)
+	hidden, start, telemetry := layoutRun(t, layoutOptions{})
 	t.Logf("skipped: ambiguous_device %d, unjoinable %d", skippedCount(t, telemetry, "ambiguous_device"), skippedCount(t, telemetry, "unjoinable"))
 	checkNoWrongJoin(t, hidden, start)
 	for r, pts := range hidden {
@@ -465,4 +499,52 @@ func TestDCGMLayoutsWithoutUUIDs(t *testing.T) {
 	}
 	assert.Positive(t, skippedCount(t, telemetry, "ambiguous_device"))
 	assert.Positive(t, skippedCount(t, telemetry, "unjoinable"))
+}
+
+// TestDCGMContextsOnGPU0: node-a's other ranks (1-3) each also hold a CUDA
+// context on GPU 0 (pytorch#135279), so DCGM's GPU 0 line counts 1.5 GiB
+// that is not rank 0's. With the ranks sending their own process's GPU
+// memory, rank 0's hidden memory is its own at every point (its baseline,
+// or its baseline plus its spike), the DCGM line joined to it by UUID
+// forming none of its samples; without, rank 0's hidden memory holds the
+// contexts.
+func TestDCGMContextsOnGPU0(t *testing.T) {
+	gpu0 := layoutGPUs[0]
+	contexts := strayContexts(gpu0, layoutOptions{contextsOnGPU0: true})
+	require.Equal(t, 3*contextBytes, contexts)
+
+	t.Run("process memory", func(t *testing.T) {
+		hidden, _, _ := layoutRun(t, layoutOptions{withUUID: true, contextsOnGPU0: true, processMemory: true})
+		require.NotEmpty(t, hidden[0])
+		for _, r := range layoutRanks {
+			spiked := false
+			for _, p := range hidden[r.rank] {
+				switch p[1] {
+				case baselineHidden(r.rank):
+				case baselineHidden(r.rank) + spikeBytes:
+					spiked = true
+				default:
+					t.Errorf("rank %d: hidden %d MiB, neither its baseline %d MiB nor its spike", r.rank, p[1]/layoutMiB, baselineHidden(r.rank)/layoutMiB)
+				}
+			}
+			for _, s := range layoutSpikes {
+				if s.rank == r.rank {
+					assert.True(t, spiked, "rank %d's spike, exact from its process's figure", r.rank)
+				}
+			}
+		}
+	})
+
+	t.Run("device-wide memory", func(t *testing.T) {
+		hidden, start, _ := layoutRun(t, layoutOptions{withUUID: true, contextsOnGPU0: true})
+		require.NotEmpty(t, hidden[0])
+		for _, p := range hidden[0] {
+			v := p[1] - contexts
+			at := time.Unix(0, p[0]).Sub(start)
+			assert.True(t, absBytes(v-baselineHidden(0)) <= 8*layoutMiB || absBytes(v-baselineHidden(0)-spikeBytes) <= 8*layoutMiB && ownSpikeVisible(0, at),
+				"rank 0 at %v: hidden %d MiB holds the other ranks' %d MiB of contexts over its own", at, p[1]/layoutMiB, contexts/layoutMiB)
+		}
+		delete(hidden, 0)
+		checkNoWrongJoin(t, hidden, start)
+	})
 }

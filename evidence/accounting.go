@@ -131,6 +131,9 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 			case t < onsetTo:
 				riseMiss = float64(onsetTo-t) / float64(onsetTo-onsetFrom)
 			case t <= endFrom:
+				if m.betweenOps(ri, mk, ep, t) {
+					continue
+				}
 				sure = true
 				// Held only where the samples saw the change: past them
 				// it lasts only by the op's hypothesis.
@@ -168,4 +171,47 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 func (v accountingVerdict) covers(ep *episode, threshold int64) bool {
 	allowance := max(threshold, ep.excess/4)
 	return v.growth > 0 && v.growth >= ep.excess-allowance
+}
+
+// betweenOps reports whether a report at t, after op mk ended and between
+// change ep's high samples, may fall between two changes of NCCL's on mk's
+// communicator: every high sample after t lies inside an op of that
+// communicator on the rank launched after t (its own interval: a sample
+// there can be that op's change), so NCCL's memory may have fallen back at
+// t. Such a report neither shows nor misses the change. A high sample
+// outside those ops (a continuous change, or one that outlasts a dense
+// stream of short ops) keeps the report.
+func (m *matcher) betweenOps(ri int32, mk *Marker, ep *episode, t int64) bool {
+	if mk == nil || mk.Collective == NoCollective || ep.persistent || t <= mk.EndNs || t < ep.riseHi {
+		return false
+	}
+	comm := m.in.Collectives[mk.Collective].CommID
+	rd := &m.in.Ranks[ri]
+	markers := rd.Markers
+	first, _ := slices.BinarySearchFunc(markers, t+1, func(x Marker, at int64) int {
+		switch {
+		case x.StartNs < at:
+			return -1
+		case x.StartNs > at:
+			return 1
+		}
+		return 0
+	})
+	later := false
+	for k := ep.first; k <= ep.last; k++ {
+		s := rd.Samples.TimesNs[k]
+		if s <= t {
+			continue
+		}
+		inside := false
+		for i := first; i < len(markers) && markers[i].StartNs <= s && !inside; i++ {
+			c := markers[i].Collective
+			inside = markers[i].EndNs >= s && c != NoCollective && m.in.Collectives[c].CommID == comm
+		}
+		if !inside {
+			return false
+		}
+		later = true
+	}
+	return later
 }

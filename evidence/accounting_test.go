@@ -251,3 +251,88 @@ func TestAccountingBackToBackOps(t *testing.T) {
 		}
 	}
 }
+
+// hostPolledJob is 8 ranks on two hosts polled host-wide at 1 Hz (ranks
+// 0-3 at +700 ms, inside every world all_reduce at k.6-k.9 s; ranks 4-7 at
+// phaseB), with NCCL's reports of every rank each second at reportPhase.
+func hostPolledJob(phaseB, reportPhase int64) *simJob {
+	j := trainingJob(8, sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 700 * ms
+		if r >= 4 {
+			j.phase[r] = phaseB
+		}
+	}
+	j.worldAllReduces()
+	return j
+}
+
+func (j *simJob) reportsEverySecond(comm string, base int64, covered []overlay, phase int64) {
+	for r := range j.ranks {
+		if j.acct[r] == nil {
+			j.acct[r] = map[string][]acctPoint{}
+		}
+		for t := phase; t < j.duration; t += sec {
+			v := base
+			for _, o := range covered {
+				if t >= o.start && t < o.end {
+					v += o.bytes
+				}
+			}
+			j.acct[r][comm] = append(j.acct[r][comm], acctPoint{t0 + t + j.offset[r], v})
+		}
+	}
+}
+
+// NCCL's spikes of two consecutive ops, polled host-wide at 1 Hz, are seen
+// by two consecutive samples as one change; a report between the ops lies
+// where NCCL's memory may have fallen back (the later sample may be the
+// next op's) and does not deny the change.
+func TestAccountingReportsThatCouldNotSeeTheChange(t *testing.T) {
+	j := hostPolledJob(300*ms, 450*ms)
+	a := j.collectiveSpike(rankList(0, 8), 10, gib)
+	b := j.collectiveSpike(rankList(0, 8), 11, gib)
+	j.reportsEverySecond("world", 300<<20, []overlay{a, b}, 450*ms)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 4 {
+		x := one(t, j, results, r, 10*sec+700*ms)
+		if x.Classification == attribution.CollectiveSuspect {
+			t.Errorf("rank %d: %s %v, want a claim: no report could have seen NCCL's buffers", r, x.Classification, x.ReasonCodes)
+		}
+	}
+}
+
+// Host-wide polling matches a change to an earlier op of the communicator
+// that the members agree on, while the op it is (launched just before the
+// first high sample) lacks synchrony: a host polled 30 ms before its launch
+// counts as a member that missed it. A report between the earlier op's end
+// and that launch saw NCCL's memory between the two ops, not the change.
+func TestAccountingReportBeforeTheNextOp(t *testing.T) {
+	j := newSim(8, sec, 40*sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 650 * ms // inside op 2
+		if r >= 4 {
+			j.phase[r] = 570 * ms // 30 ms before op 2's launch
+		}
+	}
+	for k := int64(0); k < 30; k += 3 {
+		j.collective("world", k, "all_reduce", rankList(0, 8), k*sec+900*ms, 200*ms, false)
+		j.collective("world", k+1, "all_reduce", rankList(0, 8), (k+1)*sec+600*ms, 300*ms, false)
+	}
+	caused := overlay{10*sec + 605*ms, 10*sec + 900*ms, gib} // op 10, after op 9 at 9.9-10.1 s
+	j.change(rankList(0, 8), caused.start, caused.end, gib)
+	j.reportsEverySecond("world", 300<<20, []overlay{caused}, 450*ms)
+	cfg, err := ResolveConfig("low", map[string]any{"min_confidence": 0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := Attribute(j.input(), cfg, nil)
+	for r := range 4 {
+		x := one(t, j, results, r, 10*sec+650*ms)
+		if x.Classification == attribution.CollectiveSuspect {
+			t.Errorf("rank %d: %s %v %+v, want a claim", r, x.Classification, x.ReasonCodes, x.Collective)
+		}
+	}
+}

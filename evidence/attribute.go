@@ -134,7 +134,7 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 10
+const maxReasonCodes = 11
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -337,6 +337,15 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if best.marker >= 0 && best.coll != NoCollective {
 		comm = CanonicalCommID(d.in.Collectives[best.coll].CommID)
 		onset = &rd.Markers[best.marker]
+		if !best.live {
+			// A transient of an op that had ended when the change was first
+			// seen cannot be what that sample shows (§3.3): the members'
+			// synchrony chose it, but NCCL's memory is read against the op
+			// of the communicator still running then.
+			if li := d.liveOp(ri, ep, best.coll); li >= 0 {
+				onset = &rd.Markers[li]
+			}
+		}
 	}
 	var acct accountingVerdict
 	if !ep.down { // a release leaves nothing for NCCL to report
@@ -353,7 +362,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		threshold := d.m.analyses[ri].threshold
 		var members *synchrony
 		if acct.miss > 0 && best.marker >= 0 && best.coll != NoCollective && best.ok {
-			members = d.m.memberAccounting(best.coll)
+			members = d.m.memberAccounting(onset.Collective)
 		}
 		switch {
 		case acct.covers(ep, threshold):
@@ -393,13 +402,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if !(conf >= cfg.MinConfidence) {
 		return attribution.Result{}, false
 	}
-	slices.Sort(codes)
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
 	// covers all of it (evidence-mode §7.6).
 	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
+	if start <= rd.DeviceWideThroughNs {
+		codes = append(codes, ReasonDeviceWideMemory)
+	}
+	slices.Sort(codes)
 	end := uint64(times[ep.last]) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{
@@ -448,6 +460,29 @@ func (d *decider) accountingCovers(ri int32, ep *episode, mk *Marker) bool {
 	comm := CanonicalCommID(d.in.Collectives[mk.Collective].CommID)
 	v := d.m.accountingOf(ri, ep, comm, mk)
 	return v.present && !v.untracked && v.covers(ep, d.m.analyses[ri].threshold)
+}
+
+// liveOp is the candidate marker of rank ri for transient change ep of
+// collective c's communicator whose op was still running when the change
+// was first seen, launched in its rise gap (the latest such), or -1.
+func (d *decider) liveOp(ri int32, ep *episode, c int32) int32 {
+	if ep.persistent {
+		return -1
+	}
+	rd := &d.in.Ranks[ri]
+	comm := d.in.Collectives[c].CommID
+	live := int32(-1)
+	d.m.candidates(ri, ep, func(mi int32) {
+		mk := &rd.Markers[mi]
+		if mk.Collective == NoCollective || mk.Approximate || d.in.Collectives[mk.Collective].CommID != comm {
+			return
+		}
+		if mk.StartNs > ep.riseLo && mk.StartNs <= ep.riseHi && satAdd(mk.EndNs, d.m.tolerance(mk).after) >= ep.riseHi &&
+			(live < 0 || mk.StartNs > rd.Markers[live].StartNs) {
+			live = mi
+		}
+	})
+	return live
 }
 
 // outlastFactor is how many times its collective's interval (at least the

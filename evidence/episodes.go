@@ -429,7 +429,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		mid := before + height/2
 		var found []int // onsets of the steps found in this run
 		for j := hi; j >= lo; j-- {
-			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, mid, up, span, minSamples) {
+			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, n, mid, up, span, minSamples) {
 				continue
 			}
 			if !up {
@@ -458,6 +458,9 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		// Two steps within a span of each other (a world communicator's
 		// first use, then a group's) make one run: each further jump of
 		// its own, clear of those found, is a step too (evidence-mode §7.2).
+		// It must hold its own level up to the next step found: a spike
+		// before a step, back on the old level in between, does not hold
+		// just because the next step's level follows within the span.
 		for j := lo; j <= hi; j++ {
 			if slices.ContainsFunc(found, func(f int) bool { return j > f-2*jumpSamples && j < f+2*jumpSamples }) {
 				continue
@@ -466,8 +469,14 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			if !ok || (up && h < threshold) || (!up && -h < threshold) {
 				continue
 			}
+			next := n
+			for _, f := range found {
+				if f > j && f < next {
+					next = f
+				}
+			}
 			m := gaps[j-1] + h/2
-			if crosses(gaps, j, m, up) && holds(times, gaps, j, m, up, span, minSamples) {
+			if crosses(gaps, j, m, up) && holds(times, gaps, j, next, m, up, span, minSamples) {
 				cuts = append(cuts, j)
 				ups = append(ups, step{onset: j, height: h})
 				j += 2 * jumpSamples
@@ -593,10 +602,10 @@ func crosses(gaps []int64, j int, mid int64, up bool) bool {
 }
 
 // holds reports whether the series sits on the new level after j (holdShare
-// of the samples in [t_j, t_j+span]) and was mostly off it before (under
-// priorShare of (t_j-span, t_j)), with at least minSamples samples after
-// and one before.
-func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int64) bool {
+// of the samples in [t_j, t_j+span] before sample limit) and was mostly off
+// it before (under priorShare of (t_j-span, t_j)), with at least minSamples
+// samples after (all those before limit, when fewer) and one before.
+func holds(times, gaps []int64, j, limit int, mid int64, up bool, span, minSamples int64) bool {
 	on := func(k int) bool {
 		if up {
 			return gaps[k] >= mid
@@ -605,7 +614,7 @@ func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int6
 	}
 	var after, afterOn, before, beforeOn int64
 	end := satAdd(times[j], span)
-	for k := j; k < len(times) && times[k] <= end; k++ {
+	for k := j; k < limit && times[k] <= end; k++ {
 		after++
 		if on(k) {
 			afterOn++
@@ -617,6 +626,9 @@ func holds(times, gaps []int64, j int, mid int64, up bool, span, minSamples int6
 		if on(k) {
 			beforeOn++
 		}
+	}
+	if limit < len(times) {
+		minSamples = min(minSamples, int64(limit-j))
 	}
 	if after < minSamples || before < 1 {
 		return false

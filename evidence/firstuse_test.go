@@ -137,3 +137,27 @@ func TestSeparateSteps(t *testing.T) {
 		}
 	}
 }
+
+// lazy_stepup: a collective's spike comes back to the old level a second
+// and a half before the next step (a communicator's first use): the spike
+// is no step of its own, though the step's level follows within the
+// baseline span.
+func TestSpikeBeforeStepIsNoStep(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 20, gib)
+	j.collective("replica", 0, "all_gather", rankList(0, 8), 22*sec+100*ms, 60*ms, false)
+	j.change(rankList(0, 8), 22*sec+105*ms, -1, 2*gib)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := range 8 {
+		if x, ok := persistentAt(j, results, r, 20*sec+700*ms); ok {
+			t.Errorf("rank %d: a step at the spike: %s %v", r, x.Classification, x.ReasonCodes)
+		}
+		if got := j.resultsAt(results, r, 20*sec+700*ms); len(got) != 1 || got[0].Kind != attribution.KindTransient {
+			t.Errorf("rank %d: %+v, want one transient result at the spike", r, got)
+		}
+		if _, ok := persistentAt(j, results, r, 22*sec+200*ms); !ok {
+			t.Errorf("rank %d: no step at 22.1 s", r)
+		}
+	}
+}

@@ -38,6 +38,12 @@ type RankData struct {
 	// Accounting holds NCCL's reported memory per communicator of this rank,
 	// each series in time order.
 	Accounting []AccountingSeries
+	// DeviceWideThroughNs is the time of the rank's newest sample whose
+	// used memory the caller knows to be the whole device's, other
+	// processes' memory included (0: none): a result whose interval starts
+	// by then carries ReasonDeviceWideMemory. Samples of unknown scope (a
+	// stormlog record's device_used_bytes) count as none.
+	DeviceWideThroughNs int64
 	// Baseline, when not nil, keeps the rank's baseline medians from one
 	// Attribute to the next, which then recomputes only those of the
 	// samples near what changed. A caller that evaluates the same ranks

@@ -40,6 +40,9 @@ const (
 	ReasonBaselineCreep      = "baseline_creep"      // the rank's baseline was creeping (a leak) without a step: the excess is over the level the creep had reached
 	ReasonNewProcess         = "new_process"         // the change came within a baseline span of a new session of the rank (a restarted process): its level is a new series, not a step
 	ReasonCoarseSampling     = "coarse_sampling"     // the rank's samples, or some members', are farther apart than the collective lasted: the onset is known to within the sampling interval (the claim covers it) and members without a sample during the collective are not judged
+
+	// Where the memory was measured.
+	ReasonDeviceWideMemory = "device_wide_memory" // the rank's used memory in the interval was the whole GPU's (DCGM, NVML device info, cudaMemGetInfo), which counts other processes' memory on it, such as other ranks' CUDA contexts on GPU 0: its hidden memory and peak may be inflated (docs/gpu-metrics-join.md)
 )
 
 // AllReasonCodes lists every evidence-mode reason code.
@@ -51,4 +54,5 @@ var AllReasonCodes = []string{
 	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
 	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
+	ReasonDeviceWideMemory,
 }

@@ -64,8 +64,9 @@ const (
 	tagRankBoundaries = 6 // stormlog phase boundaries
 	tagRankPhaseSpans = 7 // phase spans from traces
 	// Evidence mode (checkpoint_evidence.go).
-	tagRankEvidenceMarkers = 8 // marker intervals: times, durations, collectives, approximate, spans
-	tagRankAccounting      = 9 // NCCL's accounting series per communicator
+	tagRankEvidenceMarkers = 8  // marker intervals: times, durations, collectives, approximate, spans
+	tagRankAccounting      = 9  // NCCL's accounting series per communicator
+	tagRankDeviceWide      = 10 // the newest device-wide sample's time
 )
 
 // Marker span codes in tagRankMarkers.
@@ -151,6 +152,9 @@ func encodeRank(w *CheckpointWriter, rank int64, rb *Rank) {
 				encodePhaseSpan(w, rb.phaseSpans.at(i))
 			}
 		})
+	}
+	if rb.deviceWideThroughNs != 0 {
+		w.section(tagRankDeviceWide, func(w *CheckpointWriter) { w.varint(rb.deviceWideThroughNs) })
 	}
 	if ev := rb.ev; ev != nil {
 		if ev.markers.len() > 0 {
@@ -467,6 +471,8 @@ func decodeRank(r *CheckpointReader, nCollectives, maxEvents int) (int64, *Rank)
 			decodeEvidenceMarkers(body, rb, nCollectives)
 		case tagRankAccounting:
 			decodeAccounting(body, rb)
+		case tagRankDeviceWide:
+			rb.deviceWideThroughNs = body.varint()
 		default:
 			r.fail("unknown rank section %d", tag)
 		}

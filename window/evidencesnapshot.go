@@ -92,7 +92,7 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		if rb.len() > rb.ev.len() {
 			refEntries = true
 		}
-		rd := evidence.RankData{Rank: r}
+		rd := evidence.RankData{Rank: r, DeviceWideThroughNs: rb.deviceWideThroughNs}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])
 			if !job.cfg.Stream {

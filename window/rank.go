@@ -88,6 +88,16 @@ type Rank struct {
 	// claim is the process whose records the rank holds (claim.go); not
 	// checkpointed: after a restart the first process to send claims it.
 	claim claim
+	// deviceWideThroughNs is the time of the newest sample whose used
+	// memory was known to be the whole device's (0: none); evidence mode's
+	// results say so (evidence.RankData.DeviceWideThroughNs).
+	deviceWideThroughNs int64
+}
+
+// NoteDeviceWide records that the rank's samples up to throughNs measured
+// the whole device's used memory, other processes' included.
+func (rb *Rank) NoteDeviceWide(throughNs int64) {
+	rb.deviceWideThroughNs = max(rb.deviceWideThroughNs, throughNs)
 }
 
 // sessionIndex returns the index of session in the rank's session table,

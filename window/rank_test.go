@@ -147,8 +147,9 @@ func TestTrimDropsWhatAScanWould(t *testing.T) {
 
 // TestRingGrowsInOrderAndNotFarPastItsLength: a ring filled while its front
 // is popped now and then (so that growth copies a wrapped ring) keeps its
-// elements in order, never holds more than its bound, and once large holds
-// at most a quarter more storage than it ever held elements.
+// elements in order, never holds more than its bound, and from
+// quarterGrowthFrom elements on holds at most a quarter more storage than it
+// ever held elements.
 func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
 	const maxCap = 50_000
 	var r ring[int]
@@ -166,7 +167,7 @@ func TestRingGrowsInOrderAndNotFarPastItsLength(t *testing.T) {
 		}
 		most = max(most, r.len())
 		require.LessOrEqual(t, len(r.buf), maxCap)
-		if most >= 1024 {
+		if most >= quarterGrowthFrom {
 			require.LessOrEqual(t, len(r.buf), most+most/4+1, "after %d pushes", next)
 		}
 	}

@@ -46,11 +46,13 @@ func (r *ring[T]) grow(maxCap int) {
 
 // grownCap is the storage size after n when a ring of at most maxCap
 // entries is full. A rank's rings grow while its first window fills, then
-// hold their size: doubling to the end would leave up to half of the
-// largest buffers empty for good.
+// hold their size (the CLI's unbounded ones never shrink): doubling to the
+// end would leave up to half of the buffers empty for good, 32 bytes a
+// sample of 16. From quarterGrowthFrom entries on a ring grows by a
+// quarter, so it holds at most 20 bytes a sample of 16.
 func grownCap(n, maxCap int) int {
 	c := 2 * n
-	if n >= 1024 {
+	if n >= quarterGrowthFrom {
 		c = n + n/4
 	}
 	c = min(max(c, 16), maxCap)
@@ -59,6 +61,10 @@ func grownCap(n, maxCap int) int {
 	}
 	return c
 }
+
+// quarterGrowthFrom is the storage size from which rings grow by a quarter
+// instead of doubling.
+const quarterGrowthFrom = 64
 
 // popFront drops the oldest element.
 func (r *ring[T]) popFront() {

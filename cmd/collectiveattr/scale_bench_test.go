@@ -22,19 +22,22 @@ func scaleSpec(ranks int, lists eventgen.Lists) eventgen.Spec {
 
 // BenchmarkScaleAttributeCommand runs `collectiveattr attribute` end to
 // end by ranks (docs/sizing.md), in each mode, with the communicator's
-// members listed on every marker (as today's producers write them: R² bytes
-// per collective, so run to 2 048 ranks only) or declared on its first
-// marker. cpu-ns/record is the CPU time per input record.
+// members listed on every marker (as NCCL instrumentation without
+// collectiveattr_torch writes them: R² bytes per collective, so run at
+// the sizes up to 2 048 ranks and at 2 048 when the bound reaches it) or
+// declared on its first marker. cpu-ns/record is the CPU time per input
+// record.
 func BenchmarkScaleAttributeCommand(b *testing.B) {
 	dir := b.TempDir()
 	for _, lists := range []struct {
 		name  string
 		lists eventgen.Lists
 	}{{"every", eventgen.ListsEvery}, {"first", eventgen.ListsFirst}} {
-		for _, ranks := range scale.Sizes() {
-			if lists.lists == eventgen.ListsEvery && ranks > 2048 {
-				continue
-			}
+		sizes := scale.Sizes()
+		if lists.lists == eventgen.ListsEvery {
+			sizes = everyMarkerSizes(sizes, scale.Max())
+		}
+		for _, ranks := range sizes {
 			path := filepath.Join(dir, "run-"+lists.name+"-"+strconv.Itoa(ranks)+".jsonl")
 			records, size := 0, 0
 			for _, mode := range []string{"reference", "evidence"} {
@@ -61,6 +64,26 @@ func BenchmarkScaleAttributeCommand(b *testing.B) {
 			}
 		}
 	}
+}
+
+// everyMarkerListsMax is the largest job the every-marker benchmark runs:
+// its input is R² list entries per collective.
+const everyMarkerListsMax = 2048
+
+// everyMarkerSizes are the sizes of the every-marker benchmark: those of
+// sizes up to everyMarkerListsMax, and everyMarkerListsMax itself when the
+// bound reaches it.
+func everyMarkerSizes(sizes []int, bound int) []int {
+	var out []int
+	for _, n := range sizes {
+		if n < everyMarkerListsMax {
+			out = append(out, n)
+		}
+	}
+	if bound >= everyMarkerListsMax {
+		out = append(out, everyMarkerListsMax)
+	}
+	return out
 }
 
 // TestMembershipDeclaredOnceGivesTheSameResults: a job whose markers list

@@ -76,6 +76,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.ClockSkew, "clock-skew", cfg.ClockSkew, "largest per-host clock offset (±)")
 	fs.IntVar(&cfg.WarmupSteps, "warmup-steps", cfg.WarmupSteps, "steps without injected collective spikes at the start")
 	fs.BoolVar(&cfg.NCCLStats, "nccl-stats", cfg.NCCLStats, "also report NCCL's own communicator memory (comm_memory_stats records, nccl.comm.memory.total gauge)")
+	memberLists := fs.String("member-lists", "declared", "which collective markers list the communicator's members (nccl.comm.ranks): declared (each rank's first marker and once a minute, as collectiveattr_torch does) or every (every marker, as plain NCCL instrumentation)")
 	endpoint := fs.String("otlp-endpoint", defaultOTLPEndpoint, "OTLP/HTTP endpoint of the collector (empty: send nothing; when not given and no collector listens there, nothing is sent)")
 	device := fs.String("device-metrics", "otlp", "who reports device memory: otlp (NVML in process), dcgm (the -dcgm-listen page), both")
 	dcgmListen := fs.String("dcgm-listen", "", "serve a DCGM-exporter /metrics page on this address (e.g. 127.0.0.1:9400)")
@@ -95,6 +96,14 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	switch *memberLists {
+	case "declared":
+		cfg.MemberLists = jobsim.MembersDeclared
+	case "every":
+		cfg.MemberLists = jobsim.MembersOnEveryMarker
+	default:
+		return usageError{fmt.Errorf("-member-lists must be declared or every, got %q", *memberLists)}
 	}
 	s, err := jobsim.NewScenario(cfg)
 	if err != nil {

@@ -42,3 +42,57 @@ func FuzzShortDecimal(f *testing.F) {
 		}
 	})
 }
+
+// plainDecimal reads exactly a JSON number token that is a plain decimal,
+// with ParseFloat's double, and declines everything else: signs, exponents,
+// leading zeros, more than 15 digits.
+func TestPlainDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		read int
+	}{
+		{"150.25, ", 6}, {"0.5}", 3}, {"0", 1}, {"7]", 1}, {"123456789012345", 15}, {"42.000", 6},
+		{"1234567890123456", 0}, {"-1.5", 0}, {"1e5", 0}, {"1.5e3", 0}, {"01", 0}, {"00.5", 0},
+		{"1.", 0}, {"1.2.3", 0}, {".5", 0}, {"", 0}, {"nan", 0},
+	} {
+		v, n := plainDecimal([]byte(tc.in))
+		if n != tc.read {
+			t.Errorf("%q: read %d bytes, want %d", tc.in, n, tc.read)
+			continue
+		}
+		if n == 0 {
+			continue
+		}
+		want, err := strconv.ParseFloat(tc.in[:n], 64)
+		if err != nil || math.Float64bits(v) != math.Float64bits(want) {
+			t.Errorf("%q: %v, ParseFloat %v %v", tc.in, v, want, err)
+		}
+	}
+}
+
+// FloatField gives the same double and leaves the scanner at the same byte
+// with and without plainDecimal.
+func FuzzFloatField(f *testing.F) {
+	for _, seed := range []string{"150.25,", "0.1]", "-2.5}", "1e3,", "01,", "1.,", "12345678901234567.5 ", "nan,"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var fast Scanner
+		fast.Reset([]byte(in))
+		got, gerr := fast.FloatField("x")
+		v, n := plainDecimal([]byte(in))
+		if n == 0 {
+			return
+		}
+		if gerr != nil || math.Float64bits(got) != math.Float64bits(v) || fast.Pos() != n {
+			t.Fatalf("%q: FloatField %v at %d (%v), plainDecimal %v at %d", in, got, fast.Pos(), gerr, v, n)
+		}
+		var slow Scanner
+		slow.Reset([]byte(in))
+		tok, err := slow.NumberToken()
+		want, perr := strconv.ParseFloat(string(tok), 64)
+		if err != nil || perr != nil || slow.Pos() != n || math.Float64bits(want) != math.Float64bits(v) {
+			t.Fatalf("%q: the general path reads %q (%v %v) = %v", in, tok, err, perr, want)
+		}
+	})
+}

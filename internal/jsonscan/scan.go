@@ -54,6 +54,9 @@ func (s *Scanner) SkipContainer() error {
 	}
 	data, depth := s.data, 0
 	for i := s.pos; i < len(data); i++ {
+		if !containerStop[data[i]] {
+			continue
+		}
 		switch data[i] {
 		case '{', '[':
 			depth++
@@ -78,6 +81,13 @@ func (s *Scanner) SkipContainer() error {
 	s.pos = len(data)
 	return s.Fail("unexpected end of data")
 }
+
+// isSpace marks JSON's whitespace.
+var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
+// containerStop marks the bytes SkipContainer looks at: brackets and the
+// quote that starts a string; one load per byte skips the rest.
+var containerStop = [256]bool{'{': true, '[': true, '}': true, ']': true, '"': true}
 
 // SkipNull consumes the next value when it is null and reports whether it
 // was.
@@ -115,14 +125,13 @@ func (s *Scanner) skipWS() {
 		s.pos++ // json.dumps' ", " and ": "
 		return
 	}
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	// Indented JSON (Kineto's traces, json.dumps(indent=...)): a newline
+	// and a run of spaces before most tokens.
+	data, i := s.data, s.pos
+	for i < len(data) && isSpace[data[i]] {
+		i++
 	}
+	s.pos = i
 }
 
 // Peek returns the next non-whitespace byte, or 0 at the end.
@@ -331,16 +340,26 @@ func (s *Scanner) hex4() (rune, bool) {
 // NumberToken scans a number (or nan, inf, -inf) and returns its text.
 func (s *Scanner) NumberToken() ([]byte, error) {
 	start := s.pos
-	// An integer without sign or leading zero, the most common number,
-	// in one loop.
+	// A number without sign, leading zero or exponent, the most common
+	// kind (an integer, or µs with a fraction as trace writers print
+	// times), in one loop.
 	data, i := s.data, s.pos
 	for i < len(data) && IsDigit(data[i]) {
 		i++
 	}
-	if n := i - start; n > 0 && (n == 1 || data[start] != '0') &&
-		(i == len(data) || (data[i] != '.' && data[i] != 'e' && data[i] != 'E')) {
-		s.pos = i
-		return data[start:i], nil
+	if n := i - start; n > 0 && (n == 1 || data[start] != '0') {
+		end := i
+		if i < len(data) && data[i] == '.' {
+			for end = i + 1; end < len(data) && IsDigit(data[end]); end++ {
+			}
+			if end == i+1 {
+				end = 0 // "1." is not a number
+			}
+		}
+		if end > 0 && (end == len(data) || (data[end] != 'e' && data[end] != 'E')) {
+			s.pos = end
+			return data[start:end], nil
+		}
 	}
 	if s.pos < len(s.data) && s.data[s.pos] == '-' {
 		s.pos++
@@ -638,6 +657,10 @@ func (s *Scanner) FloatField(path string) (float64, error) {
 	if c != '-' && c != 'n' && c != 'i' && !IsDigit(c) {
 		return 0, s.TypeError(path, WantNumber)
 	}
+	if v, n := plainDecimal(s.data[s.pos:]); n > 0 {
+		s.pos += n
+		return v, nil
+	}
 	tok, err := s.NumberToken()
 	if err != nil {
 		return 0, err
@@ -696,6 +719,46 @@ func shortDecimal(tok []byte) (float64, bool) {
 }
 
 // exactPow10 are the powers of ten a double holds exactly.
+// plainDecimal reads a non-negative decimal without exponent and with at
+// most 15 digits, as writers mostly print durations and sizes ("150.25"),
+// in one pass; n is the bytes it read, 0 when b starts with anything else
+// (NumberToken and shortDecimal then read it). The double is exact for the
+// same reason as shortDecimal's.
+func plainDecimal(b []byte) (v float64, n int) {
+	var mant uint64
+	digits, frac := 0, -1
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case IsDigit(c):
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+			continue
+		case c == '.' && frac < 0 && digits > 0:
+			frac = 0
+			continue
+		}
+		break
+	}
+	switch {
+	case digits == 0 || digits > 15 || frac == 0:
+		return 0, 0 // none, too long, or "1."
+	case b[0] == '0' && i > 1 && b[1] != '.':
+		return 0, 0 // a leading zero: not JSON
+	case i < len(b) && (b[i] == 'e' || b[i] == 'E' || b[i] == '.'):
+		return 0, 0
+	}
+	v = float64(mant)
+	if frac > 0 {
+		v /= exactPow10[frac]
+	}
+	return v, i
+}
+
 var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // StringField scans a string field.

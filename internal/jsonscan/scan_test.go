@@ -75,3 +75,28 @@ func FuzzSkipContainer(f *testing.F) {
 		}
 	})
 }
+
+// NumberToken reads one JSON number (or the writer's bare inf/nan) and
+// refuses what JSON does not allow, on its fast path and off it.
+func TestNumberToken(t *testing.T) {
+	for _, tc := range []struct {
+		in, tok string
+		bad     bool
+	}{
+		{in: "0,", tok: "0"}, {in: "12}", tok: "12"}, {in: "1.5,", tok: "1.5"}, {in: "1000.000", tok: "1000.000"},
+		{in: "0.25]", tok: "0.25"}, {in: "1.5e3,", tok: "1.5e3"}, {in: "2E-7", tok: "2E-7"}, {in: "-2.5", tok: "-2.5"},
+		{in: "-0", tok: "-0"}, {in: "inf,", tok: "inf"}, {in: "-nan", tok: "-nan"}, {in: "1.5.2", tok: "1.5"}, {in: "12x", tok: "12"},
+		{in: "01", bad: true}, {in: "00.5", bad: true}, {in: "1.", bad: true}, {in: "1.,", bad: true}, {in: "1.e5", bad: true},
+		{in: "1e", bad: true}, {in: "-", bad: true}, {in: "-x", bad: true},
+	} {
+		var s Scanner
+		s.Reset([]byte(tc.in))
+		tok, err := s.NumberToken()
+		switch {
+		case tc.bad && err == nil:
+			t.Errorf("%q: read %q, want an error", tc.in, tok)
+		case !tc.bad && (err != nil || string(tok) != tc.tok || s.Pos() != len(tc.tok)):
+			t.Errorf("%q: %q at %d (%v), want %q", tc.in, tok, s.Pos(), err, tc.tok)
+		}
+	}
+}

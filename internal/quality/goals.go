@@ -157,8 +157,9 @@ var (
 )
 
 // CadenceGoals are the goals of issue 24 on its families, at every preset, with and
-// without accounting. Recall counts the episodes some sample saw: at 1–5 Hz a spike the
-// length of a collective may fall between two samples. cumem_off's accounting tracks
+// without accounting. Recall counts the episodes some sample saw, with accounting too:
+// at 1–5 Hz a spike the length of a collective may fall between two samples, and evidence
+// mode attributes the changes samples show, never a report alone (docs/evidence-mode.md §5.1). cumem_off's accounting tracks
 // none of NCCL's buffers, so timing decides there and nothing is confirmed.
 var CadenceGoals = []Goal{
 	atLeast(RecallSampled, 0.95, "every episode some sample saw, every preset", Rows{Families: cadenceFamilies}),

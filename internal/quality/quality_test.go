@@ -123,8 +123,14 @@ func gatedFamilies(families, shortfall []string, allEnv string) []string {
 	if os.Getenv(allEnv) == "" {
 		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(shortfall, f) })
 	}
+	return onlyFamilies(families)
+}
+
+// onlyFamilies is the COLLECTIVEATTR_QUALITY_FAMILIES list when set, else
+// families.
+func onlyFamilies(families []string) []string {
 	if only := os.Getenv("COLLECTIVEATTR_QUALITY_FAMILIES"); only != "" {
-		families = strings.Split(only, ",")
+		return strings.Split(only, ",")
 	}
 	return families
 }
@@ -156,17 +162,12 @@ func TestEvidenceModeCadenceGoals(t *testing.T) {
 	reportFailures(t, tab, Check(tab, CadenceGoals))
 }
 
-// physicsShortfall are physics families that do not meet PhysicsGoals yet; they are
-// left out of TestEvidenceModePhysicsGoals, whose COLLECTIVEATTR_QUALITY_ALL_PHYSICS=1
-// runs them too (docs/evidence-mode.md lists their figures).
-var physicsShortfall = []string{"host_polling"}
-
 // EVIDENCE MODE ON THE PHYSICS OF REAL JOBS (issue 31): PhysicsGoals on PhysicsFamilies,
 // every preset, with and without accounting.
 func TestEvidenceModePhysicsGoals(t *testing.T) {
 	skipUnderRace(t)
 	mode := evidenceModeUnderTest()
-	families := gatedFamilies(PhysicsFamilies, physicsShortfall, "COLLECTIVEATTR_QUALITY_ALL_PHYSICS")
+	families := onlyFamilies(PhysicsFamilies)
 	tab := evaluateEveryShape(t, mode, families)
 	reportFailures(t, tab, Check(tab, PhysicsGoals))
 }

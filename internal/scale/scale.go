@@ -25,10 +25,7 @@ var all = []int{64, 256, 1024, 4096, 16384}
 // Sizes returns the sizes up to the bound EnvMax sets (DefaultMax when
 // unset or not a positive integer).
 func Sizes() []int {
-	limit := DefaultMax
-	if v, err := strconv.Atoi(os.Getenv(EnvMax)); err == nil && v > 0 {
-		limit = v
-	}
+	limit := Max()
 	var out []int
 	for _, n := range all {
 		if n <= limit {
@@ -36,6 +33,15 @@ func Sizes() []int {
 		}
 	}
 	return out
+}
+
+// Max is the bound EnvMax sets (DefaultMax when unset or not a positive
+// integer), for a benchmark that runs at a size of its own.
+func Max() int {
+	if v, err := strconv.Atoi(os.Getenv(EnvMax)); err == nil && v > 0 {
+		return v
+	}
+	return DefaultMax
 }
 
 // CPUMeter measures the process's CPU time (user + system) over a

@@ -3,8 +3,7 @@ package flightrecorder
 // entryKey names the members of an entry that _dump_nccl_trace_json
 // writes: those the reader reads and those it skips. Entries repeat their
 // keys in one order, so the reader expects each key to be the one that
-// followed the previous key last time and checks it with one comparison
-// (the stormlog decoder does the same).
+// followed the previous key last time (the stormlog decoder does the same).
 type entryKey uint8
 
 const (
@@ -60,6 +59,16 @@ var quotedEntryKeys = [numEntryKeys]string{
 	keyTimeout:       `"timeout_ms"`,
 	keyFrames:        `"frames"`,
 }
+
+// keyColon and commaKeyColon are each key as json.dumps writes it after an
+// object's opening brace (`"key": `) and after a member (`, "key": `).
+var keyColon, commaKeyColon = func() (kc, ckc [numEntryKeys]string) {
+	for k := keyOther + 1; k < numEntryKeys; k++ {
+		kc[k] = quotedEntryKeys[k] + ": "
+		ckc[k] = ", " + kc[k]
+	}
+	return kc, ckc
+}()
 
 // entryKeys finds a decoded key's entryKey.
 var entryKeys = func() map[string]entryKey {

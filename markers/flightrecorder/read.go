@@ -93,9 +93,16 @@ func ReadBytes(data []byte) (*Dump, error) {
 	case err != nil:
 		return nil, err
 	}
+	// Entries mostly repeat their predecessor's group: look a group up
+	// once per run of entries.
+	var group string
+	var ranks []int64
 	for i := range rd.d.Markers {
 		m := &rd.d.Markers[i]
-		if ranks, ok := rd.ranks[m.CommID]; ok && len(ranks) > 0 {
+		if i == 0 || m.CommID != group {
+			group, ranks = m.CommID, rd.ranks[m.CommID]
+		}
+		if len(ranks) > 0 {
 			m.Ranks, m.NRanks = ranks, int64(len(ranks))
 		}
 	}
@@ -234,18 +241,22 @@ func (rd *dumpReader) entry(i int) error {
 	}
 	rd.prev, rd.e, rd.bad = rd.e, entry{}, ""
 	more, err := s.OpenObject()
+	// json.dumps writes `"key": value, "key": value`: the reader expects
+	// each key to be the one that followed the previous key last time and
+	// checks it, with the separator before it, in one comparison; anything
+	// else goes through the Scanner.
+	k, known := rd.follows[keyOther], false
 	for prev := keyOther; more && err == nil; {
-		k := rd.follows[prev]
-		// The expected key as json.dumps writes it, `"key": `, checked
-		// here; anything else goes through the Scanner.
-		if r, q := s.Rest(), quotedEntryKeys[k]; len(q) > 0 && len(r) > len(q)+1 && r[len(q)] == ':' && r[len(q)+1] == ' ' && string(r[:len(q)]) == q {
-			s.Advance(len(q) + 2)
-		} else if !s.SkipKey(q) {
-			var key []byte
-			if key, err = s.Key(); err != nil {
-				break
+		if !known {
+			if r, kc := s.Rest(), keyColon[k]; len(kc) > 0 && len(r) > len(kc) && string(r[:len(kc)]) == kc {
+				s.Advance(len(kc))
+			} else if !s.SkipKey(quotedEntryKeys[k]) {
+				var key []byte
+				if key, err = s.Key(); err != nil {
+					break
+				}
+				k = lookupEntryKey(key)
 			}
-			k = lookupEntryKey(key)
 		}
 		if k != keyOther {
 			rd.follows[prev], prev = k, k
@@ -258,8 +269,12 @@ func (rd *dumpReader) entry(i int) error {
 		if err != nil {
 			break
 		}
-		if r := s.Rest(); len(r) > 1 && r[0] == ',' && r[1] == ' ' {
-			s.Advance(2) // json.dumps' ", "
+		k = rd.follows[prev]
+		r, ckc := s.Rest(), commaKeyColon[k]
+		if known = len(ckc) > 0 && len(r) > len(ckc) && string(r[:len(ckc)]) == ckc; known {
+			s.Advance(len(ckc))
+		} else if len(r) > 1 && r[0] == ',' && r[1] == ' ' {
+			s.Advance(2)
 		} else {
 			more, err = s.NextMember()
 		}
@@ -277,14 +292,18 @@ func (rd *dumpReader) entry(i int) error {
 	if rd.e.dtype != rd.sizeOf.dtype {
 		rd.sizeOf.dtype, rd.sizeOf.size = rd.e.dtype, markers.DTypeSize(rd.e.dtype)
 	}
-	m, ok, merr := markerOf(&rd.e, rd.opOf.op, rd.sizeOf.size)
+	// The marker is written in place: most entries ran.
+	n := len(rd.d.Markers)
+	rd.d.Markers = append(rd.d.Markers, markers.Marker{})
+	ok, merr := markerOf(&rd.d.Markers[n], &rd.e, rd.opOf.op, rd.sizeOf.size)
+	if !ok {
+		rd.d.Markers = rd.d.Markers[:n]
+	}
 	switch {
 	case merr != nil:
 		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
 	case !ok:
 		rd.d.Stats.Scheduled++
-	default:
-		rd.d.Markers = append(rd.d.Markers, m)
 	}
 	return nil
 }
@@ -617,16 +636,17 @@ func (d *Dump) skip(why string) {
 	d.Stats.Skipped++
 }
 
-// markerOf is the marker of an entry that ran, whose profiling name is op
-// and dtype dtypeSize bytes; ok is false for one that had not started.
-func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error) {
+// markerOf writes into m (a zero Marker) the marker of an entry that ran,
+// whose profiling name is op and dtype dtypeSize bytes; ok is false for one
+// that had not started or cannot be a marker (err says why).
+func markerOf(m *markers.Marker, e *entry, op string, dtypeSize int64) (ok bool, err error) {
 	if e.state == "scheduled" {
-		return markers.Marker{}, false, nil
+		return false, nil
 	}
 	if e.profilingName == "" || e.createdNs <= 0 {
-		return markers.Marker{}, false, errors.New("profiling_name and time_created_ns are required")
+		return false, errors.New("profiling_name and time_created_ns are required")
 	}
-	m := markers.Marker{Op: op, Name: e.profilingName, CommID: e.pgName, Approximate: true}
+	m.Op, m.Name, m.CommID, m.Approximate = op, e.profilingName, e.pgName, true
 	if e.hasSeq && e.seq >= 0 && !e.isP2P && !markers.IsP2P(op) {
 		m.Seq, m.HasSeq = e.seq, true
 	}
@@ -650,5 +670,5 @@ func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error
 		end = start + int64(e.durationMs*1e6)
 	}
 	m.StartNs, m.EndNs = start, end
-	return m, true, nil
+	return true, nil
 }

@@ -56,6 +56,29 @@ type builder struct {
 	// defaultPGRank is the Rank of the trace's ops on default_pg.
 	defaultPGRank    int64
 	hasDefaultPGRank bool
+	// strings holds the args' short strings that repeat from op to op
+	// (collective, group name and description, dtype), each allocated
+	// once; ranksText and ranks are the last Process Group Ranks string
+	// read and its list, shared by the ops that repeat it.
+	strings   map[string]string
+	ranksText string
+	ranks     []int64
+}
+
+// maxInterned bounds the string table against a trace of ever-new values.
+const maxInterned = 1024
+
+// intern is v as a string, allocated once per distinct value.
+func (b *builder) intern(v []byte) string {
+	if s, ok := b.strings[string(v)]; ok {
+		return s
+	}
+	if b.strings == nil || len(b.strings) >= maxInterned {
+		b.strings = make(map[string]string, 16)
+	}
+	s := string(v)
+	b.strings[s] = s
+	return s
 }
 
 // cudaDeviceType is c10::DeviceType::CUDA.
@@ -72,7 +95,7 @@ func (b *builder) add(ev *rawEvent, args *jsonscan.Scanner) error {
 		if err != nil {
 			return err
 		}
-		if err := readCommArgs(args, ev.args, &s.args); err != nil {
+		if err := b.readCommArgs(args, ev.args, &s.args); err != nil {
 			return err
 		}
 		if s.args.pgDesc == "default_pg" && s.args.hasRank && !b.hasDefaultPGRank && s.args.rank >= 0 {
@@ -84,7 +107,7 @@ func (b *builder) add(ev *rawEvent, args *jsonscan.Scanner) error {
 		if err != nil {
 			return err
 		}
-		if err := readCommArgs(args, ev.args, &s.args); err != nil {
+		if err := b.readCommArgs(args, ev.args, &s.args); err != nil {
 			return err
 		}
 		b.kernels = append(b.kernels, s)
@@ -130,79 +153,94 @@ func legacyCollective(name []byte) bool {
 }
 
 // readCommArgs reads the collective keys of an args object.
-func readCommArgs(s *jsonscan.Scanner, text []byte, a *commArgs) error {
+func (b *builder) readCommArgs(s *jsonscan.Scanner, text []byte, a *commArgs) error {
 	if len(text) == 0 {
 		return nil
 	}
 	s.Reset(text)
 	defer s.Release()
 	var bad error
-	str := func(dst *string, key string) error {
-		if s.Peek() != '"' {
-			bad = errors.New(key + " is not a string")
-			return s.SkipValue()
+	more, err := s.OpenObject()
+	for more && err == nil {
+		var key []byte
+		if key, err = s.Key(); err != nil {
+			break
 		}
-		v, err := s.StringBytes()
-		*dst = string(v)
-		return err
-	}
-	num := func(dst *int64, has *bool, key string) error {
-		v, ok, err := intOrDigits(s)
-		if err == nil && !ok {
-			bad = errors.New(key + " is not an integer")
-		}
-		*dst = v
-		if has != nil {
-			*has = ok
-		}
-		return err
-	}
-	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "External id":
 			var id int64
 			var ok bool
-			err := num(&id, &ok, "External id")
-			if ok {
+			if err = commInt(s, &id, &ok, "External id", &bad); ok {
 				a.externalID = strconv.FormatInt(id, 10)
 			}
-			return err
 		case "Collective name":
-			return str(&a.collective, "Collective name")
+			err = b.commString(s, &a.collective, "Collective name", &bad)
 		case "Process Group Name":
-			return str(&a.pgName, "Process Group Name")
+			err = b.commString(s, &a.pgName, "Process Group Name", &bad)
 		case "Process Group Description":
-			return str(&a.pgDesc, "Process Group Description")
+			err = b.commString(s, &a.pgDesc, "Process Group Description", &bad)
 		case "Process Group Ranks":
-			return readRanks(s, &a.ranks)
+			err = b.readRanks(s, &a.ranks)
 		case "Group size":
-			return num(&a.groupSize, nil, "Group size")
+			err = commInt(s, &a.groupSize, nil, "Group size", &bad)
 		case "In msg nelems":
-			return num(&a.inNelems, nil, "In msg nelems")
+			err = commInt(s, &a.inNelems, nil, "In msg nelems", &bad)
 		case "Out msg nelems":
-			return num(&a.outNelems, nil, "Out msg nelems")
+			err = commInt(s, &a.outNelems, nil, "Out msg nelems", &bad)
 		case "dtype":
-			return str(&a.dtype, "dtype")
+			err = b.commString(s, &a.dtype, "dtype", &bad)
 		case "Seq":
-			return num(&a.seq, &a.hasSeq, "Seq")
+			err = commInt(s, &a.seq, &a.hasSeq, "Seq", &bad)
 		case "Rank":
-			return num(&a.rank, &a.hasRank, "Rank")
+			err = commInt(s, &a.rank, &a.hasRank, "Rank", &bad)
+		default:
+			err = s.SkipValue()
 		}
-		return s.SkipValue()
-	})
+		if err == nil {
+			more, err = s.NextMember()
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return bad
 }
 
+// commString reads a string arg into dst; one of another type sets *bad.
+func (b *builder) commString(s *jsonscan.Scanner, dst *string, key string, bad *error) error {
+	if s.Peek() != '"' {
+		*bad = errors.New(key + " is not a string")
+		return s.SkipValue()
+	}
+	v, err := s.StringBytes()
+	*dst = b.intern(v)
+	return err
+}
+
+// commInt reads an integer arg (a number or a string of digits) into dst;
+// anything else sets *bad.
+func commInt(s *jsonscan.Scanner, dst *int64, has *bool, key string, bad *error) error {
+	v, ok, err := intOrDigits(s)
+	if err == nil && !ok {
+		*bad = errors.New(key + " is not an integer")
+	}
+	*dst = v
+	if has != nil {
+		*has = ok
+	}
+	return err
+}
+
 // readRanks reads Process Group Ranks: a string "[0, 1]" (c10d) or an
 // array of integers.
-func readRanks(s *jsonscan.Scanner, dst *[]int64) error {
+func (b *builder) readRanks(s *jsonscan.Scanner, dst *[]int64) error {
 	switch s.Peek() {
 	case '"':
-		b, err := s.StringBytes()
-		*dst = markers.ParseRanks(string(b))
+		text, err := s.StringBytes()
+		if string(text) != b.ranksText || b.ranks == nil {
+			b.ranksText, b.ranks = string(text), markers.ParseRanks(string(text))
+		}
+		*dst = b.ranks
 		return err
 	case '[':
 		var ranks []int64

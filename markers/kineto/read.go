@@ -18,6 +18,8 @@ type reader struct {
 	distRank int64
 	hasDist  bool
 	b        builder
+	// follows is, per event key, the key that followed it last.
+	follows [numEventKeys]eventKey
 }
 
 // Read reads one trace: a JSON object with traceEvents (Kineto), or a
@@ -141,62 +143,127 @@ type rawEvent struct {
 	bad string
 }
 
+// eventKey names the members of an event that the reader reads, and pid,
+// which it skips: Kineto writes every event's keys in one order (ph, cat,
+// name, pid, tid, ts, dur, args), so the reader expects each key to be the
+// one that followed the previous key last time and checks it with one
+// comparison; any other layout goes through the Scanner.
+type eventKey uint8
+
+const (
+	keyOther eventKey = iota // a key not listed here; also "before the first key"
+	keyPh
+	keyCat
+	keyName
+	keyPid
+	keyTid
+	keyTs
+	keyDur
+	keyArgs
+	numEventKeys
+)
+
+// quotedEventKeys are the keys as they appear in a trace, quotes included.
+var quotedEventKeys = [numEventKeys]string{
+	keyPh: `"ph"`, keyCat: `"cat"`, keyName: `"name"`, keyPid: `"pid"`,
+	keyTid: `"tid"`, keyTs: `"ts"`, keyDur: `"dur"`, keyArgs: `"args"`,
+}
+
+func lookupEventKey(key []byte) eventKey {
+	for k := keyOther + 1; k < numEventKeys; k++ {
+		if q := quotedEventKeys[k]; string(key) == q[1:len(q)-1] {
+			return k
+		}
+	}
+	return keyOther
+}
+
 // event reads one event object; a field of the wrong type marks the event
 // bad (skipped), malformed JSON is returned.
 func (rd *reader) event(ev *rawEvent) error {
 	s := &rd.s
-	str := func(dst *[]byte, key string) error {
-		if s.Peek() != '"' {
-			ev.bad = key + " is not a string"
-			return s.SkipValue()
-		}
-		b, err := s.StringBytes()
-		if s.Scratch() {
-			b = append([]byte(nil), b...) // the next string reuses the scratch buffer
-		}
-		*dst = b
-		return err
-	}
-	num := func(dst *[]byte, key string) error {
-		c := s.Peek()
-		if c != '-' && !jsonscan.IsDigit(c) {
-			ev.bad = key + " is not a number"
-			return s.SkipValue()
-		}
-		b, err := s.NumberToken()
-		*dst = b
-		return err
-	}
-	return s.Object(func(key []byte) error {
-		switch string(key) {
-		case "ph":
-			return str(&ev.ph, "ph")
-		case "cat":
-			return str(&ev.cat, "cat")
-		case "name":
-			return str(&ev.name, "name")
-		case "ts":
-			return num(&ev.ts, "ts")
-		case "dur":
-			return num(&ev.dur, "dur")
-		case "tid":
-			v, _, err := intOrDigits(s)
-			ev.tid = v
-			return err
-		case "args":
-			start := s.Pos()
-			if s.Peek() != '{' {
-				ev.bad = "args is not an object"
-				return s.SkipValue()
+	more, err := s.OpenObject()
+	for prev := keyOther; more && err == nil; {
+		k := rd.follows[prev]
+		if !s.SkipKey(quotedEventKeys[k]) {
+			var key []byte
+			if key, err = s.Key(); err != nil {
+				return err
 			}
-			// Most events' args are never read: their brackets are
-			// matched, the text is scanned only if the event needs it.
-			err := s.SkipContainer()
-			ev.args = s.Slice(start)
-			return err
+			k = lookupEventKey(key)
 		}
+		if k != keyOther {
+			rd.follows[prev], prev = k, k
+		}
+		if err = rd.eventMember(ev, k); err == nil {
+			more, err = s.NextMember()
+		}
+	}
+	return err
+}
+
+// eventMember reads the value of the member key into ev.
+func (rd *reader) eventMember(ev *rawEvent, key eventKey) error {
+	s := &rd.s
+	switch key {
+	case keyPh:
+		return rd.str(ev, &ev.ph, "ph")
+	case keyCat:
+		return rd.str(ev, &ev.cat, "cat")
+	case keyName:
+		return rd.str(ev, &ev.name, "name")
+	case keyTs:
+		return rd.num(ev, &ev.ts, "ts")
+	case keyDur:
+		return rd.num(ev, &ev.dur, "dur")
+	case keyTid:
+		v, _, err := intOrDigits(s)
+		ev.tid = v
+		return err
+	case keyPid:
+		_, _, err := intOrDigits(s) // not read; a number or a string
+		return err
+	case keyArgs:
+		start := s.Pos()
+		if s.Peek() != '{' {
+			ev.bad = "args is not an object"
+			return s.SkipValue()
+		}
+		// Most events' args are never read: their brackets are
+		// matched, the text is scanned only if the event needs it.
+		err := s.SkipContainer()
+		ev.args = s.Slice(start)
+		return err
+	}
+	return s.SkipValue()
+}
+
+// str reads a string member of ev into dst.
+func (rd *reader) str(ev *rawEvent, dst *[]byte, key string) error {
+	s := &rd.s
+	if s.Peek() != '"' {
+		ev.bad = key + " is not a string"
 		return s.SkipValue()
-	})
+	}
+	b, err := s.StringBytes()
+	if s.Scratch() {
+		b = append([]byte(nil), b...) // the next string reuses the scratch buffer
+	}
+	*dst = b
+	return err
+}
+
+// num reads a number member of ev into dst, as its text.
+func (rd *reader) num(ev *rawEvent, dst *[]byte, key string) error {
+	s := &rd.s
+	c := s.Peek()
+	if c != '-' && !jsonscan.IsDigit(c) {
+		ev.bad = key + " is not a number"
+		return s.SkipValue()
+	}
+	b, err := s.NumberToken()
+	*dst = b
+	return err
 }
 
 // intOrDigits reads an integer written as a number or as a string of

@@ -53,7 +53,31 @@ type Config struct {
 	// NCCLStats adds NCCL's own memory accounting of the world communicator:
 	// comm_memory_stats stormlog records and the nccl.comm.memory.total gauge.
 	NCCLStats bool
+	// MemberLists says which markers list the communicator's members
+	// (nccl.comm.ranks): MembersDeclared (the zero value) as the project's
+	// PyTorch module does, MembersOnEveryMarker as NCCL instrumentation
+	// without that module does.
+	MemberLists MemberLists
 }
+
+// MemberLists says which of a rank's collective markers list the
+// communicator's members; every marker keeps nccl.comm.nranks.
+type MemberLists int
+
+const (
+	// MembersDeclared lists them on each rank's first marker of the
+	// communicator and again on its first marker after each
+	// DeclareInterval of job time (a collector that restarted without its
+	// state learns the membership within that).
+	MembersDeclared MemberLists = iota
+	// MembersOnEveryMarker lists them on every marker: R² list entries per
+	// collective of R ranks.
+	MembersOnEveryMarker
+)
+
+// DeclareInterval is how often a rank lists its communicator's members
+// again after its first marker (collectiveattr_torch's DECLARE_INTERVAL_NS).
+const DeclareInterval = time.Minute
 
 // DefaultConfig is a 16-rank job on two hosts, 30 s at 10 Hz, whose injected collective
 // spikes the medium preset finds with high confidence and whose unrelated spikes it does
@@ -112,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClockSkew < 0 || c.ClockSkew > time.Second {
 		errs = append(errs, fmt.Errorf("clock skew must be in [0, 1s], got %s", c.ClockSkew))
+	}
+	if c.MemberLists != MembersDeclared && c.MemberLists != MembersOnEveryMarker {
+		errs = append(errs, fmt.Errorf("member lists must be declared or every marker, got %d", c.MemberLists))
 	}
 	if c.WarmupSteps < 0 {
 		errs = append(errs, fmt.Errorf("warmup steps must be >= 0, got %d", c.WarmupSteps))

@@ -53,6 +53,8 @@ func TestConfigValidate(t *testing.T) {
 		{"short step", func(c *Config) { c.StepPeriod = time.Second }, "step period"},
 		{"short run", func(c *Config) { c.Duration = time.Second }, "duration"},
 		{"skew", func(c *Config) { c.ClockSkew = 2 * time.Second }, "clock skew"},
+		{"every marker", func(c *Config) { c.MemberLists = MembersOnEveryMarker }, ""},
+		{"member lists", func(c *Config) { c.MemberLists = 2 }, "member lists"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package jobsim
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -37,10 +38,42 @@ type MarkerIdentity struct {
 	Peer int
 }
 
-// worldIdentity is the identity of call c of the default simulation: every collective
-// runs on the one world communicator.
-func (s *Scenario) worldIdentity(c Collective) MarkerIdentity {
-	return MarkerIdentity{CommID: s.CommID, Seq: c.Seq, Op: c.Op, MessageBytes: c.MsgBytes, NRanks: s.Config.Ranks, CommRanks: s.worldRanks(), Peer: -1}
+// worldIdentity is the identity of call c of the default simulation on rank r: every
+// collective runs on the one world communicator, whose members the marker lists when
+// declaresMembers says so.
+func (s *Scenario) worldIdentity(r int, c Collective) MarkerIdentity {
+	id := MarkerIdentity{CommID: s.CommID, Seq: c.Seq, Op: c.Op, MessageBytes: c.MsgBytes, NRanks: s.Config.Ranks, Peer: -1}
+	if s.declaresMembers(r, c) {
+		id.CommRanks = s.worldRanks()
+	}
+	return id
+}
+
+// declaresMembers tells whether rank r's marker of c lists the communicator's members:
+// on every marker with MembersOnEveryMarker; otherwise on the rank's first marker and
+// its first marker ending in each later DeclareInterval, counted from the start of its
+// first step. A pure function of the scenario, so a run cut into flush intervals (or replayed)
+// declares on the same markers.
+func (s *Scenario) declaresMembers(r int, c Collective) bool {
+	if s.Config.MemberLists == MembersOnEveryMarker {
+		return true
+	}
+	perStep := int64(len(stepCollectives))
+	first := int64(s.firstStep(r))
+	if c.Seq <= first*perStep {
+		return true
+	}
+	origin := time.Duration(first) * s.Config.StepPeriod
+	prev := s.collectiveOn(r, int((c.Seq-1)/perStep), int((c.Seq-1)%perStep))
+	return (c.End-origin)/DeclareInterval > (prev.End-origin)/DeclareInterval
+}
+
+// firstStep is the first step rank r records (stepsEndingIn: a step that starts before
+// the rank reports is not recorded).
+func (s *Scenario) firstStep(r int) int {
+	start := s.Ranks[r].Start
+	period := s.Config.StepPeriod
+	return int((start + period - 1) / period)
 }
 
 func (s *Scenario) worldRanks() []int {

@@ -167,6 +167,6 @@ func (s *Scenario) appendStep(spans ptrace.SpanSlice, epoch time.Time, st StepSp
 		a.PutInt("nccl.seq", c.Seq)
 		a.PutInt("nccl.message.size", c.MsgBytes)
 		a.PutInt("nccl.nranks", int64(s.Config.Ranks))
-		s.worldIdentity(c).PutSpanAttributes(a)
+		s.worldIdentity(st.Rank, c).PutSpanAttributes(a)
 	}
 }

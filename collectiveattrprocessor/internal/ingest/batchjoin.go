@@ -1,5 +1,7 @@
 package ingest
 
+import "slices"
+
 // batchPoint is a valid point of one call, waiting for the end of the call.
 type batchPoint struct {
 	tsNs  int64
@@ -11,8 +13,11 @@ type batchPoint struct {
 // hands the samples they form to emit.
 func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
 	defer s.dropped.report(skip)
+	if !s.perProcess && slices.ContainsFunc(s.batch, func(p batchPoint) bool { return p.role == roleProcessUsed }) {
+		s.becomePerProcess()
+	}
 	for _, p := range s.batch {
-		c.shed(s.add(p.role, p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows), skip)
+		c.shed(s.add(s.bufferedRole(p.role), p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows), skip)
 	}
 	c.formSamples(s, emit, skip)
 	s.batch = keptScratch(s.batch)

@@ -56,10 +56,10 @@ type MetricNames struct {
 	// (used + free + reserved) when no total metric is reported.
 	DeviceReserved []string
 	// ProcessUsed is the GPU memory of the rank's own process (NVML's
-	// per-process figure). When a rank reports it, it stands for device
-	// used, which includes other processes' memory on the GPU. Only a
-	// point carrying its rank counts: a device-level one may be any
-	// process's.
+	// per-process figure). When a rank reports it, its samples are formed
+	// from it instead of device used, which includes other processes'
+	// memory on the GPU. Only a point carrying its rank counts: a
+	// device-level one may be any process's.
 	ProcessUsed []string
 }
 
@@ -74,7 +74,7 @@ func DefaultMetricNames() MetricNames {
 		AllocatorActive:    []string{"gpu.memory.allocator.active"},
 		AllocatorInactive:  []string{"gpu.memory.allocator.inactive"},
 		DeviceReserved:     []string{"DCGM_FI_DEV_FB_RESERVED"},
-		ProcessUsed:        []string{"process.gpu.memory.usage", "gpu.memory.process.used"},
+		ProcessUsed:        []string{"process.gpu.memory.usage", "process.gpu.memory.used", "gpu.memory.process.used"},
 	}
 }
 

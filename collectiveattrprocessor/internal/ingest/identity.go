@@ -323,13 +323,21 @@ func parseDecimal(s string) (int64, bool) {
 	if digits == "" {
 		return 0, false
 	}
+	var n int64
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
 			return 0, false
 		}
+		n = n*10 + int64(digits[i]-'0')
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
+	if len(digits) > 18 { // may not fit: ParseInt says
+		v, err := strconv.ParseInt(s, 10, 64)
+		return v, err == nil
+	}
+	if s[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // deviceIndex reads a non-negative device index.

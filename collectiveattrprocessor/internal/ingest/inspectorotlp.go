@@ -98,17 +98,13 @@ func (c *Converter) inspectorResourceOwner(res pcommon.Map) resourceOwner {
 
 func (c *Converter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDataPoint, kind inspector.Kind, nowNs int64, emit func(*Record), skip func(Skip)) {
 	s := c.insp
-	attrs := dp.Attributes()
-	snKey := "coll_sn"
-	if kind == inspector.P2P {
-		snKey = "p2p_sn"
-	}
-	if _, perOp := attrs.Get(snKey); !perOp {
+	problem, perOp := inspectorOpOfPoint(&s.op, dp.Attributes(), dp, kind)
+	if !perOp {
 		return // an aggregated bucket
 	}
-	if err := inspectorOpOfPoint(&s.op, attrs, dp, kind); err != "" {
+	if problem != "" {
 		s.stats.Invalid++
-		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point: " + err})
+		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point: " + problem})
 		return
 	}
 	op := &s.op
@@ -145,7 +141,9 @@ func (c *Converter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDa
 // the time the op's completion. The points carry no rank within the
 // communicator (CommRank is -1), so a P2P op gets no transfer number; nor
 // a pid (PID is -1: the resource's, if any, is the caller's to set).
-func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDataPoint, kind inspector.Kind) string {
+// problem says why the point is unusable ("" when it is not); perOp is
+// false for a point without a sequence number, an aggregated bucket.
+func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDataPoint, kind inspector.Kind) (problem string, perOp bool) {
 	*op = inspector.Op{Kind: kind, CommRank: -1, PID: -1, Peer: -1}
 	nameKey, snKey, sizeKey := "collective", "coll_sn", "coll_msg_size_bytes"
 	if kind == inspector.P2P {
@@ -154,6 +152,7 @@ func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDa
 	sn, size := int64(-1), int64(-1)
 	for k, v := range attrs.All() {
 		if v.Type() != pcommon.ValueTypeStr {
+			perOp = perOp || k == snKey
 			continue
 		}
 		str := v.Str()
@@ -171,6 +170,7 @@ func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDa
 		case nameKey:
 			op.Name = str
 		case snKey:
+			perOp = true
 			if n, ok := parseDecimal(str); ok {
 				sn = n
 			}
@@ -193,19 +193,19 @@ func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDa
 	}
 	switch {
 	case op.Host == "":
-		return "the node attribute is missing"
+		return "the node attribute is missing", perOp
 	case op.CommID == "" || op.CommID == "unknown":
-		return "the comm_id attribute is missing"
+		return "the comm_id attribute is missing", perOp
 	case op.NRanks < 1:
-		return "the nranks attribute is missing or not a positive integer"
+		return "the nranks attribute is missing or not a positive integer", perOp
 	case op.Name == "":
-		return "the " + nameKey + " attribute is missing"
+		return "the " + nameKey + " attribute is missing", perOp
 	case sn < 0:
-		return "the " + snKey + " attribute is not an integer >= 0"
+		return "the " + snKey + " attribute is not an integer >= 0", perOp
 	case size < 0:
-		return "the " + sizeKey + " attribute is not an integer >= 0"
+		return "the " + sizeKey + " attribute is not an integer >= 0", perOp
 	case kind == inspector.P2P && (!op.HasPeer || op.Peer < 0 || op.Peer >= op.NRanks):
-		return "the p2p_peer attribute is not a rank of the communicator"
+		return "the p2p_peer attribute is not a rank of the communicator", perOp
 	}
 	op.Op = inspector.OpName(op.Name)
 	if op.Name == "Invalid" {
@@ -224,16 +224,16 @@ func inspectorOpOfPoint(op *inspector.Op, attrs pcommon.Map, dp pmetric.NumberDa
 	case pmetric.NumberDataPointValueTypeInt:
 		exec = float64(dp.IntValue())
 	default:
-		return "the point has no value"
+		return "the point has no value", perOp
 	}
 	end := int64(dp.Timestamp())
 	if math.IsNaN(exec) || exec < 0 || end <= 0 || exec > float64(end)/1000 {
-		return "the execution time or the point's time is out of range"
+		return "the execution time or the point's time is out of range", perOp
 	}
 	op.ExecTimeUs = int64(exec)
 	op.EndNs = end
 	op.StartNs = end - op.ExecTimeUs*1000
 	op.DumpTimestampUs = end / 1000
 	op.TimingSource = "kernel_gpu"
-	return ""
+	return "", perOp
 }

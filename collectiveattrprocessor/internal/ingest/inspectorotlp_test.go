@@ -168,7 +168,7 @@ func FuzzInspectorOTLPPoint(f *testing.F) {
 		dp.SetDoubleValue(value)
 		dp.SetTimestamp(pcommon.Timestamp(uint64(timeUs) * 1000))
 		var op inspector.Op
-		if msg := inspectorOpOfPoint(&op, attrs, dp, kind); msg != "" {
+		if msg, _ := inspectorOpOfPoint(&op, attrs, dp, kind); msg != "" {
 			return
 		}
 		switch {

@@ -54,6 +54,10 @@ const (
 	HasDeviceTotal
 	HasAllocatorActive
 	HasAllocatorInactive
+	// HasProcessUsed says DeviceUsed is the rank's own process's GPU
+	// memory, not the whole device's (which includes other processes'
+	// contexts on the GPU).
+	HasProcessUsed
 )
 
 func (p *SamplePoint) opt(bit OptionalCounters, v int64) telemetry.OptInt {

@@ -14,7 +14,13 @@ const (
 	roleAllocatorActive
 	roleAllocatorInactive
 	roleDeviceReserved
+	// roleProcessUsed is the rank's own process's GPU memory. A rank that
+	// reports it has its points buffered as roleDeviceUsed, and its
+	// device-used points as roleDeviceWideUsed (series.perProcess).
 	roleProcessUsed
+	// roleDeviceWideUsed is a device-used point of a rank whose samples are
+	// its process's: it only completes DCGM's device total.
+	roleDeviceWideUsed
 	numRoles
 )
 
@@ -59,6 +65,11 @@ type series struct {
 	localRank int64
 	hasLocal  bool
 	deviceID  int64
+	// perProcess says the rank reports its own process's GPU memory: those
+	// points form its samples, and its device-wide used points (its own,
+	// or DCGM's joined to it), which include other processes' contexts on
+	// the GPU, form none (docs/gpu-metrics-join.md).
+	perProcess bool
 
 	// rows is a window of store: shedding the oldest rows only moves its
 	// start, and rows move back to the front of store only when they reach
@@ -128,10 +139,59 @@ func (s *series) updateIdentity(id *identity) {
 	}
 }
 
-// late reports whether a point of role r at ts is a device-used point
+// late reports whether a point of role r at ts is a point that forms
+// samples (device used, or the process's own once the rank reports it)
 // before the horizon.
 func (s *series) late(r role, ts int64) bool {
-	return r == roleDeviceUsed && s.pruned && ts < s.horizonNs
+	return r == s.sampleRole() && s.pruned && ts < s.horizonNs
+}
+
+// sampleRole is the role of the metric points that form the rank's
+// samples.
+func (s *series) sampleRole() role {
+	if s.perProcess {
+		return roleProcessUsed
+	}
+	return roleDeviceUsed
+}
+
+// bufferedRole is the role a point of metric role r is buffered as: for a
+// rank that reports its process's memory, that memory is the used memory
+// of its samples, and device-wide used memory only completes a total.
+func (s *series) bufferedRole(r role) role {
+	if s.perProcess {
+		switch r {
+		case roleProcessUsed:
+			return roleDeviceUsed
+		case roleDeviceUsed:
+			return roleDeviceWideUsed
+		}
+	}
+	return r
+}
+
+// becomePerProcess turns s into a series whose samples are its process's:
+// its pending device-used points are device-wide and will form no sample
+// (they may still complete a total), and the horizon of device-used times
+// starts again with the process's points.
+func (s *series) becomePerProcess() {
+	s.perProcess = true
+	const usedBit, wideBit = uint16(1) << roleDeviceUsed, uint16(1) << roleDeviceWideUsed
+	for i := range s.rows {
+		row := &s.rows[i]
+		if row.has&usedBit == 0 {
+			continue
+		}
+		row.has &^= usedBit
+		s.roleCount[roleDeviceUsed]--
+		if row.has&wideBit == 0 {
+			row.has |= wideBit
+			row.vals[roleDeviceWideUsed] = row.vals[roleDeviceUsed]
+			s.roleCount[roleDeviceWideUsed]++
+		}
+		row.vals[roleDeviceUsed] = 0
+	}
+	s.maxUsedTs, s.hasUsed, s.pruned, s.firstPending = 0, false, false, 0
 }
 
 // find returns the index of the row of time ts, or where it would be
@@ -319,6 +379,9 @@ func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip
 		s.markServed(i, tol)
 		p := SamplePoint{TimestampNs: row.tsNs}
 		if c.formSample(&p, &vals, has, skip) {
+			if s.perProcess {
+				p.Has |= HasProcessUsed
+			}
 			run.Samples = append(run.Samples, p)
 		}
 	}
@@ -341,12 +404,11 @@ func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has 
 		}
 	}
 	if has&(1<<roleDeviceTotal) == 0 && has&(1<<roleDeviceFree) != 0 {
-		if v, ok := s.nearest(i, roleDeviceReserved, tol); ok {
-			vals[roleDeviceReserved], has = v, has|1<<roleDeviceReserved
+		for _, r := range [...]role{roleDeviceReserved, roleDeviceWideUsed} {
+			if v, ok := s.nearest(i, r, tol); ok {
+				vals[r], has = v, has|1<<r
+			}
 		}
-	}
-	if v, ok := s.nearest(i, roleProcessUsed, tol); ok {
-		vals[roleProcessUsed], has = v, has|1<<roleProcessUsed
 	}
 	return has
 }
@@ -416,8 +478,14 @@ func (c *Converter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, s
 	hasTotal := has&(1<<roleDeviceTotal) != 0
 	if !hasTotal && hasFree && has&(1<<roleDeviceReserved) != 0 {
 		// DCGM reports used, free and the driver-reserved framebuffer but no
-		// total by default: their sum is the framebuffer size.
-		v[roleDeviceTotal], hasTotal = v[roleDeviceUsed]+v[roleDeviceFree]+v[roleDeviceReserved], true
+		// total by default: their sum is the framebuffer size. Used is the
+		// whole device's: a rank reporting its process's memory has DCGM's
+		// as device-wide used.
+		used := v[roleDeviceUsed]
+		if has&(1<<roleDeviceWideUsed) != 0 {
+			used = v[roleDeviceWideUsed]
+		}
+		v[roleDeviceTotal], hasTotal = used+v[roleDeviceFree]+v[roleDeviceReserved], true
 	}
 	if hasTotal && (v[roleDeviceUsed] > v[roleDeviceTotal] || (hasFree && v[roleDeviceFree] > v[roleDeviceTotal])) {
 		skip(Skip{Reason: SkipInvalidValue, Detail: "device used or free memory exceeds device total"})
@@ -426,11 +494,6 @@ func (c *Converter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, s
 	if !hasTotal && v[roleDeviceUsed] > maxDeviceBytes {
 		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
 		return false
-	}
-	if has&(1<<roleProcessUsed) != 0 {
-		// The rank's own process's memory: device used less the other
-		// processes' contexts on its GPU (docs/gpu-metrics-join.md).
-		v[roleDeviceUsed] = v[roleProcessUsed]
 	}
 	if has&(1<<roleAllocatorAllocated) == 0 {
 		v[roleAllocatorAllocated] = v[roleAllocatorReserved] // the reference's legacy loader does the same

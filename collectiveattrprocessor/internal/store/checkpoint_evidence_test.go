@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"github.com/collectiveattr/collectiveattr/window"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +75,11 @@ func fillEvidence(s *Store, job string, from, to int64) {
 			if n%50 == 25 || n%50 == 26 {
 				gap += 1 << 30
 			}
-			run.Samples = append(run.Samples, ingest.SamplePoint{TimestampNs: ts, DeviceUsed: 8<<30 + gap, AllocatorReserved: 8 << 30, DeviceTotal: 80 << 30, Has: ingest.HasDeviceTotal})
+			has := ingest.HasDeviceTotal
+			if r == 3 {
+				has |= ingest.HasProcessUsed // the others' memory is device-wide (their results say so)
+			}
+			run.Samples = append(run.Samples, ingest.SamplePoint{TimestampNs: ts, DeviceUsed: 8<<30 + gap, AllocatorReserved: 8 << 30, DeviceTotal: 80 << 30, Has: has})
 			if n%50 == 25 {
 				s.AddRecord(collectiveRecord(job, r, ts-step/2, "world", "all_reduce", n/50, 250_000_000, nil, r == 3), wall)
 			}
@@ -134,6 +139,8 @@ func TestEvidenceCheckpointRoundTrip(t *testing.T) {
 	for _, r := range want {
 		classes[r.Classification]++
 		kinds[r.Kind]++
+		// Device-wide samples (section 10) decide a reason code.
+		assert.Equal(t, r.Rank != 3, slices.Contains(r.ReasonCodes, evidence.ReasonDeviceWideMemory), "rank %d: %v", r.Rank, r.ReasonCodes)
 	}
 	// The comparison means something only if the state decides results:
 	// NCCL's accounting (confirmed), member synchrony and the step at a

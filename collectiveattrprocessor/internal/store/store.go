@@ -248,6 +248,12 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	}
 	s.tally.Buffered += int64(len(run.Samples) - first)
 	s.noteRank(job, rb, run.WorldSize, run.Host, now)
+	for i := len(run.Samples) - 1; i >= first; i-- {
+		if run.Samples[i].Has&ingest.HasProcessUsed == 0 {
+			rb.NoteDeviceWide(run.Samples[i].TimestampNs)
+			break
+		}
+	}
 	return first
 }
 
