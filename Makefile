@@ -97,8 +97,9 @@ test-unit:
 	$(MAKE) test-quality
 
 ## test-quality: the quality goals on every family and preset, and the CLI = processor
-## equality on every quality family, without -race: their engines are single-threaded, and
-## under -race they skip or compare a few families (internal/racebuild)
+## equality on every quality family, without -race: slow under it, they skip or compare a few
+## families there (internal/racebuild); the engines' goroutines are raced in their packages' and
+## the processor's own tests
 QUALITY_TESTS := Goals|Quality|Findings|IgnoresNCCLStats|EqualsBatch|OpsSharingSequenceNumbers
 test-quality:
 	$(GO) test $(TESTFLAGS) -run '$(QUALITY_TESTS)' ./internal/quality/ ./collectiveattrprocessor/

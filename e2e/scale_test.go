@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -72,13 +73,16 @@ func scaleSettings(t *testing.T) scaleRun {
 // job time, and reports what an operator sizing a gateway asks (docs/sizing.md):
 //
 //   - lag: from a result's interval end (event time) to the wall time its log line reached
-//     the file exporter, p50/p99/max; and how far behind real time the simulator finished;
+//     the file exporter, p50/p99/max; and how far behind real time the simulator finished,
+//     and its CPU;
 //   - drops: items the receiver refused, items the processor skipped or evicted, result
-//     batches it failed to emit (its self-telemetry);
+//     batches it failed to emit (its self-telemetry), and the gpu.memory.hidden points
+//     past its per-interval bound;
 //   - memory and CPU: the collector's peak RSS and its user + system CPU.
 //
-// It fails when a result is missing, anything is refused or dropped, or the RSS passes the
-// bound (the collector is then killed).
+// It fails when no result comes, anything is refused, skipped (but as a duplicate of a
+// request the simulator sent again), evicted or not delivered, or the RSS passes the bound
+// (the collector is then killed).
 func TestScaleRealTime(t *testing.T) {
 	if os.Getenv(scaleEnv) == "" {
 		t.Skipf("%s is not set: the real-time scale run takes minutes of every core (make scale-e2e)", scaleEnv)
@@ -107,8 +111,12 @@ func TestScaleRealTime(t *testing.T) {
 	var simOut bytes.Buffer
 	sim.Stdout, sim.Stderr = &simOut, &simOut
 	simStart := time.Now()
-	simErr := sim.Run()
+	require.NoError(t, sim.Start())
+	simWatch := watchProcess(sim.Process.Pid, math.MaxInt64)
+	simErr := sim.Wait()
 	simWall := time.Since(simStart)
+	simUsage := simWatch.stop()
+	require.False(t, watch.killed.Load(), "the collector passed %d MiB of RSS and was killed", run.maxRSS>>20)
 	require.NoError(t, simErr, "gpujobsim:\n%s", simOut.String())
 
 	// The job's last results leave once they settle (evidence mode: the 8 s baseline
@@ -119,7 +127,8 @@ func TestScaleRealTime(t *testing.T) {
 	usage := watch.stop()
 	lags := results.stop()
 
-	t.Logf("job: %d ranks at %g Hz for %s of job time; gpujobsim finished %.1f s after the job's end", run.ranks, run.rate, run.duration, (simWall - run.duration).Seconds())
+	t.Logf("job: %d ranks at %g Hz for %s of job time; gpujobsim finished %.1f s after the job's end, its CPU %.1f s",
+		run.ranks, run.rate, run.duration, (simWall - run.duration).Seconds(), simUsage.cpu.Seconds())
 	t.Logf("collector: peak RSS %d MiB, CPU %.1f s (%.2f cores over %.0f s)", usage.peakRSS>>20, usage.cpu.Seconds(),
 		usage.cpu.Seconds()/usage.wall.Seconds(), usage.wall.Seconds())
 	require.NotEmpty(t, lags, "results")
@@ -131,22 +140,40 @@ func TestScaleRealTime(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	drops := telemetryLines(telemetry, "otelcol_receiver_refused_", "otelcol_processor_collectiveattr_items_skipped",
+	var drops, resent []string
+	for _, line := range nonzeroLines(telemetryLines(telemetry, "otelcol_receiver_refused_", "otelcol_processor_collectiveattr_items_skipped",
 		"otelcol_processor_collectiveattr_events_evicted", "otelcol_processor_collectiveattr_emit_failures",
-		"otelcol_processor_collectiveattr_hidden_points_dropped", "otelcol_exporter_send_failed_")
-	var nonzero []string
-	for _, line := range drops {
-		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] != "0" {
-			nonzero = append(nonzero, line)
+		"otelcol_exporter_send_failed_")) {
+		// The simulator sends a request again when the collector has not answered within
+		// its client's timeout; the copies are skipped as duplicates, nothing is lost.
+		if strings.Contains(line, `reason="duplicate"`) {
+			resent = append(resent, line)
+			continue
 		}
+		drops = append(drops, line)
 	}
-	t.Logf("drops: %d counters, non-zero: %v", len(drops), nonzero)
-	assert.Empty(t, nonzero, "refused, skipped, evicted or undelivered items")
+	t.Logf("drops (refused, skipped, evicted, undelivered): %v; duplicates of resent requests: %v", drops, resent)
+	assert.Empty(t, drops, "refused, skipped, evicted or undelivered items")
+	// gpu.memory.hidden keeps at most 65 536 points per evaluation interval (core.go): a
+	// bound, counted, that a job of thousands of ranks at 10 Hz passes. Reported, not failed.
+	t.Logf("gpu.memory.hidden points over the per-interval bound: %v",
+		nonzeroLines(telemetryLines(telemetry, "otelcol_processor_collectiveattr_hidden_points_dropped")))
 	assert.Less(t, usage.peakRSS, run.maxRSS, "peak RSS")
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// nonzeroLines are the Prometheus sample lines whose value is not 0.
+func nonzeroLines(lines []string) []string {
+	var out []string
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] != "0" {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // telemetryLines are the Prometheus sample lines whose names start with one of prefixes.
@@ -177,6 +204,8 @@ type processUsage struct {
 type processWatch struct {
 	stopc chan struct{}
 	done  chan processUsage
+	// killed: the process passed the RSS bound and was killed.
+	killed atomic.Bool
 }
 
 // watchProcess samples pid's resident set and CPU time every 500 ms, and kills the process
@@ -191,7 +220,8 @@ func watchProcess(pid int, maxRSS int64) *processWatch {
 		for {
 			if rss, cpu, ok := readProc(pid); ok {
 				u.peakRSS, u.cpu = max(u.peakRSS, rss), cpu
-				if rss > maxRSS {
+				if rss > maxRSS && !w.killed.Load() {
+					w.killed.Store(true)
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
