@@ -187,7 +187,7 @@ func TestResultsSurviveAKillWhileTheDownstreamStalls(t *testing.T) {
 	for i := range int64(4) {
 		postLogsOK(t, ports[1], job.part(i))
 	}
-	time.Sleep(5 * time.Second) // job_idle_timeout and an evaluation: the job ends
+	time.Sleep(persistedIdleTimeout + 2*time.Second) // job_idle_timeout and an evaluation: the job ends
 	c.stop()
 	want := attributionResults(t, wantOut)
 	require.Len(t, want, 32, "8 spikes on 4 ranks")

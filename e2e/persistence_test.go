@@ -25,7 +25,7 @@ func persistenceConfig(t *testing.T, dir, storageDir, mode string, healthPort, h
 	cfg := collectorConfig{
 		healthPort: healthPort,
 		receivers:  otlpHTTPReceiver("otlp", httpPort),
-		processors: fmt.Sprintf("collectiveattr:\n  mode: %s\n  emit: on_job_end\n  evaluation_interval: 500ms\n  job_idle_timeout: 3s\n", mode),
+		processors: fmt.Sprintf("collectiveattr:\n  mode: %s\n  emit: on_job_end\n  evaluation_interval: 500ms\n  job_idle_timeout: %s\n", mode, persistedIdleTimeout),
 		exporters:  "file/logs:\n  path: " + out,
 		pipelines:  pipeline("logs", "otlp", "collectiveattr", "file/logs"),
 	}
@@ -35,6 +35,11 @@ func persistenceConfig(t *testing.T, dir, storageDir, mode string, healthPort, h
 	}
 	return cfg.write(t, dir, fmt.Sprintf("config-%d.yaml", httpPort))
 }
+
+// persistedIdleTimeout is the job_idle_timeout of the persistence runs: far
+// longer than the wait before an interruption (on a loaded machine a SIGTERM
+// that came 0.5 s before the job's end let the job end and be emitted first).
+const persistedIdleTimeout = 6 * time.Second
 
 // persistedJob is 40 s of a 4-rank job sampled at 10 Hz with a collective spike every
 // 5 s, as stormlog records, from t0; part(i) is its i-th 10 s. With identity, each
@@ -152,7 +157,7 @@ func killAndRestart(t *testing.T, mode string, identity bool) {
 		}
 		postLogsOK(t, ports[1], job.part(2))
 		postLogsOK(t, ports[1], job.part(3))
-		time.Sleep(5 * time.Second) // job_idle_timeout and an evaluation: the job ends
+		time.Sleep(persistedIdleTimeout + 2*time.Second) // job_idle_timeout and an evaluation: the job ends
 		c.stop()
 		if interrupt == "" {
 			return nil, attributionResults(t, out1)

@@ -292,14 +292,18 @@ func (rd *dumpReader) entry(i int) error {
 	if rd.e.dtype != rd.sizeOf.dtype {
 		rd.sizeOf.dtype, rd.sizeOf.size = rd.e.dtype, markers.DTypeSize(rd.e.dtype)
 	}
-	m, ok, merr := markerOf(&rd.e, rd.opOf.op, rd.sizeOf.size)
+	// The marker is written in place: most entries ran.
+	n := len(rd.d.Markers)
+	rd.d.Markers = append(rd.d.Markers, markers.Marker{})
+	ok, merr := markerOf(&rd.d.Markers[n], &rd.e, rd.opOf.op, rd.sizeOf.size)
+	if !ok {
+		rd.d.Markers = rd.d.Markers[:n]
+	}
 	switch {
 	case merr != nil:
 		rd.d.skip(fmt.Sprintf("entry %d: %v", i, merr))
 	case !ok:
 		rd.d.Stats.Scheduled++
-	default:
-		rd.d.Markers = append(rd.d.Markers, m)
 	}
 	return nil
 }
@@ -632,16 +636,17 @@ func (d *Dump) skip(why string) {
 	d.Stats.Skipped++
 }
 
-// markerOf is the marker of an entry that ran, whose profiling name is op
-// and dtype dtypeSize bytes; ok is false for one that had not started.
-func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error) {
+// markerOf writes into m (a zero Marker) the marker of an entry that ran,
+// whose profiling name is op and dtype dtypeSize bytes; ok is false for one
+// that had not started or cannot be a marker (err says why).
+func markerOf(m *markers.Marker, e *entry, op string, dtypeSize int64) (ok bool, err error) {
 	if e.state == "scheduled" {
-		return markers.Marker{}, false, nil
+		return false, nil
 	}
 	if e.profilingName == "" || e.createdNs <= 0 {
-		return markers.Marker{}, false, errors.New("profiling_name and time_created_ns are required")
+		return false, errors.New("profiling_name and time_created_ns are required")
 	}
-	m := markers.Marker{Op: op, Name: e.profilingName, CommID: e.pgName, Approximate: true}
+	m.Op, m.Name, m.CommID, m.Approximate = op, e.profilingName, e.pgName, true
 	if e.hasSeq && e.seq >= 0 && !e.isP2P && !markers.IsP2P(op) {
 		m.Seq, m.HasSeq = e.seq, true
 	}
@@ -665,5 +670,5 @@ func markerOf(e *entry, op string, dtypeSize int64) (markers.Marker, bool, error
 		end = start + int64(e.durationMs*1e6)
 	}
 	m.StartNs, m.EndNs = start, end
-	return m, true, nil
+	return true, nil
 }
