@@ -181,7 +181,10 @@ func (c *tracesConverter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, p
 	name := sp.Name()
 	marker = c.tokens.matches(name)
 	isResult := false
-	c.ids.itemID.reset()
+	// Loaded once: the loop below runs per attribute, and the compiler
+	// reloads what it reaches through c.ids after each call.
+	keys, item := c.ids.keys, &c.ids.itemID
+	item.reset()
 	ev := c.cfg.Evidence
 	if ev {
 		c.spanAttrs = markerAttrs{}
@@ -192,9 +195,9 @@ func (c *tracesConverter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, p
 			if ev && isIdentityKey(k) {
 				c.spanAttrs.read(k, v)
 			}
-			if c.ids.keys.mayHold(k) {
-				for _, s := range c.ids.keys.lookup(k) {
-					c.ids.itemID.offer(s, v)
+			if keys.mayHold(k) {
+				for _, s := range keys.lookup(k) {
+					item.offer(s, v)
 				}
 			}
 			switch k {
