@@ -148,6 +148,7 @@ func (c *core) restore(ctx context.Context) {
 		if err == nil {
 			cp.saved[job.ID()] = key
 			events += job.Events()
+			c.ledgers.restored(job.ID(), job.NewestNs())
 			if flags&flagFinal != 0 {
 				c.store.MarkFinal(job.ID())
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -134,6 +135,21 @@ func newCoreLogs(b testing.TB, cfg *Config) *testLogs {
 		b.Fatal(err)
 	}
 	return &testLogs{Logs: p, core: f.cores[cfg]}
+}
+
+// startMetricsAndLogs creates and starts the metrics and logs processors of
+// cfg on f, which share one core: gauges go to metrics, results to logs.
+// The test shuts them down itself (shutdown emits what is pending).
+func startMetricsAndLogs(t testing.TB, f *factory, cfg *Config, metrics consumer.Metrics, logs consumer.Logs) (processor.Metrics, processor.Logs, *core) {
+	t.Helper()
+	ctx := context.Background()
+	mp, err := f.processorFactory().CreateMetrics(ctx, nopSettings(), cfg, metrics)
+	require.NoError(t, err)
+	lp, err := f.processorFactory().CreateLogs(ctx, nopSettings(), cfg, logs)
+	require.NoError(t, err)
+	require.NoError(t, mp.Start(ctx, nil))
+	require.NoError(t, lp.Start(ctx, nil))
+	return mp, lp, f.cores[cfg]
 }
 
 func nopSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }

@@ -47,14 +47,8 @@ func TestHiddenPeakSurvivesTheRound(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	f := newFactory(clk.clock())
 	msink := new(consumertest.MetricsSink)
-	mp, err := f.processorFactory().CreateMetrics(context.Background(), nopSettings(), cfg, msink)
-	require.NoError(t, err)
-	lp, err := f.processorFactory().CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
-	require.NoError(t, err)
+	mp, lp, c := startMetricsAndLogs(t, f, cfg, msink, consumertest.NewNop())
 	ctx := context.Background()
-	require.NoError(t, mp.Start(ctx, nil))
-	require.NoError(t, lp.Start(ctx, nil))
-	c := f.cores[cfg]
 	round := func() []map[int64]int64 {
 		msink.Reset()
 		require.NoError(t, c.evaluate(ctx, false))

@@ -27,9 +27,13 @@ type ledgers struct {
 	ranks []ledger.RankInput
 	// deviceWide is each of ranks' evidence.RankData.DeviceWideThroughNs.
 	deviceWide []int64
+	// newest is each of ranks' evidence.RankData newest sample's time and
+	// hidden memory, not clamped.
+	newest [][2]int64
 	// zeros are the reservations of the ledger's samples: the buffers keep
 	// the hidden gap (clamped at 0, as the reference reads it), not used
-	// and reserved apart.
+	// and reserved apart; the newest sample's exact hidden memory (newest)
+	// corrects the gauges' unexplained part.
 	zeros []int64
 	// markers are the ranks' marker start times, each rank's a sub-slice.
 	markers []int64
@@ -60,13 +64,31 @@ type rankGrowthEnd struct{ rank, endNs int64 }
 
 // jobLedger is what a job's ledger keeps between evaluations: per rank its
 // settled context levels (a session's first level stays once its start
-// has left the window) and the end of the last growth reported.
+// has left the window) and the end of the last growth reported. None of it
+// is checkpointed: after a restart the context levels are set again from
+// the oldest samples in the window, and restoredNs (the newest event of
+// the restored job) stands for every rank's last growth end, since what
+// was reported before the restart is not known: a growth is reported again
+// only over a minute of data received after it.
 type jobLedger struct {
-	contexts  map[int64][]ledger.SessionLevel
-	growthEnd map[int64]int64
+	contexts   map[int64][]ledger.SessionLevel
+	growthEnd  map[int64]int64
+	restoredNs int64
 }
 
 func newLedgers() *ledgers { return &ledgers{jobs: map[string]*jobLedger{}} }
+
+func newJobLedger() *jobLedger {
+	return &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
+}
+
+// restored notes that job id came back from a checkpoint whose newest
+// event was at newestNs.
+func (ls *ledgers) restored(id string, newestNs int64) {
+	jl := newJobLedger()
+	jl.restoredNs = newestNs
+	ls.jobs[id] = jl
+}
 
 // evaluate appends to points the ledger of every rank of in (the job's
 // evidence input, attributed into results with interval padding padding)
@@ -76,10 +98,10 @@ func newLedgers() *ledgers { return &ledgers{jobs: map[string]*jobLedger{}} }
 func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribution.Result, padding int64, points []output.LedgerPoint, workers int) ([]output.LedgerPoint, []attribution.Result) {
 	jl := ls.jobs[jobID]
 	if jl == nil {
-		jl = &jobLedger{contexts: map[int64][]ledger.SessionLevel{}, growthEnd: map[int64]int64{}}
+		jl = newJobLedger()
 		ls.jobs[jobID] = jl
 	}
-	ls.ranks, ls.deviceWide = ls.ranks[:0], ls.deviceWide[:0]
+	ls.ranks, ls.deviceWide, ls.newest = ls.ranks[:0], ls.deviceWide[:0], ls.newest[:0]
 	nMarkers, maxSamples := 0, 0
 	for i := range in.Ranks {
 		nMarkers += len(in.Ranks[i].Markers)
@@ -108,6 +130,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			Contexts:   jl.contexts[rd.Rank],
 		})
 		ls.deviceWide = append(ls.deviceWide, rd.DeviceWideThroughNs)
+		ls.newest = append(ls.newest, [2]int64{rd.NewestHiddenNs, rd.NewestHiddenBytes})
 	}
 	groups := max(1, min(workers, len(ls.ranks)))
 	if len(ls.groups) < groups {
@@ -115,7 +138,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 	}
 	parallel.For(groups, groups, func(_, gi int) {
 		lo, hi := gi*len(ls.ranks)/groups, (gi+1)*len(ls.ranks)/groups
-		ls.groups[gi].read(jl, ls.ranks[lo:hi], ls.deviceWide[lo:hi], results, padding, jobID, in.ExpectedWorldSize)
+		ls.groups[gi].read(jl, ls.ranks[lo:hi], ls.deviceWide[lo:hi], ls.newest[lo:hi], results, padding, jobID, in.ExpectedWorldSize)
 	})
 	var growths []attribution.Result
 	for gi := range groups {
@@ -132,10 +155,11 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 	return points, growths
 }
 
-// read reads the ledger of ranks at their newest sample (deviceWide: each
-// rank's evidence.RankData.DeviceWideThroughNs). It only reads jl: its
-// updates are kept in g.
-func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide []int64, results []attribution.Result, padding int64, jobID string, worldSize int64) {
+// read reads the ledger of ranks at their newest sample (deviceWide and
+// newest: each rank's evidence.RankData.DeviceWideThroughNs and newest
+// sample's time and hidden memory). It only reads jl: its updates are kept
+// in g.
+func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide []int64, newest [][2]int64, results []attribution.Result, padding int64, jobID string, worldSize int64) {
 	g.points, g.growths, g.contexts, g.growthEnds = g.points[:0], g.growths[:0], g.contexts[:0], g.growthEnds[:0]
 	l := ledger.New(&ledger.Input{Ranks: ranks, Results: results, PaddingNs: padding})
 	for ri := range ranks {
@@ -146,13 +170,23 @@ func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide [
 			g.growth.Add(&g.row)
 		}
 		last := &g.row
+		unexplained := last.UnexplainedBytes
+		if nw := newest[ri]; nw[0] == last.TimestampNs {
+			// The buffers read a negative hidden gap as 0: the parts add up
+			// to the sample's own hidden memory, as the CLI's rows do.
+			unexplained += nw[1] - last.HiddenBytes
+		}
 		g.points = append(g.points, output.LedgerPoint{JobID: jobID, Rank: rank, TimestampNs: last.TimestampNs,
-			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: last.UnexplainedBytes})
+			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: unexplained})
 		if levels := l.Contexts(ri); len(levels) > 0 {
 			g.contexts = append(g.contexts, rankContexts{rank, levels})
 		}
 		gr, ok := g.growth.Detect()
-		if end, seen := jl.growthEnd[rank]; ok && (!seen || gr.StartNs > end) {
+		end, seen := jl.growthEnd[rank]
+		if !seen && jl.restoredNs != 0 {
+			end, seen = jl.restoredNs, true
+		}
+		if ok && (!seen || gr.StartNs > end) {
 			g.growthEnds = append(g.growthEnds, rankGrowthEnd{rank, gr.EndNs})
 			r := ledger.GrowthResult(rank, gr, last.HiddenBytes, l.Tracked(ri), worldSize)
 			if gr.StartNs <= deviceWide[ri] {

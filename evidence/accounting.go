@@ -52,13 +52,13 @@ type rankAccounting struct {
 // onset came after the last of the rise gap and the end before the first of
 // the fall gap. A change of NCCL's is on one manager: the miss is that of the
 // collective's communicator's series when comm names one, else the largest.
-// A change matched to a collective began during its marker's interval
-// (widened by the match tolerance), and NCCL holds a collective's buffers
-// until the op ends: a marker mk, when given, narrows the rise gap to the
-// marker's interval and the fall gap to after the op's end (unless the
-// samples say the change ended before it), so a report after the marker's
-// end and before the first sample of the change, or after the last one and
-// before the op's end, sees a change of NCCL's surely.
+// NCCL allocates a collective's buffers when the op begins and holds them
+// until it ends: a marker mk, when given, narrows the rise gap to its
+// launch (within the match tolerance; an approximate marker's to its
+// interval) and the fall gap to after the op's end (unless the samples say
+// the change ended before it), so a report after the launch and before the
+// first sample of the change, or after the last one and before the op's
+// end, sees a change of NCCL's surely.
 func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) accountingVerdict {
 	rd := &m.in.Ranks[ri]
 	var v accountingVerdict
@@ -88,7 +88,15 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 	if mk != nil {
 		tol := m.tolerance(mk)
 		onsetFrom = max(from, satSub(mk.StartNs, tol.before))
-		onsetTo = max(onsetFrom+1, min(sureFrom, satAdd(mk.EndNs, tol.after)))
+		// NCCL allocates an op's buffers when the op begins: a change of
+		// NCCL's began at the launch, within the tolerance, as a member's
+		// is judged (memberAccounting); an approximate marker's launch is
+		// known only to within its interval.
+		launched := satAdd(mk.StartNs, tol.after)
+		if mk.Approximate {
+			launched = satAdd(mk.EndNs, tol.after)
+		}
+		onsetTo = max(onsetFrom+1, min(sureFrom, launched))
 		if opEnd := satSub(mk.EndNs, m.cfg.Evidence.MatchToleranceNs); !ep.persistent && !mk.Approximate && opEnd > sureTo && opEnd < to {
 			endFrom = opEnd
 		}

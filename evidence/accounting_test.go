@@ -336,3 +336,22 @@ func TestAccountingReportBeforeTheNextOp(t *testing.T) {
 		}
 	}
 }
+
+// NCCL allocates a collective's buffers when the op begins: a report 100
+// ms into a 300 ms op, before the change's first sample at 1 Hz, would
+// have shown a change of NCCL's, and its flat total denies a spike
+// co-timed with the op.
+func TestAccountingReportInsideTheOp(t *testing.T) {
+	j := trainingJob(2, sec)
+	j.phase = map[int]int64{0: 800 * ms, 1: 800 * ms}
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 2), 10, gib) // not NCCL's
+	j.reportsEverySecond("world", 300<<20, nil, 700*ms)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 2 {
+		x := one(t, j, results, r, 10*sec+800*ms)
+		if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
+			t.Errorf("rank %d: %s %v, want suspect with %s", r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+		}
+	}
+}

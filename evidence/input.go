@@ -44,6 +44,13 @@ type RankData struct {
 	// by then carries ReasonDeviceWideMemory. Samples of unknown scope (a
 	// stormlog record's device_used_bytes) count as none.
 	DeviceWideThroughNs int64
+	// NewestHiddenBytes is the hidden memory (device used less allocator
+	// reserved) of the rank's newest sample, at NewestHiddenNs (0: not
+	// known), not clamped at 0 as Samples.GapBytes are: a sample read at
+	// another instant than its reservation can be below it. Evidence mode
+	// does not read it; the processor's ledger gauges report that sample's
+	// parts with it, so that they add up to its hidden memory exactly.
+	NewestHiddenNs, NewestHiddenBytes int64
 	// Baseline, when not nil, keeps the rank's baseline medians from one
 	// Attribute to the next, which then recomputes only those of the
 	// samples near what changed. A caller that evaluates the same ranks

@@ -67,6 +67,7 @@ const (
 	tagRankEvidenceMarkers = 8  // marker intervals: times, durations, collectives, approximate, spans
 	tagRankAccounting      = 9  // NCCL's accounting series per communicator
 	tagRankDeviceWide      = 10 // the newest device-wide sample's time
+	tagRankNewestHidden    = 11 // the newest sample's time and hidden memory, not clamped
 )
 
 // Marker span codes in tagRankMarkers.
@@ -155,6 +156,12 @@ func encodeRank(w *CheckpointWriter, rank int64, rb *Rank) {
 	}
 	if rb.deviceWideThroughNs != 0 {
 		w.section(tagRankDeviceWide, func(w *CheckpointWriter) { w.varint(rb.deviceWideThroughNs) })
+	}
+	if rb.newestHiddenNs != 0 {
+		w.section(tagRankNewestHidden, func(w *CheckpointWriter) {
+			w.varint(rb.newestHiddenNs)
+			w.varint(rb.newestHidden)
+		})
 	}
 	if ev := rb.ev; ev != nil {
 		if ev.markers.len() > 0 {
@@ -473,6 +480,9 @@ func decodeRank(r *CheckpointReader, nCollectives, maxEvents int) (int64, *Rank)
 			decodeAccounting(body, rb)
 		case tagRankDeviceWide:
 			rb.deviceWideThroughNs = body.varint()
+		case tagRankNewestHidden:
+			rb.newestHiddenNs = body.varint()
+			rb.newestHidden = body.varint()
 		default:
 			r.fail("unknown rank section %d", tag)
 		}

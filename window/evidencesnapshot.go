@@ -92,7 +92,8 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		if rb.len() > rb.ev.len() {
 			refEntries = true
 		}
-		rd := evidence.RankData{Rank: r, DeviceWideThroughNs: rb.deviceWideThroughNs}
+		rd := evidence.RankData{Rank: r, DeviceWideThroughNs: rb.deviceWideThroughNs,
+			NewestHiddenNs: rb.newestHiddenNs, NewestHiddenBytes: rb.newestHidden}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])
 			if !job.cfg.Stream {

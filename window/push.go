@@ -265,6 +265,7 @@ func (j *Job) pushStormlogSample(rb *Rank, e *telemetry.Event) {
 		total = e.DeviceTotalBytes.Value
 	}
 	rb.samples.push(e.TimestampNs, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value), total, rb.sessionIndex(e.SessionID), j.cfg.MaxEventsPerRank)
+	rb.NoteHidden(e.TimestampNs, e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value)
 }
 
 // pushBoundaryOrOther buffers what is left of a stormlog record of which

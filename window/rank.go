@@ -92,6 +92,27 @@ type Rank struct {
 	// memory was known to be the whole device's (0: none); evidence mode's
 	// results say so (evidence.RankData.DeviceWideThroughNs).
 	deviceWideThroughNs int64
+	// newestHiddenNs and newestHidden are the time and the hidden memory,
+	// not clamped, of the rank's newest sample (evidence.RankData's
+	// NewestHiddenNs and NewestHiddenBytes).
+	newestHiddenNs, newestHidden int64
+}
+
+// NoteHidden records the hidden memory of a sample of the rank at ts from
+// its device used and allocator reserved bytes, when it is the newest.
+func (rb *Rank) NoteHidden(ts, used, reserved int64) {
+	if ts < rb.newestHiddenNs {
+		return
+	}
+	rb.newestHiddenNs = ts
+	switch {
+	case reserved < 0 && used > math.MaxInt64+reserved:
+		rb.newestHidden = math.MaxInt64
+	case reserved > 0 && used < math.MinInt64+reserved:
+		rb.newestHidden = math.MinInt64
+	default:
+		rb.newestHidden = used - reserved
+	}
 }
 
 // NoteDeviceWide records that the rank's samples up to throughNs measured

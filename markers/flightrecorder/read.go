@@ -262,7 +262,7 @@ func (rd *dumpReader) entry(i int) error {
 			rd.follows[prev], prev = k, k
 		}
 		if k >= keyRecordID {
-			err = rd.skipUnread() // known, not read
+			err = rd.skipKnown(k)
 		} else {
 			err = rd.entryMember(k)
 		}
@@ -408,6 +408,26 @@ func (rd *dumpReader) entryMember(key entryKey) error {
 			return rd.wrong("is_p2p", "a boolean")
 		}
 		return s.SkipValue()
+	}
+	return rd.skipUnread()
+}
+
+// skipKnown skips the value of a member the recorder writes and the reader
+// does not read, the recorder's own layout of its lists and booleans in one
+// step.
+func (rd *dumpReader) skipKnown(k entryKey) error {
+	s := &rd.s
+	switch r := s.Rest(); k {
+	case keyOutputDtypes:
+		if _, _, used := stringList(r); used > 0 {
+			s.Advance(used)
+			return nil
+		}
+	case keyRetired:
+		if len(r) >= 4 && string(r[:4]) == "true" {
+			s.Advance(4)
+			return nil
+		}
 	}
 	return rd.skipUnread()
 }

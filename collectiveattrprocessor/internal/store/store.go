@@ -248,6 +248,8 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 	}
 	s.tally.Buffered += int64(len(run.Samples) - first)
 	s.noteRank(job, rb, run.WorldSize, run.Host, now)
+	newest := &run.Samples[len(run.Samples)-1]
+	rb.NoteHidden(newest.TimestampNs, newest.DeviceUsed, newest.AllocatorReserved)
 	for i := len(run.Samples) - 1; i >= first; i-- {
 		if run.Samples[i].Has&ingest.HasProcessUsed == 0 {
 			rb.NoteDeviceWide(run.Samples[i].TimestampNs)
