@@ -32,14 +32,20 @@ const maxHiddenPointsPerTick = 1 << 16
 // component ID: the converter, the buffer store, the evaluation loop and
 // the result sinks.
 //
-// Locking: mu guards the converter and the store and is held while a batch
-// is converted and buffered, a job is snapshotted for evaluation, or its
-// results are claimed, never while the attribution runs, so Consume calls
-// never wait for an evaluation. evalMu serialises evaluation rounds (the
-// ticker's and Shutdown's) and guards what only they touch: the scratch
-// space, evidence mode's baseline caches (which the engine updates while
-// it runs), the result metrics state and the emission itself, which happens
-// outside mu. sinkMu guards the registered next consumers.
+// Locking, in one sentence: locks are taken only in the order lifeMu →
+// evalMu → mu, and mu is never held across an attribution, a storage
+// write or a call into the next consumers. mu guards what a Consume call touches (the converter,
+// the store, the hidden-memory points, the skip log) and the registered
+// next consumers; it is held while a batch is converted and buffered, a job
+// is read for evaluation or its results are claimed, never while a job is
+// attributed, so Consume calls never wait for an evaluation. evalMu
+// serialises evaluation rounds and checkpoints (the ticker's and
+// Shutdown's) and guards what only they touch: the engine's scratch space
+// and evidence mode's baseline caches (updated while the engine runs
+// without mu), the result metrics state, the ledgers and the checkpointer;
+// emission happens under it, outside mu. lifeMu guards start and stop (the
+// loop's cancel and done, the shutdown's emission deadline); it cannot be
+// evalMu because stopping waits for the loop, which takes evalMu.
 type core struct {
 	cfg     *Config
 	attrCfg attribution.Config
@@ -65,6 +71,11 @@ type core struct {
 	// (gpu.memory.hidden.peak), when wantHidden.
 	peaks *output.HiddenPeaks
 	skips skipLog
+	// sinks are the processors sharing the core, in creation order. Results
+	// go to the first live one of each signal: a component named in two
+	// pipelines of one signal merges their inputs into one state and reports
+	// each result once.
+	sinks []*lifecycle
 
 	evalMu  sync.Mutex
 	results resultMetrics
@@ -85,13 +96,6 @@ type core struct {
 	// emitDeadline bounds the wait for the downstream over the whole
 	// shutdown; set by the first shutdownSignal (guarded by lifeMu).
 	emitDeadline time.Time
-
-	// sinks are the processors sharing the core, in creation order. Results
-	// go to the first live one of each signal: a component named in two
-	// pipelines of one signal merges their inputs into one state and reports
-	// each result once.
-	sinkMu sync.Mutex
-	sinks  []*lifecycle
 
 	lifeMu  sync.Mutex
 	started bool
@@ -148,24 +152,19 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 
 // register adds a processor's next consumer.
 func (c *core) register(l *lifecycle) {
-	c.sinkMu.Lock()
-	c.sinks = append(c.sinks, l)
-	hasMetrics := c.hasSinkLocked(signalMetrics)
-	c.sinkMu.Unlock()
 	c.mu.Lock()
-	c.wantHidden = hasMetrics
+	c.sinks = append(c.sinks, l)
+	c.wantHidden = c.hasSinkLocked(signalMetrics)
 	c.mu.Unlock()
 }
 
 // unregister removes a processor registered with register.
 func (c *core) unregister(l *lifecycle) {
-	c.sinkMu.Lock()
+	c.mu.Lock()
 	if i := slices.Index(c.sinks, l); i >= 0 {
 		c.sinks = slices.Delete(c.sinks, i, i+1)
 	}
 	hasMetrics := c.hasSinkLocked(signalMetrics)
-	c.sinkMu.Unlock()
-	c.mu.Lock()
 	c.wantHidden = hasMetrics
 	if !hasMetrics {
 		c.hidden = nil
@@ -186,8 +185,8 @@ func (c *core) hasSinkLocked(s signal) bool {
 // currentSinks returns the consumer each signal's results go to (nil when no
 // pipeline of that signal is alive): the first registered of each signal.
 func (c *core) currentSinks() (t consumer.Traces, m consumer.Metrics, lc consumer.Logs) {
-	c.sinkMu.Lock()
-	defer c.sinkMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, l := range c.sinks {
 		switch {
 		case l.traces != nil && t == nil:

@@ -20,7 +20,7 @@ const AccountingMetric = "nccl.comm.memory.total"
 // is off (nccl.cumem_enabled false) carries evidence.UntrackedBytes: its
 // total does not follow NCCL's buffers. begun says the resource's identity state is
 // begun; it returns whether it is now.
-func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
+func (c *metricsConverter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
 	var dps pmetric.NumberDataPointSlice
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -43,7 +43,7 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 		return begun
 	}
 	if !begun {
-		c.startResource(rm.Resource().Attributes())
+		c.ids.startResource(rm.Resource().Attributes())
 	}
 	unit := unitBytes
 	if isMiB(m) {
@@ -71,14 +71,14 @@ func (c *Converter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metr
 			skip(Skip{Reason: SkipInvalidValue, Detail: AccountingMetric + " point has no nccl.comm.id string"})
 			continue
 		}
-		if reason, detail := c.identifyItem(attrs, nowNs); reason != "" {
+		if reason, detail := c.ids.identifyItem(attrs, nowNs); reason != "" {
 			skip(Skip{Reason: reason, Detail: detail})
 			continue
 		}
 		if resourceUntracked || cumemOff(attrs) {
 			bytes = evidence.UntrackedBytes
 		}
-		id := &c.id
+		id := &c.ids.id
 		rec := &c.rec
 		*rec = Record{
 			Kind: KindAccounting, JobID: id.job, Rank: id.rank, WorldSize: id.worldSize, Host: id.host,

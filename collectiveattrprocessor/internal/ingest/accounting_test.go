@@ -37,7 +37,7 @@ func TestConvertAccountingCumemOff(t *testing.T) {
 			}
 			c, _ := newTestConverter(Config{Evidence: true})
 			var got []int64
-			c.convertMetricsAccounting(gaugeBatch(res, gaugePoint{name: AccountingMetric, ts: t0, value: 1 << 30, attrs: attrs}),
+			c.metrics.convertMetricsAccounting(gaugeBatch(res, gaugePoint{name: AccountingMetric, ts: t0, value: 1 << 30, attrs: attrs}),
 				func(*SampleRun) {}, func(r *Record) { got = append(got, r.AccountingBytes) }, func(s Skip) { t.Errorf("skipped: %+v", s) })
 			require.Len(t, got, 1)
 			assert.Equal(t, tt.want, got[0])

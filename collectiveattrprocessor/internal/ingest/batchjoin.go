@@ -11,7 +11,7 @@ type batchPoint struct {
 
 // joinBatch joins the points s received in this call, as they arrived, and
 // hands the samples they form to emit.
-func (c *Converter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
+func (c *metricsConverter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
 	defer s.dropped.report(skip)
 	if !s.perProcess && slices.ContainsFunc(s.batch, func(p batchPoint) bool { return p.role == roleProcessUsed }) {
 		s.becomePerProcess()

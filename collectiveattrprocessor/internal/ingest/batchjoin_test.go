@@ -41,5 +41,5 @@ func TestJoinAfterExpiry(t *testing.T) {
 		clk.advance(step.advance)
 		c.Expire()
 	}
-	require.Len(t, c.series[seriesKey{job: "j", rank: 0}].rows, 5, "40, 100, 120, 200, 240 ms")
+	require.Len(t, c.metrics.series[seriesKey{job: "j", rank: 0}].rows, 5, "40, 100, 120, 200, 240 ms")
 }

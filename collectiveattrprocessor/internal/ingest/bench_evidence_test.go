@@ -66,7 +66,7 @@ func BenchmarkConvertTracesEvidence(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		batch := batches[i%benchBatches]
-		c.convertTraces(batch, emit, emitMarkers, skip)
+		c.traces.convertTraces(batch, emit, emitMarkers, skip)
 		i++
 		b.StopTimer()
 		pdatashift.Traces(batch, benchBatches*time.Second)
@@ -111,13 +111,13 @@ func BenchmarkConvertMetricsAccounting(b *testing.B) {
 	emit := func(run *SampleRun) { samples += len(run.Samples) }
 	emitAccounting := func(*Record) { accounting++ }
 	skip := func(Skip) {}
-	c.convertMetricsAccounting(batches[0], emit, emitAccounting, skip)
+	c.metrics.convertMetricsAccounting(batches[0], emit, emitAccounting, skip)
 	samples, accounting = 0, 0
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		batch := batches[i%benchBatches]
-		c.convertMetricsAccounting(batch, emit, emitAccounting, skip)
+		c.metrics.convertMetricsAccounting(batch, emit, emitAccounting, skip)
 		i++
 		b.StopTimer()
 		pdatashift.Metrics(batch, benchBatches*time.Second)

@@ -189,13 +189,13 @@ func BenchmarkConvertMetrics(b *testing.B) {
 			records := 0
 			emit := func(run *SampleRun) { records += len(run.Samples) }
 			skip := func(Skip) {}
-			c.convertMetrics(batches[0], emit, skip) // learn the device mapping
+			c.metrics.convertMetrics(batches[0], emit, skip) // learn the device mapping
 			records = 0
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				batch := batches[i%benchBatches]
-				c.convertMetrics(batch, emit, skip)
+				c.metrics.convertMetrics(batch, emit, skip)
 				i++
 				b.StopTimer()
 				pdatashift.Metrics(batch, benchBatches*time.Second)
@@ -224,7 +224,7 @@ func BenchmarkConvertTraces(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		batch := batches[i%benchBatches]
-		c.convertTraces(batch, emit, emitMarkers, skip)
+		c.traces.convertTraces(batch, emit, emitMarkers, skip)
 		i++
 		b.StopTimer()
 		pdatashift.Traces(batch, benchBatches*time.Second)
@@ -267,7 +267,7 @@ func BenchmarkConvertLogs(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		c.convertLogs(ld, emit, skip)
+		c.logs.convertLogs(ld, emit, skip)
 		i++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*records), "ns/record")
@@ -355,14 +355,14 @@ func BenchmarkVisitTraces(b *testing.B) {
 	b.Run("required_reads", func(b *testing.B) {
 		c, _ := benchConverter()
 		visit(b, func(sp ptrace.Span) {
-			marker, markedEvents, _, hasPath := c.scanSpan(sp)
-			if hasPath || c.phase.has(sp.Name()) {
+			marker, markedEvents, _, hasPath := c.traces.scanSpan(sp)
+			if hasPath || c.traces.phase.has(sp.Name()) {
 				sink++
 			}
 			if marker || markedEvents {
 				evs := sp.Events()
 				for i := 0; i < evs.Len(); i++ {
-					if c.tokens.matches(evs.At(i).Name()) {
+					if c.traces.tokens.matches(evs.At(i).Name()) {
 						sink += int64(evs.At(i).Timestamp())
 					}
 				}

@@ -59,7 +59,7 @@ func TestConformanceSamplesThroughMetrics(t *testing.T) {
 			c, clk := newTestConverter(Config{})
 			clk.t = testNow.AddDate(1, 0, 0) // after every case's data
 			var got collected
-			c.convertMetrics(samplesAsMetrics(name, events), got.emitRun, got.skip)
+			c.metrics.convertMetrics(samplesAsMetrics(name, events), got.emitRun, got.skip)
 			assert.Empty(t, got.skips)
 			var have []sampleKey
 			for _, r := range got.records {

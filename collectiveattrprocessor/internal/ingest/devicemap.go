@@ -72,7 +72,7 @@ type deviceMap struct {
 	// full counts learn attempts refused because the map was at its bound.
 	full uint64
 	// version changes whenever a claim is written or dropped, so that a
-	// remembered join outcome (Converter.attrMemo, last) knows when it is
+	// remembered join outcome (identityResolver.attrMemo, last) knows when it is
 	// stale.
 	version uint64
 	// last is the previous join: a device's points come in runs (DCGM

@@ -61,7 +61,7 @@ func (s *series) markServed(i int, tol int64) {
 // and resets the count: the caller counts them as orphaned, as the Skips
 // of a Convert call count the others. Call it after Expire.
 func (c *Converter) TakeOrphaned() int {
-	n := c.orphaned
-	c.orphaned = 0
+	n := c.metrics.orphaned
+	c.metrics.orphaned = 0
 	return n
 }

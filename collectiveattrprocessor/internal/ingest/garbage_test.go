@@ -241,13 +241,13 @@ func FuzzConvert(f *testing.F) {
 		for _, evidenceMode := range []bool{false, true} {
 			c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: evidenceMode})
 			if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
-				c.convertMetricsAccounting(md, expand, nop, nopSkip)
+				c.metrics.convertMetricsAccounting(md, expand, nop, nopSkip)
 			}
 			if td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b); err == nil {
-				c.convertTraces(td, nop, expandMarkers, nopSkip)
+				c.traces.convertTraces(td, nop, expandMarkers, nopSkip)
 			}
 			if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b); err == nil {
-				c.convertLogs(ld, nop, nopSkip)
+				c.logs.convertLogs(ld, nop, nopSkip)
 			}
 			c.Expire()
 		}
@@ -263,14 +263,14 @@ func TestNoInputReferenceOutlivesACall(t *testing.T) {
 	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: true})
 	held := func(what string) {
 		t.Helper()
-		require.Equal(t, markerAttrs{}, c.spanAttrs, what)
-		for _, id := range c.markerIDs[:cap(c.markerIDs)] {
+		require.Equal(t, markerAttrs{}, c.traces.spanAttrs, what)
+		for _, id := range c.traces.markerIDs[:cap(c.traces.markerIDs)] {
 			require.Equal(t, evidence.Identity{}, id, what)
 		}
-		require.Equal(t, pcommon.Map{}, c.resAttrs, what)
-		require.Equal(t, rawIdentity{}, c.resID, what)
-		require.Equal(t, rawIdentity{}, c.itemID, what)
-		require.Empty(t, c.attrMemo.attrs, what)
+		require.Equal(t, pcommon.Map{}, c.ids.resAttrs, what)
+		require.Equal(t, rawIdentity{}, c.ids.resID, what)
+		require.Equal(t, rawIdentity{}, c.ids.itemID, what)
+		require.Empty(t, c.ids.attrMemo.attrs, what)
 	}
 	dcgm := gaugeBatch(map[string]any{"host.name": "h"},
 		gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: t0, value: 1, attrs: map[string]any{"gpu": "0", "Hostname": "h"}})

@@ -322,7 +322,7 @@ func TestJobLimitIsCheckedBeforeAnythingIsKept(t *testing.T) {
 	got := convertMetrics(t, c, batch("refused"))
 	assert.Equal(t, []SkipReason{SkipOverLimit, SkipOverLimit}, got.reasons())
 	assert.Zero(t, c.Stats().Series)
-	_, interned := c.names.m["refused"]
+	_, interned := c.ids.names.m["refused"]
 	assert.False(t, interned)
 	got = convertMetrics(t, c, batch("kept"))
 	assert.Empty(t, got.reasons())

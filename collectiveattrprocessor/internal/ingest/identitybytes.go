@@ -10,11 +10,11 @@ import "strconv"
 // MaxIdentityBytes, "" otherwise. It runs before the strings are interned
 // or the item buffered: a flood of new, huge job ids must cost nothing
 // beyond the request that carried them.
-func (c *Converter) identityTooLong(ids ...string) string {
+func (c *identityResolver) identityTooLong(ids ...string) string {
 	for _, s := range ids {
-		if len(s) > c.cfg.MaxIdentityBytes {
+		if len(s) > c.maxIdentityBytes {
 			return "an identity string (job id, host, device or session id) is " + strconv.Itoa(len(s)) +
-				" bytes, longer than limits.max_identity_bytes (" + strconv.Itoa(c.cfg.MaxIdentityBytes) + ")"
+				" bytes, longer than limits.max_identity_bytes (" + strconv.Itoa(c.maxIdentityBytes) + ")"
 		}
 	}
 	return ""
@@ -23,18 +23,18 @@ func (c *Converter) identityTooLong(ids ...string) string {
 // believedWorldSize is a declared world size as the job's ranks may take
 // it: 0 (undeclared) when it is above MaxWorldSize, which no job of this
 // processor can have; the item itself is kept, and the ignored value
-// counted (TakeWorldSizesIgnored).
-func (c *Converter) believedWorldSize(worldSize int64) int64 {
-	if c.cfg.MaxWorldSize > 0 && worldSize > c.cfg.MaxWorldSize {
+// counted (takeWorldSizesIgnored).
+func (c *identityResolver) believedWorldSize(worldSize int64) int64 {
+	if c.maxWorldSize > 0 && worldSize > c.maxWorldSize {
 		c.worldSizesIgnored++
 		return 0
 	}
 	return worldSize
 }
 
-// TakeWorldSizesIgnored returns the number of items whose declared world
+// takeWorldSizesIgnored returns the number of items whose declared world
 // size was ignored since the last call.
-func (c *Converter) TakeWorldSizesIgnored() int64 {
+func (c *identityResolver) takeWorldSizesIgnored() int64 {
 	n := c.worldSizesIgnored
 	c.worldSizesIgnored = 0
 	return n
@@ -44,6 +44,6 @@ func (c *Converter) TakeWorldSizesIgnored() int64 {
 var overJobLimit = Skip{Reason: SkipOverLimit, Detail: "limits.max_jobs reached: data of a new job is not buffered"}
 
 // admits reports whether the store has room for data of job.
-func (c *Converter) admits(job string) bool {
-	return c.cfg.AdmitsJob == nil || c.cfg.AdmitsJob(job)
+func (c *identityResolver) admits(job string) bool {
+	return c.admitsJob == nil || c.admitsJob(job)
 }

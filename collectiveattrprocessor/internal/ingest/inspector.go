@@ -98,11 +98,21 @@ type InspectorStats struct {
 	InvalidOps, WrappedSizes, NaNBandwidths uint64
 }
 
-// inspectorState is the Converter's Inspector state: the parsers per
-// source file, the (host, pid) join, the records waiting for it and the
+// inspectorConverter reads NCCL Inspector records, from log bodies (the
+// log records that are not stormlog's) and from the plugin's OTLP
+// metrics, and joins them to ranks by (host, pid). It holds the parsers per
+// source file, the (host, pid) join, which the resources and stormlog
+// records of every signal teach, the records waiting for it and the
 // communicators' members.
-type inspectorState struct {
-	cfg     InspectorConfig
+type inspectorConverter struct {
+	cfg           InspectorConfig
+	maxFutureSkew time.Duration
+	now           func() time.Time
+	ids           *identityResolver
+	// rec is the Record handed to emit, and jsonBuf a map body as JSON
+	// text: reused so that nothing is allocated per record.
+	rec     Record
+	jsonBuf []byte
 	parsers map[string]*inspector.Parser
 	joiner  *inspector.Joiner
 	pending *inspector.Pending
@@ -115,33 +125,39 @@ type inspectorState struct {
 	joined inspector.Joined
 }
 
-func newInspectorState(cfg InspectorConfig, ttl time.Duration, maxProcs int, now func() time.Time) *inspectorState {
-	return &inspectorState{
-		cfg:     cfg,
-		parsers: map[string]*inspector.Parser{},
-		joiner:  inspector.NewJoiner(ttl, maxProcs, now),
-		pending: inspector.NewPending(cfg.Hold, cfg.MaxPending, now),
+func newInspectorConverter(cfg *Config, ids *identityResolver, now func() time.Time) *inspectorConverter {
+	return &inspectorConverter{
+		cfg:           cfg.Inspector,
+		maxFutureSkew: cfg.MaxFutureSkew,
+		now:           now,
+		ids:           ids,
+		parsers:       map[string]*inspector.Parser{},
+		joiner:        inspector.NewJoiner(cfg.IdentityTTL, cfg.MaxIdentityMappings, now),
+		pending:       inspector.NewPending(cfg.Inspector.Hold, cfg.Inspector.MaxPending, now),
 	}
 }
+
+// futureLimit is the newest acceptable record time.
+func (c *inspectorConverter) futureLimit(nowNs int64) int64 { return nowNs + int64(c.maxFutureSkew) }
 
 // parser is the Parser of the file a log record came from (its
 // log.file.path, else log.file.name attribute; "" without either): a v4.3
 // op line takes its header from the file's last dump_stats line, and a P2P
 // record is numbered among the file's transfers of its direction.
-func (s *inspectorState) parser(attrs pcommon.Map) *inspector.Parser {
+func (c *inspectorConverter) parser(attrs pcommon.Map) *inspector.Parser {
 	key := ""
 	if v, ok := attrs.Get("log.file.path"); ok && v.Type() == pcommon.ValueTypeStr {
 		key = v.Str()
 	} else if v, ok := attrs.Get("log.file.name"); ok && v.Type() == pcommon.ValueTypeStr {
 		key = v.Str()
 	}
-	p := s.parsers[key]
+	p := c.parsers[key]
 	if p == nil {
-		if len(s.parsers) >= maxInspectorParsers {
-			clear(s.parsers)
+		if len(c.parsers) >= maxInspectorParsers {
+			clear(c.parsers)
 		}
 		p = &inspector.Parser{}
-		s.parsers[key] = p
+		c.parsers[key] = p
 	}
 	return p
 }
@@ -150,7 +166,7 @@ func (s *inspectorState) parser(attrs pcommon.Map) *inspector.Parser {
 // Inspector record (ours), or ours=false. A string body is ours when it is
 // a JSON object naming one of the record's sections; a map body when it
 // has one of them as a key.
-func (c *Converter) inspectorText(body pcommon.Value) (data []byte, ours bool, detail string) {
+func (c *inspectorConverter) inspectorText(body pcommon.Value) (data []byte, ours bool, detail string) {
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
 		t := strings.TrimSpace(body.Str())
@@ -195,47 +211,46 @@ func looksInspector(t string) bool {
 // convertInspector reads one log record's body as an Inspector record and
 // reports whether it was one. A record joined to its rank becomes marker
 // Records; one whose (host, pid) is not known yet waits (RetryInspector).
-func (c *Converter) convertInspector(lr plog.LogRecord, nowNs int64, emit func(*Record), skip func(Skip)) bool {
+func (c *inspectorConverter) convertInspector(lr plog.LogRecord, nowNs int64, emit func(*Record), skip func(Skip)) bool {
 	data, ours, detail := c.inspectorText(lr.Body())
 	if !ours {
 		return false
 	}
-	s := c.insp
 	if detail != "" {
-		s.stats.Invalid++
+		c.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 		return true
 	}
 	var err error
-	s.op, err = s.parser(lr.Attributes()).Parse(data)
-	op := &s.op
+	c.op, err = c.parser(lr.Attributes()).Parse(data)
+	op := &c.op
 	switch {
 	case errors.Is(err, inspector.ErrNotOpRecord):
 		// A dump_stats context line, or another program's JSON.
 		return true
 	case err != nil:
-		s.stats.Invalid++
+		c.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector record: " + err.Error()})
 		return true
 	}
-	s.stats.Read++
+	c.stats.Read++
 	if op.Flags&inspector.FlagInvalidOp != 0 {
-		s.stats.InvalidOps++
+		c.stats.InvalidOps++
 	}
 	if op.Flags&inspector.FlagWrappedSize != 0 {
-		s.stats.WrappedSizes++
+		c.stats.WrappedSizes++
 	}
 	if op.Flags&inspector.FlagNaNBandwidth != 0 {
-		s.stats.NaNBandwidths++
+		c.stats.NaNBandwidths++
 	}
 	if op.EndNs > c.futureLimit(nowNs) {
-		s.stats.Invalid++
+		c.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector record time is too far in the future"})
 		return true
 	}
-	owner, err := s.joiner.Join(op.Host, op.PID)
+	owner, err := c.joiner.Join(op.Host, op.PID)
 	if err != nil {
-		s.pending.Add(op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
+		c.pending.Add(op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
 		return true
 	}
 	c.emitInspector(op, owner, emit)
@@ -244,22 +259,19 @@ func (c *Converter) convertInspector(lr plog.LogRecord, nowNs int64, emit func(*
 
 // emitInspector hands the marker events of a joined op to emit as
 // stormlog marker Records of the owner's job and rank.
-func (c *Converter) emitInspector(op *inspector.Op, owner inspector.Owner, emit func(*Record)) {
-	s := c.insp
-	s.stats.Joined++
+func (c *inspectorConverter) emitInspector(op *inspector.Op, owner inspector.Owner, emit func(*Record)) {
+	c.stats.Joined++
 	job := owner.Job()
-	s.members.Learn(job, op, owner.Rank)
-	s.joined = inspector.Joined{Op: op, Owner: owner}
-	if s.cfg.CommRanks {
-		s.joined.CommRanks = s.members.Ranks(job, op)
+	c.members.Learn(job, op, owner.Rank)
+	c.joined = inspector.Joined{Op: op, Owner: owner}
+	if c.cfg.CommRanks {
+		c.joined.CommRanks = c.members.Ranks(job, op)
 	}
-	s.events = s.cfg.Markers(s.events[:0], &s.joined)
-	jobName := c.names.intern(job)
-	host := c.names.intern(op.Host)
-	for i := range s.events {
-		ev := &s.events[i]
-		c.idGen++
-		c.idIsRes = false
+	c.events = c.cfg.Markers(c.events[:0], &c.joined)
+	jobName := c.ids.names.intern(job)
+	host := c.ids.names.intern(op.Host)
+	for i := range c.events {
+		ev := &c.events[i]
 		c.rec = Record{
 			Kind:        KindStormlog,
 			JobID:       jobName,
@@ -272,12 +284,12 @@ func (c *Converter) emitInspector(op *inspector.Op, owner inspector.Owner, emit 
 		c.rec.Stormlog = window.ClassifyStormlog(&c.rec.Event)
 		emit(&c.rec)
 	}
-	clear(s.events)
-	s.joined = inspector.Joined{}
+	clear(c.events)
+	c.joined = inspector.Joined{}
 }
 
-func (c *Converter) giveUpInspector(op *inspector.Op, err error, skip func(Skip)) {
-	c.insp.stats.Unjoinable++
+func (c *inspectorConverter) giveUpInspector(op *inspector.Op, err error, skip func(Skip)) {
+	c.stats.Unjoinable++
 	skip(Skip{Reason: SkipUnjoinable, Detail: "NCCL Inspector record of " + op.Host + " pid " + strconv.FormatInt(op.PID, 10) + ": " + err.Error()})
 }
 
@@ -285,15 +297,17 @@ func (c *Converter) giveUpInspector(op *inspector.Op, err error, skip func(Skip)
 // telemetry that now can be, gives up (unjoinable Skips) those held longer
 // than the hold time, and expires the (host, pid) mappings. Call it on
 // each tick.
-func (c *Converter) RetryInspector() iter.Seq[Read] {
+func (c *Converter) RetryInspector() iter.Seq[Read] { return c.insp.retry() }
+
+// retry is RetryInspector.
+func (c *inspectorConverter) retry() iter.Seq[Read] {
 	return func(yield func(Read) bool) {
-		s := c.insp
-		s.joiner.Expire()
-		if s.pending.Len() == 0 {
+		c.joiner.Expire()
+		if c.pending.Len() == 0 {
 			return
 		}
 		y := reads{yield: yield}
-		s.pending.Retry(s.joiner,
+		c.pending.Retry(c.joiner,
 			func(op *inspector.Op, owner inspector.Owner) { c.emitInspector(op, owner, y.record) },
 			func(op *inspector.Op, err error) { c.giveUpInspector(op, err, y.skip) })
 	}
@@ -309,21 +323,20 @@ func (c *Converter) InspectorStats() InspectorStats {
 
 // learnStormlogProcess maps a stormlog record's (host, pid) to its job
 // (the record's job as the processor resolved it) and rank.
-func (c *Converter) learnStormlogProcess(ev *telemetry.Event, job string) {
+func (c *inspectorConverter) learnStormlogProcess(ev *telemetry.Event, job string) {
 	if ev.Host == "unknown" { // stormlog's placeholder names no host
 		return
 	}
 	o := inspector.OwnerOf(ev)
 	o.JobID = job
-	c.insp.joiner.Learn(ev.Host, ev.PID, o)
+	c.joiner.Learn(ev.Host, ev.PID, o)
 }
 
 // learnResourceProcess maps the (host, pid) of an OTLP resource that names
 // both, and a rank, to that job and rank.
-func (c *Converter) learnResourceProcess(attrs pcommon.Map) {
-	s := c.insp
+func (c *inspectorConverter) learnResourceProcess(attrs pcommon.Map) {
 	pid, ok := int64(-1), false
-	for _, k := range s.cfg.PIDKeys {
+	for _, k := range c.cfg.PIDKeys {
 		if v, found := attrs.Get(k); found {
 			pid, ok = intValue(v)
 			break
@@ -333,7 +346,7 @@ func (c *Converter) learnResourceProcess(attrs pcommon.Map) {
 		return
 	}
 	host := ""
-	for _, k := range s.cfg.HostKeys {
+	for _, k := range c.cfg.HostKeys {
 		if v, found := attrs.Get(k); found && v.Type() == pcommon.ValueTypeStr {
 			host = v.Str()
 			break
@@ -343,26 +356,26 @@ func (c *Converter) learnResourceProcess(attrs pcommon.Map) {
 		return
 	}
 	var raw, none rawIdentity
-	raw.scan(c.keys, attrs)
+	raw.scan(c.ids.keys, attrs)
 	var id identity
 	if resolve(&none, &raw, &id) != "" || !id.hasRank {
 		return
 	}
-	s.joiner.Learn(host, pid, inspector.Owner{
+	c.joiner.Learn(host, pid, inspector.Owner{
 		JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex,
 	})
 }
 
 // learnMetricsProcesses and learnTracesProcesses learn the (host, pid) of
 // every resource of a batch.
-func (c *Converter) learnMetricsProcesses(md pmetric.Metrics) {
+func (c *inspectorConverter) learnMetricsProcesses(md pmetric.Metrics) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		c.learnResourceProcess(rms.At(i).Resource().Attributes())
 	}
 }
 
-func (c *Converter) learnTracesProcesses(td ptrace.Traces) {
+func (c *inspectorConverter) learnTracesProcesses(td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		c.learnResourceProcess(rss.At(i).Resource().Attributes())

@@ -29,7 +29,7 @@ func BenchmarkConvertInspectorLogs(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		c.convertLogs(ld, emit, skip)
+		c.logs.convertLogs(ld, emit, skip)
 		n++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*ranks*perRank), "ns/record")
@@ -45,7 +45,7 @@ func BenchmarkLearnResourceProcesses(b *testing.B) {
 	c, _ := benchConverter()
 	b.ReportAllocs()
 	for b.Loop() {
-		c.learnMetricsProcesses(md)
+		c.insp.learnMetricsProcesses(md)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rms.Len()), "ns/resource")
 	b.ReportMetric(float64(md.DataPointCount()), "points/op")

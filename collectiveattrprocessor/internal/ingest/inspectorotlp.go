@@ -31,7 +31,7 @@ var errNoInspectorOwner = errors.New("its resource names neither the rank (job a
 // by (host, pid): the point's node attribute (the process's hostname, as
 // in the plugin's files) and the resource's pid keys. Aggregated points
 // (no coll_sn or p2p_sn) name no op and are not read.
-func (c *Converter) convertInspectorMetrics(md pmetric.Metrics, emit func(*Record), skip func(Skip)) {
+func (c *inspectorConverter) convertInspectorMetrics(md pmetric.Metrics, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
@@ -76,16 +76,16 @@ type resourceOwner struct {
 
 // inspectorResourceOwner reads a resource's rank identity (the
 // processor's identity keys) and pid (nccl_inspector.pid_keys).
-func (c *Converter) inspectorResourceOwner(res pcommon.Map) resourceOwner {
+func (c *inspectorConverter) inspectorResourceOwner(res pcommon.Map) resourceOwner {
 	ro := resourceOwner{read: true, pid: -1}
 	var raw, none rawIdentity
-	raw.scan(c.keys, res)
+	raw.scan(c.ids.keys, res)
 	var id identity
 	if resolve(&none, &raw, &id) == "" && id.hasRank && id.job != "" {
 		ro.owner = inspector.Owner{JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex}
 		ro.hasOwner = true
 	}
-	for _, k := range c.insp.cfg.PIDKeys {
+	for _, k := range c.cfg.PIDKeys {
 		if v, found := res.Get(k); found {
 			if pid, ok := intValue(v); ok && pid >= 0 {
 				ro.pid = pid
@@ -96,25 +96,24 @@ func (c *Converter) inspectorResourceOwner(res pcommon.Map) resourceOwner {
 	return ro
 }
 
-func (c *Converter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDataPoint, kind inspector.Kind, nowNs int64, emit func(*Record), skip func(Skip)) {
-	s := c.insp
-	problem, perOp := inspectorOpOfPoint(&s.op, dp.Attributes(), dp, kind)
+func (c *inspectorConverter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDataPoint, kind inspector.Kind, nowNs int64, emit func(*Record), skip func(Skip)) {
+	problem, perOp := inspectorOpOfPoint(&c.op, dp.Attributes(), dp, kind)
 	if !perOp {
 		return // an aggregated bucket
 	}
 	if problem != "" {
-		s.stats.Invalid++
+		c.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point: " + problem})
 		return
 	}
-	op := &s.op
+	op := &c.op
 	op.PID = ro.pid
-	s.stats.Read++
+	c.stats.Read++
 	if op.Flags&inspector.FlagInvalidOp != 0 {
-		s.stats.InvalidOps++
+		c.stats.InvalidOps++
 	}
 	if op.EndNs > c.futureLimit(nowNs) {
-		s.stats.Invalid++
+		c.stats.Invalid++
 		skip(Skip{Reason: SkipInvalidValue, Detail: "NCCL Inspector OTLP point time is too far in the future"})
 		return
 	}
@@ -126,9 +125,9 @@ func (c *Converter) convertInspectorPoint(ro *resourceOwner, dp pmetric.NumberDa
 		c.giveUpInspector(op, errNoInspectorOwner, skip)
 		return
 	}
-	owner, err := s.joiner.Join(op.Host, op.PID)
+	owner, err := c.joiner.Join(op.Host, op.PID)
 	if err != nil {
-		s.pending.Add(op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
+		c.pending.Add(op, func(old *inspector.Op, err error) { c.giveUpInspector(old, err, skip) })
 		return
 	}
 	c.emitInspector(op, owner, emit)

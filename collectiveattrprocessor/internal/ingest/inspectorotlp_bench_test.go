@@ -46,7 +46,7 @@ func BenchmarkConvertInspectorOTLP(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				t0 := cpuclock.Thread()
-				c.convertInspectorMetrics(md, emit, skip)
+				c.insp.convertInspectorMetrics(md, emit, skip)
 				t1 := cpuclock.Thread()
 				for range ops {
 					if _, err := d.Decode(stormlog); err != nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -13,6 +14,22 @@ import (
 )
 
 const schemaVersionKey = `"schema_version"`
+
+// logsConverter turns log records into stormlog Records and hands the
+// others to the Inspector reader.
+type logsConverter struct {
+	cfg  *Config
+	now  func() time.Time
+	ids  *identityResolver
+	insp *inspectorConverter
+	// jsonBuf is the body as JSON text, and dec the engine's decoder
+	// (which interns short strings across calls).
+	jsonBuf []byte
+	dec     telemetry.Decoder
+	// rec is the Record handed to emit: emit reads it during the call and
+	// copies what it keeps, so no Record is copied or allocated per item.
+	rec Record
+}
 
 // convertLogs parses stormlog TelemetryEvent records (contract §3.4) from log
 // bodies: a string holding a JSON object, or a map (converted to JSON, see
@@ -25,7 +42,7 @@ const schemaVersionKey = `"schema_version"`
 // The record's job is its job_id, else its session_id, else the job id of
 // the log record's or resource's attributes (contract §2 keys), else "".
 // Its rank is the record's own.
-func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip)) {
+func (c *logsConverter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -38,7 +55,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 				lr := lrs.At(k)
 				data, ours, detail := c.stormlogJSON(lr.Body())
 				if !ours {
-					c.convertInspector(lr, nowNs, emit, skip)
+					c.insp.convertInspector(lr, nowNs, emit, skip)
 					continue
 				}
 				if detail != "" {
@@ -50,7 +67,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 					skip(Skip{Reason: SkipInvalidValue, Detail: "stormlog record: " + err.Error()})
 					continue
 				}
-				if ev.TimestampNs > c.futureLimit(nowNs) {
+				if ev.TimestampNs > c.cfg.futureLimit(nowNs) {
 					skip(futureSkip)
 					continue
 				}
@@ -60,7 +77,7 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 				}
 				if job == "" {
 					if !resScanned {
-						c.beginResource(rl.Resource().Attributes())
+						c.ids.beginResource(rl.Resource().Attributes())
 						resScanned = true
 					}
 					job = c.attributeJob(lr.Attributes())
@@ -72,51 +89,40 @@ func (c *Converter) convertLogs(ld plog.Logs, emit func(*Record), skip func(Skip
 	if cap(c.jsonBuf) > maxKeptJSONBuf {
 		c.jsonBuf = nil // one huge body must not pin its buffer forever
 	}
-	c.dropRequest()
+	if cap(c.insp.jsonBuf) > maxKeptJSONBuf {
+		c.insp.jsonBuf = nil
+	}
+	c.ids.dropRequest()
 }
 
 const maxKeptJSONBuf = 1 << 20
 
-func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, nowNs int64, emit func(*Record), skip func(Skip)) {
+func (c *logsConverter) emitStormlog(ev telemetry.Event, job string, line FileLine, nowNs int64, emit func(*Record), skip func(Skip)) {
 	host := ev.Host
 	if host == "unknown" {
 		host = ""
 	}
-	if detail := c.identityTooLong(job, host, ev.SessionID); detail != "" {
+	if detail := c.ids.identityTooLong(job, host, ev.SessionID); detail != "" {
 		skip(Skip{Reason: SkipInvalidValue, Detail: detail})
 		return
 	}
-	ev.WorldSize = c.believedWorldSize(ev.WorldSize)
+	ev.WorldSize = c.ids.believedWorldSize(ev.WorldSize)
 	if !ev.DeviceTotalBytes.Valid && ev.DeviceUsedBytes.Value > maxDeviceBytes {
 		skip(Skip{Reason: SkipInvalidValue, Detail: deviceUsedAboveAnyDevice})
 		return
 	}
-	if !c.admits(job) {
+	if !c.ids.admits(job) {
 		skip(overJobLimit)
 		return
 	}
-	c.idGen++
-	c.idIsRes = false
-	c.id = identity{
-		job: c.names.intern(job), hasJob: true,
-		rank: ev.Rank, hasRank: true,
-		localRank: ev.LocalRank, hasLocal: true,
-		worldSize:   ev.WorldSize,
-		host:        c.names.intern(host),
-		devIndex:    -1,
-		migInstance: -1,
-	}
-	if ev.DeviceID >= 0 {
-		c.id.devIndex = ev.DeviceID
-	}
-	c.dev.learn(c.names, &c.id, nowNs)
-	c.learnStormlogProcess(&ev, c.id.job)
+	c.ids.identifyStormlog(&ev, job, host, nowNs)
+	c.insp.learnStormlogProcess(&ev, c.ids.id.job)
 	c.rec = Record{
 		Kind:        KindStormlog,
-		JobID:       c.id.job,
+		JobID:       c.ids.id.job,
 		Rank:        ev.Rank,
 		WorldSize:   ev.WorldSize,
-		Host:        c.id.host,
+		Host:        c.ids.id.host,
 		TimestampNs: ev.TimestampNs,
 		Event:       ev,
 		Line:        line,
@@ -126,11 +132,11 @@ func (c *Converter) emitStormlog(ev telemetry.Event, job string, line FileLine, 
 }
 
 // attributeJob is the job id of the log record's attributes, else of its
-// resource's (c.resID), else "".
-func (c *Converter) attributeJob(attrs pcommon.Map) string {
-	c.itemID.reset()
-	c.itemID.scan(c.keys, attrs)
-	for _, r := range [...]*rawIdentity{&c.itemID, &c.resID} {
+// resource's (the resolver's resID), else "".
+func (c *logsConverter) attributeJob(attrs pcommon.Map) string {
+	c.ids.itemID.reset()
+	c.ids.itemID.scan(c.ids.keys, attrs)
+	for _, r := range [...]*rawIdentity{&c.ids.itemID, &c.ids.resID} {
 		if r.found[fieldJob] {
 			if s, ok := jobValue(r.val[fieldJob]); ok {
 				return s
@@ -143,7 +149,7 @@ func (c *Converter) attributeJob(attrs pcommon.Map) string {
 // stormlogJSON returns the JSON text of a body that claims to be a stormlog
 // record (ours), or ours=false for any other body. detail is set when the
 // body is ours but cannot be turned into JSON.
-func (c *Converter) stormlogJSON(body pcommon.Value) (data []byte, ours bool, detail string) {
+func (c *logsConverter) stormlogJSON(body pcommon.Value) (data []byte, ours bool, detail string) {
 	switch body.Type() {
 	case pcommon.ValueTypeStr:
 		s := body.Str()

@@ -10,12 +10,12 @@ type (
 )
 
 // beginMarkerSpan hands the current run to emit when it is of another
-// identity than the current one (c.id): the next span's markers start a
+// identity than the current one (the resolver's id): the next span's markers start a
 // new run. It is called before a span's markers are appended, so that
 // flushing never drops them.
-func (c *Converter) beginMarkerSpan(emit func(*MarkerRun)) {
+func (c *tracesConverter) beginMarkerSpan(emit func(*MarkerRun)) {
 	run := &c.markerRun
-	id := &c.id
+	id := &c.ids.id
 	if len(run.Spans) > 0 && (run.JobID != id.job || run.Rank != id.rank || run.WorldSize != id.worldSize || run.Host != id.host) {
 		c.flushMarkers(emit)
 	}
@@ -24,10 +24,10 @@ func (c *Converter) beginMarkerSpan(emit func(*MarkerRun)) {
 // addMarkerSpan appends a span's markers (c.markerTimes[from:], and with
 // Config.Evidence c.markerEnds[from:] and c.markerIDs[from:]) to the run of
 // the current identity, which beginMarkerSpan made the run's.
-func (c *Converter) addMarkerSpan(ref SpanRef, from int) {
+func (c *tracesConverter) addMarkerSpan(ref SpanRef, from int) {
 	run := &c.markerRun
 	if len(run.Spans) == 0 {
-		id := &c.id
+		id := &c.ids.id
 		run.JobID, run.Rank, run.WorldSize, run.Host = id.job, id.rank, id.worldSize, id.host
 	}
 	n := len(c.markerTimes)
@@ -39,7 +39,7 @@ func (c *Converter) addMarkerSpan(ref SpanRef, from int) {
 }
 
 // flushMarkers hands the current run, if any, to emit and empties it.
-func (c *Converter) flushMarkers(emit func(*MarkerRun)) {
+func (c *tracesConverter) flushMarkers(emit func(*MarkerRun)) {
 	if len(c.markerRun.Spans) > 0 {
 		emit(&c.markerRun)
 	}

@@ -48,10 +48,10 @@ func TestHugeBatchPinsNoScratch(t *testing.T) {
 	require.Len(t, markers.records, 2*n)
 	samples := convertMetrics(t, c, md)
 	require.Len(t, samples.records, n)
-	assert.Zero(t, cap(c.markerTimes))
-	assert.Zero(t, cap(c.markerRun.Spans))
-	assert.Zero(t, cap(c.run.Samples))
-	for _, s := range c.series {
+	assert.Zero(t, cap(c.traces.markerTimes))
+	assert.Zero(t, cap(c.traces.markerRun.Spans))
+	assert.Zero(t, cap(c.metrics.run.Samples))
+	for _, s := range c.metrics.series {
 		assert.Zero(t, cap(s.batch))
 	}
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"math"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -13,6 +14,108 @@ import (
 const maxBytes = 1 << 53
 
 const mib = 1 << 20
+
+// metricsConverter forms samples from memory metrics: it keeps the as-of
+// join buffers per (job, rank) and, in evidence mode, reads NCCL's
+// accounting gauge.
+type metricsConverter struct {
+	cfg   *Config
+	now   func() time.Time
+	ids   *identityResolver
+	roles map[string]namedRole
+	// roleAt caches, per metric position within a scope, the configured
+	// name last found there: a scope's metrics come in the same order every
+	// batch, and one string compare costs less than hashing the name. The
+	// names are the configuration's strings, so no request memory is pinned.
+	roleAt [16]namedRole
+	tolNs  int64
+
+	series map[seriesKey]*series
+	gen    uint64
+	// touched are the join buffers the current call added to.
+	touched []*series
+	// lastSeries is the join buffer of the previous point: consecutive
+	// points mostly belong to one rank. It holds for the identity the
+	// resolver numbered lastSeriesGen.
+	lastSeries    *series
+	lastSeriesGen uint64
+	// rec is the accounting Record handed to emit, and run the SampleRun:
+	// emit reads them during the call and copies what it keeps.
+	rec Record
+	run SampleRun
+
+	stats Stats
+	// orphaned counts partner points that expire dropped (takeOrphaned).
+	orphaned int
+}
+
+func newMetricsConverter(cfg *Config, ids *identityResolver, now func() time.Time) *metricsConverter {
+	c := &metricsConverter{
+		cfg:    cfg,
+		now:    now,
+		ids:    ids,
+		roles:  map[string]namedRole{},
+		tolNs:  int64(cfg.SampleJoinTolerance),
+		series: map[seriesKey]*series{},
+	}
+	addRoles := func(r role, names []string) {
+		for _, n := range names {
+			if _, dup := c.roles[n]; !dup {
+				c.roles[n] = namedRole{name: n, role: r}
+			}
+		}
+	}
+	m := cfg.Metrics
+	addRoles(roleDeviceUsed, m.DeviceUsed)
+	addRoles(roleDeviceFree, m.DeviceFree)
+	addRoles(roleDeviceTotal, m.DeviceTotal)
+	addRoles(roleAllocatorReserved, m.AllocatorReserved)
+	addRoles(roleAllocatorAllocated, m.AllocatorAllocated)
+	addRoles(roleAllocatorActive, m.AllocatorActive)
+	addRoles(roleAllocatorInactive, m.AllocatorInactive)
+	addRoles(roleDeviceReserved, m.DeviceReserved)
+	addRoles(roleProcessUsed, m.ProcessUsed)
+	return c
+}
+
+// namedRole is a configured metric name and the role it feeds.
+type namedRole struct {
+	name string
+	role role
+}
+
+// roleOf returns the role of the k-th metric of a scope, named name.
+func (c *metricsConverter) roleOf(k int, name string) (role, bool) {
+	if k < len(c.roleAt) {
+		if h := &c.roleAt[k]; h.name == name && h.name != "" {
+			return h.role, true
+		}
+	}
+	nr, ok := c.roles[name]
+	if ok && k < len(c.roleAt) {
+		c.roleAt[k] = nr
+	}
+	return nr.role, ok
+}
+
+// expire drops join-buffer points older (wall clock) than PendingTTL and
+// forgets empty join buffers. It returns how many device-used points were
+// dropped without forming a sample.
+func (c *metricsConverter) expire(nowNs int64) (unjoined int) {
+	cutoff := nowNs - int64(c.cfg.PendingTTL)
+	for k, s := range c.series {
+		unjoined += s.expire(cutoff)
+		c.orphaned += s.dropped.takeOrphaned()
+		if s.empty() {
+			delete(c.series, k)
+			if c.lastSeries == s {
+				c.lastSeries = nil
+			}
+		}
+	}
+	c.stats.UnjoinedPoints += uint64(unjoined)
+	return unjoined
+}
 
 // isMiB reports whether a memory metric is in MiB rather than bytes: DCGM
 // exporter metrics (always MiB) and metrics that say so in their unit.
@@ -30,19 +133,19 @@ func isMiB(m pmetric.Metric) bool {
 // point within SampleJoinTolerance (from this or an earlier call) becomes a
 // sample, handed to emit in one SampleRun per (job, rank). Other metrics are
 // ignored without a Skip.
-func (c *Converter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
+func (c *metricsConverter) convertMetrics(md pmetric.Metrics, emit func(*SampleRun), skip func(Skip)) {
 	c.convertMetricsAccounting(md, emit, nil, skip)
 }
 
 // convertMetricsAccounting is convertMetrics that, with Config.Evidence
 // and emitAccounting set, also hands each point of NCCL's accounting gauge
 // to emitAccounting as a KindAccounting Record (accounting.go).
-func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*SampleRun), emitAccounting func(*Record), skip func(Skip)) {
+func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit func(*SampleRun), emitAccounting func(*Record), skip func(Skip)) {
 	accounting := c.cfg.Evidence && emitAccounting != nil
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]
-	limit := c.futureLimit(nowNs)
+	limit := c.cfg.futureLimit(nowNs)
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
@@ -72,7 +175,7 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 					continue
 				}
 				if !resStarted {
-					c.startResource(rm.Resource().Attributes())
+					c.ids.startResource(rm.Resource().Attributes())
 					resStarted = true
 				}
 				unit := unitBytes
@@ -88,7 +191,7 @@ func (c *Converter) convertMetricsAccounting(md pmetric.Metrics, emit func(*Samp
 	}
 	clear(c.touched)
 	c.touched = c.touched[:0]
-	c.dropRequest()
+	c.ids.dropRequest()
 }
 
 // metricKind is what a metric is to ConvertMetrics.
@@ -103,7 +206,7 @@ const (
 
 // memoryMetric tells what the k-th metric m of a scope is, and for a
 // memory metric its role, and its points unless it is notNumbers.
-func (c *Converter) memoryMetric(k int, m pmetric.Metric) (role, pmetric.NumberDataPointSlice, metricKind) {
+func (c *metricsConverter) memoryMetric(k int, m pmetric.Metric) (role, pmetric.NumberDataPointSlice, metricKind) {
 	r, ok := c.roleOf(k, m.Name())
 	if !ok {
 		return r, pmetric.NumberDataPointSlice{}, notMemory
@@ -139,7 +242,7 @@ func dataPointCount(m pmetric.Metric) int {
 // attributes of its own has found it (nil before); the resource's next such
 // points go to it without resolving the identity again. It returns
 // resSeries, found or not.
-func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit valueUnit, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
+func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit valueUnit, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
 	for l := 0; l < dps.Len(); l++ {
 		dp := dps.At(l)
 		if dp.Flags().NoRecordedValue() {
@@ -170,7 +273,7 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 			if s = c.itemSeries(attrs, nowNs, skip); s == nil {
 				continue
 			}
-			if r == roleProcessUsed && c.id.viaDevice {
+			if r == roleProcessUsed && c.ids.id.viaDevice {
 				skip(Skip{Reason: SkipUnjoinable, Detail: "per-process GPU memory point names no rank: it may be any process's on that GPU"})
 				continue
 			}
@@ -191,14 +294,14 @@ func (c *Converter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit
 // itemSeries resolves the identity of a point with attributes attrs of the
 // current resource and returns its (job, rank) join buffer; nil when the
 // point is skipped.
-func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) *series {
-	if reason, detail := c.identifyItem(attrs, nowNs); reason != "" {
+func (c *metricsConverter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) *series {
+	if reason, detail := c.ids.identifyItem(attrs, nowNs); reason != "" {
 		skip(Skip{Reason: reason, Detail: detail})
 		return nil
 	}
 	s := c.lastSeries
-	if s == nil || c.lastSeriesGen != c.idGen {
-		id := &c.id
+	if s == nil || c.lastSeriesGen != c.ids.idGen {
+		id := &c.ids.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
 			if s = c.seriesFor(key, skip); s == nil {
@@ -207,20 +310,20 @@ func (c *Converter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) 
 			c.lastSeries = s
 		}
 		s.updateIdentity(id)
-		c.lastSeriesGen = c.idGen
+		c.lastSeriesGen = c.ids.idGen
 	}
 	return s
 }
 
 // refuseLate reports a device-used point before its series' horizon.
-func (c *Converter) refuseLate(skip func(Skip)) {
+func (c *metricsConverter) refuseLate(skip func(Skip)) {
 	c.stats.UnjoinedPoints++
 	skip(Skip{Reason: SkipUnjoinable, Detail: "device-used point is older than its rank's newest of an earlier batch by more than sample_join_tolerance (resent or out of order)"})
 }
 
 // touch marks s as having new points in this call, so that it joins them
 // at the end of the call.
-func (c *Converter) touch(s *series) {
+func (c *metricsConverter) touch(s *series) {
 	if s.touchedGen != c.gen {
 		s.touchedGen = c.gen
 		c.touched = append(c.touched, s)
@@ -228,7 +331,7 @@ func (c *Converter) touch(s *series) {
 }
 
 // shed reports the n device-used points a join buffer shed unjoined.
-func (c *Converter) shed(n int, skip func(Skip)) {
+func (c *metricsConverter) shed(n int, skip func(Skip)) {
 	if n == 0 {
 		return
 	}
@@ -239,14 +342,14 @@ func (c *Converter) shed(n int, skip func(Skip)) {
 }
 
 // seriesFor returns the join buffer of key, creating it within MaxSeries.
-func (c *Converter) seriesFor(key seriesKey, skip func(Skip)) *series {
+func (c *metricsConverter) seriesFor(key seriesKey, skip func(Skip)) *series {
 	s, ok := c.series[key]
 	if !ok {
 		if len(c.series) >= c.cfg.MaxSeries {
 			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
 			return nil
 		}
-		key.job = c.names.intern(key.job)
+		key.job = c.ids.names.intern(key.job)
 		s = &series{key: key, deviceID: -1}
 		c.series[key] = s
 	}

@@ -643,9 +643,9 @@ func TestConvertMetricsAttributeMemo(t *testing.T) {
 	}
 	run := func(distinct bool) (collected, uint64) {
 		c, _ := newTestConverter(Config{})
-		before := c.idGen
+		before := c.ids.idGen
 		got := convertMetrics(t, c, build(distinct))
-		return got, c.idGen - before
+		return got, c.ids.idGen - before
 	}
 	memo, memoResolves := run(false)
 	plain, plainResolves := run(true)

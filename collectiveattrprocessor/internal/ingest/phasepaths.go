@@ -15,7 +15,7 @@ type phasePaths struct {
 
 // sharedPath returns the path made of parts (non-empty names read from a
 // request), nil when there are none.
-func (c *Converter) sharedPath(parts []string) []string {
+func (c *tracesConverter) sharedPath(parts []string) []string {
 	if len(parts) == 0 {
 		return nil
 	}
@@ -29,7 +29,7 @@ func (c *Converter) sharedPath(parts []string) []string {
 	}
 	path := make([]string, len(parts))
 	for i, p := range parts {
-		path[i] = c.names.intern(p)
+		path[i] = c.ids.names.intern(p)
 	}
 	*e = path
 	return path

@@ -33,9 +33,9 @@ type Read struct {
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
-		c.learnMetricsProcesses(md)
-		c.convertMetricsAccounting(md, y.sampleRun, y.record, y.skip)
-		c.convertInspectorMetrics(md, y.record, y.skip)
+		c.insp.learnMetricsProcesses(md)
+		c.metrics.convertMetricsAccounting(md, y.sampleRun, y.record, y.skip)
+		c.insp.convertInspectorMetrics(md, y.record, y.skip)
 	}
 }
 
@@ -44,8 +44,8 @@ func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 func (c *Converter) Traces(td ptrace.Traces) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
-		c.learnTracesProcesses(td)
-		c.convertTraces(td, y.record, y.markerRun, y.skip)
+		c.insp.learnTracesProcesses(td)
+		c.traces.convertTraces(td, y.record, y.markerRun, y.skip)
 	}
 }
 
@@ -53,7 +53,7 @@ func (c *Converter) Traces(td ptrace.Traces) iter.Seq[Read] {
 func (c *Converter) Logs(ld plog.Logs) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
-		c.convertLogs(ld, y.record, y.skip)
+		c.logs.convertLogs(ld, y.record, y.skip)
 	}
 }
 

@@ -102,7 +102,7 @@ type series struct {
 	hasUsed   bool
 	horizonNs int64
 	pruned    bool
-	// touchedGen is the Converter generation that last added a point, so that
+	// touchedGen is the metricsConverter call (gen) that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
 	// batch is the points of the current call, in arrival order, joined at
@@ -352,7 +352,7 @@ func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
 // allocator-reserved partner within tol into a sample, in time order, and
 // hands them to emit as one run. Points that can no longer be joined are
 // dropped and reported as unjoinable; the rest stay pending.
-func (c *Converter) formSamples(s *series, emit func(*SampleRun), skip func(Skip)) {
+func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip func(Skip)) {
 	tol := c.tolNs
 	const usedBit = uint16(1) << roleDeviceUsed
 	run := c.startRun(s)
@@ -440,8 +440,8 @@ func (s *series) consumeUsed(row *joinRow) {
 	s.roleCount[roleDeviceUsed]--
 }
 
-// startRun readies the Converter's run for the samples of s.
-func (c *Converter) startRun(s *series) *SampleRun {
+// startRun readies the run for the samples of s.
+func (c *metricsConverter) startRun(s *series) *SampleRun {
 	run := &c.run
 	localRank := s.key.rank
 	if s.hasLocal {
@@ -455,7 +455,7 @@ func (c *Converter) startRun(s *series) *SampleRun {
 }
 
 // endRun hands a run with samples to emit.
-func (c *Converter) endRun(run *SampleRun, emit func(*SampleRun)) {
+func (c *metricsConverter) endRun(run *SampleRun, emit func(*SampleRun)) {
 	if len(run.Samples) > 0 {
 		emit(run)
 	}
@@ -473,7 +473,7 @@ const deviceUsedAboveAnyDevice = "device used memory exceeds 64 TiB, more than a
 // roles present; device used and allocator reserved always are), into the
 // counters of p; it reports false, having skipped it as invalid, when the
 // values contradict each other. Absent roles must hold 0.
-func (c *Converter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, skip func(Skip)) bool {
+func (c *metricsConverter) formSample(p *SamplePoint, v *[numRoles]int64, has uint16, skip func(Skip)) bool {
 	hasFree := has&(1<<roleDeviceFree) != 0
 	hasTotal := has&(1<<roleDeviceTotal) != 0
 	if !hasTotal && hasFree && has&(1<<roleDeviceReserved) != 0 {

@@ -159,7 +159,7 @@ func TestJoinAccountsForEveryDeviceUsedPoint(t *testing.T) {
 			clk.advance(3 * time.Second)
 			expired += c.Expire()
 		}
-		for _, s := range c.series {
+		for _, s := range c.metrics.series {
 			var counts [numRoles]int32
 			pendingUsed := 0
 			for i, row := range s.rows {

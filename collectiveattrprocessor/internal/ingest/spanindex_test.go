@@ -173,7 +173,7 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 		}
 		want, spans, missing := oraclePaths(td, phaseNames)
 		var got collected
-		c.convertTraces(td, got.emit, got.emitMarkers, got.skip)
+		c.traces.convertTraces(td, got.emit, got.emitMarkers, got.skip)
 		var paths [][]string
 		var links []string
 		for _, r := range got.records {
@@ -192,8 +192,8 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 		require.Equal(t, wantKept, paths, "batch %d", batch)
 		require.Equal(t, wantLinks, links, "batch %d", batch)
 		require.Len(t, got.skips, len(want)-len(wantKept), "batch %d: one skip per phase span without a name", batch)
-		require.Zero(t, c.spanIdx.len())
-		for _, n := range append(c.nameScratch[:cap(c.nameScratch)], c.pathScratch[:cap(c.pathScratch)]...) {
+		require.Zero(t, c.traces.spanIdx.len())
+		for _, n := range append(c.traces.nameScratch[:cap(c.traces.nameScratch)], c.traces.pathScratch[:cap(c.traces.pathScratch)]...) {
 			require.Empty(t, n, "the walk's scratch keeps no name of the request")
 		}
 	}
@@ -204,15 +204,15 @@ func TestAncestorPathsMatchTheOracle(t *testing.T) {
 // interned names that pin no request memory.
 func TestSharedPathsAreOneSlicePerPath(t *testing.T) {
 	c, _ := newTestConverter(Config{})
-	a := c.sharedPath([]string{"train", "step"})
-	b := c.sharedPath([]string{string([]byte("train")), string([]byte("step"))})
+	a := c.traces.sharedPath([]string{"train", "step"})
+	b := c.traces.sharedPath([]string{string([]byte("train")), string([]byte("step"))})
 	require.Equal(t, []string{"train", "step"}, a)
 	assert.Same(t, &a[0], &b[0], "the second request gets the first slice")
 	assert.Equal(t, len(a), cap(a), "an append by a holder copies")
-	assert.Nil(t, c.sharedPath(nil))
-	other := c.sharedPath([]string{"train", "eval"})
+	assert.Nil(t, c.traces.sharedPath(nil))
+	other := c.traces.sharedPath([]string{"train", "eval"})
 	assert.Equal(t, []string{"train", "eval"}, other)
-	assert.Same(t, &a[0], &c.sharedPath([]string{"train", "step"})[0], "a path is not replaced by another that hashes elsewhere")
+	assert.Same(t, &a[0], &c.traces.sharedPath([]string{"train", "step"})[0], "a path is not replaced by another that hashes elsewhere")
 }
 
 // TestScopeIDsStayWhatTheyWere: the ids cut from one block and from the

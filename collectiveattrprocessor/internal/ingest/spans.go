@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/window"
 )
@@ -30,6 +32,48 @@ const (
 	MaxPhaseDepth = window.MaxPhaseDepth
 )
 
+// tracesConverter turns spans into marker runs and phase span Records.
+type tracesConverter struct {
+	cfg   *Config
+	now   func() time.Time
+	ids   *identityResolver
+	phase phaseNames
+
+	// The batch's span index for the ancestor walk (built only when
+	// needed, reset after each call), the walk's scratch (cleared after
+	// each call), the shared phase paths and the scope ids' blocks.
+	spanIdx     spanIndex
+	tokens      tokenCache
+	nameScratch []string
+	pathScratch []string
+	paths       phasePaths
+	scopeIDs    scopeIDs
+
+	// phaseRec is the Record handed to emit for phase spans: only its
+	// phase span fields are ever set, so it needs no clearing between
+	// spans.
+	phaseRec Record
+	// markerRun is the MarkerRun being built, its spans' times in
+	// markerTimes.
+	markerRun   MarkerRun
+	markerTimes []int64
+	// With Config.Evidence: the markers' ends and identities beside
+	// markerTimes, the identities' member lists, and the identity
+	// attributes of the span being scanned.
+	markerEnds  []int64
+	markerIDs   []evidence.Identity
+	markerLists []memberList
+	spanAttrs   markerAttrs
+}
+
+func newTracesConverter(cfg *Config, ids *identityResolver, now func() time.Time) *tracesConverter {
+	var phaseSpanNames []string
+	if !cfg.NoPhaseSpans {
+		phaseSpanNames = cfg.PhaseSpanNames
+	}
+	return &tracesConverter{cfg: cfg, now: now, ids: ids, phase: newPhaseNames(phaseSpanNames)}
+}
+
 // convertTraces hands the markers of spans to emitMarkers, in one MarkerRun
 // per run of spans of one (job, rank), and phase spans to emit as
 // KindPhaseSpan Records (contract §3.2); both in input order. A marker span
@@ -48,7 +92,7 @@ const (
 // reaches a parent the batch does not hold (an SDK exports a parent after
 // its children), the Record names that parent (PhaseParentID) so that the
 // processor can complete the path once the parent, a phase span, arrives.
-func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
+func (c *tracesConverter) convertTraces(td ptrace.Traces, emit func(*Record), emitMarkers func(*MarkerRun), skip func(Skip)) {
 	nowNs := c.now().UnixNano()
 	indexed := false
 	rss := td.ResourceSpans()
@@ -69,7 +113,7 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					continue
 				}
 				start, end := int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
-				if end > c.futureLimit(nowNs) {
+				if end > c.cfg.futureLimit(nowNs) {
 					skip(futureSkip)
 					continue
 				}
@@ -78,10 +122,10 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 					continue
 				}
 				if !resStarted {
-					c.startResource(rs.Resource().Attributes())
+					c.ids.startResource(rs.Resource().Attributes())
 					resStarted = true
 				}
-				if reason, detail := c.identifyScanned(nowNs); reason != "" {
+				if reason, detail := c.ids.identifyScanned(nowNs); reason != "" {
 					skip(Skip{Reason: reason, Detail: detail})
 					continue
 				}
@@ -121,11 +165,11 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 	clear(c.nameScratch[:cap(c.nameScratch)])
 	clear(c.pathScratch[:cap(c.pathScratch)])
 	c.nameScratch, c.pathScratch = keptScratch(c.nameScratch), keptScratch(c.pathScratch)
-	c.dropRequest()
+	c.ids.dropRequest()
 }
 
 // scanSpan reads a span's attributes in one pass: its identity keys (into
-// c.itemID, for identifyScanned), its phase.path, and whether it is a marker
+// c.ids.itemID, for identifyScanned), its phase.path, and whether it is a marker
 // span: its name, or a string value of its attributes or of its events'
 // attributes (nested values included), matches a collective token
 // (reference §2.3 S2a). Identity attributes count like any other: the
@@ -133,11 +177,14 @@ func (c *Converter) convertTraces(td ptrace.Traces, emit func(*Record), emitMark
 // span, markedEvents says some span event's name matches (a marker span's
 // events are matched once, by emitMarkers). The processor's own result
 // spans give no markers.
-func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pcommon.Value, hasPath bool) {
+func (c *tracesConverter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pcommon.Value, hasPath bool) {
 	name := sp.Name()
 	marker = c.tokens.matches(name)
 	isResult := false
-	c.itemID.reset()
+	// Loaded once: the loop below runs per attribute, and the compiler
+	// reloads what it reaches through c.ids after each call.
+	keys, item := c.ids.keys, &c.ids.itemID
+	item.reset()
 	ev := c.cfg.Evidence
 	if ev {
 		c.spanAttrs = markerAttrs{}
@@ -148,9 +195,9 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 			if ev && isIdentityKey(k) {
 				c.spanAttrs.read(k, v)
 			}
-			if c.keys.mayHold(k) {
-				for _, s := range c.keys.lookup(k) {
-					c.itemID.offer(s, v)
+			if keys.mayHold(k) {
+				for _, s := range keys.lookup(k) {
+					item.offer(s, v)
 				}
 			}
 			switch k {
@@ -189,7 +236,7 @@ func (c *Converter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, path pc
 
 // mapMatches reports whether a string value of m (nested values included)
 // matches a collective token.
-func (c *Converter) mapMatches(m pcommon.Map) bool {
+func (c *tracesConverter) mapMatches(m pcommon.Map) bool {
 	for _, v := range m.All() {
 		if c.valueMatches(v, 0) {
 			return true
@@ -198,7 +245,7 @@ func (c *Converter) mapMatches(m pcommon.Map) bool {
 	return false
 }
 
-func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
+func (c *tracesConverter) valueMatches(v pcommon.Value, depth int) bool {
 	if depth > MaxPhaseDepth {
 		return false
 	}
@@ -227,7 +274,7 @@ func (c *Converter) valueMatches(v pcommon.Value, depth int) bool {
 // whose name matches. With Config.Evidence a marker span is one marker,
 // from its start to its end, and each marker carries the collective
 // identity its span's (or event's) attributes give.
-func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*MarkerRun), skip func(Skip)) {
+func (c *tracesConverter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*MarkerRun), skip func(Skip)) {
 	c.beginMarkerSpan(emit)
 	ev := c.cfg.Evidence
 	from := len(c.markerTimes)
@@ -247,7 +294,7 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 			continue
 		}
 		ts := int64(e.Timestamp())
-		if ts > c.futureLimit(nowNs) {
+		if ts > c.cfg.futureLimit(nowNs) {
 			skip(futureSkip)
 			continue
 		}
@@ -274,9 +321,9 @@ func (c *Converter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, now
 // so that the reference's "most recent" (max sequence) is the
 // latest-started span; ScopeID is the span id in hex. TimestampNs is the
 // end: a phase is relevant while any part of it is inside the window.
-func (c *Converter) phaseRecord(sp ptrace.Span, path []string, parent pcommon.SpanID, start, end int64) *Record {
+func (c *tracesConverter) phaseRecord(sp ptrace.Span, path []string, parent pcommon.SpanID, start, end int64) *Record {
 	rec := &c.phaseRec
-	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = KindPhaseSpan, c.id.job, c.id.rank, c.id.worldSize, c.id.host, end
+	rec.Kind, rec.JobID, rec.Rank, rec.WorldSize, rec.Host, rec.TimestampNs = KindPhaseSpan, c.ids.id.job, c.ids.id.rank, c.ids.id.worldSize, c.ids.id.host, end
 	rec.PhaseTraceID, rec.PhaseParentID = sp.TraceID(), parent
 	var threadID int64
 	var threadName string
@@ -285,11 +332,11 @@ func (c *Converter) phaseRecord(sp ptrace.Span, path []string, parent pcommon.Sp
 		threadID, _ = intValue(v)
 	}
 	if v, ok := attrs.Get(ThreadNameAttribute); ok && v.Type() == pcommon.ValueTypeStr {
-		threadName = c.names.intern(v.Str())
+		threadName = c.ids.names.intern(v.Str())
 	}
 	rec.PhaseSpan = phase.Span{
-		SessionID:  c.id.job,
-		Rank:       c.id.rank,
+		SessionID:  c.ids.id.job,
+		Rank:       c.ids.id.rank,
 		ThreadID:   threadID,
 		ThreadName: threadName,
 		ScopeID:    c.scopeIDs.of(sp.SpanID()),
@@ -329,7 +376,7 @@ func appendPhaseParts(dst []string, v pcommon.Value) []string {
 // and ends the walk), then sp's own name; and missing, the id of the parent
 // where the walk left the batch (empty when it ended at a root, a
 // phase.path or the depth bound).
-func (c *Converter) ancestorPath(sp ptrace.Span) (path []string, missing pcommon.SpanID) {
+func (c *tracesConverter) ancestorPath(sp ptrace.Span) (path []string, missing pcommon.SpanID) {
 	rev := append(c.nameScratch[:0], sp.Name())
 	parts := c.pathScratch[:0]
 	parent := sp.ParentSpanID()
@@ -361,7 +408,7 @@ func (c *Converter) ancestorPath(sp ptrace.Span) (path []string, missing pcommon
 
 // phaseFactsOf reads, once per batch, whether an indexed span is a phase
 // span and whether it has a phase.path.
-func (c *Converter) phaseFactsOf(s *indexedSpan) *phaseFacts {
+func (c *tracesConverter) phaseFactsOf(s *indexedSpan) *phaseFacts {
 	f := &s.facts
 	if !f.read {
 		f.read = true

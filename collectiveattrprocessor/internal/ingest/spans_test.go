@@ -110,7 +110,7 @@ func TestConvertTracesPhases(t *testing.T) {
 	}
 	assert.Equal(t, want, got.records)
 	assert.Equal(t, []SkipReason{SkipInvalidValue}, got.reasons(), "the empty phase.path")
-	assert.Zero(t, c.spanIdx.len(), "the batch index is reset after the call")
+	assert.Zero(t, c.traces.spanIdx.len(), "the batch index is reset after the call")
 }
 
 func TestConvertTracesNoPhaseSpans(t *testing.T) {
@@ -194,7 +194,7 @@ func TestConvertTracesMarkerRuns(t *testing.T) {
 	}
 	var runs [][]span
 	var ranks []int64
-	c.convertTraces(td, func(r *Record) { ranks = append(ranks, -1) }, func(run *MarkerRun) {
+	c.traces.convertTraces(td, func(r *Record) { ranks = append(ranks, -1) }, func(run *MarkerRun) {
 		var got []span
 		for _, sp := range run.Spans {
 			got = append(got, span{sp.Ref.SpanID[0], slices.Clone(sp.TimesNs)})

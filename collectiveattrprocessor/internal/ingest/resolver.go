@@ -1,0 +1,313 @@
+package ingest
+
+import (
+	"math"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/collectiveattr/collectiveattr/telemetry"
+)
+
+// identityResolver resolves the (job, rank, host, device) of the items of
+// every signal: it scans identity attributes (item over resource), checks
+// the identity limits, interns the strings and learns or joins the device
+// mapping. Its memo caches (idMemo, resCache, attrMemo) exist because one
+// batch mostly repeats a few identities. The per-signal converters share
+// one resolver, so a device claimed by a rank's metrics joins its DCGM
+// points and a stormlog record's device claim counts for the metrics.
+//
+// After an identify call, id holds the item's identity (strings interned
+// unless the call returned a skip); idGen changes whenever id is resolved
+// anew, so a caller may key its own per-identity cache (the metrics join
+// buffer of the previous point) on idGen.
+type identityResolver struct {
+	maxIdentityBytes int
+	maxWorldSize     int64
+	admitsJob        func(job string) bool
+	// worldSizesIgnored counts declared world sizes above maxWorldSize
+	// since takeWorldSizesIgnored last read it.
+	worldSizesIgnored int64
+
+	keys  *keyIndex
+	names *interner
+	dev   *deviceMap
+
+	// Per-call scratch, reused to keep the hot path allocation-free.
+	resID, itemID rawIdentity
+	id            identity
+	// idMemo remembers, per rank slot, the last identity resolved with a
+	// rank. Resources repeat batch after batch (in-process exporters send
+	// one per rank and collection): when an item resolves to the memo's
+	// identity, interning its strings and learning its device mapping again
+	// would change nothing but the mapping's last use, which is refreshed
+	// once learnRefresh has passed.
+	idMemo [256]idMemoEntry
+	// resCache is the identity of the current resource alone, resolved (and
+	// learned or joined) once per resource for the items that carry no
+	// identity attributes of their own: the common in-process exporter case.
+	resCache  identity
+	resReason SkipReason
+	resDetail string
+	resCached bool
+	// resAttrs are the current resource's attributes; resScanned says
+	// resID holds their scan (done on first need).
+	resAttrs   pcommon.Map
+	resScanned bool
+	// idIsRes says id holds resCache: items of one resource without
+	// identity attributes of their own then reuse id as is.
+	idGen   uint64
+	idIsRes bool
+	// attrMemo is the outcome of the last point resolved from attributes of
+	// its own, and resSeq numbers resources (an outcome holds only within
+	// its resource, whose attributes the point's complete).
+	attrMemo attrMemo
+	resSeq   uint64
+}
+
+func newIdentityResolver(cfg *Config) *identityResolver {
+	return &identityResolver{
+		maxIdentityBytes: cfg.MaxIdentityBytes,
+		maxWorldSize:     cfg.MaxWorldSize,
+		admitsJob:        cfg.AdmitsJob,
+		keys:             newKeyIndex(cfg.Identity),
+		names:            newInterner(4 * cfg.MaxSeries),
+		dev:              newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
+	}
+}
+
+// beginResource scans a resource's identity attributes for the items that
+// follow.
+func (c *identityResolver) beginResource(attrs pcommon.Map) {
+	c.startResource(attrs)
+	c.scanResource()
+}
+
+// startResource makes attrs the current resource's, not yet scanned.
+func (c *identityResolver) startResource(attrs pcommon.Map) {
+	c.resAttrs, c.resScanned = attrs, false
+	c.resCached, c.idIsRes = false, false
+	c.resSeq++
+}
+
+// dropRequest lets go of the call's input, which the per-call identity
+// state still refers to: a pcommon value keeps the whole resource it
+// belongs to (every metric, span or record of it) reachable until the
+// next call.
+func (c *identityResolver) dropRequest() {
+	c.attrMemo.forget()
+	c.resAttrs = pcommon.Map{}
+	c.resID.drop()
+	c.itemID.drop()
+}
+
+// scanResource scans the current resource's identity attributes into resID
+// unless done.
+func (c *identityResolver) scanResource() {
+	if !c.resScanned {
+		c.resID.reset()
+		c.resID.scan(c.keys, c.resAttrs)
+		c.resScanned = true
+	}
+}
+
+// identifyItem resolves the identity of an item with attributes attrs of the
+// current resource into c.id (see identify).
+func (c *identityResolver) identifyItem(attrs pcommon.Map, nowNs int64) (SkipReason, string) {
+	if attrs.Len() == 0 {
+		return c.identifyByResource(nowNs)
+	}
+	m := &c.attrMemo
+	if m.holds(c, attrs, nowNs) {
+		if m.idGen != c.idGen {
+			c.id = m.id
+			c.idGen++
+			c.idIsRes = false
+			m.idGen = c.idGen
+		}
+		return m.reason, m.detail
+	}
+	c.itemID.reset()
+	c.itemID.scan(c.keys, attrs)
+	reason, detail := c.identifyScanned(nowNs)
+	m.remember(c, attrs, nowNs, reason, detail)
+	return reason, detail
+}
+
+// identifyScanned is identifyItem for an item whose attributes were already
+// scanned into c.itemID.
+func (c *identityResolver) identifyScanned(nowNs int64) (SkipReason, string) {
+	if c.itemID.any() {
+		return c.identify(nowNs)
+	}
+	return c.identifyByResource(nowNs)
+}
+
+// identifyByResource identifies an item without identity attributes of its
+// own by its resource, resolving the resource once.
+func (c *identityResolver) identifyByResource(nowNs int64) (SkipReason, string) {
+	switch {
+	case !c.resCached:
+		c.itemID.reset()
+		c.resReason, c.resDetail = c.identify(nowNs)
+		c.resCache, c.resCached = c.id, true
+		c.idIsRes = true
+	case !c.idIsRes:
+		c.id = c.resCache
+		c.idGen++
+		c.idIsRes = true
+	}
+	return c.resReason, c.resDetail
+}
+
+// identify resolves the current item's identity (c.itemID over c.resID)
+// into c.id, learning or joining the device mapping. It returns a Skip
+// reason when the item cannot be attributed to a rank.
+func (c *identityResolver) identify(nowNs int64) (SkipReason, string) {
+	c.scanResource()
+	c.idGen++
+	c.idIsRes = false
+	id := &c.id
+	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
+		return SkipInvalidValue, detail
+	}
+	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
+		return SkipInvalidValue, detail
+	}
+	id.worldSize = c.believedWorldSize(id.worldSize)
+	if id.hasRank {
+		m := &c.idMemo[uint64(id.rank)%uint64(len(c.idMemo))]
+		if m.valid && m.id == *id && nowNs-m.learnedNs < int64(learnRefresh) {
+			*id = m.id // the same identity, its strings interned
+			return "", ""
+		}
+		// A memoised identity was admitted; the store still checks it.
+		if !c.admits(id.job) {
+			return overJobLimit.Reason, overJobLimit.Detail
+		}
+		id.job = c.names.intern(id.job)
+		id.host = c.names.intern(id.host)
+		id.devOpaque = c.names.intern(id.devOpaque)
+		c.dev.learn(c.names, id, nowNs)
+		*m = idMemoEntry{id: *id, learnedNs: nowNs, valid: true}
+		return "", ""
+	}
+	if !id.hasDevice() || id.host == "" {
+		return SkipNoIdentity, "no rank and no host and device to join on"
+	}
+	if reason, detail := c.dev.join(id, nowNs); reason != "" {
+		return reason, detail
+	}
+	id.host = c.names.intern(id.host)
+	return "", ""
+}
+
+// learnRefresh is how often a repeated identity refreshes its device
+// mapping's last use; far below any sensible identity_ttl.
+const learnRefresh = time.Second
+
+// idMemoEntry is a resolved identity with interned strings.
+type idMemoEntry struct {
+	id        identity
+	learnedNs int64
+	valid     bool
+}
+
+// attrMemo remembers the identity outcome of the last point resolved from
+// attributes of its own. Device-level points come in runs of one GPU (DCGM
+// lists each GPU's points of a metric together, with the same labels):
+// comparing a point's attributes with the previous point's costs a fraction
+// of scanning, resolving and joining them again. The outcome is a function
+// of the attributes, the resource, the device mapping and the clock, so it
+// holds while all four are unchanged. Its attribute values point into the
+// call's input: forget drops them at the end of the call.
+type attrMemo struct {
+	valid      bool
+	resSeq     uint64
+	devVersion uint64
+	nowNs      int64
+	attrs      []memoAttr
+	id         identity
+	// idGen is c.idGen when c.id last held id.
+	idGen  uint64
+	reason SkipReason
+	detail string
+}
+
+type memoAttr struct {
+	key string
+	val pcommon.Value
+}
+
+func (m *attrMemo) holds(c *identityResolver, attrs pcommon.Map, nowNs int64) bool {
+	if !m.valid || m.resSeq != c.resSeq || m.devVersion != c.dev.version || m.nowNs != nowNs || len(m.attrs) != attrs.Len() {
+		return false
+	}
+	i := 0
+	for k, v := range attrs.All() {
+		if a := &m.attrs[i]; a.key != k || !sameScalar(a.val, v) {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+func (m *attrMemo) remember(c *identityResolver, attrs pcommon.Map, nowNs int64, reason SkipReason, detail string) {
+	m.attrs = m.attrs[:0]
+	for k, v := range attrs.All() {
+		m.attrs = append(m.attrs, memoAttr{key: k, val: v})
+	}
+	m.valid, m.resSeq, m.devVersion, m.nowNs = true, c.resSeq, c.dev.version, nowNs
+	m.id, m.idGen, m.reason, m.detail = c.id, c.idGen, reason, detail
+}
+
+func (m *attrMemo) forget() {
+	clear(m.attrs)
+	m.attrs = m.attrs[:0]
+	m.valid = false
+}
+
+// sameScalar reports whether two attribute values are the same string,
+// int, double (bit for bit) or bool. Other types never compare equal, so
+// their points are resolved each time.
+func sameScalar(a, b pcommon.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Type() {
+	case pcommon.ValueTypeStr:
+		return a.Str() == b.Str()
+	case pcommon.ValueTypeInt:
+		return a.Int() == b.Int()
+	case pcommon.ValueTypeDouble:
+		return math.Float64bits(a.Double()) == math.Float64bits(b.Double())
+	case pcommon.ValueTypeBool:
+		return a.Bool() == b.Bool()
+	default:
+		return false
+	}
+}
+
+// identifyStormlog makes id the identity a stormlog record states (its
+// job as the caller resolved it, its rank, local rank, world size, host
+// and device) and learns its device mapping as a ranked item's: a
+// stormlog rank and a metrics rank on one device are one claimant. The
+// caller has checked the identity limits.
+func (c *identityResolver) identifyStormlog(ev *telemetry.Event, job, host string, nowNs int64) {
+	c.idGen++
+	c.idIsRes = false
+	c.id = identity{
+		job: c.names.intern(job), hasJob: true,
+		rank: ev.Rank, hasRank: true,
+		localRank: ev.LocalRank, hasLocal: true,
+		worldSize:   ev.WorldSize,
+		host:        c.names.intern(host),
+		devIndex:    -1,
+		migInstance: -1,
+	}
+	if ev.DeviceID >= 0 {
+		c.id.devIndex = ev.DeviceID
+	}
+	c.dev.learn(c.names, &c.id, nowNs)
+}
