@@ -156,7 +156,7 @@ type OldDecoder struct {
 	lastMap  map[string]any            // … and its map
 }
 
-// OldDecodeRecord decodes and validates one JSON object holding a TelemetryEvent
+// Decode decodes and validates one JSON object holding a TelemetryEvent
 // record of schema version 2, 3 or 4 (reference §1.3, §1.5). Malformed JSON
 // yields a *OldSyntaxError; a well-formed record that breaks a rule yields a
 // *OldValidationError whose text is the reference's message (e.g. "rank must be
@@ -178,12 +178,8 @@ type OldDecoder struct {
 //   - NaN and Infinity literals are rejected (Python's json accepts them);
 //     oldInvalid UTF-8 inside strings becomes U+FFFD; duplicate keys keep the
 //     last value, as in Python.
-func OldDecodeRecord(data []byte) (Event, error) {
-	var d OldDecoder
-	return d.Decode(data)
-}
-
-// Decode is OldDecodeRecord with string interning across calls.
+//
+// Strings are interned across calls.
 func (d *OldDecoder) Decode(data []byte) (Event, error) {
 	var e Event
 	if err := d.decodeInto(data, &e); err != nil {
@@ -1241,7 +1237,7 @@ func (e *OldRecordError) Error() string {
 
 func (e *OldRecordError) Unwrap() error { return e.Err }
 
-// OldReadJSONL reads TelemetryEvent records, one JSON object per line (the
+// OldDecodeJSONL reads TelemetryEvent records, one JSON object per line (the
 // reference's JSONL loader): blank lines are skipped; an unparsable last line
 // without a trailing newline is a truncated tail (a writer still appending)
 // and is dropped; any other bad line fails the whole read with a
@@ -1250,14 +1246,8 @@ func (e *OldRecordError) Unwrap() error { return e.Err }
 // Lines are split on "\n" only ("\r\n" works: "\r" is JSON whitespace);
 // Python's splitlines would also split inside a raw U+2028 in a string.
 //
-// The input is streamed in chunks (decoded in parallel), so memory holds the
-// events plus one chunk, not the whole text. Events share one Metadata map
-// per distinct metadata text: treat Metadata as read-only.
-func OldReadJSONL(r io.Reader) ([]Event, error) {
-	return oldReadJSONL(r, nil)
-}
-
-// OldDecodeJSONL is OldReadJSONL over an in-memory buffer.
+// The buffer is held in memory; events share one Metadata map per distinct
+// metadata text: treat Metadata as read-only.
 func OldDecodeJSONL(data []byte) ([]Event, error) {
 	var jr oldJsonlReader
 	if err := jr.decodeChunk(data, true); err != nil {

@@ -161,9 +161,6 @@ func (w *CheckpointWriter) Bool(v bool) { w.bool(v) }
 // Varint reads what CheckpointWriter.Varint wrote.
 func (r *CheckpointReader) Varint() int64 { return r.varint() }
 
-// Uvarint reads what CheckpointWriter.Uvarint wrote.
-func (r *CheckpointReader) Uvarint() uint64 { return r.uvarint() }
-
 // Bool reads what CheckpointWriter.Bool wrote.
 func (r *CheckpointReader) Bool() bool { return r.bool() }
 
