@@ -1,9 +1,11 @@
 package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -24,8 +26,9 @@ import (
 )
 
 // maxHiddenPointsPerTick bounds the gpu.memory.hidden points kept between
-// two evaluation ticks. Past it, further points of that interval are not
-// reported (the buffered samples themselves are unaffected).
+// two evaluation ticks. Past it, only each rank's newest point of that
+// interval is reported, so that every rank of a large job still shows its
+// current hidden memory (the buffered samples themselves are unaffected).
 const maxHiddenPointsPerTick = 1 << 16
 
 // core is the state shared by the traces, metrics and logs processors of one
@@ -64,6 +67,9 @@ type core struct {
 	conv   *ingest.Converter
 	store  *store.Store
 	hidden []output.HiddenPoint
+	// hiddenNewest is, per (job, rank), its newest gpu.memory.hidden point
+	// past the tick's cap (maxHiddenPointsPerTick).
+	hiddenNewest map[rankKey]output.HiddenPoint
 	// spareHidden is the previous tick's hidden slice, reused once emitted.
 	spareHidden []output.HiddenPoint
 	wantHidden  bool
@@ -167,7 +173,7 @@ func (c *core) unregister(l *lifecycle) {
 	hasMetrics := c.hasSinkLocked(signalMetrics)
 	c.wantHidden = hasMetrics
 	if !hasMetrics {
-		c.hidden = nil
+		c.hidden, c.hiddenNewest = nil, nil
 		c.peaks = output.NewHiddenPeaks(c.cfg.HiddenPeakInterval.Nanoseconds())
 	}
 	c.mu.Unlock()
@@ -383,9 +389,38 @@ func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, t
 		return
 	}
 	c.peaks.Observe(job, rank, used, reserved, total)
-	if len(c.hidden) >= maxHiddenPointsPerTick {
-		b.hiddenDropped++ // counted, not silent
+	p := output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved}
+	if len(c.hidden) < maxHiddenPointsPerTick {
+		c.hidden = append(c.hidden, p)
 		return
 	}
-	c.hidden = append(c.hidden, output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved})
+	k := rankKey{job, rank}
+	if old, ok := c.hiddenNewest[k]; ok {
+		b.hiddenDropped++ // counted, not silent
+		if old.TimestampNs > ts {
+			return
+		}
+	} else if c.hiddenNewest == nil {
+		c.hiddenNewest = map[rankKey]output.HiddenPoint{}
+	}
+	c.hiddenNewest[k] = p
+}
+
+// takeHiddenLocked returns the tick's gpu.memory.hidden points, each rank's
+// newest past the cap last (by job, then rank), and starts the next tick's.
+func (c *core) takeHiddenLocked() []output.HiddenPoint {
+	hidden := c.hidden
+	if len(c.hiddenNewest) > 0 {
+		keys := slices.SortedFunc(maps.Keys(c.hiddenNewest), func(a, b rankKey) int {
+			return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.rank, b.rank))
+		})
+		for _, k := range keys {
+			hidden = append(hidden, c.hiddenNewest[k])
+		}
+		clear(c.hiddenNewest)
+	}
+	if c.wantHidden {
+		c.hidden, c.spareHidden = c.spareHidden[:0], nil
+	}
+	return hidden
 }

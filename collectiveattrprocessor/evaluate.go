@@ -41,10 +41,7 @@ func (c *core) evaluate(ctx context.Context, final bool) error {
 	// per-tick evaluation altogether.
 	due := c.store.Sweep(now, c.cfg.JobIdleTimeout, final, c.cfg.Emit == EmitOnSettle)
 	c.takeStoreTally(signalMetrics, &b)
-	hidden := c.hidden
-	if c.wantHidden {
-		c.hidden, c.spareHidden = c.spareHidden[:0], nil
-	}
+	hidden := c.takeHiddenLocked()
 	c.publishSizes()
 	c.mu.Unlock()
 	c.tel.addBatch(ctx, signalMetrics, &b)

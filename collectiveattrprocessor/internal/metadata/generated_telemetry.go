@@ -210,7 +210,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrHiddenPointsDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_collectiveattr_hidden_points_dropped",
-		metric.WithDescription("Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); the samples themselves are buffered and attributed. [Alpha]"),
+		metric.WithDescription("Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); past that, each rank's newest point of the round is still reported, and the samples themselves are buffered and attributed. [Alpha]"),
 		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)

@@ -131,7 +131,7 @@ func AssertEqualProcessorCollectiveattrEventsPerRankLimit(t *testing.T, tt *comp
 func AssertEqualProcessorCollectiveattrHiddenPointsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_hidden_points_dropped",
-		Description: "Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); the samples themselves are buffered and attributed. [Alpha]",
+		Description: "Number of gpu.memory.hidden points not reported because one evaluation round already held the most it reports (65536); past that, each rank's newest point of the round is still reported, and the samples themselves are buffered and attributed. [Alpha]",
 		Unit:        "{point}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
