@@ -41,9 +41,11 @@ type MarkerFunc func(dst []telemetry.Event, j *Joined) []telemetry.Event
 func ReferenceMarkers(dst []telemetry.Event, j *Joined) []telemetry.Event {
 	op := j.Op
 	texts := textsOf(op.Name)
-	dst = append(dst, baseEvent(j, op.StartNs, texts.start))
+	e := baseEvent(j, op.StartNs, texts.start)
+	dst = append(dst, e)
 	if op.EndNs > op.StartNs {
-		dst = append(dst, baseEvent(j, op.EndNs, texts.end))
+		e.TimestampNs, e.Context = op.EndNs, texts.end // the start's but for these
+		dst = append(dst, e)
 	}
 	return dst
 }
