@@ -10,7 +10,7 @@ import (
 // and declines the rest.
 func TestShortDecimalMatchesParseFloat(t *testing.T) {
 	tokens := []string{"0", "-0", "0.0", "-0.0", "150.25", "0.1", "0.3", "1.5", "123456789012345", "1234567890.12345",
-		"0.00000000000001", "-2.675", "900719925474.993", "1.", "5", "42.000"}
+		"0.00000000000001", "-2.675", "900719925474.993", "5", "42.000"}
 	for _, tok := range tokens {
 		want, err := strconv.ParseFloat(tok, 64)
 		got, ok := shortDecimal([]byte(tok))
@@ -21,7 +21,8 @@ func TestShortDecimalMatchesParseFloat(t *testing.T) {
 			t.Errorf("%s: %v (%x), ParseFloat %v (%x)", tok, got, math.Float64bits(got), want, math.Float64bits(want))
 		}
 	}
-	for _, tok := range []string{"1e5", "1234567890123456", "0.000000000000001", "9007199254740.993", "0.1234567890123456", "nan", "-", "", ".", "1.2.3"} {
+	for _, tok := range []string{"1e5", "1234567890123456", "0.000000000000001", "9007199254740.993", "0.1234567890123456", "nan", "-", "", ".", "1.2.3",
+		"1.", "00.5"} { // not JSON: NumberToken never gives them, ParseFloat reads them alike
 		if _, ok := shortDecimal([]byte(tok)); ok {
 			t.Errorf("%s: taken", tok)
 		}

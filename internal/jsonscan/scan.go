@@ -683,34 +683,17 @@ func (s *Scanner) FloatField(path string) (float64, error) {
 	return v, nil // ±Inf on overflow, as the writer's own inf
 }
 
-// shortDecimal reads a number token of at most 15 digits without an
-// exponent ("150.25") as ParseFloat would: its digits and the power of ten
-// are exact doubles, so one correctly rounded division gives the correctly
-// rounded value. ok is false for any other token.
+// shortDecimal reads a whole number token of at most 15 digits without an
+// exponent ("-2.675") as ParseFloat would (plainDecimal, with the sign);
+// ok is false for any other token.
 func shortDecimal(tok []byte) (float64, bool) {
 	neg := len(tok) > 0 && tok[0] == '-'
 	if neg {
 		tok = tok[1:]
 	}
-	var mant uint64
-	digits, frac := 0, -1
-	for i, c := range tok {
-		switch {
-		case IsDigit(c):
-			mant = mant*10 + uint64(c-'0')
-			digits++
-		case c == '.' && frac < 0:
-			frac = len(tok) - i - 1
-		default:
-			return 0, false
-		}
-	}
-	if digits == 0 || digits > 15 {
+	v, n := plainDecimal(tok)
+	if n == 0 || n != len(tok) {
 		return 0, false
-	}
-	v := float64(mant)
-	if frac > 0 {
-		v /= exactPow10[frac]
 	}
 	if neg {
 		v = -v
@@ -718,12 +701,11 @@ func shortDecimal(tok []byte) (float64, bool) {
 	return v, true
 }
 
-// exactPow10 are the powers of ten a double holds exactly.
 // plainDecimal reads a non-negative decimal without exponent and with at
 // most 15 digits, as writers mostly print durations and sizes ("150.25"),
-// in one pass; n is the bytes it read, 0 when b starts with anything else
-// (NumberToken and shortDecimal then read it). The double is exact for the
-// same reason as shortDecimal's.
+// in one pass; n is the bytes it read, 0 when b starts with anything else.
+// Its digits and the power of ten are exact doubles, so one correctly
+// rounded division gives ParseFloat's correctly rounded value.
 func plainDecimal(b []byte) (v float64, n int) {
 	var mant uint64
 	digits, frac := 0, -1
@@ -759,6 +741,7 @@ func plainDecimal(b []byte) (v float64, n int) {
 	return v, i
 }
 
+// exactPow10 are the powers of ten a double holds exactly.
 var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // StringField scans a string field.
