@@ -37,9 +37,9 @@ const maxHiddenPointsPerTick = 1 << 16
 //
 // Locking, in one sentence: locks are taken only in the order lifeMu →
 // evalMu → mu, and mu is never held across an attribution, a storage
-// write or a call into the next consumers. mu guards what a Consume call touches (the converter,
-// the store, the hidden-memory points, the skip log) and the registered
-// next consumers; it is held while a batch is converted and buffered, a job
+// write or a call into the next consumers. mu guards what a Consume call
+// touches (the converter, the store, the hidden-memory points, the skip
+// log) and the registered next consumers; it is held while a batch is converted and buffered, a job
 // is read for evaluation or its results are claimed, never while a job is
 // attributed, so Consume calls never wait for an evaluation. evalMu
 // serialises evaluation rounds and checkpoints (the ticker's and

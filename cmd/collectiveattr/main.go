@@ -284,8 +284,6 @@ func parseAttributeArgs(args []string) (attributeOptions, error) {
 	return o, err
 }
 
-// parseOverrides decodes the --overrides object with json.Number values, the
-// form attribution.ResolveConfig type-checks. Empty text and null mean none.
 // oneFile is the one FILE argument of a command.
 func oneFile(files []string) (string, error) {
 	switch len(files) {
@@ -313,6 +311,8 @@ func parseTuning(prog, overridesText, evidenceText string, stderr io.Writer) (ov
 	return overrides, evidenceKeys, true
 }
 
+// parseOverrides decodes the --overrides object with json.Number values, the
+// form attribution.ResolveConfig type-checks. Empty text and null mean none.
 func parseOverrides(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
