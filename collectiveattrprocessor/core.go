@@ -313,14 +313,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 		switch {
 		case r.SampleRun != nil:
 			run := r.SampleRun
-			for i := c.store.AddSampleRun(run, now); i < len(run.Samples); i++ {
-				p := &run.Samples[i]
-				total := int64(0)
-				if p.Has&ingest.HasDeviceTotal != 0 {
-					total = p.DeviceTotal
-				}
-				c.addHidden(&b, run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved, total)
-			}
+			c.addHiddenRun(&b, run, c.store.AddSampleRun(run, now))
 		case r.MarkerRun != nil:
 			c.store.AddMarkerRun(r.MarkerRun, now)
 		case r.Record != nil:
@@ -394,14 +387,57 @@ func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, t
 		c.hidden = append(c.hidden, p)
 		return
 	}
-	k := rankKey{job, rank}
-	if old, ok := c.hiddenNewest[k]; ok {
-		b.hiddenDropped++ // counted, not silent
-		if old.TimestampNs > ts {
+	c.keepNewestHidden(b, p, 1)
+}
+
+// addHiddenRun is addHidden of the samples of run from first on. The
+// samples past the cap are in time order: the newest of them settles the
+// rank's newest point at once, without a map access per sample.
+func (c *core) addHiddenRun(b *batchCounts, run *ingest.SampleRun, first int) {
+	if !c.wantHidden {
+		return
+	}
+	for i := first; i < len(run.Samples); i++ {
+		p := &run.Samples[i]
+		total := int64(0)
+		if p.Has&ingest.HasDeviceTotal != 0 {
+			total = p.DeviceTotal
+		}
+		c.peaks.Observe(run.JobID, run.Rank, p.DeviceUsed, p.AllocatorReserved, total)
+		if len(c.hidden) == maxHiddenPointsPerTick {
+			for _, q := range run.Samples[i+1:] {
+				total = 0
+				if q.Has&ingest.HasDeviceTotal != 0 {
+					total = q.DeviceTotal
+				}
+				c.peaks.Observe(run.JobID, run.Rank, q.DeviceUsed, q.AllocatorReserved, total)
+			}
+			newest := &run.Samples[len(run.Samples)-1]
+			c.keepNewestHidden(b, output.HiddenPoint{
+				JobID: run.JobID, Rank: run.Rank, TimestampNs: newest.TimestampNs, Bytes: newest.DeviceUsed - newest.AllocatorReserved,
+			}, len(run.Samples)-i)
 			return
 		}
-	} else if c.hiddenNewest == nil {
-		c.hiddenNewest = map[rankKey]output.HiddenPoint{}
+		c.hidden = append(c.hidden, output.HiddenPoint{JobID: run.JobID, Rank: run.Rank, TimestampNs: p.TimestampNs, Bytes: p.DeviceUsed - p.AllocatorReserved})
+	}
+}
+
+// keepNewestHidden settles n points of one rank past the cap, the newest of
+// them p: the rank's newest point past the cap is kept, the others are
+// counted as dropped (not silent).
+func (c *core) keepNewestHidden(b *batchCounts, p output.HiddenPoint, n int) {
+	k := rankKey{p.JobID, p.Rank}
+	old, ok := c.hiddenNewest[k]
+	if ok {
+		b.hiddenDropped += int64(n)
+		if old.TimestampNs > p.TimestampNs {
+			return
+		}
+	} else {
+		b.hiddenDropped += int64(n - 1)
+		if c.hiddenNewest == nil {
+			c.hiddenNewest = map[rankKey]output.HiddenPoint{}
+		}
 	}
 	c.hiddenNewest[k] = p
 }
