@@ -105,9 +105,13 @@ type series struct {
 	// touchedGen is the metricsConverter call (gen) that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
-	// batch is the points of the current call, in arrival order, joined at
-	// its end (joinBatch).
+	// batch is the points of the current call, in arrival order, buffered
+	// at its end (joinBatch) when they cannot be as they are read
+	// (metricsConverter.addNow).
 	batch []batchPoint
+	// shedUsed counts the device-used points the current call's points
+	// pushed out of rows unjoined, reported at its end.
+	shedUsed int
 	// dropped counts the points dropped silently until reported
 	// (dropcounts.go).
 	dropped dropCounts
