@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -390,35 +391,33 @@ func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, t
 	c.keepNewestHidden(b, p, 1)
 }
 
-// addHiddenRun is addHidden of the samples of run from first on. The
-// samples past the cap are in time order: the newest of them settles the
-// rank's newest point at once, without a map access per sample.
+// addHiddenRun is addHidden of the samples of run from first on. Their
+// part in the rank's peaks is observed once, and the samples past the cap,
+// which are in time order, are settled at once by the run's newest: no map
+// access per sample.
 func (c *core) addHiddenRun(b *batchCounts, run *ingest.SampleRun, first int) {
-	if !c.wantHidden {
+	if !c.wantHidden || first == len(run.Samples) {
 		return
 	}
-	for i := first; i < len(run.Samples); i++ {
-		p := &run.Samples[i]
-		total := int64(0)
-		if p.Has&ingest.HasDeviceTotal != 0 {
+	samples := run.Samples[first:]
+	maxHidden, maxUsed, total := int64(math.MinInt64), int64(math.MinInt64), int64(0)
+	for i := range samples {
+		p := &samples[i]
+		maxHidden, maxUsed = max(maxHidden, p.DeviceUsed-p.AllocatorReserved), max(maxUsed, p.DeviceUsed)
+		if p.Has&ingest.HasDeviceTotal != 0 && p.DeviceTotal > 0 {
 			total = p.DeviceTotal
 		}
-		c.peaks.Observe(run.JobID, run.Rank, p.DeviceUsed, p.AllocatorReserved, total)
-		if len(c.hidden) == maxHiddenPointsPerTick {
-			for _, q := range run.Samples[i+1:] {
-				total = 0
-				if q.Has&ingest.HasDeviceTotal != 0 {
-					total = q.DeviceTotal
-				}
-				c.peaks.Observe(run.JobID, run.Rank, q.DeviceUsed, q.AllocatorReserved, total)
-			}
-			newest := &run.Samples[len(run.Samples)-1]
-			c.keepNewestHidden(b, output.HiddenPoint{
-				JobID: run.JobID, Rank: run.Rank, TimestampNs: newest.TimestampNs, Bytes: newest.DeviceUsed - newest.AllocatorReserved,
-			}, len(run.Samples)-i)
-			return
-		}
+	}
+	c.peaks.ObserveMax(run.JobID, run.Rank, maxHidden, maxUsed, total)
+	room := max(0, maxHiddenPointsPerTick-len(c.hidden))
+	for _, p := range samples[:min(room, len(samples))] {
 		c.hidden = append(c.hidden, output.HiddenPoint{JobID: run.JobID, Rank: run.Rank, TimestampNs: p.TimestampNs, Bytes: p.DeviceUsed - p.AllocatorReserved})
+	}
+	if past := len(samples) - room; past > 0 {
+		newest := &samples[len(samples)-1]
+		c.keepNewestHidden(b, output.HiddenPoint{
+			JobID: run.JobID, Rank: run.Rank, TimestampNs: newest.TimestampNs, Bytes: newest.DeviceUsed - newest.AllocatorReserved,
+		}, past)
 	}
 }
 
