@@ -34,7 +34,11 @@ type pipelineRun struct {
 	ranks       int           // COLLECTIVEATTR_PIPELINE_E2E_RANKS, default 1 024
 	perRequest  int           // COLLECTIVEATTR_PIPELINE_E2E_PER_REQUEST: ranks per OTLP request, default 64
 	duration    time.Duration // COLLECTIVEATTR_PIPELINE_E2E_DURATION: measured load per run, default 20 s
-	warmup      time.Duration // load before the measurement, 5 s
+	warmup      time.Duration // real-time load before the measurement, 5 s
+	// backfill is the job time sent as fast as the collector takes it before the real-time
+	// load (COLLECTIVEATTR_PIPELINE_E2E_BACKFILL, default 5m, the processor's window): the
+	// measurement sees its steady state, a full window evaluated every interval.
+	backfill time.Duration
 	rounds      int           // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
 	compression string        // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
 	signals     []string      // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
@@ -46,7 +50,7 @@ type pipelineRun struct {
 func pipelineSettings(t *testing.T) pipelineRun {
 	t.Helper()
 	s := pipelineRun{ranks: 1024, perRequest: 64, duration: 20 * time.Second, warmup: 5 * time.Second,
-		rounds: 5, compression: "gzip", signals: []string{"metrics", "traces"}}
+		backfill: 5 * time.Minute, rounds: 5, compression: "gzip", signals: []string{"metrics", "traces"}}
 	atoi := func(name string, into *int) {
 		if v := os.Getenv(pipelineEnv + "_" + name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -62,6 +66,11 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		d, err := time.ParseDuration(v)
 		require.NoError(t, err, pipelineEnv+"_DURATION")
 		s.duration = d
+	}
+	if v := os.Getenv(pipelineEnv + "_BACKFILL"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, pipelineEnv+"_BACKFILL")
+		s.backfill = d
 	}
 	if v := os.Getenv(pipelineEnv + "_COMPRESSION"); v != "" {
 		s.compression = v
@@ -167,11 +176,29 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	defer cc.Close()
 	send := load.client(cc)
 
+	// The previous collector's last output (at its shutdown) is not this run's.
+	load.reset(sink)
+	sink.others.Store(0)
 	pid := c.cmd.Process.Pid
 	warmup := int(run.warmup / time.Second)
 	seconds := warmup + int(run.duration/time.Second)
 	received := load.received(sink)
 	var sent, measured int64
+	sendSecond := func(startNs int64) {
+		for first := 0; first < run.ranks; first += run.perRequest {
+			n, err := send(startNs, first, min(run.perRequest, run.ranks-first), run.ranks)
+			require.NoError(t, err, "export to the collector")
+			sent += int64(n)
+			measured += int64(n)
+		}
+	}
+	backfillStart := time.Now()
+	for s := range int64(run.backfill / time.Second) {
+		sendSecond((backfillStart.Add(-run.backfill).Unix() + s) * int64(time.Second))
+	}
+	if run.backfill > 0 {
+		t.Logf("%s: %s of job time backfilled in %s", variant.name, run.backfill, time.Since(backfillStart).Round(time.Second))
+	}
 	var cpu0 time.Duration
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -180,13 +207,7 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 			_, cpu0, _ = readProc(pid)
 			measured = 0
 		}
-		startNs := time.Now().UnixNano() / int64(time.Second) * int64(time.Second)
-		for first := 0; first < run.ranks; first += run.perRequest {
-			n, err := send(startNs, first, min(run.perRequest, run.ranks-first), run.ranks)
-			require.NoError(t, err, "export to the collector")
-			sent += int64(n)
-			measured += int64(n)
-		}
+		sendSecond(time.Now().Unix() * int64(time.Second))
 		<-tick.C
 	}
 	waitFor(t, 60*time.Second, "the sink to receive every item sent", func() bool { return received() >= sent })
@@ -195,8 +216,6 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	require.Equal(t, sent, received(), "items through the pipeline")
 	t.Logf("%s: %d items sent, %d measured, CPU %s; the sink also received %d items of the processor's own",
 		variant.name, sent, measured, cpu1-cpu0, sink.others.Load())
-	load.reset(sink)
-	sink.others.Store(0)
 	return float64((cpu1 - cpu0).Nanoseconds()) / float64(measured)
 }
 
