@@ -31,17 +31,17 @@ const pipelineEnv = "COLLECTIVEATTR_PIPELINE_E2E"
 
 // pipelineRun is TestPipelineCPU's settings, from the environment.
 type pipelineRun struct {
-	ranks       int           // COLLECTIVEATTR_PIPELINE_E2E_RANKS, default 1 024
-	perRequest  int           // COLLECTIVEATTR_PIPELINE_E2E_PER_REQUEST: ranks per OTLP request, default 64
-	duration    time.Duration // COLLECTIVEATTR_PIPELINE_E2E_DURATION: measured load per run, default 20 s
-	warmup      time.Duration // real-time load before the measurement, 5 s
+	ranks      int           // COLLECTIVEATTR_PIPELINE_E2E_RANKS, default 1 024
+	perRequest int           // COLLECTIVEATTR_PIPELINE_E2E_PER_REQUEST: ranks per OTLP request, default 64
+	duration   time.Duration // COLLECTIVEATTR_PIPELINE_E2E_DURATION: measured load per run, default 20 s
+	warmup     time.Duration // real-time load before the measurement, 5 s
 	// backfill is the job time sent as fast as the collector takes it before the real-time
 	// load (COLLECTIVEATTR_PIPELINE_E2E_BACKFILL, default 5m, the processor's window): the
 	// measurement sees its steady state, a full window evaluated every interval.
-	backfill time.Duration
-	rounds      int           // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
-	compression string        // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
-	signals     []string      // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
+	backfill    time.Duration
+	rounds      int      // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
+	compression string   // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
+	signals     []string // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
 	base string
