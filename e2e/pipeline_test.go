@@ -41,6 +41,7 @@ type pipelineRun struct {
 	backfill    time.Duration
 	rounds      int      // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
 	compression string   // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
+	evaluation  string   // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor\'s, default 10s
 	signals     []string // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
@@ -71,6 +72,10 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		d, err := time.ParseDuration(v)
 		require.NoError(t, err, pipelineEnv+"_BACKFILL")
 		s.backfill = d
+	}
+	s.evaluation = "10s"
+	if v := os.Getenv(pipelineEnv + "_EVALUATION_INTERVAL"); v != "" {
+		s.evaluation = v
 	}
 	if v := os.Getenv(pipelineEnv + "_COMPRESSION"); v != "" {
 		s.compression = v
@@ -144,8 +149,8 @@ func TestPipelineCPU(t *testing.T) {
 				t.Log(line + " cpu-ns/" + load.unit)
 			}
 			loadavg, _ := os.ReadFile("/proc/loadavg")
-			line := fmt.Sprintf("%s, %d ranks, %d a request, %s measured a run, %d rounds, exporter compression %s; medians:",
-				name, run.ranks, run.perRequest, run.duration, run.rounds, run.compression)
+			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s; medians:",
+				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation)
 			for v := range variants {
 				line += fmt.Sprintf(" %s %.0f cpu-ns/%s (%.3f×, median of the rounds' ratios %.3f×);", variants[v].name,
 					median(cpu[v]), load.unit, median(cpu[v])/median(cpu[0]), median(ratios[v]))
@@ -168,6 +173,7 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), map[string]string{
 		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_TELEMETRY_PORT": itoa(telemetryPort),
 		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": processors, "E2E_EXPORT_COMPRESSION": run.compression,
+		"E2E_EVALUATION_INTERVAL": run.evaluation,
 	}, healthPort)
 	defer c.stop()
 	cc, err := grpc.NewClient("127.0.0.1:"+itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()),
