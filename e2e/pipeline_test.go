@@ -41,7 +41,7 @@ type pipelineRun struct {
 	backfill    time.Duration
 	rounds      int      // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
 	compression string   // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
-	evaluation  string   // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor\'s, default 10s
+	evaluation  string   // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor's, default 10s
 	signals     []string // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
