@@ -24,11 +24,13 @@ func ledgerRows(t *testing.T, events []telemetry.Event, preset string) []ledger.
 	t.Helper()
 	cfg, err := evidence.ResolveConfig(preset, nil, nil)
 	require.NoError(t, err)
-	lb := ledger.NewBuilder()
-	for i := range events {
-		lb.Add(&events[i])
-	}
-	in := ledger.Input{Ranks: lb.Ranks(), Results: window.AttributeEvidence(events, cfg, nil), PaddingNs: cfg.IntervalPaddingNs}
+	s := window.NewStream(window.EvidenceMode, false)
+	s.KeepLedger()
+	s.AddEvents(events)
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	snap := s.Job().EvidenceSnapshot(&sc, &es)
+	in := ledger.Input{Ranks: s.LedgerRanks(), Results: evidence.Attribute(&snap.Input, cfg, nil), PaddingNs: cfg.IntervalPaddingNs}
 	l := ledger.New(&in)
 	var rows []ledger.Row
 	var r ledger.Row
