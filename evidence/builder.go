@@ -48,6 +48,7 @@ type Builder struct {
 
 type rankBuild struct {
 	rank       int64
+	host       string
 	samples    Samples
 	sessions   map[string]int32
 	lastSess   int32 // index of the previous sample's session
@@ -76,6 +77,9 @@ func (b *Builder) Add(e *telemetry.Event) {
 	b.maxWorld = max(b.maxWorld, e.WorldSize)
 	if attribution.IsSample(e) {
 		rb := b.rank(e.Rank)
+		if rb.host == "" {
+			rb.host = e.Host
+		}
 		s := &rb.samples
 		s.TimesNs = append(s.TimesNs, e.TimestampNs)
 		s.GapBytes = append(s.GapBytes, attribution.HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value))
@@ -210,7 +214,7 @@ func (b *Builder) Input() *Input {
 		for j := range rb.accounting {
 			sortSeries(&rb.accounting[j])
 		}
-		in.Ranks[i] = RankData{Rank: rb.rank, Samples: rb.samples, Markers: rb.markers, Accounting: rb.accounting}
+		in.Ranks[i] = RankData{Rank: rb.rank, Host: rb.host, Samples: rb.samples, Markers: rb.markers, Accounting: rb.accounting}
 	}
 	slices.SortFunc(in.Ranks, func(a, b RankData) int { return cmp.Compare(a.Rank, b.Rank) })
 	return in

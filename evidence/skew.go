@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Clock skew between ranks as a function of time (evidence-mode §7.5).
+// Clock skew between hosts as a function of time (evidence-mode §7.5).
 //
 // A change matched to a marker with its collective's identity is judged at
 // each member's own marker, on that member's clock: skew cancels. A change
@@ -15,7 +15,8 @@ import (
 // markers carry an identity, the members of each such collective complete
 // it at one physical instant (a collective ends on every member once the
 // last one joined), so the spread of their markers' ends measures their
-// clocks' differences at that moment. Per rank, the median of those
+// clocks' differences at that moment. Per host (the ranks of a known
+// host share its clock; a rank of none is its own), the median of those
 // differences per skewBucketNs of its time, joined linearly from one
 // bucket to the next (flat beyond the first and last), estimates its
 // clock's offset from the job's common time as a function of time; wall
@@ -38,7 +39,7 @@ const (
 // clockSkew is each rank's clock offset from the job's common time.
 type clockSkew struct {
 	// knots holds, by rank index, (time on the rank's clock, offset) in
-	// time order; none: offset 0.
+	// time order, shared by the ranks of a host; none: offset 0.
 	knots [][]skewKnot
 }
 
@@ -107,12 +108,13 @@ func estimateSkew(in *Input, members [][]memberRef) *clockSkew {
 	if len(colls) == 0 {
 		return nil
 	}
+	clock := hostClocks(in)
 	s := &clockSkew{knots: make([][]skewKnot, len(in.Ranks))}
 	points := make([][]skewPoint, len(in.Ranks))
 	var times []int64
 	for range skewPasses {
-		for ri := range points {
-			points[ri] = points[ri][:0]
+		for c := range points {
+			points[c] = points[c][:0]
 		}
 		for _, o := range colls {
 			times = times[:0]
@@ -121,19 +123,44 @@ func estimateSkew(in *Input, members [][]memberRef) *clockSkew {
 			}
 			med := medianOf(times)
 			for _, x := range o {
-				points[x.ri] = append(points[x.ri], skewPoint{x.t, satSub(x.t, med)})
+				c := clock[x.ri]
+				points[c] = append(points[c], skewPoint{x.t, satSub(x.t, med)})
 			}
 		}
 		next := make([][]skewKnot, len(in.Ranks))
-		for ri, p := range points {
-			next[ri] = skewKnots(p)
+		for c, p := range points {
+			if len(p) > 0 {
+				next[c] = skewKnots(p)
+			}
 		}
-		s.knots = next
+		for ri, c := range clock {
+			s.knots[ri] = next[c]
+		}
 	}
 	return s
 }
 
-// skewKnots are the knots of one rank's points: per bucket of its time
+// hostClocks numbers the ranks' clocks: ranks of one known host share its
+// clock (the index of its first rank); a rank of no known host has its own.
+func hostClocks(in *Input) []int32 {
+	clock := make([]int32, len(in.Ranks))
+	first := map[string]int32{}
+	for ri := range in.Ranks {
+		h := in.Ranks[ri].Host
+		clock[ri] = int32(ri)
+		if h == "" || h == "unknown" {
+			continue
+		}
+		if c, ok := first[h]; ok {
+			clock[ri] = c
+		} else {
+			first[h] = int32(ri)
+		}
+	}
+	return clock
+}
+
+// skewKnots are the knots of one clock's points: per bucket of its time
 // with skewMinPoints or more, the median time and the median offset.
 func skewKnots(p []skewPoint) []skewKnot {
 	slices.SortFunc(p, func(a, b skewPoint) int {

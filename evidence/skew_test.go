@@ -154,3 +154,34 @@ func TestNoSkewEstimateWithoutIdentity(t *testing.T) {
 		t.Errorf("no estimate moves a time: %d", got)
 	}
 }
+
+// TestSkewEstimatePooledByHost: a rank whose markers carry no identity
+// (its collectives' wrappers are another process's) shares its host's
+// clock, estimated from its host-mates' markers; without its host it has
+// no estimate.
+func TestSkewEstimatePooledByHost(t *testing.T) {
+	in, _, _ := driftJob(true)
+	for r := 1; r < 8; r += 2 {
+		for i := range in.Ranks[r].Markers {
+			in.Ranks[r].Markers[i].Collective = NoCollective
+		}
+	}
+	m := newMatcher(in, &Config{}, make([]rankAnalysis, len(in.Ranks)))
+	if s := estimateSkew(in, m.members); s == nil || len(s.knots[3]) > 0 {
+		t.Fatal("rank 3, of no known host, has an estimate without markers of its own")
+	}
+	for r := range in.Ranks {
+		in.Ranks[r].Host = []string{"node-a", "node-b", "node-c", "node-d"}[r/2]
+	}
+	s := estimateSkew(in, m.members)
+	for _, tt := range []int64{30 * sec, 1790 * sec} {
+		for r := int32(1); r < 8; r += 2 {
+			h := driftingHosts[r/2]
+			truth := h.offset + int64(h.ppm*1e-6*float64(tt))
+			got := s.offset(r, t0+tt+truth) - s.offset(0, t0+tt)
+			if d := got - truth; d > 10*ms || d < -10*ms {
+				t.Errorf("rank %d at %d s: offset %d ms, truth %d ms", r, tt/sec, got/ms, truth/ms)
+			}
+		}
+	}
+}
