@@ -300,12 +300,20 @@ type seriesOf struct {
 }
 
 // pointSession is the index in s's session table of the process of the
-// identity just resolved for s: 0 when it names none.
+// identity just resolved for s: 0 when it names none. A series' points
+// mostly come from one process: its index is kept (series.lastProcess).
 func (c *metricsConverter) pointSession(s *series) uint8 {
-	if c.ids.id.pid < 0 {
+	id := &c.ids.id
+	if id.pid < 0 {
 		return 0
 	}
-	return s.sessionIndex(c.ids.session())
+	k := processKey{host: id.host, pid: id.pid, start: id.procStart}
+	if p := &s.lastProcess; p.valid && p.key == k {
+		return p.index
+	}
+	i := s.sessionIndex(c.ids.session())
+	s.lastProcess = processIndex{key: k, index: i, valid: true}
+	return i
 }
 
 // itemSeries resolves the identity of a point with attributes attrs of the

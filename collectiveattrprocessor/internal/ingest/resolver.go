@@ -225,15 +225,14 @@ func (c *identityResolver) session() string {
 	}
 	k := processKey{host: id.host, pid: id.pid, start: id.procStart}
 	if !c.sess.valid || c.sess.key != k {
-		b := make([]byte, 0, len(k.host)+len(k.start)+24)
-		b = append(b, k.host...)
+		b := append(c.sess.buf[:0], k.host...)
 		b = append(b, '/')
 		b = strconv.AppendInt(b, k.pid, 10)
 		if k.start != "" {
 			b = append(b, '@')
 			b = append(b, k.start...)
 		}
-		c.sess.id, c.sess.key = c.names.intern(string(b)), k
+		c.sess.id, c.sess.key, c.sess.buf = c.names.internBytes(b), k, b
 	}
 	c.sess.gen, c.sess.valid = c.idGen, true
 	return c.sess.id
@@ -252,6 +251,8 @@ type sessionMemo struct {
 	id    string
 	gen   uint64
 	valid bool
+	// buf is the scratch the session is built in.
+	buf []byte
 }
 
 // learnRefresh is how often a repeated identity refreshes its device

@@ -121,6 +121,16 @@ type series struct {
 	// sessions are the sessions (processes) of the buffered points, by
 	// index; index 0 is a point whose process is unknown (nil: none yet).
 	sessions []string
+	// lastProcess is the process of the series' latest identity and its
+	// index in sessions.
+	lastProcess processIndex
+}
+
+// processIndex is a process and its index in a series' session table.
+type processIndex struct {
+	key   processKey
+	index uint8
+	valid bool
 }
 
 // sessionIndex returns the index of session in the session table, adding
@@ -163,6 +173,7 @@ func (s *series) compactSessions() {
 	}
 	clear(s.sessions[len(kept):])
 	s.sessions = kept
+	s.lastProcess.valid = false
 	for i := range s.rows {
 		s.rows[i].session = remap[s.rows[i].session]
 	}
@@ -380,16 +391,6 @@ func (s *series) forget(row *joinRow) (pendingUsed int) {
 	return 0
 }
 
-// nearest returns the value of the point of r closest in time to row i's
-// time within tol (ties: the earlier point).
-func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
-	j, ok := s.nearestRow(i, r, tol)
-	if !ok {
-		return 0, false
-	}
-	return s.rows[j].vals[r], true
-}
-
 // nearestRow returns the row of the point of r closest in time to row i's
 // time within tol (ties: the earlier point). Rows are sorted and hold one
 // point per role, so the nearest is in row i itself, the last row before it
@@ -484,14 +485,14 @@ func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has 
 	vals[roleAllocatorReserved] = reserved
 	has = 1<<roleDeviceUsed | 1<<roleAllocatorReserved
 	for _, r := range [...]role{roleDeviceFree, roleDeviceTotal, roleAllocatorAllocated, roleAllocatorActive, roleAllocatorInactive} {
-		if v, ok := s.nearest(i, r, tol); ok {
-			vals[r], has = v, has|1<<r
+		if j, ok := s.nearestRow(i, r, tol); ok {
+			vals[r], has = s.rows[j].vals[r], has|1<<r
 		}
 	}
 	if has&(1<<roleDeviceTotal) == 0 && has&(1<<roleDeviceFree) != 0 {
 		for _, r := range [...]role{roleDeviceReserved, roleDeviceWideUsed} {
-			if v, ok := s.nearest(i, r, tol); ok {
-				vals[r], has = v, has|1<<r
+			if j, ok := s.nearestRow(i, r, tol); ok {
+				vals[r], has = s.rows[j].vals[r], has|1<<r
 			}
 		}
 	}

@@ -63,7 +63,7 @@ func TestRowsStayExactWhateverTheCursor(t *testing.T) {
 	}
 }
 
-// TestNearestIsTheClosestWithinTolerance checks nearest against its
+// TestNearestIsTheClosestWithinTolerance checks nearestRow against its
 // definition, a scan of every point buffered: the closest point within tol,
 // the earlier on a tie, the first buffered among points of one time.
 func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
@@ -93,9 +93,13 @@ func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
 			}
 			s.add(roleDeviceUsed, q, 1, 0, 0, 64) // samples are formed at a device-used row
 			i, _ := s.find(q)
-			got, ok := s.nearest(i, r, tol)
+			j, ok := s.nearestRow(i, r, tol)
+			var got int64
+			if ok {
+				got = s.rows[j].vals[r]
+			}
 			if got != want || ok != wantOK {
-				t.Fatalf("trial %d: nearest(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
+				t.Fatalf("trial %d: nearestRow(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
 			}
 		}
 	}
