@@ -279,7 +279,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ri, ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))

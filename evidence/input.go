@@ -32,6 +32,10 @@ type Input struct {
 // RankData is one rank's columns.
 type RankData struct {
 	Rank int64
+	// Host is the rank's host name ("" or "unknown": not known). Ranks of
+	// one host share its clock: its skew is estimated from all of their
+	// markers (evidence-mode §7.5).
+	Host string
 	// Samples in time order (ties in input order).
 	Samples Samples
 	// Markers sorted by StartNs.

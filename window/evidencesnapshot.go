@@ -92,7 +92,7 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		if rb.len() > rb.ev.len() {
 			refEntries = true
 		}
-		rd := evidence.RankData{Rank: r, DeviceWideThroughNs: rb.deviceWideThroughNs,
+		rd := evidence.RankData{Rank: r, Host: rb.host, DeviceWideThroughNs: rb.deviceWideThroughNs,
 			NewestHiddenNs: rb.newestHiddenNs, NewestHiddenBytes: rb.newestHidden}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = es.samplesOf(&series[next])

@@ -165,7 +165,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 			}
 			for i := range rb.phaseSpans.len() {
 				if e := rb.phaseSpans.at(i); e.EndNs >= cutoff {
-					sc.spans = append(sc.spans, e.span(job.id, r))
+					sc.spans = append(sc.spans, e.span(job.id, r, rb))
 				}
 			}
 		}
