@@ -355,3 +355,68 @@ func TestAccountingReportInsideTheOp(t *testing.T) {
 		}
 	}
 }
+
+// accountingAt adds NCCL reports of comm on the ranks at the given times:
+// base plus the bytes of the covered overlays active then.
+func (j *simJob) accountingAt(ranks []int, comm string, base int64, covered []overlay, times []int64) {
+	for _, r := range ranks {
+		if j.acct[r] == nil {
+			j.acct[r] = map[string][]acctPoint{}
+		}
+		for _, t := range times {
+			v := base
+			for _, o := range covered {
+				if t >= o.start && (o.end < 0 || t < o.end) {
+					v += o.bytes
+				}
+			}
+			j.acct[r][comm] = append(j.acct[r][comm], acctPoint{t0 + t + j.offset[r], v})
+		}
+	}
+}
+
+// A co-timed change that too few reports could have seen is judged by what
+// NCCL's reports said of the communicator's other co-timed changes in the
+// job: where they denied them, it is more likely not NCCL's either; where
+// they confirmed them, the timing's verdict stands.
+func TestAccountingCommunicatorRecord(t *testing.T) {
+	for _, nccl := range []bool{false, true} {
+		j := trainingJob(8, 250*ms)
+		j.worldAllReduces()
+		var checked []overlay
+		for _, k := range []int64{4, 7, 10, 13} {
+			checked = append(checked, j.collectiveSpike(rankList(0, 8), k, gib))
+		}
+		j.collectiveSpike(rankList(0, 8), 25, gib) // NCCL's exactly when the others are
+		// Reports inside the ops (k s + 700 ms) for the first 20 s, then
+		// between them (k s + 100 ms): none where the change at 25 s could
+		// have been.
+		var times []int64
+		for k := int64(0); k < 20; k++ {
+			times = append(times, k*sec+700*ms)
+		}
+		for k := int64(20); k < 40; k++ {
+			times = append(times, k*sec+100*ms)
+		}
+		var covered []overlay
+		if nccl {
+			covered = append(checked, overlay{25*sec + 605*ms, 25*sec + 920*ms, gib})
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, covered, times)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := 0; r < 8; r++ {
+			c := one(t, j, results, r, 4*sec+750*ms)
+			u := one(t, j, results, r, 25*sec+750*ms)
+			switch {
+			case nccl && (c.Classification != attribution.CollectiveConfirmed ||
+				u.Classification != attribution.CollectiveLikely || !hasCode(u, ReasonAccountingUnsampled)):
+				t.Errorf("NCCL's, rank %d: checked %s, unchecked %s %v; want confirmed and likely with %s",
+					r, c.Classification, u.Classification, u.ReasonCodes, ReasonAccountingUnsampled)
+			case !nccl && (c.Classification != attribution.CollectiveSuspect ||
+				u.Classification != attribution.CollectiveSuspect || !hasCode(u, ReasonAccountingCommUncovered)):
+				t.Errorf("not NCCL's, rank %d: checked %s, unchecked %s %v; want suspect and suspect with %s",
+					r, c.Classification, u.Classification, u.ReasonCodes, ReasonAccountingCommUncovered)
+			}
+		}
+	}
+}
