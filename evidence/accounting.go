@@ -43,8 +43,9 @@ type rankAccounting struct {
 // growth of NCCL's memory over the change: the least report in [riseHi,
 // fallLo] when the change spans heldMinSamples samples or more (else, or with
 // none there, the largest in (riseLo, fallHi]) above the least report of the
-// lookback before it (0 for a communicator that had not reported yet: it did
-// not exist). The change was surely under way in [riseHi, fallLo] and could have
+// lookback before it (for a communicator that had not reported yet: 0, as
+// created there, for a step; the least report of the lookback after a
+// transient change, which leaves NCCL's total where it was). The change was surely under way in [riseHi, fallLo] and could have
 // been anywhere in (riseLo, fallHi]: with its onset uniform in the first gap
 // and its end in the last, a report at t in the rise gap shows it with
 // probability (t-riseLo)/(riseHi-riseLo), one in the fall gap with
@@ -125,6 +126,17 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 		}
 		if !havePre && lo > 0 {
 			pre, havePre = a.Bytes[lo-1], true
+		}
+		if !havePre && !ep.persistent {
+			// A transient change of NCCL's leaves its total where it was:
+			// reports that begin within the change and hold their level
+			// after it held it before they began.
+			k, _ := slices.BinarySearch(a.TimesNs, to+1)
+			for ; k < len(a.TimesNs) && a.TimesNs[k] <= satAdd(to, accountingLookbackNs); k++ {
+				if !havePre || a.Bytes[k] < pre {
+					pre, havePre = a.Bytes[k], true
+				}
+			}
 		}
 		peak, havePeak := int64(0), false
 		held, haveHeld := int64(0), false

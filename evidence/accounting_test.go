@@ -420,3 +420,25 @@ func TestAccountingCommunicatorRecord(t *testing.T) {
 		}
 	}
 }
+
+// NCCL's reports that begin during a transient change (reporting started
+// after the communicator was created) hold their total after it: the total
+// was there before the first report, and is no growth of the change. A
+// communicator created at a step is read from 0 (TestFirstUse…).
+func TestAccountingFirstReportInsideATransient(t *testing.T) {
+	j := trainingJob(8, 250*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 1, gib) // not NCCL's
+	var times []int64
+	for at := 1*sec + 700*ms; at < j.duration; at += 100 * ms {
+		times = append(times, at)
+	}
+	j.accountingAt(rankList(0, 8), "world", 300<<20, nil, times)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 8 {
+		x := one(t, j, results, r, 1*sec+750*ms)
+		if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
+			t.Errorf("rank %d: %s %v, want suspect with %s", r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+		}
+	}
+}
