@@ -442,3 +442,29 @@ func TestAccountingFirstReportInsideATransient(t *testing.T) {
 		}
 	}
 }
+
+// At 1 Hz a change's possible window spans the ops before and after it;
+// NCCL's growth at one of those, before this op's launch or after its end
+// and the change's last high sample, is not this change's.
+func TestAccountingGrowthOfAnotherOp(t *testing.T) {
+	for _, at := range []int64{10*sec + 100*ms, 11*sec + 200*ms} { // before, after
+		j := newSim(8, sec, 40*sec)
+		j.phase = map[int]int64{}
+		for r := range 8 {
+			j.phase[r] = 700 * ms
+		}
+		j.worldAllReduces()
+		j.collectiveSpike(rankList(0, 8), 10, gib) // not NCCL's
+		j.collective("world", 0, "all_gather", rankList(0, 8), at, 200*ms, false)
+		caused := overlay{at + 5*ms, at + 190*ms, gib} // between two samples
+		j.change(rankList(0, 8), caused.start, caused.end, gib)
+		j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := range 8 {
+			x := one(t, j, results, r, 10*sec+700*ms)
+			if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
+				t.Errorf("NCCL's change at %d ms, rank %d: %s %v, want suspect with %s", at/ms, r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+			}
+		}
+	}
+}
