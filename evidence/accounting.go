@@ -173,8 +173,10 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 				if t >= ep.riseHi && t <= ep.fallLo && (!haveHeld || a.Bytes[j] < held) {
 					held, haveHeld = a.Bytes[j], true
 				}
+			case t > grownTo:
+				// Past where the op's change of NCCL's could have lived.
 			case fallMiss == 1:
-				fallMiss = float64(t-endFrom) / float64(to-endFrom)
+				fallMiss = float64(t-endFrom) / float64(grownTo-endFrom)
 			}
 		}
 		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {

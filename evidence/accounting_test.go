@@ -468,3 +468,30 @@ func TestAccountingGrowthOfAnotherOp(t *testing.T) {
 		}
 	}
 }
+
+// NCCL frees an op's buffers at its end: a report just after the end of
+// the op whose change a 0.2 Hz poll saw at its last instants reads the
+// level after the change, and denies nothing; the end of a change of
+// NCCL's lies within the op's tolerance, not anywhere in the 5 s to the
+// next sample.
+func TestAccountingReportJustAfterTheOp(t *testing.T) {
+	j := newSim(8, 5*sec, 60*sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 890 * ms // 10 ms before the op's end
+	}
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	var times []int64
+	for k := int64(0); k < 60; k++ {
+		times = append(times, k*sec+930*ms) // 30 ms after the op's end
+	}
+	j.accountingAt(rankList(0, 8), "world", 300<<20, []overlay{caused}, times)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 8 {
+		x := one(t, j, results, r, 10*sec+890*ms)
+		if x.Classification == attribution.CollectiveSuspect {
+			t.Errorf("rank %d: %s %v, want a claim", r, x.Classification, x.ReasonCodes)
+		}
+	}
+}
