@@ -429,7 +429,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 			class, conf = attribution.CollectiveSuspect, 0.25
 			d.note(cotimed, outcomeDenied)
 		case silent && cotimed != NoCollective && d.records != nil &&
-			d.records[comm].leansNot():
+			d.records[comm].leansNot() && members.accountMissAll < 1:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingCommUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.3
 		default:

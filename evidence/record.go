@@ -58,6 +58,9 @@ func (d *decider) commRecords() map[string]commRecord {
 // the silence, that share's odds times the probability that the reports
 // missed a change of NCCL's, are below even for any silence; where the
 // record leans the other way, or has nothing, the silence alone decides.
+// The caller denies on the record only a change some report could have
+// seen (a miss below 1): one that no report came near has no evidence of
+// its own.
 func (r commRecord) leansNot() bool {
 	return r.checked-r.confirmed > r.confirmed
 }
