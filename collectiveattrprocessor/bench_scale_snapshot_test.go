@@ -1,0 +1,59 @@
+package collectiveattrprocessor
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/collectiveattr/collectiveattr/internal/scale"
+)
+
+// BenchmarkScaleRoundSnapshot measures, by ranks, how long an evaluation
+// round holds the buffers' lock to read a job with a full window (5 min at
+// 10 Hz: 3 000 samples per rank, evaluationJob's job): each iteration
+// buffers the next 10 s of the job (100 samples per rank, the default
+// evaluation interval; the window drops as many), then times the engine's
+// read under the lock (ns/op; max-lock-ns the slowest), then runs the
+// attribution untimed. Ingestion waits at most that long for a
+// round, so it should grow with what arrived since the last round, not
+// with the window.
+func BenchmarkScaleRoundSnapshot(b *testing.B) {
+	const window, interval = 3000, 100
+	for _, mode := range []AttributionMode{ModeReference, ModeEvidence} {
+		for _, ranks := range scale.Sizes() {
+			b.Run("mode="+string(mode)+"/ranks="+strconv.Itoa(ranks), func(b *testing.B) {
+				cfg := createDefaultConfig().(*Config)
+				cfg.Mode = mode
+				p := newCoreLogs(b, cfg)
+				b.Cleanup(func() { _ = p.Shutdown(b.Context()) })
+				c := p.core
+				step := int64(time.Second) / benchHz
+				// An hour back, so that no round's data is ahead of the clock.
+				start := (time.Now().Add(-time.Hour).UnixNano()) / step * step
+				addEvaluationSamples(c, int64(ranks), start, 0, window)
+				next := int64(window)
+				round := func(b *testing.B) time.Duration {
+					c.mu.Lock()
+					b.StartTimer()
+					t0 := time.Now()
+					run := c.engine.read(c.store.Job("big").Job)
+					held := time.Since(t0)
+					b.StopTimer()
+					c.mu.Unlock()
+					run()
+					return held
+				}
+				round(b) // the first read copies the whole window
+				var slowest time.Duration
+				b.ResetTimer()
+				b.StopTimer()
+				for range b.N {
+					addEvaluationSamples(c, int64(ranks), start, next, next+interval)
+					next += interval
+					slowest = max(slowest, round(b))
+				}
+				b.ReportMetric(float64(slowest.Nanoseconds()), "max-lock-ns")
+			})
+		}
+	}
+}
