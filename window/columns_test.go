@@ -115,6 +115,40 @@ func TestReplicaFollowsTheRing(t *testing.T) {
 	}
 }
 
+// TestReplicaSyncCopiesOnlyWhatArrived: with room reserved after each
+// round, a steady job's rounds append to the replica in place (no sync
+// copies the window again), and its arrays stay within a quarter of the
+// window plus a few rounds.
+func TestReplicaSyncCopiesOnlyWhatArrived(t *testing.T) {
+	const window, round = 3000, 100
+	rb := &Rank{sessions: []string{"s"}}
+	var sc Scratch
+	next := int64(0)
+	push := func(n int) {
+		for range n {
+			if rb.samples.len() == window {
+				rb.samples.dropFront(1)
+			}
+			rb.samples.push(next, next, 0, 0, window)
+			next++
+		}
+	}
+	push(window)
+	sc.samplesOf(rb, 0)
+	sc.ReserveReplicas()
+	for r := range 100 {
+		push(round)
+		before := &rb.replica.ts[:1][0]
+		times, _ := sc.samplesOf(rb, 0)
+		require.Len(t, times, window)
+		require.Equal(t, next-1, times[window-1])
+		require.Same(t, before, &rb.replica.ts[:1][0], "round %d: the sync appended in place", r)
+		require.Equal(t, round, rb.replica.added)
+		sc.ReserveReplicas()
+		require.LessOrEqual(t, cap(rb.replica.ts), 2*(window+window/4), "round %d", r)
+	}
+}
+
 func runValue(runs []attribution.Int64Run, i int) int64 {
 	v := int64(0)
 	for _, r := range runs {

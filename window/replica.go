@@ -48,15 +48,20 @@ func (r *sampleReplica) live() (ts, gaps []int64) {
 	return r.ts[r.start:n:n], r.gaps[r.start:n:n]
 }
 
-// reserve makes room for the next syncs when little is left: a quarter of
-// the live entries, or four times the latest sync's appends if that is
-// more. It moves the live entries to the front of the arrays when that
-// frees the room, else moves them to larger (or, after a burst, smaller)
-// ones.
+// reserve makes room for the next syncs when less than half of it is
+// left: a quarter of the live entries, or four times the latest sync's
+// appends if that is more (unless that sync copied most of them: the first
+// one, or one after a pause, says nothing of a round's). It moves the live
+// entries to the front of the arrays when that frees the room, else to
+// larger (or, after a burst, smaller) ones.
 func (r *sampleReplica) reserve() {
 	n := len(r.ts) - r.start
-	room := max(n/4, 4*r.added)
-	if cap(r.ts)-len(r.ts) >= 2*r.added && cap(r.ts) <= 2*(n+room) {
+	round := r.added
+	if round > n/2 {
+		round = 0
+	}
+	room := max(n/4, 4*round, 16)
+	if cap(r.ts)-len(r.ts) >= room/2 && cap(r.ts) <= 2*(n+room) {
 		return
 	}
 	if c := cap(r.ts); c >= n+room && c <= 2*(n+room) {
