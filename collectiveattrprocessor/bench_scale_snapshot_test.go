@@ -24,11 +24,13 @@ func BenchmarkScaleRoundSnapshot(b *testing.B) {
 	const interval = 100
 	for _, mode := range []AttributionMode{ModeReference, ModeEvidence} {
 		for _, ranks := range scale.Sizes() {
-			// Past 4 096 ranks the window is shortened to hold 4 096 full
-			// windows' samples (750 at 16 384 ranks: about 3.5 GB for the
-			// benchmark); a read copies what arrived since the last one,
-			// whatever the window.
-			window := int64(3000 * min(1, 4096.0/float64(ranks)))
+			// Past 4 096 ranks the window is shortened to hold about 4 096
+			// full windows' samples (700 at 16 384 ranks: about 4 GB for
+			// the benchmark); a read copies what arrived since the last
+			// one, whatever the window. A whole number of intervals keeps
+			// the markers in it (one per interval) the same from round to
+			// round.
+			window := int64(3000*min(1, 4096.0/float64(ranks))) / interval * interval
 			b.Run("mode="+string(mode)+"/ranks="+strconv.Itoa(ranks), func(b *testing.B) {
 				cfg := createDefaultConfig().(*Config)
 				cfg.Mode = mode
@@ -56,7 +58,15 @@ func BenchmarkScaleRoundSnapshot(b *testing.B) {
 					c.engine.release()
 					return held
 				}
-				round(b) // the first read copies the whole window
+				// The first read copies the whole window; the next ones, like
+				// the timed ones, what arrived, and grow the scratch to its
+				// size for a running job.
+				round(b)
+				for range 2 {
+					addEvaluationSamples(c, int64(ranks), start, next, next+interval)
+					next += interval
+					round(b)
+				}
 				var slowest time.Duration
 				cpu = 0
 				b.ResetTimer()
