@@ -71,6 +71,8 @@ func (e *phaseSpanEntry) span(job string, rank int64, rb *Rank) phase.Span {
 // Samples and markers, nearly all the buffered data, hold no pointers.
 type Rank struct {
 	samples sampleColumns
+	// replica is the evaluation's copy of the samples (replica.go).
+	replica sampleReplica
 	markers markerColumns
 	// sessions are the distinct session ids ("": none) of the rank's
 	// samples, markers and other entries.
