@@ -271,5 +271,5 @@ const testScopeVersion = "v9.9.9-test"
 func testMetrics() *Metrics {
 	set := processortest.NewNopSettings(metadata.Type)
 	set.BuildInfo.Version = testScopeVersion
-	return NewMetrics(metadata.DefaultMetricsBuilderConfig(), set)
+	return NewMetrics(metadata.NewDefaultMetricsBuilderConfig(), set)
 }
