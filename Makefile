@@ -142,6 +142,22 @@ scale-e2e: build
 	COLLECTIVEATTR_SCALE_E2E_RATE=$(SCALE_E2E_RATE) COLLECTIVEATTR_SCALE_E2E_DURATION=$(SCALE_E2E_DURATION) \
 	$(GO) test -count=1 -timeout 30m -run TestScaleRealTime -v ./e2e/
 
+## bench-pipeline: the collector's CPU per item with and without the processor, receiver
+## OTLP/gRPC -> [collectiveattr] -> OTLP/gRPC exporter to a loopback sink, PIPELINE_RANKS
+## ranks (1 024) in real time, PIPELINE_ROUNDS alternated rounds (5) of PIPELINE_DURATION
+## (20s); PIPELINE_BASE: another collector build to measure beside (docs/benchmarks.md).
+## Minutes of real-time load: not in test/ci
+PIPELINE_RANKS    ?= 1024
+PIPELINE_ROUNDS   ?= 5
+PIPELINE_DURATION ?= 20s
+PIPELINE_BASE     ?=
+.PHONY: bench-pipeline
+bench-pipeline: build
+	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_PIPELINE_E2E=1 COLLECTIVEATTR_PIPELINE_E2E_RANKS=$(PIPELINE_RANKS) \
+	COLLECTIVEATTR_PIPELINE_E2E_ROUNDS=$(PIPELINE_ROUNDS) COLLECTIVEATTR_PIPELINE_E2E_DURATION=$(PIPELINE_DURATION) \
+	COLLECTIVEATTR_PIPELINE_E2E_BASE=$(PIPELINE_BASE) \
+	$(GO) test -count=1 -timeout 120m -run TestPipelineCPU -v ./e2e/
+
 ## bench-cli: `collectiveattr attribute` of BENCH_BASE (one commit or several, "8c9c5f4 1872e50")
 ## against this tree's on one gpujobsim file (BENCH_RANKS x 3 000 samples), BENCH_ROUNDS
 ## alternating runs each: wall time, CPU time, peak RSS

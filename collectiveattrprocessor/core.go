@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -316,14 +317,7 @@ func (c *core) ingest(ctx context.Context, sig signal, reads iter.Seq[ingest.Rea
 		switch {
 		case r.SampleRun != nil:
 			run := r.SampleRun
-			for i := c.store.AddSampleRun(run, now); i < len(run.Samples); i++ {
-				p := &run.Samples[i]
-				total := int64(0)
-				if p.Has&ingest.HasDeviceTotal != 0 {
-					total = p.DeviceTotal
-				}
-				c.addHidden(&b, run.JobID, run.Rank, p.TimestampNs, p.DeviceUsed, p.AllocatorReserved, total)
-			}
+			c.addHiddenRun(&b, run, c.store.AddSampleRun(run, now))
 		case r.MarkerRun != nil:
 			c.store.AddMarkerRun(r.MarkerRun, now)
 		case r.Record != nil:
@@ -397,14 +391,55 @@ func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, t
 		c.hidden = append(c.hidden, p)
 		return
 	}
-	k := rankKey{job, rank}
-	if old, ok := c.hiddenNewest[k]; ok {
-		b.hiddenDropped++ // counted, not silent
-		if old.TimestampNs > ts {
+	c.keepNewestHidden(b, p, 1)
+}
+
+// addHiddenRun is addHidden of the samples of run from first on. Their
+// part in the rank's peaks is observed once, and the samples past the cap,
+// which are in time order, are settled at once by the run's newest: no map
+// access per sample.
+func (c *core) addHiddenRun(b *batchCounts, run *ingest.SampleRun, first int) {
+	if !c.wantHidden || first == len(run.Samples) {
+		return
+	}
+	samples := run.Samples[first:]
+	maxHidden, maxUsed, total := int64(math.MinInt64), int64(math.MinInt64), int64(0)
+	for i := range samples {
+		p := &samples[i]
+		maxHidden, maxUsed = max(maxHidden, p.DeviceUsed-p.AllocatorReserved), max(maxUsed, p.DeviceUsed)
+		if p.Has&ingest.HasDeviceTotal != 0 && p.DeviceTotal > 0 {
+			total = p.DeviceTotal
+		}
+	}
+	c.peaks.ObserveMax(run.JobID, run.Rank, maxHidden, maxUsed, total)
+	room := max(0, maxHiddenPointsPerTick-len(c.hidden))
+	for _, p := range samples[:min(room, len(samples))] {
+		c.hidden = append(c.hidden, output.HiddenPoint{JobID: run.JobID, Rank: run.Rank, TimestampNs: p.TimestampNs, Bytes: p.DeviceUsed - p.AllocatorReserved})
+	}
+	if past := len(samples) - room; past > 0 {
+		newest := &samples[len(samples)-1]
+		c.keepNewestHidden(b, output.HiddenPoint{
+			JobID: run.JobID, Rank: run.Rank, TimestampNs: newest.TimestampNs, Bytes: newest.DeviceUsed - newest.AllocatorReserved,
+		}, past)
+	}
+}
+
+// keepNewestHidden settles n points of one rank past the cap, the newest of
+// them p: the rank's newest point past the cap is kept, the others are
+// counted as dropped (not silent).
+func (c *core) keepNewestHidden(b *batchCounts, p output.HiddenPoint, n int) {
+	k := rankKey{p.JobID, p.Rank}
+	old, ok := c.hiddenNewest[k]
+	if ok {
+		b.hiddenDropped += int64(n)
+		if old.TimestampNs > p.TimestampNs {
 			return
 		}
-	} else if c.hiddenNewest == nil {
-		c.hiddenNewest = map[rankKey]output.HiddenPoint{}
+	} else {
+		b.hiddenDropped += int64(n - 1)
+		if c.hiddenNewest == nil {
+			c.hiddenNewest = map[rankKey]output.HiddenPoint{}
+		}
 	}
 	c.hiddenNewest[k] = p
 }

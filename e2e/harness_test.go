@@ -146,7 +146,12 @@ type collector struct {
 // extension answers on healthPort.
 func startCollector(t *testing.T, config string, env map[string]string, healthPort int) *collector {
 	t.Helper()
-	bin := collectorBinary(t)
+	return startCollectorBinary(t, collectorBinary(t), config, env, healthPort)
+}
+
+// startCollectorBinary is startCollector of the collector binary bin.
+func startCollectorBinary(t *testing.T, bin, config string, env map[string]string, healthPort int) *collector {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "collector.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

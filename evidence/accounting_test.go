@@ -2,11 +2,9 @@ package evidence
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 func series(comm string, times []int64, bytes ...int64) AccountingSeries {
@@ -175,22 +173,25 @@ func TestAccountingSharedManagerCountsOnce(t *testing.T) {
 }
 
 // A record that says cuMem is off is read as an untracked point, whatever
-// total it carries; one that says it is on, or says nothing, as its total.
-func TestBuilderReadsCumemOff(t *testing.T) {
-	b := NewBuilder()
-	events := []telemetry.Event{
-		event(0, 100, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}),
-		event(0, 200, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096"), KeyCumemEnabled: true}),
-		event(0, 300, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("0"), KeyCumemEnabled: false}),
-		event(0, 400, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyCumemEnabled: false}), // no total: skipped
+// total it carries; one that says it is on, or says nothing, as its total;
+// one without a total is no point.
+func TestAccountingOfReadsCumemOff(t *testing.T) {
+	tests := []struct {
+		md        map[string]any
+		wantBytes int64
+		wantOK    bool
+	}{
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}, 4096, true},
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096"), KeyCumemEnabled: true}, 4096, true},
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("0"), KeyCumemEnabled: false}, UntrackedBytes, true},
+		{map[string]any{KeyCommID: "0xab", KeyCumemEnabled: false}, 0, false},
 	}
-	for i := range events {
-		b.Add(&events[i])
-	}
-	a := b.Input().Ranks[0].Accounting
-	want := []int64{4096, 4096, UntrackedBytes}
-	if len(a) != 1 || !slices.Equal(a[0].Bytes, want) || b.Skipped != 1 {
-		t.Errorf("accounting %+v skipped %d, want bytes %v and 1 skipped", a, b.Skipped, want)
+	for _, tt := range tests {
+		e := event(0, 100, AccountingEventType, tt.md)
+		comm, total, ok := AccountingOf(&e)
+		if ok != tt.wantOK || (ok && (comm != "0xab" || total != tt.wantBytes)) {
+			t.Errorf("%v: %q %d %v, want 0xab %d %v", tt.md, comm, total, ok, tt.wantBytes, tt.wantOK)
+		}
 	}
 }
 

@@ -43,11 +43,11 @@ type EvidenceSnapshot struct {
 // span, a stormlog record or an Inspector record, is buffered as one),
 // NCCL's accounting series, and the job's collectives that the markers
 // inside the window refer to. Ranks are those with samples, markers or
-// accounting, as evidence.Builder keeps them; the trace start is read as it
-// reads it, the world size is the one most ranks declare (agreedWorldSize).
-// Each rank with samples brings its
-// baseline cache, which the engine updates: evaluations of a job must not
-// overlap (they already share sc and es).
+// accounting (a rank without samples still holds members' markers); the
+// trace start is the earliest buffered time, not below 0; the world size
+// is the one most ranks declare (agreedWorldSize). Each rank with samples
+// brings its baseline cache, which the engine updates: evaluations of a
+// job must not overlap (they already share sc and es).
 func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
 	ref := job.Snapshot(sc)
 	cutoff := job.cutoffNs()
@@ -197,7 +197,7 @@ func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samp
 		}
 		fallthrough
 	default:
-		// Session ids in first-seen order, as evidence.Builder numbers them;
+		// Session ids in first-seen order;
 		// a sample before the first run has session "".
 		var ids []string
 		if cs.Sessions[0].From > 0 {

@@ -73,6 +73,9 @@ type Rank struct {
 	// ev is evidence mode's marker intervals and accounting (nil in the
 	// reference mode).
 	ev *evidenceRank
+	// ledger is the hidden-memory ledger's columns (ledger.go; a stream's
+	// only, nil otherwise).
+	ledger *ledgerColumns
 
 	// frontNs is at most the earliest front time of the rings: while the
 	// window's cutoff is not past it, trim has nothing to do.

@@ -9,16 +9,21 @@ type batchPoint struct {
 	role  role
 }
 
-// joinBatch joins the points s received in this call, as they arrived, and
-// hands the samples they form to emit.
+// joinBatch buffers the points s received in this call that wait in
+// s.batch (see metricsConverter.addNow), as they arrived, and hands the
+// samples the call's points form to emit.
 func (c *metricsConverter) joinBatch(s *series, nowNs int64, emit func(*SampleRun), skip func(Skip)) {
 	defer s.dropped.report(skip)
-	if !s.perProcess && slices.ContainsFunc(s.batch, func(p batchPoint) bool { return p.role == roleProcessUsed }) {
-		s.becomePerProcess()
+	if len(s.batch) > 0 {
+		if !s.perProcess && slices.ContainsFunc(s.batch, func(p batchPoint) bool { return p.role == roleProcessUsed }) {
+			s.becomePerProcess()
+		}
+		for _, p := range s.batch {
+			s.shedUsed += s.add(s.bufferedRole(p.role), p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows)
+		}
+		s.batch = keptScratch(s.batch)
 	}
-	for _, p := range s.batch {
-		c.shed(s.add(s.bufferedRole(p.role), p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows), skip)
-	}
+	c.shed(s.shedUsed, skip)
+	s.shedUsed = 0
 	c.formSamples(s, emit, skip)
-	s.batch = keptScratch(s.batch)
 }

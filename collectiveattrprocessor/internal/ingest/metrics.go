@@ -32,6 +32,14 @@ type metricsConverter struct {
 
 	series map[seriesKey]*series
 	gen    uint64
+	// addNow says the call's points go into their series' rows as they are
+	// read, in one pass. It is false for a batch holding per-process points
+	// (roleProcessUsed): a rank's first such point decides, before any of
+	// the batch's points is buffered, how its device-used points are, so
+	// that batch's points wait in series.batch for the end of the call.
+	addNow bool
+	// processRoles says some metric name feeds roleProcessUsed.
+	processRoles bool
 	// touched are the join buffers the current call added to.
 	touched []*series
 	// lastSeries is the join buffer of the previous point: consecutive
@@ -66,6 +74,7 @@ func newMetricsConverter(cfg *Config, ids *identityResolver, now func() time.Tim
 		}
 	}
 	m := cfg.Metrics
+	c.processRoles = len(m.ProcessUsed) > 0
 	addRoles(roleDeviceUsed, m.DeviceUsed)
 	addRoles(roleDeviceFree, m.DeviceFree)
 	addRoles(roleDeviceTotal, m.DeviceTotal)
@@ -146,6 +155,7 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 	c.gen++
 	c.touched = c.touched[:0]
 	limit := c.cfg.futureLimit(nowNs)
+	c.addNow = !c.holdsProcessPoints(md)
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
@@ -192,6 +202,24 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 	clear(c.touched)
 	c.touched = c.touched[:0]
 	c.ids.dropRequest()
+}
+
+// holdsProcessPoints reports whether md holds a metric of a per-process
+// role: a look at metric names, not points.
+func (c *metricsConverter) holdsProcessPoints(md pmetric.Metrics) bool {
+	if !c.processRoles {
+		return false
+	}
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, sm := range rm.ScopeMetrics().All() {
+			for k, m := range sm.Metrics().All() {
+				if r, ok := c.roleOf(k, m.Name()); ok && r == roleProcessUsed {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // metricKind is what a metric is to ConvertMetrics.
@@ -285,7 +313,11 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 			c.refuseLate(skip)
 			continue
 		}
-		s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
+		if c.addNow {
+			s.shedUsed += s.add(s.bufferedRole(r), ts, bytes, nowNs, c.cfg.MaxPendingRows)
+		} else {
+			s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
+		}
 		c.touch(s)
 	}
 	return resSeries

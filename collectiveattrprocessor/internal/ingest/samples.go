@@ -1,6 +1,9 @@
 package ingest
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // role is the TelemetryEvent field a metric feeds (contract §3.1).
 type role uint8
@@ -105,9 +108,13 @@ type series struct {
 	// touchedGen is the metricsConverter call (gen) that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
-	// batch is the points of the current call, in arrival order, joined at
-	// its end (joinBatch).
+	// batch is the points of the current call, in arrival order, buffered
+	// at its end (joinBatch) when they cannot be as they are read
+	// (metricsConverter.addNow).
 	batch []batchPoint
+	// shedUsed counts the device-used points the current call's points
+	// pushed out of rows unjoined, reported at its end.
+	shedUsed int
 	// dropped counts the points dropped silently until reported
 	// (dropcounts.go).
 	dropped dropCounts
@@ -377,12 +384,15 @@ func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip fu
 		has := s.joined(i, reserved, tol, &vals)
 		s.consumeUsed(row)
 		s.markServed(i, tol)
-		p := SamplePoint{TimestampNs: row.tsNs}
-		if c.formSample(&p, &vals, has, skip) {
-			if s.perProcess {
-				p.Has |= HasProcessUsed
-			}
-			run.Samples = append(run.Samples, p)
+		// The sample is formed in place and taken back if invalid.
+		n := len(run.Samples)
+		run.Samples = slices.Grow(run.Samples, 1)[:n+1]
+		p := &run.Samples[n]
+		p.TimestampNs = row.tsNs
+		if !c.formSample(p, &vals, has, skip) {
+			run.Samples = run.Samples[:n]
+		} else if s.perProcess {
+			p.Has |= HasProcessUsed
 		}
 	}
 	s.firstPending = firstPending
@@ -395,12 +405,19 @@ func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip fu
 // returns the roles found. The driver-reserved framebuffer is looked up
 // only when formSample needs it.
 func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has uint16) {
-	vals[roleDeviceUsed] = s.rows[i].vals[roleDeviceUsed]
+	row := &s.rows[i]
+	vals[roleDeviceUsed] = row.vals[roleDeviceUsed]
 	vals[roleAllocatorReserved] = reserved
 	has = 1<<roleDeviceUsed | 1<<roleAllocatorReserved
 	for _, r := range [...]role{roleDeviceFree, roleDeviceTotal, roleAllocatorAllocated, roleAllocatorActive, roleAllocatorInactive} {
-		if v, ok := s.nearest(i, r, tol); ok {
-			vals[r], has = v, has|1<<r
+		// The row's own point, or no point of r at all, the common cases,
+		// without a call.
+		if row.has&(1<<r) != 0 {
+			vals[r], has = row.vals[r], has|1<<r
+		} else if s.roleCount[r] != 0 {
+			if v, ok := s.nearest(i, r, tol); ok {
+				vals[r], has = v, has|1<<r
+			}
 		}
 	}
 	if has&(1<<roleDeviceTotal) == 0 && has&(1<<roleDeviceFree) != 0 {

@@ -61,6 +61,13 @@ func NewHiddenPeaks(intervalNs int64) *HiddenPeaks {
 // Observe records one sample of (job, rank): device used and allocator
 // reserved bytes, and the device total when known (> 0).
 func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
+	p.ObserveMax(job, rank, used-reserved, used, total)
+}
+
+// ObserveMax records samples of (job, rank) at once: their largest hidden
+// bytes (device used − allocator reserved) and device used bytes, and the
+// newest device total known (> 0; 0 when none is).
+func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
 	k := peakKey{job, rank}
 	s := p.last
 	if s == nil || p.lastKey != k {
@@ -71,7 +78,6 @@ func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
 		}
 		p.last, p.lastKey = s, k
 	}
-	hidden := used - reserved
 	if !s.pending {
 		s.pending = true
 		s.point.HiddenBytes, s.point.DeviceUsedBytes = hidden, used
