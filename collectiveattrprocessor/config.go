@@ -9,6 +9,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
@@ -154,6 +155,11 @@ type MetricsConfig struct {
 	// reported, the rank's samples are formed from it, not from device
 	// used (docs/gpu-metrics-join.md).
 	ProcessUsed []string `mapstructure:"process_used"`
+	// Output turns the processor's own result metrics on or off, by name
+	// (metrics.gpu.memory.hidden.enabled: false; documentation.md lists
+	// them): the keys the input names above sit beside are mdatagen's,
+	// so that the metrics: section is the one contrib components use.
+	Output metadata.MetricsConfig `mapstructure:",squash"`
 }
 
 var _ component.Config = (*Config)(nil)
@@ -211,6 +217,7 @@ func createDefaultConfig() component.Config {
 			AllocatorInactive:  names.AllocatorInactive,
 			DeviceReserved:     names.DeviceReserved,
 			ProcessUsed:        names.ProcessUsed,
+			Output:             metadata.DefaultMetricsConfig(),
 		},
 		PhaseSpanNames:     []string{},
 		CheckpointInterval: 10 * time.Second,

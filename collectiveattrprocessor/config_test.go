@@ -49,6 +49,7 @@ func TestLoadConfig(t *testing.T) {
 			AllocatorReserved: []string{"reserved"}, AllocatorAllocated: []string{"allocated"},
 			AllocatorActive: []string{"active"}, AllocatorInactive: []string{"inactive"},
 			DeviceReserved: []string{"driver.reserved"}, ProcessUsed: []string{"proc.used"},
+			Output: outputWithoutHidden(t),
 		},
 		PhaseSpanNames:     []string{"train", "optimizer"},
 		Storage:            &fileStorageWindows,
@@ -125,6 +126,9 @@ func TestLoadConfig(t *testing.T) {
 		{name: "nccl_inspector_max_pending", wantErr: "nccl_inspector.max_pending must be at least 1, got 0"},
 		{name: "no_pid_keys", wantErr: "identity.pid must name at least one key"},
 		{name: "blank_metric_name", wantErr: "metrics.device_used[0] must be a non-empty string"},
+		// The result metrics' switches sit beside the input names.
+		{name: "unknown_output_metric", wantErr: "gpu.memory.hiden"},
+		{name: "output_metric_not_bool", wantErr: "gpu.memory.hidden.usage"},
 	}
 	for _, tt := range tests {
 		t.Run("name="+tt.name, func(t *testing.T) {
@@ -161,4 +165,15 @@ func TestConfigValidateReportsEveryBadField(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "window must be >= 1s")
 	assert.Contains(t, err.Error(), "limits.max_jobs must be an integer in [1, 9223372036854775807], got 0")
+}
+
+// outputWithoutHidden is the result metrics' configuration with
+// gpu.memory.hidden turned off by the user, as mdatagen's own Unmarshal
+// reads it (it notes which switches the user set).
+func outputWithoutHidden(t *testing.T) metadata.MetricsConfig {
+	out := metadata.DefaultMetricsConfig()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{"gpu.memory.hidden": map[string]any{"enabled": false}}).Unmarshal(&out))
+	require.False(t, out.GpuMemoryHidden.Enabled)
+	require.True(t, out.GpuMemoryHiddenUsage.Enabled)
+	return out
 }

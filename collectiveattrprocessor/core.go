@@ -91,6 +91,8 @@ type core struct {
 	ledgers      *ledgers
 	ledgerPoints []output.LedgerPoint
 	ids          output.IDSource
+	// metrics builds the result metrics the configuration enables.
+	metrics *output.Metrics
 	// emitter delivers result batches off the evaluation goroutine.
 	emitter *emitter
 	// round numbers the evaluation rounds (delivery.go).
@@ -150,6 +152,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		ledgers: newLedgers(),
 		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
 		ids:     output.NewRandomIDSource(),
+		metrics: output.NewMetrics(metadata.MetricsBuilderConfig{Metrics: cfg.Metrics.Output, ResourceAttributes: metadata.DefaultResourceAttributesConfig()}, set),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
 	c.id = set.ID

@@ -126,7 +126,7 @@ func (c *core) emit(ctx context.Context, items []output.Item, hidden []output.Hi
 	if metrics != nil && (len(hidden) > 0 || len(peaks) > 0 || len(ledgerPoints) > 0 || len(c.results.counts) > 0) {
 		counts, latest := c.results.snapshot()
 		md := pmetric.NewMetrics()
-		output.AppendMetrics(md, hidden, peaks, ledgerPoints, counts, latest, nowNs)
+		c.metrics.Append(md, hidden, peaks, ledgerPoints, counts, latest, nowNs)
 		c.emitter.enqueue(signalMetrics, resultBatch{accepted: delivery.batch(), send: func(ctx context.Context) error {
 			return metrics.ConsumeMetrics(ctx, md)
 		}})

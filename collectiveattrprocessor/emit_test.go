@@ -128,6 +128,46 @@ func TestResultMetrics(t *testing.T) {
 	assert.Equal(t, 2, intervals, "one confident interval per rank")
 }
 
+// TestResultMetricTurnedOff: a result metric the configuration turns off
+// (metrics.gpu.memory.hidden.enabled: false) has no points; the others
+// are emitted as before.
+func TestResultMetricTurnedOff(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Emit = EmitOnJobEnd
+	cfg.Metrics.Output.GpuMemoryHidden.Enabled = false
+	msink := new(consumertest.MetricsSink)
+	f := NewFactory()
+	mp, err := f.CreateMetrics(context.Background(), nopSettings(), cfg, msink)
+	require.NoError(t, err)
+	lp, err := f.CreateLogs(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	require.NoError(t, mp.Start(context.Background(), nil))
+	require.NoError(t, lp.Start(context.Background(), nil))
+	const s = int64(time.Second)
+	now := time.Now().UnixNano() / s * s
+	job := jobTraffic{job: "m", ranks: 2, stepNs: s / 10, spikes: []int64{now - s}}
+	require.NoError(t, lp.ConsumeLogs(context.Background(), stormlogLogs(job.lines(now-2*s, now))))
+	require.NoError(t, mp.Shutdown(context.Background()))
+	require.NoError(t, lp.Shutdown(context.Background()))
+
+	names := map[string]int{}
+	for _, md := range msink.AllMetrics() {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					names[ms.At(k).Name()]++
+				}
+			}
+		}
+	}
+	assert.NotContains(t, names, "gpu.memory.hidden")
+	for _, n := range []string{"gpu.memory.hidden.peak", "collective_attribution.intervals", "collective_attribution.attributed_bytes", "collective_attribution.confidence"} {
+		assert.Contains(t, names, n)
+	}
+}
+
 // TestSkipLogIsRateLimited: at most one log line per reason per minute of
 // the injected clock, with the number suppressed in between.
 func TestSkipLogIsRateLimited(t *testing.T) {

@@ -44,14 +44,3 @@ func putEvidenceAttributes(m pcommon.Map, r *attribution.Result) {
 		m.PutInt(AttrSynchronizedCommRanks, c.SynchronizedCommRanks)
 	}
 }
-
-// putModeAttributes writes the mode and kind of a result metric's point
-// (evidence mode only: mode "" writes nothing, and the reference mode's
-// metrics are unchanged).
-func putModeAttributes(m pcommon.Map, mode, kind string) {
-	if mode == "" {
-		return
-	}
-	m.PutStr(AttrMode, mode)
-	m.PutStr(AttrKind, kind)
-}

@@ -64,7 +64,7 @@ func TestEvidenceGoldens(t *testing.T) {
 	AppendLogs(ld, items, false)
 	md := pmetric.NewMetrics()
 	const s, tl, n = 1767225500000000000, 1767225602000000000, 1767225610000000000
-	AppendMetrics(md, nil, nil, nil,
+	testMetrics().Append(md, nil, nil, nil,
 		[]IntervalCount{{"job-e", 0, "collective_likely", 1, s, attribution.ModeEvidence, attribution.KindPersistent},
 			{"job-e", 1, "collective_confirmed", 2, s, attribution.ModeEvidence, attribution.KindTransient}},
 		[]LatestResult{{"job-e", 1, "collective_confirmed", 2147483648, 0.95, tl, attribution.ModeEvidence, attribution.KindTransient}},
@@ -77,5 +77,5 @@ func TestEvidenceGoldens(t *testing.T) {
 	require.NoError(t, plogtest.CompareLogs(wantL, ld))
 	wantM, err := golden.ReadMetrics(filepath.Join("testdata", "metrics_evidence.yaml"))
 	require.NoError(t, err)
-	require.NoError(t, pmetrictest.CompareMetrics(wantM, md))
+	require.NoError(t, pmetrictest.CompareMetrics(wantM, md, pmetrictest.IgnoreMetricsOrder()))
 }

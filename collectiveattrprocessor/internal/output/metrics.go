@@ -3,19 +3,9 @@ package output
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-)
+	"go.opentelemetry.io/collector/processor"
 
-// Result metric names and units (contract §5.2).
-const (
-	MetricHidden          = "gpu.memory.hidden"
-	MetricIntervals       = "collective_attribution.intervals"
-	MetricAttributedBytes = "collective_attribution.attributed_bytes"
-	MetricConfidence      = "collective_attribution.confidence"
-	// MetricHiddenUsage is the hidden-memory ledger (docs/evidence-mode.md
-	// §6), one point per part, named as system.memory.usage is with its
-	// state: parts that add up to a whole are one metric with an attribute.
-	MetricHiddenUsage = "gpu.memory.hidden.usage"
-	AttrHiddenPart    = "gpu.memory.hidden.part"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
 // LedgerPoint is a rank's hidden-memory ledger at its newest sample: the
@@ -61,166 +51,164 @@ type LatestResult struct {
 	Mode, Kind     string
 }
 
-// AppendMetrics appends the result metrics (contract §5.2), one resource
-// per job (service.name collectiveattr, training.job.id) in order of first
-// appearance, each with the metrics that have points for that job:
-//   - gpu.memory.hidden: gauge, By, one point per HiddenPoint;
-//   - gpu.memory.hidden.peak, gpu.memory.device.used.peak: gauges, By, one
-//     point per PeakPoint at nowNs: the highest value over the samples
-//     received since the previous point of that (job, rank);
-//   - gpu.memory.device.limit: gauge, By, the device's capacity, at nowNs,
-//     for the PeakPoints that know it;
-//   - gpu.memory.hidden.usage: gauge, By, three points per LedgerPoint at
-//     its time, gpu.memory.hidden.part nccl, context and unexplained;
-//   - collective_attribution.intervals: cumulative monotonic sum,
-//     {interval}, start = StartNs, time = nowNs;
-//   - collective_attribution.attributed_bytes: gauge, By, the latest
-//     result's peak gap, at LatestResult.TimestampNs;
-//   - collective_attribution.confidence: gauge, 1, the latest result's
-//     confidence, at LatestResult.TimestampNs.
+// Metrics builds the result metrics (contract §5.2) declared in
+// metadata.yaml with the MetricsBuilder mdatagen generates from it
+// (documentation.md lists them), one resource per job (service.name
+// collectiveattr, training.job.id) in order of first appearance, each with
+// the metrics that have points for that job:
+//   - gpu.memory.hidden: one point per HiddenPoint;
+//   - gpu.memory.hidden.peak, gpu.memory.device.used.peak: one point per
+//     PeakPoint at nowNs: the highest value over the samples received since
+//     the previous point of that (job, rank);
+//   - gpu.memory.device.limit: the device's capacity, at nowNs, for the
+//     PeakPoints that know it;
+//   - gpu.memory.hidden.usage: three points per LedgerPoint at its time,
+//     gpu.memory.hidden.part nccl, context and unexplained;
+//   - collective_attribution.intervals: cumulative, start = StartNs, time =
+//     nowNs;
+//   - collective_attribution.attributed_bytes, collective_attribution.confidence:
+//     the latest result's peak gap and confidence, at LatestResult.TimestampNs.
 //
 // The data points carry training.job.id as well as training.rank (and the
 // classification where listed), so that a Prometheus exporter without
 // resource-to-telemetry conversion still labels each series with its job.
-func AppendMetrics(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint, ledger []LedgerPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
+// A metric the configuration disables has no points. Not safe for
+// concurrent use: the processor appends under its evaluation lock.
+type Metrics struct {
+	mb *metadata.MetricsBuilder
+	rb *metadata.ResourceBuilder
+	// jobs are the jobs of one Append in order of first appearance, with
+	// the indices of their points; index maps a job id to its place.
+	jobs  []jobPoints
+	index map[string]int
+}
+
+type jobPoints struct {
+	id                                       string
+	hidden, peaks, ledger, intervals, latest []int
+}
+
+// NewMetrics returns a builder of the metrics cfg enables; set gives the
+// scope's version (the collector's).
+func NewMetrics(cfg metadata.MetricsBuilderConfig, set processor.Settings) *Metrics {
+	// Gauge points carry no start time; the interval counts set theirs
+	// (Append).
+	mb := metadata.NewMetricsBuilder(cfg, set, metadata.WithStartTime(0))
+	return &Metrics{mb: mb, rb: mb.NewResourceBuilder(), index: map[string]int{}}
+}
+
+// Append appends the result metrics of the points given to dst.
+func (m *Metrics) Append(dst pmetric.Metrics, hidden []HiddenPoint, peaks []PeakPoint, ledger []LedgerPoint, intervals []IntervalCount, latest []LatestResult, nowNs int64) {
 	if len(hidden) == 0 && len(peaks) == 0 && len(ledger) == 0 && len(intervals) == 0 && len(latest) == 0 {
 		return
 	}
-	jobs := map[string]*jobMetrics{}
-	job := func(id string) *jobMetrics {
-		jm, ok := jobs[id]
-		if !ok {
-			rm := dst.ResourceMetrics().AppendEmpty()
-			putResource(rm.Resource().Attributes(), id, "")
-			sm := rm.ScopeMetrics().AppendEmpty()
-			sm.Scope().SetName(ScopeName)
-			jm = &jobMetrics{ms: sm.Metrics()}
-			jobs[id] = jm
+	m.group(hidden, peaks, ledger, intervals, latest)
+	now := pcommon.Timestamp(nowNs)
+	mb := m.mb
+	for ji := range m.jobs {
+		jp := &m.jobs[ji]
+		for _, i := range jp.hidden {
+			h := &hidden[i]
+			mb.RecordGpuMemoryHiddenDataPoint(pcommon.Timestamp(h.TimestampNs), h.Bytes, h.JobID, h.Rank)
 		}
-		return jm
+		for _, i := range jp.peaks {
+			p := &peaks[i]
+			mb.RecordGpuMemoryHiddenPeakDataPoint(now, p.HiddenBytes, p.JobID, p.Rank)
+			mb.RecordGpuMemoryDeviceUsedPeakDataPoint(now, p.DeviceUsedBytes, p.JobID, p.Rank)
+			if p.DeviceTotalBytes > 0 {
+				mb.RecordGpuMemoryDeviceLimitDataPoint(now, p.DeviceTotalBytes, p.JobID, p.Rank)
+			}
+		}
+		for _, i := range jp.ledger {
+			lp := &ledger[i]
+			ts := pcommon.Timestamp(lp.TimestampNs)
+			mb.RecordGpuMemoryHiddenUsageDataPoint(ts, lp.NCCL, metadata.AttributeHiddenPartNccl, lp.JobID, lp.Rank)
+			mb.RecordGpuMemoryHiddenUsageDataPoint(ts, lp.Context, metadata.AttributeHiddenPartContext, lp.JobID, lp.Rank)
+			mb.RecordGpuMemoryHiddenUsageDataPoint(ts, lp.Unexplained, metadata.AttributeHiddenPartUnexplained, lp.JobID, lp.Rank)
+		}
+		for _, i := range jp.intervals {
+			ic := &intervals[i]
+			// The builder stamps the points it records with its start time:
+			// each count's is when its series began.
+			mb.Reset(metadata.WithStartTime(pcommon.Timestamp(ic.StartNs)))
+			mb.RecordCollectiveAttributionIntervalsDataPoint(now, ic.Count, ic.JobID, ic.Rank,
+				metadata.MapAttributeResultClassification[ic.Classification], modeOptions(ic.Mode, ic.Kind)...)
+		}
+		if len(jp.intervals) > 0 {
+			mb.Reset(metadata.WithStartTime(0))
+		}
+		for _, i := range jp.latest {
+			lr := &latest[i]
+			ts := pcommon.Timestamp(lr.TimestampNs)
+			opts := modeOptions(lr.Mode, lr.Kind)
+			mb.RecordCollectiveAttributionAttributedBytesDataPoint(ts, lr.PeakGapBytes, lr.JobID, lr.Rank,
+				metadata.MapAttributeResultClassification[lr.Classification], opts...)
+			mb.RecordCollectiveAttributionConfidenceDataPoint(ts, lr.Confidence, lr.JobID, lr.Rank, opts...)
+		}
+		m.rb.SetServiceName(ServiceName)
+		m.rb.SetTrainingJobID(jp.id)
+		mb.EmitForResource(metadata.WithResource(m.rb.Emit()))
 	}
-	var run *jobMetrics // the job of the previous point: points come in runs of one job
-	lastJob := ""
+	mb.Emit().ResourceMetrics().MoveAndAppendTo(dst.ResourceMetrics())
+}
+
+// group sorts the points' indices into m.jobs by job, jobs in order of
+// first appearance.
+func (m *Metrics) group(hidden []HiddenPoint, peaks []PeakPoint, ledger []LedgerPoint, intervals []IntervalCount, latest []LatestResult) {
+	clear(m.index)
+	for i := range m.jobs {
+		jp := &m.jobs[i]
+		jp.hidden, jp.peaks, jp.ledger, jp.intervals, jp.latest = jp.hidden[:0], jp.peaks[:0], jp.ledger[:0], jp.intervals[:0], jp.latest[:0]
+	}
+	m.jobs = m.jobs[:0]
+	last, lastJob := -1, ""
+	job := func(id string) *jobPoints {
+		// Points come in runs of one job: most lookups repeat the last.
+		if last >= 0 && id == lastJob {
+			return &m.jobs[last]
+		}
+		ji, ok := m.index[id]
+		if !ok {
+			ji = len(m.jobs)
+			m.index[id] = ji
+			if ji < cap(m.jobs) {
+				m.jobs = m.jobs[:ji+1]
+			} else {
+				m.jobs = append(m.jobs, jobPoints{})
+			}
+			m.jobs[ji].id = id
+		}
+		last, lastJob = ji, id
+		return &m.jobs[ji]
+	}
 	for i := range hidden {
-		h := &hidden[i]
-		if run == nil || h.JobID != lastJob {
-			run, lastJob = job(h.JobID), h.JobID
-		}
-		if !run.hasHidden {
-			run.hidden, run.hasHidden = newGauge(run.ms, MetricHidden, "By",
-				"Device memory in use minus the framework allocator's reserved bytes, per sample (signed)."), true
-		}
-		dp := run.hidden.AppendEmpty()
-		dp.SetTimestamp(pcommon.Timestamp(h.TimestampNs))
-		dp.SetIntValue(h.Bytes)
-		putRankAttributes(dp.Attributes(), h.JobID, h.Rank, "")
+		jp := job(hidden[i].JobID)
+		jp.hidden = append(jp.hidden, i)
 	}
 	for i := range peaks {
-		p := &peaks[i]
-		jm := job(p.JobID)
-		if !jm.hasPeaks {
-			jm.hiddenPeak = newGauge(jm.ms, MetricHiddenPeak, "By",
-				"Highest gpu.memory.hidden over the samples received since the previous point of this series.")
-			jm.usedPeak = newGauge(jm.ms, MetricDeviceUsedPeak, "By",
-				"Highest device memory in use over the samples received since the previous point of this series.")
-			jm.hasPeaks = true
-		}
-		putPeak(jm.hiddenPeak, p, p.HiddenBytes, nowNs)
-		putPeak(jm.usedPeak, p, p.DeviceUsedBytes, nowNs)
-		if p.DeviceTotalBytes > 0 {
-			if !jm.hasLimit {
-				jm.limit, jm.hasLimit = newGauge(jm.ms, MetricDeviceLimit, "By", "Device memory capacity of the rank's GPU, from its newest sample that reported it."), true
-			}
-			putPeak(jm.limit, p, p.DeviceTotalBytes, nowNs)
-		}
+		jp := job(peaks[i].JobID)
+		jp.peaks = append(jp.peaks, i)
 	}
 	for i := range ledger {
-		lp := &ledger[i]
-		jm := job(lp.JobID)
-		if !jm.hasLedger {
-			jm.ledger, jm.hasLedger = newGauge(jm.ms, MetricHiddenUsage, "By",
-				"Hidden memory of the rank at its newest sample, by part: nccl, context and unexplained add up to gpu.memory.hidden."), true
-		}
-		for _, part := range [...]struct {
-			name  string
-			bytes int64
-		}{{"nccl", lp.NCCL}, {"context", lp.Context}, {"unexplained", lp.Unexplained}} {
-			dp := jm.ledger.AppendEmpty()
-			dp.SetTimestamp(pcommon.Timestamp(lp.TimestampNs))
-			dp.SetIntValue(part.bytes)
-			putRankAttributes(dp.Attributes(), lp.JobID, lp.Rank, "")
-			dp.Attributes().PutStr(AttrHiddenPart, part.name)
-		}
+		jp := job(ledger[i].JobID)
+		jp.ledger = append(jp.ledger, i)
 	}
 	for i := range intervals {
-		ic := &intervals[i]
-		jm := job(ic.JobID)
-		if !jm.hasIntervals {
-			m := jm.ms.AppendEmpty()
-			m.SetName(MetricIntervals)
-			m.SetUnit("{interval}")
-			m.SetDescription("Attributed intervals emitted, by classification.")
-			s := m.SetEmptySum()
-			s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			s.SetIsMonotonic(true)
-			jm.intervals, jm.hasIntervals = s.DataPoints(), true
-		}
-		dp := jm.intervals.AppendEmpty()
-		dp.SetStartTimestamp(pcommon.Timestamp(ic.StartNs))
-		dp.SetTimestamp(pcommon.Timestamp(nowNs))
-		dp.SetIntValue(ic.Count)
-		putRankAttributes(dp.Attributes(), ic.JobID, ic.Rank, ic.Classification)
-		putModeAttributes(dp.Attributes(), ic.Mode, ic.Kind)
+		jp := job(intervals[i].JobID)
+		jp.intervals = append(jp.intervals, i)
 	}
 	for i := range latest {
-		lr := &latest[i]
-		jm := job(lr.JobID)
-		if !jm.hasLatest {
-			jm.bytes = newGauge(jm.ms, MetricAttributedBytes, "By", "Peak hidden-memory gap of the latest emitted result.")
-			jm.confidence = newGauge(jm.ms, MetricConfidence, "1", "Confidence of the latest emitted result.")
-			jm.hasLatest = true
-		}
-		dp := jm.bytes.AppendEmpty()
-		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
-		dp.SetIntValue(lr.PeakGapBytes)
-		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, lr.Classification)
-		putModeAttributes(dp.Attributes(), lr.Mode, lr.Kind)
-		dp = jm.confidence.AppendEmpty()
-		dp.SetTimestamp(pcommon.Timestamp(lr.TimestampNs))
-		dp.SetDoubleValue(lr.Confidence)
-		putRankAttributes(dp.Attributes(), lr.JobID, lr.Rank, "")
-		putModeAttributes(dp.Attributes(), lr.Mode, lr.Kind)
+		jp := job(latest[i].JobID)
+		jp.latest = append(jp.latest, i)
 	}
 }
 
-type jobMetrics struct {
-	ms                                   pmetric.MetricSlice
-	hidden, intervals, bytes, confidence pmetric.NumberDataPointSlice
-	hiddenPeak, usedPeak, limit, ledger  pmetric.NumberDataPointSlice
-	hasHidden, hasIntervals, hasLatest   bool
-	hasPeaks, hasLimit, hasLedger        bool
-}
-
-func putPeak(dps pmetric.NumberDataPointSlice, p *PeakPoint, v, nowNs int64) {
-	dp := dps.AppendEmpty()
-	dp.SetTimestamp(pcommon.Timestamp(nowNs))
-	dp.SetIntValue(v)
-	putRankAttributes(dp.Attributes(), p.JobID, p.Rank, "")
-}
-
-func newGauge(ms pmetric.MetricSlice, name, unit, desc string) pmetric.NumberDataPointSlice {
-	m := ms.AppendEmpty()
-	m.SetName(name)
-	m.SetUnit(unit)
-	m.SetDescription(desc)
-	return m.SetEmptyGauge().DataPoints()
-}
-
-func putRankAttributes(m pcommon.Map, job string, rank int64, classification string) {
-	m.EnsureCapacity(3)
-	m.PutStr(AttrJobID, job)
-	m.PutInt(AttrRank, rank)
-	if classification != "" {
-		m.PutStr(AttrClassification, classification)
+// modeOptions are the mode and kind attributes of a result metric's point:
+// evidence mode's only (mode "" writes none, and the reference mode's
+// metrics are unchanged).
+func modeOptions(mode, kind string) []metadata.MetricAttributeOption {
+	if mode == "" {
+		return nil
 	}
+	return []metadata.MetricAttributeOption{metadata.WithResultModeMetricAttribute(mode), metadata.WithResultKindMetricAttribute(kind)}
 }

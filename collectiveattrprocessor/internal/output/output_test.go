@@ -16,9 +16,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 	"github.com/collectiveattr/collectiveattr/phase"
 )
 
@@ -173,20 +175,20 @@ func TestAppendMetrics(t *testing.T) {
 	want, err := golden.ReadMetrics(filepath.Join("testdata", "metrics.yaml"))
 	require.NoError(t, err)
 	got := pmetric.NewMetrics()
-	AppendMetrics(got,
+	testMetrics().Append(got,
 		[]HiddenPoint{{"job-a", 0, t1, 2147483648}, {"job-a", 1, t1, -1048576}, {"job-b", 0, t2, 0}},
 		nil, nil,
 		[]IntervalCount{{"job-a", 1, "collective_confident", 3, s, "", ""}, {"job-b", 0, "collective_suspect", 1, s, "", ""}, {"job-c", 5, "collective_likely", 2, s, "", ""}},
 		[]LatestResult{{"job-a", 1, "collective_confident", 1600000000, 1.0, tl, "", ""}, {"job-b", 0, "collective_suspect", 300000000, 0.51, tl, "", ""}},
 		n)
-	require.NoError(t, pmetrictest.CompareMetrics(want, got))
+	require.NoError(t, pmetrictest.CompareMetrics(want, got, pmetrictest.IgnoreMetricsOrder()))
 }
 
 func TestAppendNothing(t *testing.T) {
 	td, ld, md := ptrace.NewTraces(), plog.NewLogs(), pmetric.NewMetrics()
 	AppendTraces(td, nil, &seqIDs{})
 	AppendLogs(ld, nil, true)
-	AppendMetrics(md, nil, nil, nil, nil, nil, 1)
+	testMetrics().Append(md, nil, nil, nil, nil, nil, 1)
 	assert.Equal(t, 0, td.ResourceSpans().Len())
 	assert.Equal(t, 0, ld.ResourceLogs().Len())
 	assert.Equal(t, 0, md.ResourceMetrics().Len())
@@ -226,7 +228,7 @@ func TestAppendTracesSkipsEmptyLinks(t *testing.T) {
 // rank at the rank's newest sample, in the job's resource.
 func TestAppendMetricsLedger(t *testing.T) {
 	md := pmetric.NewMetrics()
-	AppendMetrics(md, []HiddenPoint{{"job-a", 0, 5, 30}}, nil,
+	testMetrics().Append(md, []HiddenPoint{{"job-a", 0, 5, 30}}, nil,
 		[]LedgerPoint{{"job-a", 0, 7, 10, 15, 5}, {"job-b", 2, 9, 0, 40, -3}}, nil, nil, 11)
 	require.Equal(t, 2, md.ResourceMetrics().Len())
 	type point struct {
@@ -241,7 +243,7 @@ func TestAppendMetricsLedger(t *testing.T) {
 		ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
 		for j := range ms.Len() {
 			m := ms.At(j)
-			if m.Name() != MetricHiddenUsage {
+			if m.Name() != "gpu.memory.hidden.usage" {
 				continue
 			}
 			assert.Equal(t, "By", m.Unit())
@@ -250,7 +252,7 @@ func TestAppendMetricsLedger(t *testing.T) {
 				dp := dps.At(k)
 				job, _ := dp.Attributes().Get(AttrJobID)
 				rank, _ := dp.Attributes().Get(AttrRank)
-				part, _ := dp.Attributes().Get(AttrHiddenPart)
+				part, _ := dp.Attributes().Get("gpu.memory.hidden.part")
 				got = append(got, point{job.Str(), rank.Int(), part.Str(), int64(dp.Timestamp()), dp.IntValue()})
 			}
 		}
@@ -259,4 +261,15 @@ func TestAppendMetricsLedger(t *testing.T) {
 		{"job-a", 0, "nccl", 7, 10}, {"job-a", 0, "context", 7, 15}, {"job-a", 0, "unexplained", 7, 5},
 		{"job-b", 2, "nccl", 9, 0}, {"job-b", 2, "context", 9, 40}, {"job-b", 2, "unexplained", 9, -3},
 	}, got)
+}
+
+// testScopeVersion is the collector version testMetrics' scope carries.
+const testScopeVersion = "v9.9.9-test"
+
+// testMetrics builds every result metric, as the default configuration
+// does.
+func testMetrics() *Metrics {
+	set := processortest.NewNopSettings(metadata.Type)
+	set.BuildInfo.Version = testScopeVersion
+	return NewMetrics(metadata.NewDefaultMetricsBuilderConfig(), set)
 }

@@ -6,13 +6,6 @@ import (
 	"strings"
 )
 
-// Peak metric names (docs/deployment.md, "Metrics that survive a scrape").
-const (
-	MetricHiddenPeak     = "gpu.memory.hidden.peak"
-	MetricDeviceUsedPeak = "gpu.memory.device.used.peak"
-	MetricDeviceLimit    = "gpu.memory.device.limit"
-)
-
 // PeakPoint is one (job, rank)'s peaks over the samples received since the
 // previous PeakPoint of that (job, rank).
 type PeakPoint struct {
