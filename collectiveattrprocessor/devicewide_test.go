@@ -230,7 +230,7 @@ func TestLedgerGrowthSaysDeviceWide(t *testing.T) {
 		{Rank: 0, Samples: samples, DeviceWideThroughNs: last},
 		{Rank: 1, Samples: samples},
 	}}
-	_, growths := newLedgers().evaluate("leak", in, nil, 0, nil, 2) // one group per rank
+	_, growths, _ := newLedgers().evaluate("leak", in, nil, 0, nil, 2) // one group per rank
 	require.Len(t, growths, 2)
 	for _, g := range growths {
 		want := []string{ledger.ReasonUnexplainedGrowth}

@@ -112,7 +112,7 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 	run := c.engine.read(job.Job)
 	c.mu.Unlock()
 	results := c.attribute(ctx, run)
-	growths := c.evaluateLedger(job, results)
+	growths := c.evaluateLedger(ctx, job, results)
 	c.engine.release()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -125,7 +125,7 @@ func (c *core) evaluateLive(ctx context.Context, id string, items []output.Item)
 func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []output.Item) []output.Item {
 	run := c.engine.read(job.Job)
 	results := c.attribute(ctx, run)
-	growths := c.evaluateLedger(job, results)
+	growths := c.evaluateLedger(ctx, job, results)
 	c.engine.release()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,15 +133,19 @@ func (c *core) evaluateDetached(ctx context.Context, job *store.Job, items []out
 }
 
 // evaluateLedger adds the job's ledger points to the round's (evidence
-// mode) and returns its growth results. It reads the engine's latest read,
-// without the lock.
-func (c *core) evaluateLedger(job *store.Job, results []attribution.Result) []attribution.Result {
+// mode), counts those whose sample was unusual, and returns its growth
+// results. It reads the engine's latest read, without the lock.
+func (c *core) evaluateLedger(ctx context.Context, job *store.Job, results []attribution.Result) []attribution.Result {
 	in, padding := c.engine.ledgerInput()
 	if in == nil {
 		return nil
 	}
-	var growths []attribution.Result
-	c.ledgerPoints, growths = c.ledgers.evaluate(job.ID(), in, results, padding, c.ledgerPoints, c.engine.workers())
+	var (
+		growths []attribution.Result
+		flagged ledgerFlagCounts
+	)
+	c.ledgerPoints, growths, flagged = c.ledgers.evaluate(job.ID(), in, results, padding, c.ledgerPoints, c.engine.workers())
+	c.tel.addLedgerFlags(ctx, flagged)
 	return growths
 }
 

@@ -36,7 +36,7 @@ func roundOutput(c *core) ([]attribution.Result, []output.LedgerPoint, []attribu
 	c.mu.Unlock()
 	results := run()
 	c.ledgerPoints = c.ledgerPoints[:0]
-	growths := c.evaluateLedger(job, results)
+	growths := c.evaluateLedger(context.Background(), job, results)
 	return results, slices.Clone(c.ledgerPoints), growths
 }
 

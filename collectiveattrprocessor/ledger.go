@@ -42,12 +42,18 @@ type ledgers struct {
 	groups []ledgerGroup
 }
 
+// ledgerFlagCounts counts the ledger points of a round whose sample was
+// unusual: [0] NCCL's accounting above the sample's hidden memory, [1]
+// negative hidden memory (processor_collectiveattr_ledger_points_flagged).
+type ledgerFlagCounts [2]int64
+
 // ledgerGroup is a run of ranks read by one worker, with what it found,
 // joined in rank order afterwards.
 type ledgerGroup struct {
 	growth  ledger.GrowthDetector
 	row     ledger.Row
 	points  []output.LedgerPoint
+	flagged ledgerFlagCounts
 	growths []attribution.Result
 	// contexts and growthEnds are the group's updates of the job's
 	// jobLedger, applied after every group is done.
@@ -95,7 +101,7 @@ func (ls *ledgers) restored(id string, newestNs int64) {
 // at its newest sample, and returns the growth results to emit. The ranks
 // are read in up to workers contiguous groups at once; points and growths
 // come out in rank order whatever workers is.
-func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribution.Result, padding int64, points []output.LedgerPoint, workers int) ([]output.LedgerPoint, []attribution.Result) {
+func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribution.Result, padding int64, points []output.LedgerPoint, workers int) ([]output.LedgerPoint, []attribution.Result, ledgerFlagCounts) {
 	jl := ls.jobs[jobID]
 	if jl == nil {
 		jl = newJobLedger()
@@ -140,10 +146,15 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 		lo, hi := gi*len(ls.ranks)/groups, (gi+1)*len(ls.ranks)/groups
 		ls.groups[gi].read(jl, ls.ranks[lo:hi], ls.deviceWide[lo:hi], ls.newest[lo:hi], results, padding, jobID, in.ExpectedWorldSize)
 	})
-	var growths []attribution.Result
+	var (
+		growths []attribution.Result
+		flagged ledgerFlagCounts
+	)
 	for gi := range groups {
 		g := &ls.groups[gi]
 		points = append(points, g.points...)
+		flagged[0] += g.flagged[0]
+		flagged[1] += g.flagged[1]
 		growths = append(growths, g.growths...)
 		for _, c := range g.contexts {
 			jl.contexts[c.rank] = c.levels
@@ -152,7 +163,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 			jl.growthEnd[e.rank] = e.endNs
 		}
 	}
-	return points, growths
+	return points, growths, flagged
 }
 
 // read reads the ledger of ranks at their newest sample (deviceWide and
@@ -161,6 +172,7 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 // in g.
 func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide []int64, newest [][2]int64, results []attribution.Result, padding int64, jobID string, worldSize int64) {
 	g.points, g.growths, g.contexts, g.growthEnds = g.points[:0], g.growths[:0], g.contexts[:0], g.growthEnds[:0]
+	g.flagged = ledgerFlagCounts{}
 	l := ledger.New(&ledger.Input{Ranks: ranks, Results: results, PaddingNs: padding})
 	for ri := range ranks {
 		rank := ranks[ri].Rank
@@ -170,11 +182,18 @@ func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide [
 			g.growth.Add(&g.row)
 		}
 		last := &g.row
-		unexplained := last.UnexplainedBytes
+		unexplained, hidden := last.UnexplainedBytes, last.HiddenBytes
 		if nw := newest[ri]; nw[0] == last.TimestampNs {
 			// The buffers read a negative hidden gap as 0: the parts add up
 			// to the sample's own hidden memory, as the CLI's rows do.
 			unexplained += nw[1] - last.HiddenBytes
+			hidden = nw[1]
+		}
+		if last.NCCLSource == ledger.SourceAccounting && last.NCCLBytes > hidden {
+			g.flagged[0]++
+		}
+		if hidden < 0 {
+			g.flagged[1]++
 		}
 		g.points = append(g.points, output.LedgerPoint{JobID: jobID, Rank: rank, TimestampNs: last.TimestampNs,
 			NCCL: last.NCCLBytes, Context: last.ContextBytes, Unexplained: unexplained})

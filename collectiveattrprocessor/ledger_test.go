@@ -9,9 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/ledger"
 )
 
@@ -206,6 +212,79 @@ func TestLedgerGaugesExactOnNegativeHidden(t *testing.T) {
 	c.flushEmitter(ctx)
 	got := ledgerParts(msink.AllMetrics())
 	assert.Equal(t, map[string]int64{"0/nccl": 0, "0/context": gib, "0/unexplained": -gib - 64*mib}, got)
+	require.NoError(t, mp.Shutdown(ctx))
+	require.NoError(t, lp.Shutdown(ctx))
+}
+
+// TestLedgerFlagsUnusualSamples: a round's ledger points are counted by
+// what was unusual about their sample: NCCL's accounting above the
+// sample's hidden memory, and negative hidden memory (both on a rank
+// whose newest sample reads below its reservation while NCCL reports
+// memory); a plain rank is not counted.
+func TestLedgerFlagsUnusualSamples(t *testing.T) {
+	const s = int64(time.Second)
+	t0 := int64(1_800_000_000) * s
+	series := func(newestHidden int64) evidence.RankData {
+		var rd evidence.RankData
+		for ts := t0; ts < t0+10*s; ts += s / 10 {
+			rd.Samples.TimesNs = append(rd.Samples.TimesNs, ts)
+			rd.Samples.GapBytes = append(rd.Samples.GapBytes, gib)
+			rd.Samples.TotalBytes = append(rd.Samples.TotalBytes, 80*gib)
+		}
+		rd.NewestHiddenNs, rd.NewestHiddenBytes = t0+10*s-s/10, newestHidden
+		return rd
+	}
+	plain := series(gib)
+	plain.Rank = 0
+	above := series(256 * mib) // a late device-used read: hidden fell under NCCL's 512 MiB
+	above.Rank = 1
+	negative := series(-64 * mib)
+	negative.Rank = 2
+	for _, rd := range []*evidence.RankData{&plain, &above, &negative} {
+		rd.Accounting = []evidence.AccountingSeries{{CommID: "c", TimesNs: []int64{t0, t0 + 5*s}, Bytes: []int64{512 * mib, 512 * mib}}}
+	}
+	in := &evidence.Input{ExpectedWorldSize: 3, TraceStartNs: t0, Ranks: []evidence.RankData{plain, above, negative}}
+	points, _, flagged := newLedgers().evaluate("job", in, nil, 0, nil, 2)
+	require.Len(t, points, 3)
+	assert.Equal(t, ledgerFlagCounts{2, 1}, flagged, "accounting above hidden on ranks 1 and 2, negative hidden on rank 2")
+	for _, p := range points {
+		assert.Equal(t, []int64{gib, 256 * mib, -64 * mib}[p.Rank], p.NCCL+p.Context+p.Unexplained, "rank %d: the parts add up to the sample's hidden memory", p.Rank)
+	}
+}
+
+// TestLedgerFlaggedPointsAreCounted: a rank whose newest sample reads
+// below its reservation is counted in
+// processor_collectiveattr_ledger_points_flagged{flag="negative_hidden"}.
+func TestLedgerFlaggedPointsAreCounted(t *testing.T) {
+	const s = int64(time.Second)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	clk := &manualClock{t: time.Unix(1_800_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = ModeEvidence
+	require.NoError(t, cfg.Validate())
+	f := newFactory(clk.clock())
+	ctx := context.Background()
+	set := metadatatest.NewSettings(tel)
+	mp, err := f.processorFactory().CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
+	require.NoError(t, err)
+	lp, err := f.processorFactory().CreateLogs(ctx, set, cfg, new(consumertest.LogsSink))
+	require.NoError(t, err)
+	require.NoError(t, mp.Start(ctx, nil))
+	require.NoError(t, lp.Start(ctx, nil))
+	c := f.cores[cfg]
+
+	t0 := clk.now().UnixNano() - 10*s
+	var lines []string
+	for ts := t0; ts < t0+10*s; ts += s / 10 {
+		lines = append(lines, stormlogLine("neg", 0, 2, ts, "sample", gib), stormlogLine("neg", 1, 2, ts, "sample", gib))
+	}
+	lines = append(lines, stormlogLine("neg", 0, 2, t0+10*s, "sample", -64*mib))
+	require.NoError(t, lp.ConsumeLogs(ctx, stormlogLogs(lines)))
+	require.NoError(t, c.evaluate(ctx, false))
+	metadatatest.AssertEqualProcessorCollectiveattrLedgerPointsFlagged(t, tel, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("flag", "negative_hidden"))},
+	}, metricdatatest.IgnoreTimestamp())
 	require.NoError(t, mp.Shutdown(ctx))
 	require.NoError(t, lp.Shutdown(ctx))
 }

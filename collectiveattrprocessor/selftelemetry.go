@@ -65,6 +65,7 @@ type selfTelemetry struct {
 	evicted        [store.NumBounds]metric.AddOption
 	emitted        map[string]metric.AddOption
 	emitFailures   [numSignals][numEmitFailures]metric.AddOption
+	ledgerFlags    [len(ledgerFlagCounts{})]metric.AddOption
 	jobs, ranks    atomic.Int64
 	eventsBuffered atomic.Int64
 	// phaseSpansWaiting is the sum of the ranks' phaseWaiting after each
@@ -87,6 +88,9 @@ func newSelfTelemetry(tb *metadata.TelemetryBuilder) (*selfTelemetry, error) {
 	}
 	for b := range store.NumBounds {
 		t.evicted[b] = metric.WithAttributeSet(attribute.NewSet(attribute.String("bound", b.String())))
+	}
+	for i, f := range []metadata.AttributeLedgerFlag{metadata.AttributeLedgerFlagAccountingAboveHidden, metadata.AttributeLedgerFlagNegativeHidden} {
+		t.ledgerFlags[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("flag", f.String())))
 	}
 	for _, c := range emittedClassifications() {
 		t.emitted[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("classification", c)))
@@ -158,6 +162,15 @@ func (t *selfTelemetry) addEvicted(ctx context.Context, evicted [store.NumBounds
 	for i, n := range evicted {
 		if n > 0 {
 			t.tb.ProcessorCollectiveattrEventsEvicted.Add(ctx, n, t.evicted[i])
+		}
+	}
+}
+
+// addLedgerFlags counts a round's ledger points whose sample was unusual.
+func (t *selfTelemetry) addLedgerFlags(ctx context.Context, flagged ledgerFlagCounts) {
+	for i, n := range flagged {
+		if n > 0 {
+			t.tb.ProcessorCollectiveattrLedgerPointsFlagged.Add(ctx, n, t.ledgerFlags[i])
 		}
 	}
 }

@@ -209,6 +209,32 @@ var MapAttributeInspectorOutcome = map[string]AttributeInspectorOutcome{
 	"nan_bandwidth": AttributeInspectorOutcomeNanBandwidth,
 }
 
+// AttributeLedgerFlag specifies the value ledger_flag attribute.
+type AttributeLedgerFlag int
+
+const (
+	_ AttributeLedgerFlag = iota
+	AttributeLedgerFlagAccountingAboveHidden
+	AttributeLedgerFlagNegativeHidden
+)
+
+// String returns the string representation of the AttributeLedgerFlag.
+func (av AttributeLedgerFlag) String() string {
+	switch av {
+	case AttributeLedgerFlagAccountingAboveHidden:
+		return "accounting_above_hidden"
+	case AttributeLedgerFlagNegativeHidden:
+		return "negative_hidden"
+	}
+	return ""
+}
+
+// MapAttributeLedgerFlag is a helper map of string to AttributeLedgerFlag attribute value.
+var MapAttributeLedgerFlag = map[string]AttributeLedgerFlag{
+	"accounting_above_hidden": AttributeLedgerFlagAccountingAboveHidden,
+	"negative_hidden":         AttributeLedgerFlagNegativeHidden,
+}
+
 // AttributeReason specifies the value reason attribute.
 type AttributeReason int
 

@@ -42,6 +42,7 @@ type TelemetryBuilder struct {
 	ProcessorCollectiveattrItemsSkipped           metric.Int64Counter
 	ProcessorCollectiveattrJobsLimit              metric.Int64Gauge
 	ProcessorCollectiveattrJobsTracked            metric.Int64ObservableGauge
+	ProcessorCollectiveattrLedgerPointsFlagged    metric.Int64Counter
 	ProcessorCollectiveattrPhaseSpansWaiting      metric.Int64ObservableGauge
 	ProcessorCollectiveattrRanksPerJobLimit       metric.Int64Gauge
 	ProcessorCollectiveattrRanksTracked           metric.Int64ObservableGauge
@@ -248,6 +249,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_collectiveattr_jobs_tracked",
 		metric.WithDescription("Number of jobs currently tracked. [Alpha]"),
 		metric.WithUnit("{job}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorCollectiveattrLedgerPointsFlagged, err = builder.meter.Int64Counter(
+		"otelcol_processor_collectiveattr_ledger_points_flagged",
+		metric.WithDescription("Number of gpu.memory.hidden.usage reports (one per rank and evaluation) whose sample was unusual, by flag; the three parts still add up to the sample's hidden memory. [Alpha]"),
+		metric.WithUnit("{report}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorCollectiveattrPhaseSpansWaiting, err = builder.meter.Int64ObservableGauge(

@@ -234,6 +234,22 @@ func AssertEqualProcessorCollectiveattrJobsTracked(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorCollectiveattrLedgerPointsFlagged(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_collectiveattr_ledger_points_flagged",
+		Description: "Number of gpu.memory.hidden.usage reports (one per rank and evaluation) whose sample was unusual, by flag; the three parts still add up to the sample's hidden memory. [Alpha]",
+		Unit:        "{report}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_collectiveattr_ledger_points_flagged")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_collectiveattr_phase_spans_waiting",

@@ -51,6 +51,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorCollectiveattrItemsConverted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrItemsSkipped.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrJobsLimit.Record(context.Background(), 1)
+	tb.ProcessorCollectiveattrLedgerPointsFlagged.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrRanksPerJobLimit.Record(context.Background(), 1)
 	tb.ProcessorCollectiveattrResultsEmitted.Add(context.Background(), 1)
 	tb.ProcessorCollectiveattrStorageFaults.Add(context.Background(), 1)
@@ -96,6 +97,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrJobsTracked(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorCollectiveattrLedgerPointsFlagged(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorCollectiveattrPhaseSpansWaiting(t, testTel,
