@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/phase"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 // Scoring weights and penalties (§2.3 S8).
@@ -19,40 +18,6 @@ const (
 	singleRankPenal  = 0.15
 	noTotalPenalty   = 0.05
 )
-
-// Attribute runs the reference's attribute_collective_memory (R2) over one
-// run's events with a resolved configuration; resolver may be nil (no phase
-// attribution). Results are sorted by (rank, interval_start_ns), one per
-// merged interval; nil when nothing is attributed.
-//
-// As in the reference, all events are one run: ranks are pooled across jobs
-// and sessions (callers partition first). Markers come from the events as
-// given (R1 behaviour: no capability strings are inferred into metadata). A
-// spike is resolved to a phase only when its sample has a session id, so v2
-// samples never get one. Events and cfg are taken as valid: events built
-// in Go with negative times, or a padding below 0 in an unvalidated cfg,
-// can make an interval end negative, which IntervalEndNs cannot hold.
-func Attribute(events []telemetry.Event, cfg Config, resolver PhaseResolver) []Result {
-	if len(events) == 0 {
-		return nil
-	}
-	return AttributeInput(BuildInput(events), cfg, resolver)
-}
-
-// AttributeWithPreset is the reference's attribute_collective_memory called
-// with preset and overrides: an empty run returns no results before the
-// configuration is looked at (so a bad preset is only an error when there are
-// events), otherwise the configuration is resolved and validated first.
-func AttributeWithPreset(events []telemetry.Event, preset string, overrides map[string]any, resolver PhaseResolver) ([]Result, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
-	cfg, err := ResolveConfig(preset, overrides)
-	if err != nil {
-		return nil, err
-	}
-	return Attribute(events, cfg, resolver), nil
-}
 
 // spike is a candidate sample (the reference's _RankSpike).
 type spike struct {
@@ -68,9 +33,15 @@ type spike struct {
 	syncCount int64
 }
 
-// AttributeInput is Attribute on grouped input (steps S4–S12). Each series'
-// Samples must be in time order and its Markers ascending (as BuildInput
-// produces); the order of the series does not matter, and one rank should
+// AttributeInput runs the reference's attribute_collective_memory (R2) on
+// a run's grouped input (steps S4–S12; the grouping, S1–S3 and S6, is the
+// window's); resolver may be nil (no phase attribution). Results are
+// sorted by (rank, interval_start_ns), one per merged interval; nil when
+// nothing is attributed. As in the reference, the input is one run (ranks
+// pooled across jobs and sessions: callers partition first), and a spike
+// is resolved to a phase only when its sample has a session id, so v2
+// samples never get one. Each series' Samples must be in time order and
+// its Markers ascending; the order of the series does not matter, and one rank should
 // have one series. It neither retains nor modifies in's slices; results own
 // their memory except ReasonCodes, which share read-only backing arrays.
 // MarkerTimesNs lists the contributing markers; a merged result carries the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/internal/eventgen"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // processCPU is the CPU time used by this process (all threads, GC included).
@@ -38,9 +39,9 @@ func loop(b *testing.B, events int, f func()) {
 	}
 }
 
-// BenchmarkAttribute measures the whole engine (grouping + attribution) on
-// in-memory events: 3 000 samples per rank, 2 % synchronized spikes with
-// markers. Per-event cost should stay flat from 16 to 1 024 ranks; at 1 024
+// BenchmarkAttribute measures the whole way (records streamed into a window,
+// its snapshot attributed) on in-memory events: 3 000 samples per rank,
+// 2 % synchronized spikes with markers. Per-event cost should stay flat from 16 to 1 024 ranks; at 1 024
 // ranks the caller's 1 GB of pointer-holding Events makes each GC cycle
 // costly, which shows up here (the processor keeps compact buffers instead).
 func BenchmarkAttribute(b *testing.B) {
@@ -52,7 +53,7 @@ func BenchmarkAttribute(b *testing.B) {
 		b.Run(fmt.Sprintf("ranks=%d", ranks), func(b *testing.B) {
 			events := eventgen.Events(eventgen.Default(ranks))
 			var n int
-			loop(b, len(events), func() { n = len(attribution.Attribute(events, cfg, nil)) })
+			loop(b, len(events), func() { n = len(window.AttributeReference(events, cfg, nil)) })
 			if n == 0 || n%ranks != 0 {
 				b.Fatalf("%d results, want one per rank and spike step", n)
 			}
@@ -60,14 +61,9 @@ func BenchmarkAttribute(b *testing.B) {
 	}
 }
 
-// BenchmarkBuildInput isolates steps S1–S3/S6 (one pass over the events).
-func BenchmarkBuildInput(b *testing.B) {
-	events := eventgen.Events(eventgen.Default(64))
-	loop(b, len(events), func() { attribution.BuildInput(events) })
-}
-
-// BenchmarkAttributeInput isolates steps S4–S12 on pre-grouped input, the
-// form the streaming processor re-evaluates every few seconds. Without the
+// BenchmarkAttributeInput isolates steps S4–S12 on the columns a window's
+// snapshot hands over, the form the streaming processor re-evaluates every
+// few seconds. Without the
 // caller's []Event on the heap it also shows the engine's own scaling.
 func BenchmarkAttributeInput(b *testing.B) {
 	cfg, _ := attribution.ResolveConfig("medium", nil)
@@ -75,9 +71,12 @@ func BenchmarkAttributeInput(b *testing.B) {
 		b.Run(fmt.Sprintf("ranks=%d", ranks), func(b *testing.B) {
 			events := eventgen.Events(eventgen.Default(ranks))
 			n := len(events)
-			in := attribution.BuildInput(events)
-			events = nil
-			loop(b, n, func() { attribution.AttributeInput(in, cfg, nil) })
+			s := window.NewStream(window.ReferenceMode, false)
+			s.AddEvents(events)
+			var sc window.Scratch
+			in := s.Job().Snapshot(&sc).Input
+			events, s = nil, nil
+			loop(b, n, func() { attribution.AttributeColumns(in, cfg, nil) })
 		})
 	}
 }

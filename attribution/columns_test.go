@@ -51,7 +51,7 @@ func FuzzAttributeColumns(f *testing.F) {
 	f.Add([]byte{0, 10, 5, 1, 1, 3, 1, 10, 5, 1, 1, 3, 0, 20, 5, 2, 1, 3, 0, 20, 0, 0, 1, 3}, uint8(4))
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		events := fuzzEvents(data)
-		checkColumnsMatch(t, BuildInput(events), fuzzConfig(sel), phase.NewIndex(events, nil))
+		checkColumnsMatch(t, oldBuildInput(events), fuzzConfig(sel), phase.NewIndex(events, nil))
 	})
 }
 

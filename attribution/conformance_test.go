@@ -12,6 +12,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/internal/conformance"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // loadCases loads one golden set (testdata/conformance); missing data fails.
@@ -58,7 +59,7 @@ func runConformance(t *testing.T, set string, withPhases bool) {
 			if withPhases {
 				resolver = phase.NewIndex(events, nil)
 			}
-			results, err := attribution.AttributeWithPreset(events, preset, c.Overrides, resolver)
+			results, err := attributeWithPreset(events, preset, c.Overrides, resolver)
 			if c.ExpectedError != nil {
 				if err == nil {
 					t.Fatalf("want error %q, got none", *c.ExpectedError)
@@ -85,4 +86,20 @@ func compact(raw []byte) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// attributeWithPreset is the reference's attribute_collective_memory called
+// with preset and overrides, as the CLI runs it: an empty run has no
+// results before the configuration is looked at (so a bad preset is only
+// an error when there are events); otherwise the configuration is resolved
+// and validated, and the events are attributed through one window.
+func attributeWithPreset(events []telemetry.Event, preset string, overrides map[string]any, resolver attribution.PhaseResolver) ([]attribution.Result, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	cfg, err := attribution.ResolveConfig(preset, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return window.AttributeReference(events, cfg, resolver), nil
 }

@@ -196,7 +196,7 @@ func FuzzAttribute(f *testing.F) {
 		events := fuzzEvents(data)
 		cfg := fuzzConfig(sel)
 
-		in := BuildInput(events)
+		in := oldBuildInput(events)
 		fast := detectSpikes(in, cfg)
 		if len(fast) > 0 {
 			markSynchrony(fast, cfg.SynchronyWindowNs, len(in.Ranks))
@@ -212,7 +212,7 @@ func FuzzAttribute(f *testing.F) {
 			}
 		}
 
-		results := Attribute(events, cfg, nil)
+		results := AttributeColumns(columnsOf(in), cfg, nil)
 		for i, r := range results {
 			if i > 0 {
 				p := results[i-1]

@@ -1,5 +1,7 @@
-// BuildInput as of commit 8c9c5f4, before InputBuilder: the oracle of the
-// differential tests.
+// The reference's grouping of a run's records into the engine's row input,
+// kept beside the engine's tests only: the engine reads records through the
+// window (package window), and these tests feed the engine row input of
+// fuzzed and generated runs without it.
 
 package attribution
 
@@ -75,7 +77,7 @@ func oldBuildInput(events []telemetry.Event) Input {
 		sample, marker := IsSample(e), markers.oldIsMarker(e)
 		g := lookup(e.Rank)
 		if sample {
-			series[g].Samples = append(series[g].Samples, SampleOf(e))
+			series[g].Samples = append(series[g].Samples, sampleOf(e))
 		}
 		if marker {
 			series[g].Markers = append(series[g].Markers, e.TimestampNs)
@@ -176,4 +178,22 @@ func anyStringMatches(v any) bool {
 		}
 	}
 	return false
+}
+
+// denseRanks is the size of the direct rank→series table; other ranks use a
+// map. Real jobs have ranks 0..world_size-1.
+const denseRanks = 1 << 16
+
+// sampleOf reduces a sample event to what the algorithm reads. Call it only
+// for events where IsSample holds.
+func sampleOf(e *telemetry.Event) Sample {
+	s := Sample{
+		TimestampNs: e.TimestampNs,
+		GapBytes:    HiddenGap(e.DeviceUsedBytes.Value, e.AllocatorReservedBytes.Value),
+		SessionID:   e.SessionID,
+	}
+	if e.DeviceTotalBytes.Valid && e.DeviceTotalBytes.Value > 0 {
+		s.TotalBytes = e.DeviceTotalBytes.Value
+	}
+	return s
 }

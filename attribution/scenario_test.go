@@ -9,6 +9,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // The reference test fixtures (§5.1).
@@ -175,11 +176,11 @@ func TestReferenceScenarios(t *testing.T) {
 				reasons: allFive, hits: 1, synced: 4, expected: 4, syncRatio: 1.0, ratio: ratio, z: 3.1754,
 				checkEvidence: true, checkIntervals: true})
 		}
-		check(t, attribution.Attribute(run{worldSize: 4, markers: true, total: sixteen}.events(), medium, nil), w)
+		check(t, window.AttributeReference(run{worldSize: 4, markers: true, total: sixteen}.events(), medium, nil), w)
 	})
 	t.Run("4 negative only rank 0 spikes", func(t *testing.T) {
 		evs := run{worldSize: 2, total: sixteen, skipSpike: func(r int64) bool { return r == 1 }}.events()
-		check(t, attribution.Attribute(evs, medium, nil), nil)
+		check(t, window.AttributeReference(evs, medium, nil), nil)
 	})
 	t.Run("5 timing only", func(t *testing.T) {
 		var w []want
@@ -188,10 +189,10 @@ func TestReferenceScenarios(t *testing.T) {
 				reasons: timingRC, synced: 4, expected: 4, syncRatio: 1.0, ratio: ratio, z: 3.1754,
 				checkEvidence: true, checkIntervals: true})
 		}
-		check(t, attribution.Attribute(run{worldSize: 4, total: sixteen}.events(), medium, nil), w)
+		check(t, window.AttributeReference(run{worldSize: 4, total: sixteen}.events(), medium, nil), w)
 	})
 	t.Run("6 single rank", func(t *testing.T) {
-		check(t, attribution.Attribute(run{worldSize: 1, markers: true, total: sixteen}.events(), medium, nil), []want{{
+		check(t, window.AttributeReference(run{worldSize: 1, markers: true, total: sixteen}.events(), medium, nil), []want{{
 			rank: 0, start: 480 * ms, end: 730 * ms, class: "collective_suspect", conf: 0.51,
 			reasons: []string{"allocator_device_divergence", "gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap", "single_rank_only"},
 			hits:    1, synced: 1, expected: 1, syncRatio: 0.0, ratio: ratio, z: 3.1754, checkEvidence: true, checkIntervals: true,
@@ -203,7 +204,7 @@ func TestReferenceScenarios(t *testing.T) {
 			w = append(w, want{rank: r, class: "collective_confident", conf: 0.95, reasons: allFive,
 				hits: 1, synced: 3, expected: 3, syncRatio: 1.0, ratio: nil, z: 3.1754, checkEvidence: true})
 		}
-		check(t, attribution.Attribute(run{worldSize: 3, markers: true}.events(), medium, nil), w)
+		check(t, window.AttributeReference(run{worldSize: 3, markers: true}.events(), medium, nil), w)
 	})
 	t.Run("8 no significant gap", func(t *testing.T) {
 		var evs []telemetry.Event
@@ -213,19 +214,19 @@ func TestReferenceScenarios(t *testing.T) {
 				evs = append(evs, ev(baseNs+i*stepNs+r*ms, r, 2, reserved, reserved+5_000_000, sixteen, "sample"))
 			}
 		}
-		check(t, attribution.Attribute(evs, medium, nil), nil)
+		check(t, window.AttributeReference(evs, medium, nil), nil)
 	})
 	t.Run("9 markers are rank-local", func(t *testing.T) {
 		evs := run{worldSize: 2, total: sixteen}.events()
 		evs = append(evs, marker(baseNs+610*ms, 0, 2, 2_000_000_000, sixteen))
-		check(t, attribution.Attribute(evs, medium, nil), []want{
+		check(t, window.AttributeReference(evs, medium, nil), []want{
 			{rank: 0, start: 480 * ms, end: 730 * ms, class: "collective_confident", conf: 1.0, reasons: allFive, checkIntervals: true},
 			{rank: 1, start: 482 * ms, end: 722 * ms, class: "collective_suspect", conf: 0.51, reasons: timingRC, checkIntervals: true},
 		})
 	})
 	t.Run("10 upper-case SAMPLE", func(t *testing.T) {
 		evs := run{worldSize: 2, markers: true, total: sixteen, eventType: " SAMPLE "}.events()
-		check(t, attribution.Attribute(evs, medium, nil), []want{
+		check(t, window.AttributeReference(evs, medium, nil), []want{
 			{rank: 0, class: "collective_confident", conf: 1.0}, {rank: 1, class: "collective_confident", conf: 1.0},
 		})
 	})
@@ -245,7 +246,7 @@ func TestReferenceScenarios(t *testing.T) {
 				}
 			}
 		}
-		got := attribution.Attribute(evs, medium, nil)
+		got := window.AttributeReference(evs, medium, nil)
 		if len(got) != 2 {
 			t.Fatalf("%d results", len(got))
 		}
@@ -259,7 +260,7 @@ func TestReferenceScenarios(t *testing.T) {
 	})
 	t.Run("12 metadata keys ignored", func(t *testing.T) {
 		evs := run{worldSize: 2, total: sixteen, metadata: map[string]any{"communication_stats": 0}}.events()
-		check(t, attribution.Attribute(evs, medium, nil), []want{
+		check(t, window.AttributeReference(evs, medium, nil), []want{
 			{rank: 0, class: "collective_suspect", conf: 0.51, reasons: timingRC},
 			{rank: 1, class: "collective_suspect", conf: 0.51, reasons: timingRC},
 		})
@@ -271,7 +272,7 @@ func TestExtraVectors(t *testing.T) {
 	medium, high, low := cfg(t, "medium"), cfg(t, "high"), cfg(t, "low")
 	for _, n := range []int{6, 8} {
 		evs := run{worldSize: 2, samples: n, spikes: []int{n / 2}, markers: true, total: sixteen}.events()
-		check(t, attribution.Attribute(evs, medium, nil), nil) // z 2.0412 / 2.4749 < 2.5
+		check(t, window.AttributeReference(evs, medium, nil), nil) // z 2.0412 / 2.4749 < 2.5
 	}
 	t.Run("n=9 and n=10", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -285,13 +286,13 @@ func TestExtraVectors(t *testing.T) {
 				w = append(w, want{rank: r, start: tc.start + 2*r*ms, end: tc.end + 2*r*ms, class: "collective_confident", conf: 1.0,
 					hits: 1, synced: 2, expected: 2, syncRatio: 1.0, ratio: ptr(0.093132), z: tc.z, checkEvidence: true, checkIntervals: true})
 			}
-			check(t, attribution.Attribute(evs, medium, nil), w)
+			check(t, window.AttributeReference(evs, medium, nil), w)
 		}
 	})
 	t.Run("two spikes merge under high", func(t *testing.T) {
 		evs := run{worldSize: 2, spikes: []int{5, 6}, markers: true, total: sixteen}.events()
-		check(t, attribution.Attribute(evs, medium, nil), nil) // z 2.1409
-		got := attribution.Attribute(evs, high, nil)
+		check(t, window.AttributeReference(evs, medium, nil), nil) // z 2.1409
+		got := window.AttributeReference(evs, high, nil)
 		var w []want
 		for r := range int64(2) {
 			w = append(w, want{rank: r, start: 340*ms + 2*r*ms, end: 770*ms + 2*r*ms, class: "collective_confident", conf: 1.0,
@@ -308,7 +309,7 @@ func TestExtraVectors(t *testing.T) {
 	t.Run("MAD path", func(t *testing.T) {
 		gaps := []int64{10e6, 20e6, 30e6, 40e6, 50e6, 60e6, 70e6, 80e6, 90e6, 100e6, 110e6, 1000e6}
 		evs := run{worldSize: 2, spikes: []int{11}, gaps: gaps, markers: true, total: sixteen}.events()
-		got := attribution.Attribute(evs, medium, nil)
+		got := window.AttributeReference(evs, medium, nil)
 		check(t, got, []want{
 			{rank: 0, start: 980 * ms, end: 1230 * ms, class: "collective_confident", conf: 1.0, checkIntervals: true,
 				hits: 1, synced: 2, expected: 2, syncRatio: 1.0, ratio: ptr(0.058208), z: 21.0219, checkEvidence: true},
@@ -316,7 +317,7 @@ func TestExtraVectors(t *testing.T) {
 		})
 	})
 	t.Run("declared world 4, one rank", func(t *testing.T) {
-		got := attribution.Attribute(run{worldSize: 4, ranks: 1, markers: true, total: sixteen}.events(), medium, nil)
+		got := window.AttributeReference(run{worldSize: 4, ranks: 1, markers: true, total: sixteen}.events(), medium, nil)
 		check(t, got, []want{{rank: 0, class: "collective_suspect", conf: 0.51, hits: 1, synced: 1, expected: 4,
 			syncRatio: 0.0, ratio: ptr(0.093132), z: 3.1754, checkEvidence: true}})
 		if !slices.Contains(got[0].ReasonCodes, "single_rank_only") {
@@ -325,7 +326,7 @@ func TestExtraVectors(t *testing.T) {
 	})
 	t.Run("rank offset 130 ms is outside the window", func(t *testing.T) {
 		off := func(r int64) int64 { return r * 130 * ms }
-		got := attribution.Attribute(run{worldSize: 2, markers: true, total: sixteen, rankOffset: off}.events(), medium, nil)
+		got := window.AttributeReference(run{worldSize: 2, markers: true, total: sixteen, rankOffset: off}.events(), medium, nil)
 		check(t, got, []want{
 			{rank: 0, class: "collective_suspect", conf: 0.51},
 			{rank: 1, start: 610 * ms, end: 860 * ms, class: "collective_suspect", conf: 0.51, checkIntervals: true},
@@ -333,24 +334,24 @@ func TestExtraVectors(t *testing.T) {
 	})
 	t.Run("rank offset exactly 120 ms is inside", func(t *testing.T) {
 		off := func(r int64) int64 { return r * 120 * ms }
-		check(t, attribution.Attribute(run{worldSize: 2, markers: true, total: sixteen, rankOffset: off}.events(), medium, nil), []want{
+		check(t, window.AttributeReference(run{worldSize: 2, markers: true, total: sixteen, rankOffset: off}.events(), medium, nil), []want{
 			{rank: 0, class: "collective_confident", conf: 1.0}, {rank: 1, class: "collective_confident", conf: 1.0},
 		})
 	})
 	t.Run("low and high paddings", func(t *testing.T) {
-		got := attribution.Attribute(run{worldSize: 4, markers: true, total: sixteen}.events(), low, nil)
+		got := window.AttributeReference(run{worldSize: 4, markers: true, total: sixteen}.events(), low, nil)
 		check(t, got[:1], []want{{rank: 0, start: 500 * ms, end: 710 * ms, class: "collective_confident", conf: 1.0, checkIntervals: true}})
-		got = attribution.Attribute(run{worldSize: 4, total: sixteen}.events(), high, nil)
+		got = window.AttributeReference(run{worldSize: 4, total: sixteen}.events(), high, nil)
 		check(t, got[:1], []want{{rank: 0, start: 440 * ms, end: 760 * ms, class: "collective_suspect", conf: 0.51, checkIntervals: true}})
 	})
 	t.Run("constant gap", func(t *testing.T) {
 		gaps := slices.Repeat([]int64{500_000_000}, 12)
-		check(t, attribution.Attribute(run{worldSize: 2, gaps: gaps, total: sixteen}.events(), medium, nil), nil)
+		check(t, window.AttributeReference(run{worldSize: 2, gaps: gaps, total: sixteen}.events(), medium, nil), nil)
 	})
 	t.Run("empty and sample-free input", func(t *testing.T) {
-		check(t, attribution.Attribute(nil, medium, nil), nil)
+		check(t, window.AttributeReference(nil, medium, nil), nil)
 		only := []telemetry.Event{marker(baseNs, 0, 1, 1, sixteen)}
-		check(t, attribution.Attribute(only, medium, nil), nil)
+		check(t, window.AttributeReference(only, medium, nil), nil)
 	})
 	t.Run("null counters skip a sample (R2)", func(t *testing.T) {
 		evs := run{worldSize: 2, markers: true, total: sixteen, samples: 10, spikes: []int{5}}.events()
@@ -360,7 +361,7 @@ func TestExtraVectors(t *testing.T) {
 				break // rank 0 loses one baseline sample: 9 samples, z (8/3) still passes
 			}
 		}
-		got := attribution.Attribute(evs, medium, nil)
+		got := window.AttributeReference(evs, medium, nil)
 		if len(got) != 2 || got[0].Evidence.RobustZscore != 2.6667 {
 			t.Fatalf("%+v", got)
 		}
@@ -376,7 +377,7 @@ func TestFractionalOverrides(t *testing.T) {
 	events := run{worldSize: 2, samples: 9, markers: true, total: sixteen}.events()
 	attribute := func(overrides map[string]any) []attribution.Result {
 		t.Helper()
-		got, err := attribution.AttributeWithPreset(events, "medium", overrides, nil)
+		got, err := attributeWithPreset(events, "medium", overrides, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -415,7 +416,7 @@ func TestIntervalEndPastInt64(t *testing.T) {
 		ev(maxNs, 0, 1, 2_000_000_000, 3_600_000_000, sixteen, "sample"),
 	}
 	overrides := map[string]any{"min_samples_per_rank": 3, "robust_zscore_threshold": 1, "min_confidence": 0}
-	got, err := attribution.AttributeWithPreset(events, "medium", overrides, nil)
+	got, err := attributeWithPreset(events, "medium", overrides, nil)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("%d results, err %v", len(got), err)
 	}
@@ -431,7 +432,7 @@ func TestIntervalEndPastInt64(t *testing.T) {
 	// the two spikes of a rank, 300 ms apart, merge as they do in Python.
 	ordinary := run{worldSize: 2, samples: 12, spikes: []int{5, 8}, markers: true, total: sixteen}.events()
 	overrides = map[string]any{"interval_padding_ns": maxNs, "robust_zscore_threshold": 1, "min_confidence": 0}
-	got, err = attribution.AttributeWithPreset(ordinary, "medium", overrides, nil)
+	got, err = attributeWithPreset(ordinary, "medium", overrides, nil)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("%d results, err %v", len(got), err)
 	}

@@ -10,7 +10,7 @@ import (
 // BenchmarkRankStats measures the per-rank median/MAD on one generated rank
 // (3 000 samples).
 func BenchmarkRankStats(b *testing.B) {
-	in := BuildInput(eventgen.Events(eventgen.Default(4)))
+	in := oldBuildInput(eventgen.Events(eventgen.Default(4)))
 	rs := in.Ranks[0]
 	g := make([]float64, len(rs.Samples))
 	for i, s := range rs.Samples {

@@ -41,12 +41,20 @@ func evaluationJob(b testing.TB, mode AttributionMode, ranks, samples int64) *co
 	c := p.core
 	step := int64(time.Second) / benchHz
 	start := (time.Now().UnixNano() - samples*step) / step * step
+	addEvaluationSamples(c, ranks, start, 0, samples)
+	return c
+}
+
+// addEvaluationSamples buffers samples from to to (numbered from start at
+// 10 Hz) of evaluationJob's job, with its markers and spikes.
+func addEvaluationSamples(c *core, ranks, start, from, to int64) {
+	step := int64(time.Second) / benchHz
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
 	for r := range ranks {
 		run := ingest.SampleRun{JobID: "big", Rank: r, WorldSize: ranks, LocalRank: r, DeviceID: -1}
-		for i := range samples {
+		for i := from; i < to; i++ {
 			ts := start + i*step
 			gap := baselineGap(i)
 			if i%100 == 50 {
@@ -69,5 +77,4 @@ func evaluationJob(b testing.TB, mode AttributionMode, ranks, samples int64) *co
 		c.store.AddSampleRun(&run, now)
 	}
 	c.publishSizes()
-	return c
 }

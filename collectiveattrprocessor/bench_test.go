@@ -129,6 +129,9 @@ func jobMetrics(startNs, ranks int64) (pmetric.Metrics, int) {
 		ra.PutInt("training.world_size", ranks)
 		ra.PutStr("host.name", fmt.Sprintf("node-%d", r/benchGPUsPerHost))
 		ra.PutInt("gpu.index", r%benchGPUsPerHost)
+		// The process, as the PyTorch instrumentation names it.
+		ra.PutInt("process.pid", 4000+r)
+		ra.PutStr("process.creation.time", "2026-01-01T00:00:00.000Z")
 		ms := rm.ScopeMetrics().AppendEmpty().Metrics()
 		names := []string{"gpu.memory.device.used", "gpu.memory.device.free", "gpu.memory.device.total", "gpu.memory.allocator.reserved", "gpu.memory.allocator.allocated"}
 		for _, name := range names {

@@ -127,9 +127,13 @@ type IdentityConfig struct {
 	// UUID names (docs/gpu-metrics-join.md).
 	MIGInstance []string `mapstructure:"mig_instance"`
 	// ProcessHost and PID are the keys of the (host, pid) an NCCL
-	// Inspector record is joined by (inspectorconfig.go).
-	ProcessHost []string `mapstructure:"process_host"`
-	PID         []string `mapstructure:"pid"`
+	// Inspector record is joined by (inspectorconfig.go). PID, with
+	// ProcessStart (the process's start time), also names the process of
+	// a ranked item: the session of its samples and phase spans, so that a
+	// restarted process is a new session (docs/evidence-mode.md §7.1).
+	ProcessHost  []string `mapstructure:"process_host"`
+	PID          []string `mapstructure:"pid"`
+	ProcessStart []string `mapstructure:"process_start"`
 }
 
 // MetricsConfig lists, per TelemetryEvent field, the metric names that carry
@@ -193,6 +197,8 @@ func createDefaultConfig() component.Config {
 			// NCCL Inspector join keys (inspectorconfig.go).
 			ProcessHost: ingest.DefaultInspectorHostKeys(),
 			PID:         ingest.DefaultInspectorPIDKeys(),
+			// The session of a ranked item: its process.
+			ProcessStart: keys.ProcessStart,
 		},
 		NCCLInspector: defaultInspectorConfig(),
 		Metrics: MetricsConfig{
@@ -239,6 +245,7 @@ func (cfg *Config) Validate() error {
 	noBlank("identity.host", cfg.Identity.Host)
 	noBlank("identity.device", cfg.Identity.Device)
 	noBlank("identity.mig_instance", cfg.Identity.MIGInstance)
+	noBlank("identity.process_start", cfg.Identity.ProcessStart)
 	noBlank("metrics.device_used", cfg.Metrics.DeviceUsed)
 	noBlank("metrics.device_free", cfg.Metrics.DeviceFree)
 	noBlank("metrics.device_total", cfg.Metrics.DeviceTotal)
@@ -265,6 +272,9 @@ func (cfg *Config) ingestConfig() ingest.Config {
 			Device:    cfg.Identity.Device,
 			// MIG instance of a device UUID.
 			MIGInstance: cfg.Identity.MIGInstance,
+			// The process of a ranked item: its session.
+			Process:      cfg.Identity.PID,
+			ProcessStart: cfg.Identity.ProcessStart,
 		},
 		Metrics: ingest.MetricNames{
 			DeviceUsed:         cfg.Metrics.DeviceUsed,

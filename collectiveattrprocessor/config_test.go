@@ -41,7 +41,7 @@ func TestLoadConfig(t *testing.T) {
 		Identity: IdentityConfig{
 			JobID: []string{"run.id"}, Rank: []string{"my.rank"}, LocalRank: []string{"my.local_rank"},
 			WorldSize: []string{"my.world_size"}, Host: []string{"node"}, Device: []string{"gpu.index", "gpu.uuid"}, MIGInstance: []string{"mig.gi"},
-			ProcessHost: []string{"k8s.pod.name"}, PID: []string{"pid"},
+			ProcessHost: []string{"k8s.pod.name"}, PID: []string{"pid"}, ProcessStart: []string{"started"},
 		},
 		NCCLInspector: InspectorConfig{Hold: 10 * time.Second, MaxPending: 100},
 		Metrics: MetricsConfig{

@@ -18,6 +18,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // filelogLogs wraps JSONL lines as the filelog receiver reads the file
@@ -129,7 +130,7 @@ func referenceBatch(t *testing.T, lines []string, preset string) []string {
 	cfg, err := attribution.ResolveConfig(preset, nil)
 	require.NoError(t, err)
 	var out []string
-	for _, r := range attribution.Attribute(events, cfg, nil) {
+	for _, r := range window.AttributeReference(events, cfg, nil) {
 		out = append(out, string(attribution.AppendResultJSON(nil, &r, false)))
 	}
 	return out

@@ -64,19 +64,19 @@ func TestEvaluationWorkersGiveTheSameResults(t *testing.T) {
 	}
 }
 
-// gatedEngine holds an engine's attribution until released, so that a
+// gatedEngine holds an engine's attribution until told to proceed, so that a
 // test can act while a round is attributing.
 type gatedEngine struct {
 	engine
 	attributing chan struct{}
-	release     chan struct{}
+	proceed     chan struct{}
 }
 
 func (g *gatedEngine) read(job *window.Job) func() []attribution.Result {
 	run := g.engine.read(job)
 	return func() []attribution.Result {
 		close(g.attributing)
-		<-g.release
+		<-g.proceed
 		return run()
 	}
 }
@@ -86,7 +86,7 @@ func (g *gatedEngine) read(job *window.Job) func() []attribution.Result {
 // the attribution holds no lock ingestion takes.
 func TestIngestDoesNotWaitForTheAttribution(t *testing.T) {
 	c := evaluationJob(t, ModeReference, 8, 600)
-	g := &gatedEngine{engine: c.engine, attributing: make(chan struct{}), release: make(chan struct{})}
+	g := &gatedEngine{engine: c.engine, attributing: make(chan struct{}), proceed: make(chan struct{})}
 	c.engine = g
 	round := make(chan error, 1)
 	go func() { round <- c.evaluate(context.Background(), false) }()
@@ -106,7 +106,7 @@ func TestIngestDoesNotWaitForTheAttribution(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ingestion waited for the attribution")
 	}
-	close(g.release)
+	close(g.proceed)
 	require.NoError(t, <-round)
 	c.engine = g.engine // the shutdown's round runs ungated
 	c.mu.Lock()

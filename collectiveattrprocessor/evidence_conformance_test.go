@@ -22,16 +22,18 @@ import (
 	"github.com/collectiveattr/collectiveattr/internal/quality"
 	"github.com/collectiveattr/collectiveattr/internal/racebuild"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // TestEvidenceOnJobEndEqualsBatch feeds simulated jobs of every quality
 // family, with and without NCCL's accounting records, through a logs
 // processor in evidence mode with emit: on_job_end, and compares the
-// emitted result log bodies (without job_id) with the batch result of the
-// engine's own reader on the same records (evidence.Builder, attributed by
-// evidence.Attribute, serialised by attribution.AppendResultJSON), which
-// the CLI's window equals (window.TestStreamAttributesAsTheEngineReaders). The window and the
-// per-rank bound hold the whole job, as the contract's equality requires.
+// emitted result log bodies (without job_id) with the CLI's batch result
+// on the same records (streamed into one window.Stream, attributed by
+// evidence.Attribute, serialised by attribution.AppendResultJSON; the
+// streamed results are pinned by window's goldens, TestStreamGoldens). The
+// window and the per-rank bound hold the whole job, as the contract's
+// equality requires.
 func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
 	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
@@ -96,17 +98,18 @@ func evidenceBatch(t *testing.T, lines []string, preset string) []string {
 // evidenceBatchResults is the CLI's evidence-mode result on the records.
 func evidenceBatchResults(t *testing.T, lines []string, preset string) []attribution.Result {
 	t.Helper()
-	b := evidence.NewBuilder()
+	w := window.NewStream(window.EvidenceMode, false)
 	err := telemetry.Stream(strings.NewReader(strings.Join(lines, "\n")), func(chunk []telemetry.Event) error {
-		for i := range chunk {
-			b.Add(&chunk[i])
-		}
+		w.AddEvents(chunk)
 		return nil
 	})
 	require.NoError(t, err)
 	cfg, err := evidence.ResolveConfig(preset, nil, nil)
 	require.NoError(t, err)
-	results := evidence.Attribute(b.Input(), cfg, nil)
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	snap := w.Job().EvidenceSnapshot(&sc, &es)
+	results := evidence.Attribute(&snap.Input, cfg, nil)
 	for _, r := range results {
 		require.Equal(t, attribution.ModeEvidence, r.Mode)
 	}

@@ -121,13 +121,6 @@ func TestEvidenceOpsSharingSequenceNumbers(t *testing.T) {
 			slices.Sort(got)
 			assertSameResults(t, want, got)
 
-			if fam.Name == "restart" {
-				// OTLP gauges carry no stormlog session: the processor's
-				// metrics path cannot tell a restarted process's samples
-				// (new_process) from the old one's, which the records'
-				// session ids tell the CLI.
-				return
-			}
 			p := runEvidenceOTLP(t, lines, md, td)
 			got = got[:0]
 			for _, ld := range p.lsink.AllLogs() {

@@ -25,7 +25,10 @@ import (
 )
 
 // evidenceOTLP is what a job whose stormlog events are events sends over
-// OTLP, one resource per rank carrying its identity: per sample, gauges of
+// OTLP, one resource per process of a rank carrying its identity and its
+// process (process.pid and process.creation.time, as the PyTorch
+// instrumentation sends them: a restarted rank's new process has a
+// resource of its own): per sample, gauges of
 // device used, allocator reserved and device total; per NCCL accounting
 // record, a point of the nccl.comm.memory.total gauge with its
 // communicator; per marker, a span named as the marker's event type from
@@ -42,14 +45,18 @@ func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetri
 		used, reserved, total, acct pmetric.NumberDataPointSlice
 		spans                       ptrace.SpanSlice
 	}
-	ranks := map[int64]*rankOut{}
+	type process struct{ rank, pid int64 }
+	ranks := map[process]*rankOut{}
 	identify := func(attrs pcommon.Map, e *telemetry.Event) {
 		attrs.PutStr("training.job.id", job)
 		attrs.PutInt("training.rank", e.Rank)
 		attrs.PutInt("training.world_size", e.WorldSize)
+		attrs.PutInt("process.pid", e.PID)
+		// The process's first record stands for its start.
+		attrs.PutStr("process.creation.time", time.Unix(0, e.TimestampNs).UTC().Format(time.RFC3339Nano))
 	}
 	rankOf := func(e *telemetry.Event) *rankOut {
-		if r := ranks[e.Rank]; r != nil {
+		if r := ranks[process{e.Rank, e.PID}]; r != nil {
 			return r
 		}
 		rm := md.ResourceMetrics().AppendEmpty()
@@ -68,7 +75,7 @@ func evidenceOTLP(t *testing.T, job string, events []telemetry.Event) (md pmetri
 			total: gauge("gpu.memory.device.total"), acct: gauge("nccl.comm.memory.total"),
 			spans: rs.ScopeSpans().AppendEmpty().Spans(),
 		}
-		ranks[e.Rank] = r
+		ranks[process{e.Rank, e.PID}] = r
 		return r
 	}
 	point := func(dps pmetric.NumberDataPointSlice, ts, v int64) pmetric.NumberDataPoint {

@@ -27,7 +27,7 @@ import (
 func TestEvidenceRestartEqualsUninterrupted(t *testing.T) {
 	shape := jobsim.DefaultQualityShape()
 	shape.Duration = [2]time.Duration{40 * time.Second, 50 * time.Second}
-	for _, fam := range []string{"lazy_stepup", "subset", "pipeline"} {
+	for _, fam := range []string{"lazy_stepup", "subset", "pipeline", "restart"} {
 		for _, stats := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nccl_stats=%v", fam, stats), func(t *testing.T) {
 				c, err := jobsim.GenerateQualityCase(fam, 1, shape, stats)

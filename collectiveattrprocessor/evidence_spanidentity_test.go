@@ -17,8 +17,8 @@ import (
 
 // TestEvidenceMarkerSpanIdentity: in evidence mode a marker span is one
 // marker from its start to its end, carrying the collective its nccl.*
-// attributes name, read as evidence.Builder reads the same keys of a
-// stormlog record's metadata: an attribute of the wrong type counts as
+// attributes name, read as evidence.MetadataMarker reads the same keys of
+// a stormlog record's metadata: an attribute of the wrong type counts as
 // absent, so a span whose communicator or sequence number is unusable is
 // a bare marker, and a member list keeps its integer entries. Nothing of
 // it is skipped, and it passes through intact.

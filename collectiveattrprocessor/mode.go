@@ -52,6 +52,11 @@ type engine interface {
 	// attributions never overlap (evalMu): they share the engine's
 	// scratch space, valid until the next read.
 	read(job *window.Job) func() []attribution.Result
+	// release ends the latest read, once its attribution and the ledger
+	// are done, without the lock: it makes room in the job's sample
+	// copies for the next read, which then copies under the lock only
+	// what arrived in between.
+	release()
 	// settleDelay is how far past a result's interval end the job's
 	// newest event must be before on_settle emits it, given the
 	// configured settle_delay.
@@ -120,6 +125,8 @@ func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
 	}
 }
 
+func (e *referenceEngine) release() { e.scratch.ReserveReplicas() }
+
 func (e *referenceEngine) settleDelay(configured time.Duration) time.Duration { return configured }
 
 func (e *referenceEngine) ledgerInput() (*evidence.Input, int64) { return nil, 0 }
@@ -135,14 +142,17 @@ type evidenceEngine struct {
 }
 
 func (e *evidenceEngine) read(job *window.Job) func() []attribution.Result {
-	e.last = job.EvidenceSnapshot(&e.scratch, &e.evScratch)
+	e.last = job.EvidenceRead(&e.scratch, &e.evScratch)
 	if d := e.last.WorldSizeDisagreement; d != "" && e.notes.worldSizeDisagreement != nil {
 		e.notes.worldSizeDisagreement(job.ID(), d, e.last.Input.ExpectedWorldSize)
 	}
 	return func() []attribution.Result {
+		e.evScratch.ExpandSamples(&e.last)
 		return evidence.AttributeParallel(&e.last.Input, e.cfg, e.last.Resolver, e.workers())
 	}
 }
+
+func (e *evidenceEngine) release() { e.scratch.ReserveReplicas() }
 
 func (e *evidenceEngine) ledgerInput() (*evidence.Input, int64) {
 	return &e.last.Input, e.cfg.IntervalPaddingNs

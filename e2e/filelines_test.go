@@ -16,6 +16,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/internal/conformance"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // TestFilelogLineTwiceCountsTwice tails, with the filelog receiver and
@@ -107,17 +108,13 @@ func cliResults(t *testing.T, mode string, events []telemetry.Event) []map[strin
 	t.Helper()
 	var results []attribution.Result
 	if mode == attribution.ModeEvidence {
-		b := evidence.NewBuilder()
-		for i := range events {
-			b.Add(&events[i])
-		}
 		cfg, err := evidence.ResolveConfig("medium", nil, nil)
 		require.NoError(t, err)
-		results = evidence.Attribute(b.Input(), cfg, nil)
+		results = window.AttributeEvidence(events, cfg, nil)
 	} else {
 		cfg, err := attribution.ResolveConfig("medium", nil)
 		require.NoError(t, err)
-		results = attribution.Attribute(events, cfg, nil)
+		results = window.AttributeReference(events, cfg, nil)
 	}
 	var out []map[string]any
 	for i := range results {

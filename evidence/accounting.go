@@ -1,6 +1,9 @@
 package evidence
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // accountingLookbackNs is how far before a change NCCL's reported memory
 // is read for its level before the change: long enough to hold a few
@@ -43,8 +46,9 @@ type rankAccounting struct {
 // growth of NCCL's memory over the change: the least report in [riseHi,
 // fallLo] when the change spans heldMinSamples samples or more (else, or with
 // none there, the largest in (riseLo, fallHi]) above the least report of the
-// lookback before it (0 for a communicator that had not reported yet: it did
-// not exist). The change was surely under way in [riseHi, fallLo] and could have
+// lookback before it (for a communicator that had not reported yet: 0, as
+// created there, for a step; the least report of the lookback after a
+// transient change, which leaves NCCL's total where it was). The change was surely under way in [riseHi, fallLo] and could have
 // been anywhere in (riseLo, fallHi]: with its onset uniform in the first gap
 // and its end in the last, a report at t in the rise gap shows it with
 // probability (t-riseLo)/(riseHi-riseLo), one in the fall gap with
@@ -85,9 +89,19 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 	}
 	onsetFrom, onsetTo := from, sureFrom // where a change of NCCL's began
 	endFrom := sureTo                    // and after which it ended
+	grownFrom, grownTo := from, to       // the reports that can show its growth
 	if mk != nil {
 		tol := m.tolerance(mk)
 		onsetFrom = max(from, satSub(mk.StartNs, tol.before))
+		if !ep.persistent && !mk.Approximate && mk.Collective != NoCollective {
+			// A change of NCCL's lives within its op, unless the samples
+			// saw it go on after: another report's growth is another
+			// op's (the possible window of a change seen at 1 Hz spans
+			// the ops around it). High samples inside other ops of the
+			// communicator may be their changes, merged by the sampling.
+			opsFrom, opsTo := m.opsWithChange(ri, mk, ep, tol)
+			grownFrom, grownTo = max(from, opsFrom), min(to, max(sureTo, opsTo))
+		}
 		// NCCL allocates an op's buffers when the op begins: a change of
 		// NCCL's began at the launch, within the tolerance, as a member's
 		// is judged (memberAccounting); an approximate marker's launch is
@@ -126,12 +140,23 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 		if !havePre && lo > 0 {
 			pre, havePre = a.Bytes[lo-1], true
 		}
+		if !havePre && !ep.persistent {
+			// A transient change of NCCL's leaves its total where it was:
+			// reports that begin within the change and hold their level
+			// after it held it before they began.
+			k, _ := slices.BinarySearch(a.TimesNs, to+1)
+			for ; k < len(a.TimesNs) && a.TimesNs[k] <= satAdd(to, accountingLookbackNs); k++ {
+				if !havePre || a.Bytes[k] < pre {
+					pre, havePre = a.Bytes[k], true
+				}
+			}
+		}
 		peak, havePeak := int64(0), false
 		held, haveHeld := int64(0), false
 		riseMiss, fallMiss, sure := 1.0, 1.0, false
 		for ; j < len(a.TimesNs) && a.TimesNs[j] <= to; j++ {
 			t := a.TimesNs[j]
-			if !havePeak || a.Bytes[j] > peak {
+			if (!havePeak || a.Bytes[j] > peak) && t >= grownFrom && t <= grownTo {
 				peak, havePeak = a.Bytes[j], true
 			}
 			switch {
@@ -148,8 +173,10 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 				if t >= ep.riseHi && t <= ep.fallLo && (!haveHeld || a.Bytes[j] < held) {
 					held, haveHeld = a.Bytes[j], true
 				}
+			case t > grownTo:
+				// Past where the op's change of NCCL's could have lived.
 			case fallMiss == 1:
-				fallMiss = float64(t-endFrom) / float64(to-endFrom)
+				fallMiss = float64(t-endFrom) / float64(grownTo-endFrom)
 			}
 		}
 		if haveHeld && ep.last-ep.first+1 >= heldMinSamples {
@@ -222,4 +249,32 @@ func (m *matcher) betweenOps(ri int32, mk *Marker, ep *episode, t int64) bool {
 		later = true
 	}
 	return later
+}
+
+// opsWithChange is the span of rank ri's ops of mk's communicator, mk
+// included, whose interval widened by tol holds a high sample of change
+// ep.
+func (m *matcher) opsWithChange(ri int32, mk *Marker, ep *episode, tol widening) (from, to int64) {
+	from, to = satSub(mk.StartNs, tol.before), satAdd(mk.EndNs, tol.after)
+	comm := m.in.Collectives[mk.Collective].CommID
+	rd := &m.in.Ranks[ri]
+	markers := rd.Markers
+	for k := ep.first; k <= ep.last; k++ {
+		s := rd.Samples.TimesNs[k]
+		if s >= from && s <= to {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(markers, satSub(s, satAdd(m.maxDur[ri], tol.after)), func(x Marker, at int64) int {
+			return cmp.Compare(x.StartNs, at)
+		})
+		for ; i < len(markers) && markers[i].StartNs <= satAdd(s, tol.before); i++ {
+			x := &markers[i]
+			if x.Collective == NoCollective || x.Approximate || m.in.Collectives[x.Collective].CommID != comm ||
+				s < satSub(x.StartNs, tol.before) || s > satAdd(x.EndNs, tol.after) {
+				continue
+			}
+			from, to = min(from, satSub(x.StartNs, tol.before)), max(to, satAdd(x.EndNs, tol.after))
+		}
+	}
+	return from, to
 }

@@ -2,11 +2,9 @@ package evidence
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
-	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
 func series(comm string, times []int64, bytes ...int64) AccountingSeries {
@@ -175,22 +173,25 @@ func TestAccountingSharedManagerCountsOnce(t *testing.T) {
 }
 
 // A record that says cuMem is off is read as an untracked point, whatever
-// total it carries; one that says it is on, or says nothing, as its total.
-func TestBuilderReadsCumemOff(t *testing.T) {
-	b := NewBuilder()
-	events := []telemetry.Event{
-		event(0, 100, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}),
-		event(0, 200, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096"), KeyCumemEnabled: true}),
-		event(0, 300, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("0"), KeyCumemEnabled: false}),
-		event(0, 400, AccountingEventType, map[string]any{KeyCommID: "0xab", KeyCumemEnabled: false}), // no total: skipped
+// total it carries; one that says it is on, or says nothing, as its total;
+// one without a total is no point.
+func TestAccountingOfReadsCumemOff(t *testing.T) {
+	tests := []struct {
+		md        map[string]any
+		wantBytes int64
+		wantOK    bool
+	}{
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096")}, 4096, true},
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("4096"), KeyCumemEnabled: true}, 4096, true},
+		{map[string]any{KeyCommID: "0xab", KeyMemoryTotal: json.Number("0"), KeyCumemEnabled: false}, UntrackedBytes, true},
+		{map[string]any{KeyCommID: "0xab", KeyCumemEnabled: false}, 0, false},
 	}
-	for i := range events {
-		b.Add(&events[i])
-	}
-	a := b.Input().Ranks[0].Accounting
-	want := []int64{4096, 4096, UntrackedBytes}
-	if len(a) != 1 || !slices.Equal(a[0].Bytes, want) || b.Skipped != 1 {
-		t.Errorf("accounting %+v skipped %d, want bytes %v and 1 skipped", a, b.Skipped, want)
+	for _, tt := range tests {
+		e := event(0, 100, AccountingEventType, tt.md)
+		comm, total, ok := AccountingOf(&e)
+		if ok != tt.wantOK || (ok && (comm != "0xab" || total != tt.wantBytes)) {
+			t.Errorf("%v: %q %d %v, want 0xab %d %v", tt.md, comm, total, ok, tt.wantBytes, tt.wantOK)
+		}
 	}
 }
 
@@ -352,6 +353,160 @@ func TestAccountingReportInsideTheOp(t *testing.T) {
 		x := one(t, j, results, r, 10*sec+800*ms)
 		if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
 			t.Errorf("rank %d: %s %v, want suspect with %s", r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+		}
+	}
+}
+
+// accountingAt adds NCCL reports of comm on the ranks at the given times:
+// base plus the bytes of the covered overlays active then.
+func (j *simJob) accountingAt(ranks []int, comm string, base int64, covered []overlay, times []int64) {
+	for _, r := range ranks {
+		if j.acct[r] == nil {
+			j.acct[r] = map[string][]acctPoint{}
+		}
+		for _, t := range times {
+			v := base
+			for _, o := range covered {
+				if t >= o.start && (o.end < 0 || t < o.end) {
+					v += o.bytes
+				}
+			}
+			j.acct[r][comm] = append(j.acct[r][comm], acctPoint{t0 + t + j.offset[r], v})
+		}
+	}
+}
+
+// A co-timed change that too few reports could have seen is judged by what
+// NCCL's reports said of the communicator's other co-timed changes in the
+// job: where they denied them, it is more likely not NCCL's either; where
+// they confirmed them, the timing's verdict stands; and a change no report
+// came near at all is not denied on the record alone.
+func TestAccountingCommunicatorRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		nccl  bool
+		phase int64 // of the reports after 20 s, in each second
+		want  string
+	}{
+		{"NCCL's, a report in the launch's tolerance", true, 580 * ms, attribution.CollectiveLikely},
+		{"not NCCL's, a report in the launch's tolerance", false, 580 * ms, attribution.CollectiveSuspect},
+		{"not NCCL's, no report near", false, 100 * ms, attribution.CollectiveLikely},
+	} {
+		j := trainingJob(8, 250*ms)
+		j.worldAllReduces()
+		var checked []overlay
+		for _, k := range []int64{4, 7, 10, 13} {
+			checked = append(checked, j.collectiveSpike(rankList(0, 8), k, gib))
+		}
+		j.collectiveSpike(rankList(0, 8), 25, gib) // NCCL's exactly when the others are
+		// Reports inside the ops (k s + 700 ms) for the first 20 s, then at
+		// the phase: at 580 ms every member's report lies in the launch's
+		// tolerance (each misses a change of NCCL's with probability 0.7,
+		// all of them 0.06); at 100 ms none lies where the change could
+		// have been.
+		var times []int64
+		for k := int64(0); k < 20; k++ {
+			times = append(times, k*sec+700*ms)
+		}
+		for k := int64(20); k < 40; k++ {
+			times = append(times, k*sec+tt.phase)
+		}
+		var covered []overlay
+		if tt.nccl {
+			covered = append(checked, overlay{25*sec + 605*ms, 25*sec + 920*ms, gib})
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, covered, times)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := 0; r < 8; r++ {
+			c := one(t, j, results, r, 4*sec+750*ms)
+			u := one(t, j, results, r, 25*sec+750*ms)
+			wantChecked := attribution.CollectiveSuspect
+			if tt.nccl {
+				wantChecked = attribution.CollectiveConfirmed
+			}
+			wantCode := ReasonAccountingUnsampled
+			if tt.want == attribution.CollectiveSuspect {
+				wantCode = ReasonAccountingCommUncovered
+			}
+			if c.Classification != wantChecked || u.Classification != tt.want || !hasCode(u, wantCode) {
+				t.Errorf("%s, rank %d: checked %s, unchecked %s %v; want %s, and %s with %s",
+					tt.name, r, c.Classification, u.Classification, u.ReasonCodes, wantChecked, tt.want, wantCode)
+			}
+		}
+	}
+}
+
+// NCCL's reports that begin during a transient change (reporting started
+// after the communicator was created) hold their total after it: the total
+// was there before the first report, and is no growth of the change. A
+// communicator created at a step is read from 0 (TestFirstUse…).
+func TestAccountingFirstReportInsideATransient(t *testing.T) {
+	j := trainingJob(8, 250*ms)
+	j.worldAllReduces()
+	j.collectiveSpike(rankList(0, 8), 1, gib) // not NCCL's
+	var times []int64
+	for at := 1*sec + 700*ms; at < j.duration; at += 100 * ms {
+		times = append(times, at)
+	}
+	j.accountingAt(rankList(0, 8), "world", 300<<20, nil, times)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 8 {
+		x := one(t, j, results, r, 1*sec+750*ms)
+		if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
+			t.Errorf("rank %d: %s %v, want suspect with %s", r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+		}
+	}
+}
+
+// At 1 Hz a change's possible window spans the ops before and after it;
+// NCCL's growth at one of those, before this op's launch or after its end
+// and the change's last high sample, is not this change's.
+func TestAccountingGrowthOfAnotherOp(t *testing.T) {
+	for _, at := range []int64{10*sec + 100*ms, 11*sec + 200*ms} { // before, after
+		j := newSim(8, sec, 40*sec)
+		j.phase = map[int]int64{}
+		for r := range 8 {
+			j.phase[r] = 700 * ms
+		}
+		j.worldAllReduces()
+		j.collectiveSpike(rankList(0, 8), 10, gib) // not NCCL's
+		j.collective("world", 0, "all_gather", rankList(0, 8), at, 200*ms, false)
+		caused := overlay{at + 5*ms, at + 190*ms, gib} // between two samples
+		j.change(rankList(0, 8), caused.start, caused.end, gib)
+		j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := range 8 {
+			x := one(t, j, results, r, 10*sec+700*ms)
+			if x.Classification != attribution.CollectiveSuspect || !hasCode(x, ReasonAccountingUncovered) {
+				t.Errorf("NCCL's change at %d ms, rank %d: %s %v, want suspect with %s", at/ms, r, x.Classification, x.ReasonCodes, ReasonAccountingUncovered)
+			}
+		}
+	}
+}
+
+// NCCL frees an op's buffers at its end: a report just after the end of
+// the op whose change a 0.2 Hz poll saw at its last instants reads the
+// level after the change, and denies nothing; the end of a change of
+// NCCL's lies within the op's tolerance, not anywhere in the 5 s to the
+// next sample.
+func TestAccountingReportJustAfterTheOp(t *testing.T) {
+	j := newSim(8, 5*sec, 60*sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 890 * ms // 10 ms before the op's end
+	}
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	var times []int64
+	for k := int64(0); k < 60; k++ {
+		times = append(times, k*sec+930*ms) // 30 ms after the op's end
+	}
+	j.accountingAt(rankList(0, 8), "world", 300<<20, []overlay{caused}, times)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	for r := range 8 {
+		x := one(t, j, results, r, 10*sec+890*ms)
+		if x.Classification == attribution.CollectiveSuspect {
+			t.Errorf("rank %d: %s %v, want a claim", r, x.Classification, x.ReasonCodes)
 		}
 	}
 }

@@ -67,24 +67,49 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 		changes += len(analyses[ri].episodes)
 	}
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
-		matches: make([]*attribution.CollectiveMatch, len(in.Collectives)),
-		codes:   make([]string, 0, maxReasonCodes*changes),
-		ints:    make([]int64, 0, 2*changes),
-		ratios:  make([]float64, 0, changes)}
+		matches:  make([]*attribution.CollectiveMatch, len(in.Collectives)),
+		outcomes: make([]accountingOutcome, len(in.Collectives)),
+		codes:    make([]string, 0, maxReasonCodes*changes),
+		ints:     make([]int64, 0, 2*changes),
+		ratios:   make([]float64, 0, changes)}
 	results := make([]attribution.Result, 0, changes)
+	phase := func(ri int32, ep *episode, r *attribution.Result) {
+		if resolver != nil {
+			if sess := in.Ranks[ri].Samples.SessionOf(ep.peak); sess != "" {
+				r.PhaseAttribution = resolver.Resolve(in.Ranks[ri].Samples.TimesNs[ep.peak], sess, r.Rank)
+			}
+		}
+	}
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
-			r, ok := d.decide(int32(ri), &analyses[ri].episodes[ei])
+			ep := &analyses[ri].episodes[ei]
+			r, ok := d.decide(int32(ri), ep)
 			if !ok {
 				continue
 			}
-			if resolver != nil {
-				ep := &analyses[ri].episodes[ei]
-				if sess := in.Ranks[ri].Samples.SessionOf(ep.peak); sess != "" {
-					r.PhaseAttribution = resolver.Resolve(in.Ranks[ri].Samples.TimesNs[ep.peak], sess, r.Rank)
-				}
+			phase(int32(ri), ep, &r)
+			if d.unchecked {
+				d.waiting = append(d.waiting, uncheckedChange{ri: int32(ri), ep: ep, result: len(results)})
 			}
 			results = append(results, r)
+		}
+	}
+	if len(d.waiting) > 0 {
+		// Changes no report could tell are judged by their communicator's
+		// record over the job, once every change has been judged.
+		d.records = d.commRecords()
+		dropped := false
+		for _, w := range d.waiting {
+			r, ok := d.decide(w.ri, w.ep)
+			if ok {
+				phase(w.ri, w.ep, &r)
+			} else {
+				r, dropped = attribution.Result{Rank: -1}, true
+			}
+			results[w.result] = r
+		}
+		if dropped {
+			results = slices.DeleteFunc(results, func(r attribution.Result) bool { return r.Rank < 0 })
 		}
 	}
 	slices.SortStableFunc(results, func(a, b attribution.Result) int {
@@ -131,6 +156,14 @@ type decider struct {
 	codes  []string
 	ints   []int64
 	ratios []float64
+	// outcomes holds, per collective, what NCCL's accounting said of its
+	// co-timed transient changes; records sums them per communicator once
+	// every change has been judged (nil until then), for the changes
+	// waiting on them. unchecked says the last change decided waits.
+	outcomes  []accountingOutcome
+	records   map[string]commRecord
+	waiting   []uncheckedChange
+	unchecked bool
 }
 
 // maxReasonCodes is the most reason codes one result carries.
@@ -188,6 +221,7 @@ func (d *decider) better(a, b choice) bool {
 // decide turns one change into a result, or reports that it falls below
 // min_confidence.
 func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
+	d.unchecked = false
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
 	best := choice{marker: -1, coll: NoCollective}
@@ -279,7 +313,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	case best.coll == NoCollective:
 		codes = append(codes, ReasonCollectiveMarker, ReasonMarkerWithoutIdentity)
 		d.mark++
-		count, dense := d.m.worldSynchrony(ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
+		count, dense := d.m.worldSynchrony(ri, ep.riseHi, cfg.SynchronyWindowNs, d.stamp, d.mark)
 		synced = int64(count)
 		if ews := d.in.ExpectedWorldSize; ews > 1 {
 			ratio = min(1, float64(count-1)/float64(ews-1))
@@ -364,27 +398,43 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		if acct.miss > 0 && best.marker >= 0 && best.coll != NoCollective && best.ok {
 			members = d.m.memberAccounting(onset.Collective)
 		}
+		// The communicator's record counts co-timed transient changes only.
+		cotimed := NoCollective
+		if onset != nil && best.ok && !ep.persistent {
+			cotimed = onset.Collective
+		}
+		silent := members != nil && members.accountCovers == 0 && members.accountPartial == 0
 		switch {
 		case acct.covers(ep, threshold):
 			codes = append(codes, ReasonAccountingCovers)
 			class, conf = attribution.CollectiveConfirmed, 0.95
+			d.note(cotimed, outcomeConfirmed)
 		case acct.growth >= threshold:
 			codes = append(codes, ReasonAccountingPartial)
 			class, conf = attribution.CollectiveLikely, 0.7
 		case acct.miss == 0:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
+			d.note(cotimed, outcomeDenied)
 		case members != nil && members.accountCovers > members.accountDeny:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
 			class, conf = attribution.CollectiveConfirmed, 0.9
-		case members != nil && members.accountCovers == 0 && members.accountPartial == 0 && members.accountMissAll <= accountingMissLimit:
+			d.note(cotimed, outcomeConfirmed)
+		case silent && members.accountMissAll <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
+			d.note(cotimed, outcomeDenied)
 		case acct.miss <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
+			d.note(cotimed, outcomeDenied)
+		case silent && cotimed != NoCollective && d.records != nil &&
+			d.records[comm].leansNot() && members.accountMissAll < 1:
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingCommUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.3
 		default:
 			codes = append(codes, ReasonAccountingUnsampled)
+			d.unchecked = silent && cotimed != NoCollective && d.records == nil
 		}
 		if decided := codes[len(codes)-1] != ReasonAccountingUnsampled; decided {
 			// The honesty rule held the timing's verdict to likely for

@@ -6,8 +6,8 @@ import (
 
 // CollectiveTable interns collective instances, one entry per identity, and
 // fills each in from the markers that name it (op, size, members). The
-// Builder and the processor's buffers both key collectives with it, so the
-// CLI and the processor match markers alike.
+// window keys every job's collectives with it (the CLI's and the
+// processor's), so both match markers alike.
 type CollectiveTable struct {
 	// List holds the collectives in first-seen order; an index returned by
 	// Intern points into it.

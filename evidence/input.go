@@ -5,8 +5,9 @@
 // NCCL's own memory accounting when the job exports it.
 //
 // The engine works on compact per-rank columns (Input), not on telemetry
-// events, so a caller that buffers its own columns (the processor) can feed
-// it directly; Builder makes an Input from stormlog records one at a time.
+// events: the window (package window) buffers records as columns and
+// hands the engine an Input; this package reads single records for it
+// (MetadataMarker, AccountingOf).
 // The package imports nothing from the OpenTelemetry Collector.
 package evidence
 
@@ -31,6 +32,10 @@ type Input struct {
 // RankData is one rank's columns.
 type RankData struct {
 	Rank int64
+	// Host is the rank's host name ("" or "unknown": not known). Ranks of
+	// one host share its clock: its skew is estimated from all of their
+	// markers (evidence-mode §7.5).
+	Host string
 	// Samples in time order (ties in input order).
 	Samples Samples
 	// Markers sorted by StartNs.

@@ -14,9 +14,9 @@ import (
 // when nccl.time_approximate is true, and, when its metadata names a
 // communicator and a sequence number, that collective interned in table.
 // ok is false when e has no identity and token reports no collective token
-// (reference-semantics §2.3 S2); token is asked only then. evidence.Builder
-// and the processor's buffers both read markers this way, so the CLI and
-// the processor see the same markers in the same records.
+// (reference-semantics §2.3 S2); token is asked only then. The window reads
+// every marker this way (the CLI's and the processor's), so both see the
+// same markers in the same records.
 func MetadataMarker(e *telemetry.Event, token func() bool, table *CollectiveTable) (Marker, bool) {
 	return recordMarker(e.TimestampNs, readRecordMetadata(e), token, table)
 }

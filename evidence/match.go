@@ -45,6 +45,11 @@ type matcher struct {
 	maxDur   []int64       // per rank: longest marker
 	world    []worldRise   // every episode's rise, by time (bare markers)
 	acct     []rankAccounting
+	// skew is the ranks' clock offsets (evidence-mode §7.5), estimated
+	// and applied to world's rises when a bare marker's change is first
+	// judged (aligned).
+	skew    *clockSkew
+	aligned bool
 }
 
 type worldRise struct {
@@ -96,7 +101,12 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			}
 		}
 	}
-	slices.SortFunc(m.world, func(a, b worldRise) int {
+	sortWorld(m.world)
+	return m
+}
+
+func sortWorld(world []worldRise) {
+	slices.SortFunc(world, func(a, b worldRise) int {
 		switch {
 		case a.t < b.t:
 			return -1
@@ -105,7 +115,24 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		}
 		return 0
 	})
-	return m
+}
+
+// alignClocks estimates the ranks' clock skew and puts the world's rises
+// on the job's common time, once per evaluation: only changes matched to
+// bare markers need it.
+func (m *matcher) alignClocks() {
+	if m.aligned {
+		return
+	}
+	m.aligned = true
+	if m.skew = estimateSkew(m.in, m.members); m.skew == nil {
+		return
+	}
+	for i := range m.world {
+		w := &m.world[i]
+		w.t = m.skew.common(w.rank, w.t)
+	}
+	sortWorld(m.world)
 }
 
 // widening is how far a marker's interval is widened before and after it
@@ -323,10 +350,13 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 }
 
 // worldSynchrony counts the distinct ranks with a change rising within
-// ±window of t (bare markers carry no members to judge by), and of those
-// the ranks sampled at least once per window: a rank polled every second
-// or more (DCGM, nvidia-smi) cannot place a rise within the window.
-func (m *matcher) worldSynchrony(t, window int64, stamp []int32, mark int32) (count, dense int) {
+// ±window of t, a time of rank ri's clock (bare markers carry no members to
+// judge by), on the job's common time (alignClocks), and of those the
+// ranks sampled at least once per window: a rank polled every second or
+// more (DCGM, nvidia-smi) cannot place a rise within the window.
+func (m *matcher) worldSynchrony(ri int32, t, window int64, stamp []int32, mark int32) (count, dense int) {
+	m.alignClocks()
+	t = m.skew.common(ri, t)
 	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
 		switch {
 		case w.t < x:

@@ -6,10 +6,11 @@ import (
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// recordMetadata is what Builder.Add reads of a record's metadata: the
-// value of each key it uses (the zero MetadataValue, as a missing key,
-// reads as nothing). One walk over the members reads them all; a key
-// given twice keeps its last value, as a decoded map does.
+// recordMetadata is what the record readers (MetadataMarker, AccountingOf)
+// read of a record's metadata: the value of each key they use (the zero
+// MetadataValue, as a missing key, reads as nothing). One walk over the
+// members reads them all; a key given twice keeps its last value, as a
+// decoded map does.
 type recordMetadata struct {
 	comm, seq, total, duration, approximate, cumem telemetry.MetadataValue
 	collective                                     collectiveMetadata

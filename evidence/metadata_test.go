@@ -8,16 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
-// TestBuilderReadsStreamedMetadataAsBuilt: a Builder fed Stream's events,
-// whose metadata stays text, builds the Input one fed the same records
-// with their metadata maps built does — keys given twice (the last value
-// counts), integers written as floats or strings, escaped keys, members in
-// any order, markers without identity, accounting with and without a
-// total.
-func TestBuilderReadsStreamedMetadataAsBuilt(t *testing.T) {
+// TestRecordReadersReadStreamedMetadataAsBuilt: the record readers
+// (MetadataMarker, AccountingOf) read Stream's events, whose metadata
+// stays text, as they read the same records with their metadata maps
+// built — keys given twice (the last value counts), integers written as
+// floats or strings, escaped keys, members in any order, markers without
+// identity, accounting with and without a total — and intern the same
+// collectives.
+func TestRecordReadersReadStreamedMetadataAsBuilt(t *testing.T) {
 	metadata := []struct{ eventType, md string }{
 		{"sample", `{}`},
 		{"nccl:all_reduce", `{"nccl.comm.id":"0xab","nccl.seq":7,"nccl.op":"all_reduce","nccl.duration_ns":40,"nccl.comm.nranks":2,"nccl.comm.ranks":[1,0],"nccl.message_bytes":1024,"nccl.time_approximate":true}`},
@@ -52,47 +54,80 @@ func TestBuilderReadsStreamedMetadataAsBuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := NewBuilder()
-	for i := range built {
-		want.Add(&built[i])
-	}
-	got := NewBuilder()
+	want := &recordsRead{}
+	want.read(built)
+	got := &recordsRead{}
 	err = telemetry.Stream(bytes.NewReader(jsonl.Bytes()), func(chunk []telemetry.Event) error {
 		for i := range chunk {
 			if chunk[i].Metadata != nil {
 				t.Fatal("a streamed event has a metadata map")
 			}
-			got.Add(&chunk[i])
 		}
+		got.read(chunk)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Skipped != want.Skipped {
-		t.Fatalf("skipped %d, want %d", got.Skipped, want.Skipped)
+	if len(want.table.List) < 3 || len(want.markers) == 0 || len(want.accounting) == 0 || want.skipped == 0 {
+		t.Fatalf("the records make %d collectives, %d markers, %d accounting points, %d skips",
+			len(want.table.List), len(want.markers), len(want.accounting), want.skipped)
 	}
-	gotIn, wantIn := got.Input(), want.Input()
-	if len(wantIn.Collectives) < 3 || len(wantIn.Ranks) != 4 {
-		t.Fatalf("the records make %d collectives on %d ranks", len(wantIn.Collectives), len(wantIn.Ranks))
-	}
-	if !reflect.DeepEqual(gotIn, wantIn) {
-		t.Fatalf("streamed input\n%+v\nwant\n%+v", gotIn, wantIn)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("streamed records read\n%+v\nwant\n%+v", got, want)
 	}
 }
 
-// TestBuilderReadsGoNumbersInBuiltMetadata: metadata built in code may hold
-// Go integers and floats; they read as the JSON numbers they stand for.
-func TestBuilderReadsGoNumbersInBuiltMetadata(t *testing.T) {
-	read := func(md map[string]any) Collective {
-		b := NewBuilder()
-		e := event(0, 100, "collective", md)
-		b.Add(&e)
-		in := b.Input()
-		if len(in.Collectives) != 1 {
-			t.Fatalf("%v: %d collectives", md, len(in.Collectives))
+// recordsRead is what the record readers make of a run of records.
+type recordsRead struct {
+	markers    []Marker
+	accounting []accountingRead
+	skipped    int
+	table      CollectiveTable
+}
+
+type accountingRead struct {
+	comm  string
+	total int64
+}
+
+// read reads each record of events as the window does: a sample is none
+// of the readers' business, an accounting record is a point, any other
+// record a marker when it has an identity or a collective token.
+func (r *recordsRead) read(events []telemetry.Event) {
+	for i := range events {
+		e := &events[i]
+		switch {
+		case attribution.IsSample(e):
+		case IsAccountingType(e.EventType):
+			comm, total, ok := AccountingOf(e)
+			if !ok {
+				r.skipped++
+				continue
+			}
+			r.accounting = append(r.accounting, accountingRead{comm, total})
+		default:
+			m, ok := MetadataMarker(e, func() bool { return attribution.IsMarker(e) }, &r.table)
+			if !ok {
+				r.skipped++
+				continue
+			}
+			r.markers = append(r.markers, m)
 		}
-		return in.Collectives[0]
+	}
+}
+
+// TestMetadataMarkerReadsGoNumbersInBuiltMetadata: metadata built in code
+// may hold Go integers and floats; they read as the JSON numbers they
+// stand for.
+func TestMetadataMarkerReadsGoNumbersInBuiltMetadata(t *testing.T) {
+	read := func(md map[string]any) Collective {
+		var table CollectiveTable
+		e := event(0, 100, "collective", md)
+		if _, ok := MetadataMarker(&e, func() bool { return false }, &table); !ok || len(table.List) != 1 {
+			t.Fatalf("%v: marker %v, %d collectives", md, ok, len(table.List))
+		}
+		return table.List[0]
 	}
 	want := read(map[string]any{KeyCommID: "c", KeySeq: json.Number("7"), KeyMessageBytes: json.Number("64"), KeyCommNRanks: json.Number("2")})
 	for _, md := range []map[string]any{

@@ -3,25 +3,15 @@ package evidence
 import (
 	"reflect"
 	"testing"
-
-	"github.com/collectiveattr/collectiveattr/internal/eventgen"
 )
 
 // TestAttributeParallelGivesTheSameResults: a job's results do not depend
-// on how many goroutines analyse its ranks (the generated 64-rank job with
-// spikes at world collectives, and the simulated job with steps, spikes
-// and NCCL accounting of BenchmarkAttributeAccounting's shape).
+// on how many goroutines analyse its ranks (the simulated job with steps,
+// spikes and NCCL accounting of BenchmarkAttributeAccounting's shape; the
+// window's tests run a generated job's records the same way).
 func TestAttributeParallelGivesTheSameResults(t *testing.T) {
 	cfg := mediumConfig(t)
-	events := eventgen.Events(eventgen.Default(64))
-	built := func() *Input {
-		bl := NewBuilder()
-		for i := range events {
-			bl.Add(&events[i])
-		}
-		return bl.Input()
-	}
-	sim := func() *Input {
+	input := func() *Input {
 		j := newSim(48, 100*ms, 60*sec)
 		all := rankList(0, 48)
 		for s := range int64(60) {
@@ -33,17 +23,13 @@ func TestAttributeParallelGivesTheSameResults(t *testing.T) {
 		j.noise = 1 << 20
 		return j.input()
 	}
-	for name, input := range map[string]func() *Input{"generated": built, "simulated": sim} {
-		t.Run(name, func(t *testing.T) {
-			want := Attribute(input(), cfg, nil)
-			if len(want) == 0 {
-				t.Fatal("the job gives no results: nothing compared")
-			}
-			for _, workers := range []int{2, 3, 8} {
-				if got := AttributeParallel(input(), cfg, nil, workers); !reflect.DeepEqual(got, want) {
-					t.Fatalf("%d workers: %d results differ from one worker's %d", workers, len(got), len(want))
-				}
-			}
-		})
+	want := Attribute(input(), cfg, nil)
+	if len(want) == 0 {
+		t.Fatal("the job gives no results: nothing compared")
+	}
+	for _, workers := range []int{2, 3, 8} {
+		if got := AttributeParallel(input(), cfg, nil, workers); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d workers: %d results differ from one worker's %d", workers, len(got), len(want))
+		}
 	}
 }

@@ -26,6 +26,9 @@ const (
 	// members' reports decide, each over its own change's window.
 	ReasonAccountingMembersCover     = "nccl_accounting_members_cover"     // on the members NCCL's memory grew by their excess: confirmed
 	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // no member's reports show growth where together they surely would have: not collective
+	// Where too few reports fell where the change could have been, the
+	// communicator's record over the job decides (evidence-mode §2.3).
+	ReasonAccountingCommUncovered = "nccl_accounting_comm_uncovered" // no report could tell, and NCCL's reports denied most of the co-timed changes of this communicator they could check in the job: more likely not collective
 
 	// What separates a collective cause from a co-timed one without
 	// accounting.
@@ -51,7 +54,7 @@ var AllReasonCodes = []string{
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
-	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered,
+	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered, ReasonAccountingCommUncovered,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
 	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
 	ReasonDeviceWideMemory,

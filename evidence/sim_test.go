@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -116,7 +117,7 @@ func (j *simJob) input() *Input {
 			rd.Markers[i].StartNs += t0
 			rd.Markers[i].EndNs += t0
 		}
-		slices.SortStableFunc(rd.Markers, cmpMarker)
+		slices.SortStableFunc(rd.Markers, func(a, b Marker) int { return cmp.Compare(a.StartNs, b.StartNs) })
 		comms := make([]string, 0, len(j.acct[r]))
 		for c := range j.acct[r] {
 			comms = append(comms, c)

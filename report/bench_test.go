@@ -6,6 +6,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/internal/eventgen"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // benchRanks keeps the benchmarks short; the browser test renders the
@@ -36,7 +37,7 @@ func BenchmarkRender(b *testing.B) {
 	}
 	job := bl.Job()
 	cfg, _ := attribution.Preset("medium")
-	attributed := attribution.Attribute(events, cfg, nil)
+	attributed := window.AttributeReference(events, cfg, nil)
 	results := make([]Result, len(attributed))
 	for i := range attributed {
 		var err error

@@ -68,6 +68,11 @@ const (
 	tagRankAccounting      = 9  // NCCL's accounting series per communicator
 	tagRankDeviceWide      = 10 // the newest device-wide sample's time
 	tagRankNewestHidden    = 11 // the newest sample's time and hidden memory, not clamped
+	// tagRankPhaseSpanSessions are the phase spans' sessions, after the
+	// phase spans, when some span's process named itself; without it every
+	// phase span's session is the job id (a checkpoint written before
+	// sessions were read from OTLP resources).
+	tagRankPhaseSpanSessions = 12
 )
 
 // Marker span codes in tagRankMarkers.
@@ -153,6 +158,15 @@ func encodeRank(w *CheckpointWriter, rank int64, rb *Rank) {
 				encodePhaseSpan(w, rb.phaseSpans.at(i))
 			}
 		})
+		if rb.phaseSpansOfProcesses() {
+			w.section(tagRankPhaseSpanSessions, func(w *CheckpointWriter) {
+				w.uvarint(uint64(rb.phaseSpans.len()))
+				for i := range rb.phaseSpans.len() {
+					// 0: the job (jobSession + 1 wraps to 0); k + 1: session k.
+					w.uvarint(uint64(rb.phaseSpans.at(i).session + 1))
+				}
+			})
+		}
 	}
 	if rb.deviceWideThroughNs != 0 {
 		w.section(tagRankDeviceWide, func(w *CheckpointWriter) { w.varint(rb.deviceWideThroughNs) })
@@ -469,11 +483,14 @@ func decodeRank(r *CheckpointReader, nCollectives, maxEvents int) (int64, *Rank)
 			n := body.count(1)
 			for range n {
 				e := decodePhaseSpan(body)
+				e.session = jobSession
 				if e.ParentID != noParent {
 					rb.phaseWaiting++
 				}
 				rb.phaseSpans.push(e, n)
 			}
+		case tagRankPhaseSpanSessions:
+			decodePhaseSpanSessions(body, rb)
 		case tagRankEvidenceMarkers:
 			decodeEvidenceMarkers(body, rb, nCollectives)
 		case tagRankAccounting:
@@ -579,6 +596,27 @@ func decodeMarkers(r *CheckpointReader, rb *Rank) {
 			return
 		}
 		rb.markers.pushRef(ts, ref, session, len(times))
+	}
+}
+
+// decodePhaseSpanSessions reads the sessions of the phase spans, read
+// before, as encodeRank wrote them.
+func decodePhaseSpanSessions(r *CheckpointReader, rb *Rank) {
+	if n := r.uvarint(); n != uint64(rb.phaseSpans.len()) {
+		r.fail("%d phase span sessions for %d phase spans", n, rb.phaseSpans.len())
+		return
+	}
+	for i := range rb.phaseSpans.len() {
+		v := r.uvarint()
+		switch {
+		case v == 0:
+			rb.phaseSpans.at(i).session = jobSession
+		case v > uint64(len(rb.sessions)):
+			r.fail("session index %d outside a table of %d", v-1, len(rb.sessions))
+			return
+		default:
+			rb.phaseSpans.at(i).session = uint32(v - 1)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // TestCollectivesKeyedByOp: NCCL numbers each collective type of a
 // communicator on its own counter, so an all_reduce and an all_gather of one
 // communicator with the same seq are two collectives, while a send and its
-// peer's recv are one, as evidence.Builder keys them.
+// peer's recv are one, as evidence.CollectiveTable keys them.
 func TestCollectivesKeyedByOp(t *testing.T) {
 	j := &Job{}
 	md := func(op string) map[string]any {

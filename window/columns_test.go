@@ -55,15 +55,98 @@ func TestCopySamplesOfAWrappedRing(t *testing.T) {
 	require.NotZero(t, b[1]-b[0], "the ring wraps")
 	require.Equal(t, maxCap, a[1]-a[0]+b[1]-b[0])
 	var sc Scratch
-	sc.copySamples(rb, 0)
-	for k, ts := range sc.times {
+	times, gaps := sc.samplesOf(rb, 0)
+	for k, ts := range times {
 		i := int64(200-maxCap) + int64(k)
 		require.Equal(t, i, ts)
-		require.Equal(t, 10*i, sc.gaps[k])
+		require.Equal(t, 10*i, gaps[k])
 		require.Equal(t, i/30, runValue(sc.totals, k))
 		require.Equal(t, []string{"s0", "s1"}[i/100], runString(sc.sessions, k))
 	}
-	require.Len(t, sc.times, maxCap)
+	require.Len(t, times, maxCap)
+}
+
+// TestReplicaFollowsTheRing: round after round of pushes, trims and
+// evictions (the ring wrapping and growing), a snapshot's samples are the
+// ring's inside the window with their runs, whether or not room was
+// reserved between rounds, and each snapshot copies only the samples
+// pushed since the previous one.
+func TestReplicaFollowsTheRing(t *testing.T) {
+	for _, reserve := range []bool{true, false} {
+		rb := &Rank{sessions: []string{"s0", "s1", "s2"}}
+		const maxCap = 700
+		var sc Scratch
+		next := int64(0)
+		for round := range 60 {
+			pushed := 0
+			for range 7 + (round*13)%90 {
+				if rb.samples.len() == maxCap {
+					rb.samples.dropFront(1)
+				}
+				rb.samples.push(next, 3*next, next/41, uint32(next/1500), maxCap)
+				next++
+				pushed++
+			}
+			if round%5 == 4 {
+				rb.samples.dropFront(rb.samples.older(next - 300))
+			}
+			cutoff := next - 400
+			times, gaps := sc.samplesOf(rb, cutoff)
+			if round > 0 {
+				require.Equal(t, pushed, rb.replica.added, "round %d copies what was pushed since the last", round)
+			}
+			var want []int64
+			for i := range rb.samples.len() {
+				if ts := rb.samples.at(i); ts >= cutoff {
+					want = append(want, ts)
+				}
+			}
+			require.Equal(t, want, times, "round %d", round)
+			for k, ts := range times {
+				require.Equal(t, 3*ts, gaps[k])
+				require.Equal(t, ts/41, runValue(sc.totals, k), "round %d, sample %d", round, k)
+				require.Equal(t, []string{"s0", "s1", "s2"}[ts/1500], runString(sc.sessions, k))
+			}
+			sc.totals, sc.sessions = sc.totals[:0], sc.sessions[:0]
+			if reserve {
+				sc.ReserveReplicas()
+			}
+		}
+	}
+}
+
+// TestReplicaSyncCopiesOnlyWhatArrived: with room reserved after each
+// round, a steady job's rounds append to the replica in place (no sync
+// copies the window again), and its arrays stay within a quarter of the
+// window plus a few rounds.
+func TestReplicaSyncCopiesOnlyWhatArrived(t *testing.T) {
+	const window, round = 3000, 100
+	rb := &Rank{sessions: []string{"s"}}
+	var sc Scratch
+	next := int64(0)
+	push := func(n int) {
+		for range n {
+			if rb.samples.len() == window {
+				rb.samples.dropFront(1)
+			}
+			rb.samples.push(next, next, 0, 0, window)
+			next++
+		}
+	}
+	push(window)
+	sc.samplesOf(rb, 0)
+	sc.ReserveReplicas()
+	for r := range 100 {
+		push(round)
+		before := &rb.replica.ts[:1][0]
+		times, _ := sc.samplesOf(rb, 0)
+		require.Len(t, times, window)
+		require.Equal(t, next-1, times[window-1])
+		require.Same(t, before, &rb.replica.ts[:1][0], "round %d: the sync appended in place", r)
+		require.Equal(t, round, rb.replica.added)
+		sc.ReserveReplicas()
+		require.LessOrEqual(t, cap(rb.replica.ts), 2*(window+window/4), "round %d", r)
+	}
 }
 
 func runValue(runs []attribution.Int64Run, i int) int64 {

@@ -107,8 +107,8 @@ func (e *evidenceRank) trim(cutoffNs int64) int {
 	return n
 }
 
-// readStormlogEvidence reads rec as evidence.Builder reads a record: a
-// usable sample is a sample; otherwise a comm_memory_stats record with a
+// readStormlogEvidence reads rec as evidence mode reads a record
+// (docs/evidence-mode.md §2): a usable sample is a sample; otherwise a comm_memory_stats record with a
 // communicator and a byte count is an accounting point, and a record with
 // a collective identity (nccl.comm.id and nccl.seq) or a collective token
 // is a marker interval, its collective interned in the job's table.
@@ -171,12 +171,11 @@ func (e *evidenceRank) series(comm string) *accountingSeries {
 	return &e.accounting[len(e.accounting)-1]
 }
 
-// markerOf reads a record's marker as evidence.Builder does
-// (evidence.MetadataMarker), its collective interned in the job's table;
+// markerOf reads a record's marker with evidence.MetadataMarker, its collective interned in the job's table;
 // false when the record has neither an identity nor a collective token.
 func (j *Job) markerOf(e *telemetry.Event) (evidenceMarker, bool) {
 	// The collective token is looked for only in a record without an
-	// identity, as evidence.Builder does: NCCL's records carry one.
+	// identity: NCCL's records carry one.
 	m, ok := evidence.MetadataMarker(e, func() bool { return attribution.IsMarker(e) }, j.table())
 	if !ok {
 		return evidenceMarker{}, false

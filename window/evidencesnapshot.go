@@ -23,6 +23,16 @@ type EvidenceScratch struct {
 	acctBytes  []int64
 	remap      []int32
 	declared   []int64
+	// expand are the ranks (indexes in ranks) whose samples' totals and
+	// sessions are still to be expanded from their series' runs, and
+	// those series.
+	expand []seriesOf
+}
+
+// seriesOf is a rank of an EvidenceSnapshot and its reference series.
+type seriesOf struct {
+	rank   int
+	series *attribution.ColumnSeries
 }
 
 // EvidenceSnapshot is a job's evaluation input in evidence mode.
@@ -43,18 +53,28 @@ type EvidenceSnapshot struct {
 // span, a stormlog record or an Inspector record, is buffered as one),
 // NCCL's accounting series, and the job's collectives that the markers
 // inside the window refer to. Ranks are those with samples, markers or
-// accounting, as evidence.Builder keeps them; the trace start is read as it
-// reads it, the world size is the one most ranks declare (agreedWorldSize).
-// Each rank with samples brings its
-// baseline cache, which the engine updates: evaluations of a job must not
-// overlap (they already share sc and es).
+// accounting (a rank without samples still holds members' markers); the
+// trace start is the earliest buffered time, not below 0; the world size
+// is the one most ranks declare (agreedWorldSize). Each rank with samples
+// brings its baseline cache, which the engine updates: evaluations of a
+// job must not overlap (they already share sc and es).
 func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
+	snap := job.EvidenceRead(sc, es)
+	es.ExpandSamples(&snap)
+	return snap
+}
+
+// EvidenceRead is the part of EvidenceSnapshot that reads the job (under
+// the store's lock, or of a detached job): its samples have their times
+// and gaps, and ExpandSamples, which reads only the copy, gives them their
+// totals and sessions, one value per sample, without the lock.
+func (job *Job) EvidenceRead(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot {
 	ref := job.Snapshot(sc)
 	cutoff := job.cutoffNs()
 
-	nSamples, nMarkers, nAcct := 0, 0, 0
+	nMarkers, nAcct := 0, 0
+	es.expand = es.expand[:0]
 	for _, rb := range job.ranks {
-		nSamples += rb.samples.len()
 		if rb.ev != nil {
 			nMarkers += rb.ev.markers.len()
 			for i := range rb.ev.accounting {
@@ -63,12 +83,9 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		}
 	}
 	// Sized once, so that the per-rank sub-slices stay valid.
-	es.totals = slices.Grow(es.totals[:0], nSamples)
-	es.sessions = slices.Grow(es.sessions[:0], nSamples)
 	es.markers = slices.Grow(es.markers[:0], nMarkers)
 	es.acctTimes = slices.Grow(es.acctTimes[:0], nAcct)
 	es.acctBytes = slices.Grow(es.acctBytes[:0], nAcct)
-	es.sessionIDs = es.sessionIDs[:0]
 	es.series = es.series[:0]
 	es.ranks = es.ranks[:0]
 	var table []evidence.Collective
@@ -92,10 +109,11 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 		if rb.len() > rb.ev.len() {
 			refEntries = true
 		}
-		rd := evidence.RankData{Rank: r, DeviceWideThroughNs: rb.deviceWideThroughNs,
+		rd := evidence.RankData{Rank: r, Host: rb.host, DeviceWideThroughNs: rb.deviceWideThroughNs,
 			NewestHiddenNs: rb.newestHiddenNs, NewestHiddenBytes: rb.newestHidden}
 		if next < len(series) && series[next].Rank == r {
-			rd.Samples = es.samplesOf(&series[next])
+			rd.Samples = evidence.Samples{TimesNs: series[next].TimestampsNs, GapBytes: series[next].GapBytes}
+			es.expand = append(es.expand, seriesOf{rank: len(es.ranks), series: &series[next]})
 			if !job.cfg.Stream {
 				rd.Baseline = &rb.evidence().baseline
 			}
@@ -177,6 +195,24 @@ func (job *Job) EvidenceSnapshot(sc *Scratch, es *EvidenceScratch) EvidenceSnaps
 	}
 }
 
+// ExpandSamples gives the samples of snap, an EvidenceRead of es, their
+// totals and sessions from the runs of the reference series they were read
+// with. It reads only the copy: call it without the store's lock.
+func (es *EvidenceScratch) ExpandSamples(snap *EvidenceSnapshot) {
+	n := 0
+	for _, e := range es.expand {
+		n += len(e.series.TimestampsNs)
+	}
+	// Sized once, so that the per-rank sub-slices stay valid.
+	es.totals = slices.Grow(es.totals[:0], n)
+	es.sessions = slices.Grow(es.sessions[:0], n)
+	es.sessionIDs = es.sessionIDs[:0]
+	for _, e := range es.expand {
+		snap.Input.Ranks[e.rank].Samples = es.samplesOf(e.series)
+	}
+	es.expand = es.expand[:0]
+}
+
 // samplesOf is a reference column series as evidence samples: the time and
 // gap columns shared, the totals and sessions expanded from their runs.
 func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samples {
@@ -197,7 +233,7 @@ func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samp
 		}
 		fallthrough
 	default:
-		// Session ids in first-seen order, as evidence.Builder numbers them;
+		// Session ids in first-seen order;
 		// a sample before the first run has session "".
 		var ids []string
 		if cs.Sessions[0].From > 0 {

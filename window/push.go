@@ -228,7 +228,7 @@ func (j *Job) pushMarkers(rb *Rank, rec *Record) int {
 
 func (j *Job) pushPhaseSpan(rb *Rank, rec *Record) int {
 	j.makeRoom(rb)
-	e := phaseSpanEntryOf(rec)
+	e := rb.phaseSpanEntryOf(rec)
 	if e.ParentID != noParent {
 		rb.phaseWaiting++
 	}

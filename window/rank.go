@@ -18,8 +18,10 @@ type otherEntry struct {
 
 // phaseSpanEntry is a buffered phase span from traces: a phase.Span without
 // the fields the converter derives from others (Record's PhaseSpan):
-// its session is the job id, its rank the buffer's, its sequence its start,
-// and it is neither a boolean-thread nor a synthetic-end span.
+// its rank is the buffer's, its sequence its start, and it is neither a
+// boolean-thread nor a synthetic-end span. Its session is the process
+// that sent it (an index in the rank's session table), or the job id
+// (jobSession) when the process named none.
 //
 // TraceID and ScopeID (its span id in hex) let a later span find it as its
 // parent. ParentID is set while Path lacks the ancestors of that parent,
@@ -33,20 +35,33 @@ type phaseSpanEntry struct {
 	EndNs      int64
 	TraceID    [16]byte
 	ParentID   [8]byte
+	session    uint32
 }
 
-func phaseSpanEntryOf(rec *Record) phaseSpanEntry {
+// jobSession is the session of a phase span whose process named none: the
+// job id stands in, as it does for the samples of such a process.
+const jobSession = math.MaxUint32
+
+func (rb *Rank) phaseSpanEntryOf(rec *Record) phaseSpanEntry {
 	s := &rec.PhaseSpan
+	session := uint32(jobSession)
+	if s.SessionID != "" && s.SessionID != rec.JobID {
+		session = rb.sessionIndex(s.SessionID)
+	}
 	return phaseSpanEntry{
 		ThreadName: s.ThreadName, ScopeID: s.ScopeID, Path: s.Path, ThreadID: s.ThreadID, StartNs: s.StartNs, EndNs: s.EndNs,
-		TraceID: rec.PhaseTraceID, ParentID: rec.PhaseParentID,
+		TraceID: rec.PhaseTraceID, ParentID: rec.PhaseParentID, session: session,
 	}
 }
 
-// span is the phase.Span of e, buffered for job on rank.
-func (e *phaseSpanEntry) span(job string, rank int64) phase.Span {
+// span is the phase.Span of e, buffered for job on rank rb.
+func (e *phaseSpanEntry) span(job string, rank int64, rb *Rank) phase.Span {
+	session := job
+	if e.session != jobSession {
+		session = rb.sessions[e.session]
+	}
 	return phase.Span{
-		SessionID: job, Rank: rank, ThreadID: e.ThreadID, ThreadName: e.ThreadName, ScopeID: e.ScopeID,
+		SessionID: session, Rank: rank, ThreadID: e.ThreadID, ThreadName: e.ThreadName, ScopeID: e.ScopeID,
 		Path: e.Path, StartNs: e.StartNs, EndNs: e.EndNs, Sequence: e.StartNs,
 	}
 }
@@ -56,6 +71,8 @@ func (e *phaseSpanEntry) span(job string, rank int64) phase.Span {
 // Samples and markers, nearly all the buffered data, hold no pointers.
 type Rank struct {
 	samples sampleColumns
+	// replica is the evaluation's copy of the samples (replica.go).
+	replica sampleReplica
 	markers markerColumns
 	// sessions are the distinct session ids ("": none) of the rank's
 	// samples, markers and other entries.
@@ -73,6 +90,9 @@ type Rank struct {
 	// ev is evidence mode's marker intervals and accounting (nil in the
 	// reference mode).
 	ev *evidenceRank
+	// ledger is the hidden-memory ledger's columns (ledger.go; a stream's
+	// only, nil otherwise).
+	ledger *ledgerColumns
 
 	// frontNs is at most the earliest front time of the rings: while the
 	// window's cutoff is not past it, trim has nothing to do.
@@ -137,6 +157,17 @@ func (rb *Rank) sessionIndex(session string) uint32 {
 	return uint32(len(rb.sessions) - 1)
 }
 
+// phaseSpansOfProcesses reports whether some phase span's session is its
+// process's rather than the job's.
+func (rb *Rank) phaseSpansOfProcesses() bool {
+	for i := range rb.phaseSpans.len() {
+		if rb.phaseSpans.at(i).session != jobSession {
+			return true
+		}
+	}
+	return false
+}
+
 // compactSessionsAt is the session table size at which sessions no longer
 // referenced by a buffered entry are dropped, so that a rank cycling
 // through session ids keeps a table no larger than its buffer.
@@ -162,6 +193,11 @@ func (rb *Rank) compactSessions() {
 	}
 	for i := range rb.others.len() {
 		use(&rb.others.at(i).session)
+	}
+	for i := range rb.phaseSpans.len() {
+		if e := rb.phaseSpans.at(i); e.session != jobSession {
+			use(&e.session)
+		}
 	}
 	rb.sessions = kept
 }

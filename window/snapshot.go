@@ -26,6 +26,9 @@ type Scratch struct {
 	rows     []sampleRow
 	runs     []seriesRuns
 	parents  phaseParents
+	// replicas are those of the ranks the latest snapshot read
+	// (ReserveReplicas).
+	replicas []*sampleReplica
 }
 
 // seriesRuns are the ranges of a series' runs in totals and sessions.
@@ -68,8 +71,12 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 	cutoff := job.cutoffNs()
 	nSamples, nMarkers := 0, 0
 	sc.rankIDs = sc.rankIDs[:0]
+	clear(sc.replicas)
+	sc.replicas = sc.replicas[:0]
 	for r, rb := range job.ranks {
-		nSamples += rb.samples.len()
+		if rb.samples.disordered {
+			nSamples += rb.samples.len()
+		}
 		nMarkers += rb.markers.len()
 		sc.rankIDs = append(sc.rankIDs, r)
 	}
@@ -103,9 +110,8 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 		}
 		sc.ends = sc.ends[:0]
 
-		s0, t0, ss0 := len(sc.times), len(sc.totals), len(sc.sessions)
-		sc.copySamples(rb, cutoff)
-		times := sc.times[s0:]
+		t0, ss0 := len(sc.totals), len(sc.sessions)
+		times, gaps := sc.samplesOf(rb, cutoff)
 		if len(times) > 0 {
 			earliest = min(earliest, times[0])
 		}
@@ -165,7 +171,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 			}
 			for i := range rb.phaseSpans.len() {
 				if e := rb.phaseSpans.at(i); e.EndNs >= cutoff {
-					sc.spans = append(sc.spans, e.span(job.id, r))
+					sc.spans = append(sc.spans, e.span(job.id, r, rb))
 				}
 			}
 		}
@@ -180,7 +186,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 		}
 		worldSize = max(worldSize, rb.worldSize)
 		if len(times) > 0 {
-			sc.ranks = append(sc.ranks, attribution.ColumnSeries{Rank: r, TimestampsNs: times, GapBytes: sc.gaps[s0:], Markers: markers})
+			sc.ranks = append(sc.ranks, attribution.ColumnSeries{Rank: r, TimestampsNs: times, GapBytes: gaps, Markers: markers})
 			sc.runs = append(sc.runs, seriesRuns{[2]int{t0, len(sc.totals)}, [2]int{ss0, len(sc.sessions)}})
 		}
 	}
@@ -210,39 +216,52 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 	return snap
 }
 
-// copySamples appends rb's samples inside the window to sc.times and
-// sc.gaps, in time order, and their totals and sessions as runs to
-// sc.totals and sc.sessions. A rank whose samples arrived in time order
-// (all of them inside the window once trimmed) is copied a column segment
-// at a time; otherwise row by row, and sorted.
-func (sc *Scratch) copySamples(rb *Rank, cutoff int64) {
+// samplesOf returns rb's samples inside the window in time order, their
+// times and gaps, and appends their totals and sessions as runs to
+// sc.totals and sc.sessions. Samples that arrived in time order (nearly
+// always) are read from the rank's replica, which the call brings up to
+// date by copying the samples that arrived since the last snapshot: the
+// returned columns are the replica's. A rank whose samples arrived out of
+// order has them copied and sorted in sc.times and sc.gaps.
+func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64) {
 	c := &rb.samples
 	if c.n == 0 {
-		return
+		return nil, nil
 	}
-	if c.disordered || c.frontNs() < cutoff {
+	if c.disordered {
+		s0 := len(sc.times)
 		sc.copySamplesSorted(rb, cutoff)
-		return
+		n := len(sc.times)
+		return sc.times[s0:n:n], sc.gaps[s0:n:n]
 	}
-	s0 := len(sc.times)
-	sc.times = slices.Grow(sc.times, c.n)[:s0+c.n]
-	sc.gaps = slices.Grow(sc.gaps, c.n)[:s0+c.n]
-	c.copyTo(sc.times[s0:], sc.gaps[s0:])
-	front := c.frontSeq()
-	for _, run := range c.totals {
-		from := 0
-		if run.from > front {
-			from = int(run.from - front)
+	rep := &rb.replica
+	rep.sync(c)
+	sc.replicas = append(sc.replicas, rep)
+	times, gaps = rep.live()
+	cut := 0
+	if c.frontNs() < cutoff {
+		cut, _ = slices.BinarySearch(times, cutoff)
+	}
+	times, gaps = times[cut:], gaps[cut:]
+	if len(times) == 0 {
+		return nil, nil
+	}
+	// The runs of the samples from first on, numbered from it: the last
+	// one starting at or before it, and those after.
+	first := rep.base + uint64(cut)
+	for i, run := range c.totals {
+		if i+1 < len(c.totals) && c.totals[i+1].from <= first {
+			continue
 		}
-		sc.totals = append(sc.totals, attribution.Int64Run{From: from, Value: run.value})
+		sc.totals = append(sc.totals, attribution.Int64Run{From: int(max(run.from, first) - first), Value: run.value})
 	}
-	for _, run := range c.sessions {
-		from := 0
-		if run.from > front {
-			from = int(run.from - front)
+	for i, run := range c.sessions {
+		if i+1 < len(c.sessions) && c.sessions[i+1].from <= first {
+			continue
 		}
-		sc.sessions = append(sc.sessions, attribution.StringRun{From: from, Value: rb.sessions[run.session]})
+		sc.sessions = append(sc.sessions, attribution.StringRun{From: int(max(run.from, first) - first), Value: rb.sessions[run.session]})
 	}
+	return times, gaps
 }
 
 // copySamplesSorted is copySamples for samples that may be out of order or

@@ -15,6 +15,7 @@ type Stream struct {
 	job    *Job
 	counts Counts
 	rec    Record
+	ledger bool // KeepLedger
 }
 
 // NewStream returns an empty stream whose window buffers what mode reads
@@ -40,6 +41,9 @@ func (s *Stream) Add(e *telemetry.Event) {
 	rec.Stormlog = s.job.cfg.Mode.classify(e)
 	if _, added := s.job.Add(rb, rec); added > 0 {
 		rb.Note(e.WorldSize, "")
+	}
+	if s.ledger {
+		rb.addLedger(e)
 	}
 }
 

@@ -104,7 +104,7 @@ func runLedger(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	in := ledger.Input{Ranks: runIn.ledger.Ranks(), Results: results, PaddingNs: padding}
+	in := ledger.Input{Ranks: runIn.window.LedgerRanks(), Results: results, PaddingNs: padding}
 	runIn = nil // only the ledger's columns are read from here on
 	l := ledger.New(&in)
 	w := bufio.NewWriterSize(stdout, 64<<10)

@@ -8,7 +8,6 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/inspector"
-	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/report"
 	"github.com/collectiveattr/collectiveattr/telemetry"
@@ -17,10 +16,10 @@ import (
 
 // runInput is what `attribute` keeps of its input, built while the records
 // stream in instead of from a slice of every event: the window of the
-// selected mode (window.Stream: the processor's per-job window, unbounded),
-// with --phases the phase boundaries, and with
-// --nccl-inspector the (host, pid) of every rank, and for `report` the
-// page's lanes. Only the records of the selected job (--job) reach the
+// selected mode (window.Stream: the processor's per-job window, unbounded;
+// for `ledger` and `report` with the ledger's columns too), with --phases
+// the phase boundaries, with --nccl-inspector the (host, pid) of every
+// rank, and for `report` the page's lanes. Only the records of the selected job (--job) reach the
 // builders; every record is counted in jobs.
 type runInput struct {
 	mode      string
@@ -30,7 +29,6 @@ type runInput struct {
 	inspector *inspectorJoin      // nil without --nccl-inspector
 	torch     *torchRun           // nil without --torch-profiler
 	page      *report.Builder     // report only
-	ledger    *ledger.Builder     // ledger only
 	// worldSizeNote is the world sizes the ranks declare when they differ
 	// (evidence mode, after attribute; "" when they agree).
 	worldSizeNote string
@@ -65,7 +63,7 @@ func readRun(r io.Reader, opts attributeOptions) (*runInput, error) {
 		ri.page = report.NewBuilder(opts.phases)
 	}
 	if opts.ledger {
-		ri.ledger = ledger.NewBuilder()
+		ri.window.KeepLedger()
 	}
 	add := func(chunk []telemetry.Event) error {
 		ri.add(chunk)
@@ -143,9 +141,6 @@ func (ri *runInput) add(events []telemetry.Event) {
 		}
 		if ri.page != nil {
 			ri.page.Add(e)
-		}
-		if ri.ledger != nil {
-			ri.ledger.Add(e)
 		}
 	}
 }

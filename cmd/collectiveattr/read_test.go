@@ -14,10 +14,13 @@ import (
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // readAllThenAttribute is `attribute` as it was before the records were
-// streamed: every event read into a slice, then grouped and attributed.
+// streamed: every event read into a slice, then attributed (through one
+// window, as the engines read records); an empty run has no results
+// whatever the preset.
 func readAllThenAttribute(data []byte, preset string, phases bool) (string, error) {
 	events, err := telemetry.ReadAuto(bytes.NewReader(data))
 	if err != nil {
@@ -27,9 +30,13 @@ func readAllThenAttribute(data []byte, preset string, phases bool) (string, erro
 	if phases {
 		resolver = phase.NewIndex(events, nil)
 	}
-	results, err := attribution.AttributeWithPreset(events, preset, nil, resolver)
-	if err != nil {
-		return "", err
+	var results []attribution.Result
+	if len(events) > 0 {
+		cfg, err := attribution.ResolveConfig(preset, nil)
+		if err != nil {
+			return "", err
+		}
+		results = window.AttributeReference(events, cfg, resolver)
 	}
 	return string(attribution.AppendResultsJSON(nil, results, phases)) + "\n", nil
 }

@@ -157,7 +157,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitConfig
 	}
-	job.Ledgers = pageLedgers(job, opts.columns, &ledger.Input{Ranks: runIn.ledger.Ranks(), Results: attributed, PaddingNs: padding})
+	job.Ledgers = pageLedgers(job, opts.columns, &ledger.Input{Ranks: runIn.window.LedgerRanks(), Results: attributed, PaddingNs: padding})
 	runIn = nil // the attribution's input is no longer needed while the page renders
 	results := make([]report.Result, len(attributed))
 	var buf []byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // Communicators split with shared resources report one memory manager's total: what a
@@ -21,12 +22,8 @@ func TestSplitSharedAccountsOnce(t *testing.T) {
 		require.NoError(t, err)
 		cfg, err := evidence.ResolveConfig("medium", nil, nil)
 		require.NoError(t, err)
-		b := evidence.NewBuilder()
-		for i := range c.Events {
-			b.Add(&c.Events[i])
-		}
 		confirmed := 0
-		for _, r := range evidence.Attribute(b.Input(), cfg, nil) {
+		for _, r := range window.AttributeEvidence(c.Events, cfg, nil) {
 			if r.Classification != jobsim.ClassConfirmed || r.NCCLAccountedBytes == nil {
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/ledger"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 const mib = int64(1) << 20
@@ -23,12 +24,13 @@ func ledgerRows(t *testing.T, events []telemetry.Event, preset string) []ledger.
 	t.Helper()
 	cfg, err := evidence.ResolveConfig(preset, nil, nil)
 	require.NoError(t, err)
-	eb, lb := evidence.NewBuilder(), ledger.NewBuilder()
-	for i := range events {
-		eb.Add(&events[i])
-		lb.Add(&events[i])
-	}
-	in := ledger.Input{Ranks: lb.Ranks(), Results: evidence.Attribute(eb.Input(), cfg, nil), PaddingNs: cfg.IntervalPaddingNs}
+	s := window.NewStream(window.EvidenceMode, false)
+	s.KeepLedger()
+	s.AddEvents(events)
+	var sc window.Scratch
+	var es window.EvidenceScratch
+	snap := s.Job().EvidenceSnapshot(&sc, &es)
+	in := ledger.Input{Ranks: s.LedgerRanks(), Results: evidence.Attribute(&snap.Input, cfg, nil), PaddingNs: cfg.IntervalPaddingNs}
 	l := ledger.New(&in)
 	var rows []ledger.Row
 	var r ledger.Row

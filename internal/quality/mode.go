@@ -12,18 +12,25 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // Mode attributes one job's events with a preset and returns its results reduced to
 // what the scorer reads.
 type Mode func(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error)
 
-// ReferenceMode is the reference attribution (attribution.AttributeWithPreset).
+// ReferenceMode is the reference attribution in process (window.AttributeReference
+// with the preset and no overrides), as `collectiveattr attribute --preset P`
+// does: an empty run has no results whatever the preset.
 func ReferenceMode(events []telemetry.Event, preset string) ([]jobsim.QualityResult, error) {
-	results, err := attribution.AttributeWithPreset(events, preset, nil, nil)
+	if len(events) == 0 {
+		return nil, nil
+	}
+	cfg, err := attribution.ResolveConfig(preset, nil)
 	if err != nil {
 		return nil, err
 	}
+	results := window.AttributeReference(events, cfg, nil)
 	out := make([]jobsim.QualityResult, len(results))
 	for i := range results {
 		r := &results[i]

@@ -116,16 +116,6 @@ func evaluateEveryShape(t *testing.T, mode Mode, families []string) Table {
 		Plan{Shape: "wide", Families: families, Seeds: []int64{1}, Presets: allPresets, NCCLStats: both})
 }
 
-// gatedFamilies are the families a goal test gates: families without the
-// shortfall ones unless the environment variable allEnv is set, or the
-// COLLECTIVEATTR_QUALITY_FAMILIES list.
-func gatedFamilies(families, shortfall []string, allEnv string) []string {
-	if os.Getenv(allEnv) == "" {
-		families = slices.DeleteFunc(slices.Clone(families), func(f string) bool { return slices.Contains(shortfall, f) })
-	}
-	return onlyFamilies(families)
-}
-
 // onlyFamilies is the COLLECTIVEATTR_QUALITY_FAMILIES list when set, else
 // families.
 func onlyFamilies(families []string) []string {
@@ -145,11 +135,6 @@ func TestEvidenceModeGoals(t *testing.T) {
 	reportFailures(t, tab, Check(tab, EvidenceGoals))
 }
 
-// cadenceShortfall are cadence families that do not meet CadenceGoals yet; they are
-// left out of TestEvidenceModeCadenceGoals, whose COLLECTIVEATTR_QUALITY_ALL_CADENCE=1
-// runs them too (docs/evidence-mode.md lists their figures).
-var cadenceShortfall = []string{"sparse"}
-
 // EVIDENCE MODE AT REAL CADENCES, WITH NCCL'S ACCOUNTING AS NCCL REPORTS IT (issue 24):
 // CadenceGoals on cadenceFamilies, every preset, with and without accounting.
 func TestEvidenceModeCadenceGoals(t *testing.T) {
@@ -157,7 +142,7 @@ func TestEvidenceModeCadenceGoals(t *testing.T) {
 	mode := evidenceModeUnderTest()
 	// no_collective is judged by the quiet goals too: a job with no collective episode.
 	families := append(slices.Clone(cadenceFamilies), "no_collective")
-	families = gatedFamilies(families, cadenceShortfall, "COLLECTIVEATTR_QUALITY_ALL_CADENCE")
+	families = onlyFamilies(families)
 	tab := evaluateEveryShape(t, mode, families)
 	reportFailures(t, tab, Check(tab, CadenceGoals))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 // NCCL's accounting holds its baseline plus exactly the collective-caused hidden memory.
@@ -76,7 +77,7 @@ func TestNCCLStatsOutputs(t *testing.T) {
 	assert.Equal(t, without, rest, "the accounting only adds records")
 	cfg, err := attribution.ResolveConfig("medium", nil)
 	require.NoError(t, err)
-	assert.Equal(t, attribution.Attribute(without, cfg, nil), attribution.Attribute(with, cfg, nil),
+	assert.Equal(t, window.AttributeReference(without, cfg, nil), window.AttributeReference(with, cfg, nil),
 		"the reference reads the accounting as neither sample nor marker")
 
 	for _, on := range []bool{false, true} {

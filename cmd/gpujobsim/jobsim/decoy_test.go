@@ -11,6 +11,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 func withDecoy(c *Config) { c.CotimedDecoys = 1; c.NCCLStats = true }
@@ -82,17 +83,13 @@ func TestCotimedDecoyAttribution(t *testing.T) {
 
 	refCfg, err := attribution.ResolveConfig("medium", nil)
 	require.NoError(t, err)
-	reference := toResults(s, attribution.Attribute(events, refCfg, nil))
+	reference := toResults(s, window.AttributeReference(events, refCfg, nil))
 	v := Compare(truth, reference)
 	assert.True(t, v.OK, "the reference mode finds what Expected says, the decoy as confident")
 
-	b := evidence.NewBuilder()
-	for i := range events {
-		b.Add(&events[i])
-	}
 	evCfg, err := evidence.ResolveConfig("medium", nil, nil)
 	require.NoError(t, err)
-	ev := toResults(s, evidence.Attribute(b.Input(), evCfg, nil))
+	ev := toResults(s, window.AttributeEvidence(events, evCfg, nil))
 	c := CompareModes(truth, reference, ev)
 	assert.True(t, c.Accounted)
 	assert.Empty(t, c.Check())

@@ -16,6 +16,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 type rankTime struct {
@@ -95,7 +96,7 @@ func TestInspectorLogsParseAndJoin(t *testing.T) {
 			cfg, err := attribution.ResolveConfig("medium", nil)
 			require.NoError(t, err)
 			var got []Result
-			for _, r := range attribution.Attribute(kept, cfg, phase.NewIndex(kept, nil)) {
+			for _, r := range window.AttributeReference(kept, cfg, phase.NewIndex(kept, nil)) {
 				got = append(got, Result{JobID: s.Config.JobID, Rank: r.Rank, StartNs: r.IntervalStartNs, EndNs: r.EndNs(), Classification: r.Classification})
 			}
 			truth := s.Truth(testEpoch)

@@ -23,6 +23,7 @@ import (
 	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
+	"github.com/collectiveattr/collectiveattr/window"
 )
 
 var testEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -285,7 +286,7 @@ func TestStormlogOutputIsValidAndAttributesAsDesigned(t *testing.T) {
 		require.NoError(t, err, "every record passes the reference validation")
 		cfg, err := attribution.ResolveConfig("medium", nil)
 		require.NoError(t, err)
-		results := attribution.Attribute(events, cfg, phase.NewIndex(events, nil))
+		results := window.AttributeReference(events, cfg, phase.NewIndex(events, nil))
 
 		var got []Result
 		for _, r := range results {

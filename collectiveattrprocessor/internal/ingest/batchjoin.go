@@ -7,6 +7,8 @@ type batchPoint struct {
 	tsNs  int64
 	bytes int64
 	role  role
+	// session is the sending process's index in the series' session table.
+	session uint8
 }
 
 // joinBatch buffers the points s received in this call that wait in
@@ -19,7 +21,7 @@ func (c *metricsConverter) joinBatch(s *series, nowNs int64, emit func(*SampleRu
 			s.becomePerProcess()
 		}
 		for _, p := range s.batch {
-			s.shedUsed += s.add(s.bufferedRole(p.role), p.tsNs, p.bytes, nowNs, c.cfg.MaxPendingRows)
+			s.shedUsed += s.add(s.bufferedRole(p.role), p.tsNs, p.bytes, nowNs, p.session, c.cfg.MaxPendingRows)
 		}
 		s.batch = keptScratch(s.batch)
 	}

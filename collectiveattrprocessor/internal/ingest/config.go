@@ -20,6 +20,14 @@ type IdentityKeys struct {
 	// UUID names (DCGM's GPU_I_ID): a MIG instance point joins the rank
 	// that reported the same GPU UUID and instance.
 	MIGInstance []string
+	// Process keys hold the id of the process that sent the item
+	// (process.pid) and ProcessStart its start time
+	// (process.creation.time): a ranked item's process is its session, so
+	// that a restarted process's samples and phase spans are a new session
+	// of the rank (docs/evidence-mode.md §7.1). A value of the wrong form
+	// counts as absent: the job id then stands in for the session.
+	Process      []string
+	ProcessStart []string
 }
 
 // DefaultIdentityKeys returns the contract §2 defaults.
@@ -37,6 +45,9 @@ func DefaultIdentityKeys() IdentityKeys {
 		Host:        []string{"k8s.node.name", "k8s_node_name", "host.name", "Hostname", "hostname"},
 		Device:      []string{"gpu.index", "device_id", "gpu", "gpu.uuid", "UUID", "uuid"},
 		MIGInstance: []string{"gpu.mig.instance_id", "GPU_I_ID"},
+		// OpenTelemetry's process resource attributes.
+		Process:      DefaultInspectorPIDKeys(),
+		ProcessStart: []string{"process.creation.time"},
 	}
 }
 

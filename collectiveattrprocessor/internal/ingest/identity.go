@@ -19,6 +19,8 @@ const (
 	fieldHost
 	fieldDevice
 	fieldMIGInstance
+	fieldProcess
+	fieldProcessStart
 	numFields
 )
 
@@ -85,6 +87,8 @@ func keySlots(keys IdentityKeys) (slots map[string][]keySlot, order []string) {
 	add(fieldHost, keys.Host)
 	add(fieldDevice, keys.Device)
 	add(fieldMIGInstance, keys.MIGInstance)
+	add(fieldProcess, keys.Process)
+	add(fieldProcessStart, keys.ProcessStart)
 	return slots, order
 }
 
@@ -216,6 +220,10 @@ type identity struct {
 	// viaDevice says job and rank came from the device map (a device-level
 	// point), not from the item's own attributes.
 	viaDevice bool
+	// pid is the id of the process that sent the item (-1: unknown) and
+	// procStart its start time as sent ("": unknown).
+	pid       int64
+	procStart string
 }
 
 func (id *identity) hasDevice() bool { return id.devIndex >= 0 || id.devOpaque != "" }
@@ -225,7 +233,7 @@ func (id *identity) hasDevice() bool { return id.devIndex >= 0 || id.devOpaque !
 // present wins) and parses the values. A present value of the wrong form is
 // an error (invalid_value), never silently replaced by a lower-priority one.
 func resolve(item, res *rawIdentity, out *identity) (detail string) {
-	*out = identity{devIndex: -1, migInstance: -1}
+	*out = identity{devIndex: -1, migInstance: -1, pid: -1}
 	pick := func(f idField) (pcommon.Value, bool) {
 		if item.found[f] {
 			return item.val[f], true
@@ -284,6 +292,14 @@ func resolve(item, res *rawIdentity, out *identity) (detail string) {
 		}
 		out.migInstance = n
 	}
+	if v, ok := pick(fieldProcess); ok {
+		if n, ok := intValue(v); ok && n >= 0 {
+			out.pid = n
+		}
+	}
+	if v, ok := pick(fieldProcessStart); ok {
+		out.procStart = processStart(v)
+	}
 	switch {
 	case item.opaqueFound:
 		out.devOpaque = item.opaque
@@ -291,6 +307,20 @@ func resolve(item, res *rawIdentity, out *identity) (detail string) {
 		out.devOpaque = res.opaque
 	}
 	return ""
+}
+
+// processStart reads a process start time: a string as sent (ISO 8601
+// for process.creation.time) or an integer (a Unix time) as its decimal
+// text; anything else counts as absent.
+func processStart(v pcommon.Value) string {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return strings.TrimSpace(v.Str())
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10)
+	default:
+		return ""
+	}
 }
 
 // intValue reads an int, a double with an integral value, or a decimal

@@ -38,3 +38,13 @@ func (in *interner) intern(s string) string {
 	in.last = v
 	return v
 }
+
+// internBytes is intern of a string built in b: one that is interned
+// already costs no copy.
+func (in *interner) internBytes(b []byte) string {
+	if v, ok := in.m[string(b)]; ok {
+		in.last = v
+		return v
+	}
+	return in.intern(string(b))
+}

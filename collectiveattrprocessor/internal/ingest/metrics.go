@@ -160,7 +160,7 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
-		var resSeries *series // see convertPoints
+		var resSeries seriesOf // see convertPoints
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -270,7 +270,7 @@ func dataPointCount(m pmetric.Metric) int {
 // attributes of its own has found it (nil before); the resource's next such
 // points go to it without resolving the identity again. It returns
 // resSeries, found or not.
-func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit valueUnit, nowNs, limit int64, resSeries *series, skip func(Skip)) *series {
+func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r role, unit valueUnit, nowNs, limit int64, resSeries seriesOf, skip func(Skip)) seriesOf {
 	for l := 0; l < dps.Len(); l++ {
 		dp := dps.At(l)
 		if dp.Flags().NoRecordedValue() {
@@ -292,7 +292,7 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 			skip(refused)
 			continue
 		}
-		s := resSeries
+		s, session := resSeries.s, resSeries.session
 		if r == roleProcessUsed {
 			// Resolved each time: whether it names its rank decides.
 			s = nil
@@ -305,8 +305,9 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 				skip(Skip{Reason: SkipUnjoinable, Detail: "per-process GPU memory point names no rank: it may be any process's on that GPU"})
 				continue
 			}
+			session = c.pointSession(s)
 			if attrs.Len() == 0 && r != roleProcessUsed {
-				resSeries = s
+				resSeries = seriesOf{s, session}
 			}
 		}
 		if s.late(r, ts) {
@@ -314,13 +315,37 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 			continue
 		}
 		if c.addNow {
-			s.shedUsed += s.add(s.bufferedRole(r), ts, bytes, nowNs, c.cfg.MaxPendingRows)
+			s.shedUsed += s.add(s.bufferedRole(r), ts, bytes, nowNs, session, c.cfg.MaxPendingRows)
 		} else {
-			s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r})
+			s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: bytes, role: r, session: session})
 		}
 		c.touch(s)
 	}
 	return resSeries
+}
+
+// seriesOf is the join buffer of an identity and the index of its process
+// in the buffer's session table (series.sessionIndex).
+type seriesOf struct {
+	s       *series
+	session uint8
+}
+
+// pointSession is the index in s's session table of the process of the
+// identity just resolved for s: 0 when it names none. A series' points
+// mostly come from one process: its index is kept (series.lastProcess).
+func (c *metricsConverter) pointSession(s *series) uint8 {
+	id := &c.ids.id
+	if id.pid < 0 {
+		return 0
+	}
+	k := processKey{host: id.host, pid: id.pid, start: id.procStart}
+	if p := &s.lastProcess; p.valid && p.key == k {
+		return p.index
+	}
+	i := s.sessionIndex(c.ids.session())
+	s.lastProcess = processIndex{key: k, index: i, valid: true}
+	return i
 }
 
 // itemSeries resolves the identity of a point with attributes attrs of the

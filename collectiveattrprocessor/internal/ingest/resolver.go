@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -63,6 +64,8 @@ type identityResolver struct {
 	// its resource, whose attributes the point's complete).
 	attrMemo attrMemo
 	resSeq   uint64
+	// sess is the session last built (session).
+	sess sessionMemo
 }
 
 func newIdentityResolver(cfg *Config) *identityResolver {
@@ -171,7 +174,7 @@ func (c *identityResolver) identify(nowNs int64) (SkipReason, string) {
 	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
 		return SkipInvalidValue, detail
 	}
-	if detail := c.identityTooLong(id.job, id.host, id.devOpaque); detail != "" {
+	if detail := c.identityTooLong(id.job, id.host, id.devOpaque, id.procStart); detail != "" {
 		return SkipInvalidValue, detail
 	}
 	id.worldSize = c.believedWorldSize(id.worldSize)
@@ -188,6 +191,7 @@ func (c *identityResolver) identify(nowNs int64) (SkipReason, string) {
 		id.job = c.names.intern(id.job)
 		id.host = c.names.intern(id.host)
 		id.devOpaque = c.names.intern(id.devOpaque)
+		id.procStart = c.names.intern(id.procStart)
 		c.dev.learn(c.names, id, nowNs)
 		*m = idMemoEntry{id: *id, learnedNs: nowNs, valid: true}
 		return "", ""
@@ -199,7 +203,56 @@ func (c *identityResolver) identify(nowNs int64) (SkipReason, string) {
 		return reason, detail
 	}
 	id.host = c.names.intern(id.host)
+	// A device-level point's process is its exporter's (DCGM, a node
+	// agent), never the rank's.
+	id.pid, id.procStart = -1, ""
 	return "", ""
+}
+
+// session is the session of the current identity's items
+// (docs/evidence-mode.md §7.1): its process, named by host, pid and start
+// time when the item names its pid, else the job id, as for a process
+// that names none. Spans and gauges of one resource get one session, so
+// that a restarted process's samples and phase spans are a new session of
+// the rank together.
+func (c *identityResolver) session() string {
+	id := &c.id
+	if id.pid < 0 {
+		return id.job
+	}
+	if c.sess.gen == c.idGen && c.sess.valid {
+		return c.sess.id
+	}
+	k := processKey{host: id.host, pid: id.pid, start: id.procStart}
+	if !c.sess.valid || c.sess.key != k {
+		b := append(c.sess.buf[:0], k.host...)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, k.pid, 10)
+		if k.start != "" {
+			b = append(b, '@')
+			b = append(b, k.start...)
+		}
+		c.sess.id, c.sess.key, c.sess.buf = c.names.internBytes(b), k, b
+	}
+	c.sess.gen, c.sess.valid = c.idGen, true
+	return c.sess.id
+}
+
+// processKey is a process as the items name it.
+type processKey struct {
+	host  string
+	pid   int64
+	start string
+}
+
+// sessionMemo is the session last built, and the identity (idGen) it is of.
+type sessionMemo struct {
+	key   processKey
+	id    string
+	gen   uint64
+	valid bool
+	// buf is the scratch the session is built in.
+	buf []byte
 }
 
 // learnRefresh is how often a repeated identity refreshes its device
@@ -305,6 +358,7 @@ func (c *identityResolver) identifyStormlog(ev *telemetry.Event, job, host strin
 		host:        c.names.intern(host),
 		devIndex:    -1,
 		migInstance: -1,
+		pid:         -1,
 	}
 	if ev.DeviceID >= 0 {
 		c.id.devIndex = ev.DeviceID

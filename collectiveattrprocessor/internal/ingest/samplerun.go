@@ -13,7 +13,12 @@ import "github.com/collectiveattr/collectiveattr/telemetry"
 // copies what it keeps.
 type SampleRun struct {
 	JobID string
-	Rank  int64
+	// Session is the session of the samples: the process that sent their
+	// allocator points (host/pid, with @start when its start time is
+	// known), or the job id when it named none (docs/evidence-mode.md
+	// §7.1). A rank's new process starts a new run.
+	Session string
+	Rank    int64
 	// WorldSize is the declared world size, 0 when unknown.
 	WorldSize int64
 	// Host is the rank's host name, "" when unknown.
@@ -22,6 +27,8 @@ type SampleRun struct {
 	// DeviceID is the GPU index, -1 when unknown.
 	DeviceID int64
 	Samples  []SamplePoint
+	// session is Session's index in its series' session table.
+	session uint8
 }
 
 // SamplePoint is one sample's time and memory counters in bytes. The

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -55,6 +56,10 @@ type joinRow struct {
 	// sample, so the row's partner points had one: when a row leaves
 	// without it, they are counted as orphaned.
 	served bool
+	// session is the index in the series' session table of the process
+	// that sent the row's allocator-reserved point: the session of the
+	// samples it joins (docs/evidence-mode.md §7.1).
+	session uint8
 }
 
 // series is the as-of join state of one (job, rank): its recent points as
@@ -118,6 +123,74 @@ type series struct {
 	// dropped counts the points dropped silently until reported
 	// (dropcounts.go).
 	dropped dropCounts
+	// sessions are the sessions (processes) of the buffered points, by
+	// index; index 0 is a point whose process is unknown (nil: none yet).
+	sessions []string
+	// lastProcess is the process of the series' latest identity and its
+	// index in sessions.
+	lastProcess processIndex
+}
+
+// processIndex is a process and its index in a series' session table.
+type processIndex struct {
+	key   processKey
+	index uint8
+	valid bool
+}
+
+// sessionIndex returns the index of session in the session table, adding
+// it. A full table (more processes than an index holds, in points of one
+// call) files a new process as unknown; compactSessions keeps the table to
+// the sessions of buffered rows between calls.
+func (s *series) sessionIndex(session string) uint8 {
+	for i := 1; i < len(s.sessions); i++ {
+		if s.sessions[i] == session {
+			return uint8(i)
+		}
+	}
+	if len(s.sessions) == 0 {
+		s.sessions = append(s.sessions, "")
+	}
+	if len(s.sessions) > math.MaxUint8 {
+		return 0
+	}
+	s.sessions = append(s.sessions, session)
+	return uint8(len(s.sessions) - 1)
+}
+
+// compactSessionsAt is the session table size from which, after a call,
+// the sessions no buffered row refers to are dropped.
+const compactSessionsAt = 16
+
+// compactSessions drops the sessions no row refers to.
+func (s *series) compactSessions() {
+	var remap [math.MaxUint8 + 1]uint8
+	var used [math.MaxUint8 + 1]bool
+	for i := range s.rows {
+		used[s.rows[i].session] = true
+	}
+	kept := s.sessions[:1]
+	for i := 1; i < len(s.sessions); i++ {
+		if used[i] {
+			remap[i] = uint8(len(kept))
+			kept = append(kept, s.sessions[i])
+		}
+	}
+	clear(s.sessions[len(kept):])
+	s.sessions = kept
+	s.lastProcess.valid = false
+	for i := range s.rows {
+		s.rows[i].session = remap[s.rows[i].session]
+	}
+}
+
+// sessionName is the session of index i of a sample of s: the job id
+// stands in for an unknown process.
+func (s *series) sessionName(i uint8) string {
+	if i == 0 || int(i) >= len(s.sessions) {
+		return s.key.job
+	}
+	return s.sessions[i]
 }
 
 func (s *series) empty() bool { return len(s.rows) == 0 }
@@ -229,7 +302,7 @@ func (s *series) find(ts int64) (int, bool) {
 // later one, a resent point, is ignored. When the series holds maxRows rows
 // its oldest quarter is dropped at once; add returns how many device-used
 // points were dropped that way without a sample.
-func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUsed int) {
+func (s *series) add(r role, ts, bytes, arrivalNs int64, session uint8, maxRows int) (droppedUsed int) {
 	switch {
 	case r == roleAllocatorReserved && (!s.hasReserved || ts > s.maxReservedTs):
 		s.maxReservedTs, s.hasReserved = ts, true
@@ -259,6 +332,9 @@ func (s *series) add(r role, ts, bytes, arrivalNs int64, maxRows int) (droppedUs
 	}
 	row.has |= bit
 	row.vals[r] = bytes
+	if r == roleAllocatorReserved {
+		row.session = session
+	}
 	row.arrivalNs = max(row.arrivalNs, arrivalNs)
 	s.roleCount[r]++
 	if r == roleDeviceUsed {
@@ -320,15 +396,15 @@ func (s *series) forget(row *joinRow) (pendingUsed int) {
 	return 0
 }
 
-// nearest returns the value of the point of r closest in time to row i's
+// nearestRow returns the row of the point of r closest in time to row i's
 // time within tol (ties: the earlier point). Rows are sorted and hold one
 // point per role, so the nearest is in row i itself, the last row before it
 // holding r, or the first after it.
-func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
+func (s *series) nearestRow(i int, r role, tol int64) (int, bool) {
 	rows := s.rows
 	bit := uint16(1) << r
 	if rows[i].has&bit != 0 {
-		return rows[i].vals[r], true
+		return i, true
 	}
 	if s.roleCount[r] == 0 {
 		return 0, false
@@ -344,7 +420,7 @@ func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
 	for k := i + 1; k < len(rows) && rows[k].tsNs-ts <= tol; k++ {
 		if rows[k].has&bit != 0 {
 			if before < 0 || rows[k].tsNs-ts < ts-rows[before].tsNs {
-				return rows[k].vals[r], true
+				return k, true
 			}
 			break
 		}
@@ -352,7 +428,7 @@ func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
 	if before < 0 {
 		return 0, false
 	}
-	return rows[before].vals[r], true
+	return before, true
 }
 
 // formSamples turns every buffered device-used point that has an
@@ -362,14 +438,14 @@ func (s *series) nearest(i int, r role, tol int64) (int64, bool) {
 func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip func(Skip)) {
 	tol := c.tolNs
 	const usedBit = uint16(1) << roleDeviceUsed
-	run := c.startRun(s)
+	run := c.startRun(s, 0)
 	firstPending := len(s.rows)
 	for i := s.firstPending; i < len(s.rows); i++ {
 		row := &s.rows[i]
 		if row.has&usedBit == 0 {
 			continue
 		}
-		reserved, ok := s.nearest(i, roleAllocatorReserved, tol)
+		partner, ok := s.nearestRow(i, roleAllocatorReserved, tol)
 		if !ok {
 			if s.hasReserved && s.maxReservedTs > row.tsNs+tol {
 				c.stats.UnjoinedPoints++
@@ -380,8 +456,13 @@ func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip fu
 			firstPending = min(firstPending, i)
 			continue
 		}
+		if session := s.rows[partner].session; session != run.session {
+			// A new process: its samples are a run of their own.
+			c.endRun(run, emit)
+			run = c.startRun(s, session)
+		}
 		var vals [numRoles]int64
-		has := s.joined(i, reserved, tol, &vals)
+		has := s.joined(i, s.rows[partner].vals[roleAllocatorReserved], tol, &vals)
 		s.consumeUsed(row)
 		s.markServed(i, tol)
 		// The sample is formed in place and taken back if invalid.
@@ -398,6 +479,9 @@ func (c *metricsConverter) formSamples(s *series, emit func(*SampleRun), skip fu
 	s.firstPending = firstPending
 	s.prune(tol)
 	c.endRun(run, emit)
+	if len(s.sessions) >= compactSessionsAt {
+		s.compactSessions()
+	}
 }
 
 // joined writes to vals the values of a sample of row i's device-used
@@ -415,15 +499,15 @@ func (s *series) joined(i int, reserved, tol int64, vals *[numRoles]int64) (has 
 		if row.has&(1<<r) != 0 {
 			vals[r], has = row.vals[r], has|1<<r
 		} else if s.roleCount[r] != 0 {
-			if v, ok := s.nearest(i, r, tol); ok {
-				vals[r], has = v, has|1<<r
+			if j, ok := s.nearestRow(i, r, tol); ok {
+				vals[r], has = s.rows[j].vals[r], has|1<<r
 			}
 		}
 	}
 	if has&(1<<roleDeviceTotal) == 0 && has&(1<<roleDeviceFree) != 0 {
 		for _, r := range [...]role{roleDeviceReserved, roleDeviceWideUsed} {
-			if v, ok := s.nearest(i, r, tol); ok {
-				vals[r], has = v, has|1<<r
+			if j, ok := s.nearestRow(i, r, tol); ok {
+				vals[r], has = s.rows[j].vals[r], has|1<<r
 			}
 		}
 	}
@@ -457,16 +541,17 @@ func (s *series) consumeUsed(row *joinRow) {
 	s.roleCount[roleDeviceUsed]--
 }
 
-// startRun readies the run for the samples of s.
-func (c *metricsConverter) startRun(s *series) *SampleRun {
+// startRun readies the run for the samples of s of session (an index in
+// its session table).
+func (c *metricsConverter) startRun(s *series, session uint8) *SampleRun {
 	run := &c.run
 	localRank := s.key.rank
 	if s.hasLocal {
 		localRank = s.localRank
 	}
 	*run = SampleRun{
-		JobID: s.key.job, Rank: s.key.rank, WorldSize: s.worldSize, Host: s.host,
-		LocalRank: localRank, DeviceID: s.deviceID, Samples: run.Samples[:0],
+		JobID: s.key.job, Session: s.sessionName(session), Rank: s.key.rank, WorldSize: s.worldSize, Host: s.host,
+		LocalRank: localRank, DeviceID: s.deviceID, Samples: run.Samples[:0], session: session,
 	}
 	return run
 }

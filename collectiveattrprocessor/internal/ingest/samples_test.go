@@ -25,9 +25,9 @@ func TestRowsStayExactWhateverTheCursor(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 5: // in-order arrival, sometimes a duplicate time
 			ts += int64(rng.IntN(3))
-			s.add(r, ts, 1, int64(step), 64)
+			s.add(r, ts, 1, int64(step), 0, 64)
 		case op < 6: // late arrival
-			s.add(r, ts-int64(rng.IntN(20)), 1, int64(step), 64)
+			s.add(r, ts-int64(rng.IntN(20)), 1, int64(step), 0, 64)
 		case op < 7 && step%50 == 0:
 			s.expire(int64(step - rng.IntN(100)))
 		}
@@ -63,7 +63,7 @@ func TestRowsStayExactWhateverTheCursor(t *testing.T) {
 	}
 }
 
-// TestNearestIsTheClosestWithinTolerance checks nearest against its
+// TestNearestIsTheClosestWithinTolerance checks nearestRow against its
 // definition, a scan of every point buffered: the closest point within tol,
 // the earlier on a tie, the first buffered among points of one time.
 func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
@@ -76,7 +76,7 @@ func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
 		for i := range 40 {
 			ts += int64(rng.IntN(4)) // duplicates and gaps
 			v := int64(trial*1000 + i)
-			s.add(r, ts, v, 0, 64)
+			s.add(r, ts, v, 0, 0, 64)
 			ref = append(ref, refPoint{ts, v})
 		}
 		tol := int64(rng.IntN(4))
@@ -91,11 +91,15 @@ func TestNearestIsTheClosestWithinTolerance(t *testing.T) {
 					want, wantOK, bestD = p.v, true, d
 				}
 			}
-			s.add(roleDeviceUsed, q, 1, 0, 64) // samples are formed at a device-used row
+			s.add(roleDeviceUsed, q, 1, 0, 0, 64) // samples are formed at a device-used row
 			i, _ := s.find(q)
-			got, ok := s.nearest(i, r, tol)
+			j, ok := s.nearestRow(i, r, tol)
+			var got int64
+			if ok {
+				got = s.rows[j].vals[r]
+			}
 			if got != want || ok != wantOK {
-				t.Fatalf("trial %d: nearest(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
+				t.Fatalf("trial %d: nearestRow(%d, tol %d) = %d, %v; want %d, %v", trial, q, tol, got, ok, want, wantOK)
 			}
 		}
 	}

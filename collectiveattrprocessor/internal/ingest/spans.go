@@ -335,7 +335,7 @@ func (c *tracesConverter) phaseRecord(sp ptrace.Span, path []string, parent pcom
 		threadName = c.ids.names.intern(v.Str())
 	}
 	rec.PhaseSpan = phase.Span{
-		SessionID:  c.ids.id.job,
+		SessionID:  c.ids.session(),
 		Rank:       c.ids.id.rank,
 		ThreadID:   threadID,
 		ThreadName: threadName,

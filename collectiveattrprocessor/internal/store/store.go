@@ -13,6 +13,7 @@
 package store
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -233,10 +234,11 @@ func (s *Store) AddSampleRun(run *ingest.SampleRun, now time.Time) int {
 		return len(run.Samples)
 	}
 	samples := run.Samples[first:]
-	// Metrics carry no stormlog session: the job id stands in, which is also
-	// the session of phase spans from traces, so that those spans resolve
-	// the phase of metrics-derived spikes.
-	dup := job.AddSamples(rb, run.JobID, len(samples), func(i int) (ts, gap, total int64) {
+	// The session is the process that sent the allocator points, or the
+	// job id when it named none: the session of its phase spans from
+	// traces too, so that those spans resolve the phase of metrics-derived
+	// spikes (docs/evidence-mode.md §7.1).
+	dup := job.AddSamples(rb, cmp.Or(run.Session, run.JobID), len(samples), func(i int) (ts, gap, total int64) {
 		p := &samples[i]
 		if p.Has&ingest.HasDeviceTotal != 0 {
 			total = p.DeviceTotal

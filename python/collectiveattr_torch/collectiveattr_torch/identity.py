@@ -7,8 +7,14 @@ identity is computed once, at instrument(), from the arguments, torch.distribute
 and the launcher's environment.
 """
 
+import datetime
 import os
 import socket
+import time
+
+# When this module was imported: the process's start time where /proc cannot
+# tell it (a training script imports the module within seconds of starting).
+_IMPORTED_AT = time.time()
 
 # Where the job id comes from, first present wins. An explicit argument comes
 # before all of them; OTEL_RESOURCE_ATTRIBUTES is read as the OTel SDK reads it.
@@ -100,12 +106,40 @@ def physical_gpu_index(environ, cuda_index):
     return int(entries[cuda_index])
 
 
+def process_creation_time(pid=None, proc="/proc"):
+    """The process's start time as OpenTelemetry's process.creation.time: ISO 8601, UTC.
+
+    Read from Linux's /proc (the process's start in clock ticks after boot,
+    plus the boot time); elsewhere, or when /proc cannot be read, the time
+    this module was imported. With process.pid it tells this process from an
+    earlier one with the same pid (a container restarted on the same node),
+    so that the processor files a restarted rank's data as a new session.
+    """
+    start = _IMPORTED_AT
+    try:
+        with open(os.path.join(proc, str(pid if pid is not None else os.getpid()), "stat")) as f:
+            # The command name (field 2) is in parentheses and may hold
+            # spaces and parentheses: the fields after the last ")" are
+            # field 3 (state) on; starttime is field 22.
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open(os.path.join(proc, "stat")) as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        start = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration, AttributeError):
+        pass
+    moment = datetime.datetime.fromtimestamp(start, datetime.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def resource_attributes(environ, rank, world_size, job_id="", service_name=None,
-                        local_rank=None, cuda_index=None, gpu_uuid=None, host=None, pid=None):
+                        local_rank=None, cuda_index=None, gpu_uuid=None, host=None, pid=None,
+                        process_start=None):
     """The resource attribute dict of one rank, in the simulator's shape.
 
     rank and world_size come from torch.distributed; the rest from the
-    environment unless given. Attributes of OTEL_RESOURCE_ATTRIBUTES are
+    environment unless given. process.pid and process.creation.time name
+    this process: the processor's session of the rank's data, so that a
+    restarted rank (a new process) is a new session. Attributes of OTEL_RESOURCE_ATTRIBUTES are
     kept (service.name, k8s.*, ...) and the identity ones set here win.
     """
     attrs = dict(parse_otel_resource_attributes(environ.get("OTEL_RESOURCE_ATTRIBUTES", "")))
@@ -123,6 +157,7 @@ def resource_attributes(environ, rank, world_size, job_id="", service_name=None,
         attrs["k8s.node.name"] = node
     attrs["host.name"] = host or node or socket.gethostname()
     attrs["process.pid"] = int(pid if pid is not None else os.getpid())
+    attrs["process.creation.time"] = process_start or process_creation_time(pid)
     gpu = physical_gpu_index(environ, cuda_index)
     if gpu is not None:
         attrs["gpu.index"] = gpu

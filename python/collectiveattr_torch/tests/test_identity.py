@@ -1,3 +1,6 @@
+import datetime
+import os
+import tempfile
 import unittest
 
 from collectiveattr_torch import identity
@@ -59,7 +62,7 @@ class ResourceTest(unittest.TestCase):
         env = {"LOCAL_RANK": "3", "CUDA_VISIBLE_DEVICES": "2,3,4,5", "K8S_NODE_NAME": "node-7",
                "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,training.rank=99"}
         got = identity.resource_attributes(env, rank=11, world_size=16, job_id="j1", cuda_index=3,
-                                           gpu_uuid="GPU-x", pid=123)
+                                           gpu_uuid="GPU-x", pid=123, process_start="2026-01-01T00:00:00.000Z")
         self.assertEqual(got["training.job.id"], "j1")
         self.assertEqual(got["training.rank"], 11)  # torch.distributed wins over the variable
         self.assertEqual(got["training.world_size"], 16)
@@ -69,8 +72,31 @@ class ResourceTest(unittest.TestCase):
         self.assertEqual(got["gpu.index"], 5)
         self.assertEqual(got["gpu.uuid"], "GPU-x")
         self.assertEqual(got["process.pid"], 123)
+        self.assertEqual(got["process.creation.time"], "2026-01-01T00:00:00.000Z")
         self.assertEqual(got["deployment.environment"], "prod")
         self.assertEqual(got["service.name"], "pytorch-training")
+
+    def test_process_creation_time_from_proc(self):
+        with tempfile.TemporaryDirectory() as proc:
+            os.mkdir(os.path.join(proc, "123"))
+            fields = ["S"] + ["0"] * 18 + [str(2500 * os.sysconf("SC_CLK_TCK"))] + ["0"] * 30
+            with open(os.path.join(proc, "123", "stat"), "w") as f:
+                f.write("123 (python3 (a) b) " + " ".join(fields) + "\n")
+            with open(os.path.join(proc, "stat"), "w") as f:
+                f.write("cpu  1 2 3\nbtime 1767225600\nprocesses 9\n")
+            self.assertEqual(identity.process_creation_time(123, proc=proc), "2026-01-01T00:41:40.000Z")
+
+    def test_process_creation_time_without_proc(self):
+        with tempfile.TemporaryDirectory() as proc:
+            got = identity.process_creation_time(123, proc=proc)
+        want = datetime.datetime.fromtimestamp(identity._IMPORTED_AT, datetime.timezone.utc)
+        self.assertEqual(got, want.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+
+    def test_own_process_creation_time_is_stable(self):
+        got = identity.resource_attributes({}, rank=0, world_size=1, host="h")
+        self.assertEqual(got["process.pid"], os.getpid())
+        self.assertRegex(got["process.creation.time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(got["process.creation.time"], identity.process_creation_time())
 
     def test_no_job_sends_no_job_attribute(self):
         got = identity.resource_attributes({}, rank=0, world_size=1, host="h")
