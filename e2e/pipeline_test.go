@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -39,10 +40,15 @@ type pipelineRun struct {
 	// load (COLLECTIVEATTR_PIPELINE_E2E_BACKFILL, default 5m, the processor's window): the
 	// measurement sees its steady state, a full window evaluated every interval.
 	backfill    time.Duration
-	rounds      int      // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
-	compression string   // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
-	evaluation  string   // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor's, default 10s
-	signals     []string // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
+	rounds      int    // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
+	compression string // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
+	evaluation  string // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor's, default 10s
+	// gc is the collector's GOGC and GOMEMLIMIT (COLLECTIVEATTR_PIPELINE_E2E_GOGC and
+	// _GOMEMLIMIT; unset: Go's defaults). Under the defaults a collection comes each time
+	// the heap doubles, so the processor's buffers, by making the heap larger, make the
+	// pipeline's collections rarer: GOGC=off with a GOMEMLIMIT takes that out of the ratio.
+	gc      map[string]string
+	signals []string // COLLECTIVEATTR_PIPELINE_E2E_SIGNALS: default "metrics,traces"
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
 	base string
@@ -72,6 +78,12 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		d, err := time.ParseDuration(v)
 		require.NoError(t, err, pipelineEnv+"_BACKFILL")
 		s.backfill = d
+	}
+	s.gc = map[string]string{}
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v := os.Getenv(pipelineEnv + "_" + name); v != "" {
+			s.gc[name] = v
+		}
 	}
 	s.evaluation = "10s"
 	if v := os.Getenv(pipelineEnv + "_EVALUATION_INTERVAL"); v != "" {
@@ -149,8 +161,8 @@ func TestPipelineCPU(t *testing.T) {
 				t.Log(line + " cpu-ns/" + load.unit)
 			}
 			loadavg, _ := os.ReadFile("/proc/loadavg")
-			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s; medians:",
-				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation)
+			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s, GC %v; medians:",
+				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation, run.gc)
 			for v := range variants {
 				line += fmt.Sprintf(" %s %.0f cpu-ns/%s (%.3f×, median of the rounds' ratios %.3f×);", variants[v].name,
 					median(cpu[v]), load.unit, median(cpu[v])/median(cpu[0]), median(ratios[v]))
@@ -170,11 +182,13 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	if variant.withProcessor {
 		processors = "[collectiveattr]"
 	}
-	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), map[string]string{
+	env := map[string]string{
 		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_TELEMETRY_PORT": itoa(telemetryPort),
 		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": processors, "E2E_EXPORT_COMPRESSION": run.compression,
 		"E2E_EVALUATION_INTERVAL": run.evaluation,
-	}, healthPort)
+	}
+	maps.Copy(env, run.gc)
+	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), env, healthPort)
 	defer c.stop()
 	cc, err := grpc.NewClient("127.0.0.1:"+itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
