@@ -53,8 +53,8 @@ const maxHiddenPointsPerTick = 1 << 16
 type core struct {
 	cfg     *Config
 	attrCfg attribution.Config
-	// engine is the attribution mode, chosen once from cfg.Mode; its
-	// scratch space is guarded by evalMu.
+	// engine is the engine of cfg.Mode's strategy (modeStrategies),
+	// chosen once; its scratch space is guarded by evalMu.
 	engine engine
 	logger *zap.Logger
 	clock  clock
