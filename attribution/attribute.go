@@ -33,29 +33,8 @@ type spike struct {
 	syncCount int64
 }
 
-// AttributeInput runs the reference's attribute_collective_memory (R2) on
-// a run's grouped input (steps S4–S12; the grouping, S1–S3 and S6, is the
-// window's); resolver may be nil (no phase attribution). Results are
-// sorted by (rank, interval_start_ns), one per merged interval; nil when
-// nothing is attributed. As in the reference, the input is one run (ranks
-// pooled across jobs and sessions: callers partition first), and a spike
-// is resolved to a phase only when its sample has a session id, so v2
-// samples never get one. Each series' Samples must be in time order and
-// its Markers ascending; the order of the series does not matter, and one rank should
-// have one series. It neither retains nor modifies in's slices; results own
-// their memory except ReasonCodes, which share read-only backing arrays.
-// MarkerTimesNs lists the contributing markers; a merged result carries the
-// union (each timestamp once).
-func AttributeInput(in Input, cfg Config, resolver PhaseResolver) []Result {
-	spikes := detectSpikes(in, cfg)
-	if len(spikes) == 0 {
-		return nil
-	}
-	return resultsOfSpikes(spikes, len(in.Ranks), in.ExpectedWorldSize, in.TraceStartNs, cfg, resolver)
-}
-
-// resultsOfSpikes is S5–S12 on the spikes detected in a run of ranks series
-// (AttributeInput and AttributeColumns).
+// resultsOfSpikes is S5–S12 on the spikes detected in a run of ranks
+// series (AttributeColumnsParallel).
 func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Config, resolver PhaseResolver) []Result {
 	markSynchrony(spikes, cfg.SynchronyWindowNs, ranks)
 	totalMarkers := 0
@@ -117,71 +96,6 @@ func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Con
 		masks = append(masks, mask)
 	}
 	return mergeRankIntervals(results, masks)
-}
-
-// detectSpikes is S4 over every rank, in input rank order and sample order.
-func detectSpikes(in Input, cfg Config) []spike {
-	maxN := 0
-	for _, rs := range in.Ranks {
-		maxN = max(maxN, len(rs.Samples))
-	}
-	gaps := make([]float64, maxN)
-	scratch := newStatsScratch(maxN)
-	// Synchrony counts distinct rank numbers; a dense id per rank number
-	// keeps that right even if a caller splits one rank over several series.
-	ids := make(map[int64]int32, len(in.Ranks))
-	var spikes []spike
-	for _, rs := range in.Ranks {
-		n := len(rs.Samples)
-		if int64(n) < cfg.MinSamplesPerRank || n == 0 {
-			continue
-		}
-		var (
-			st       rankStats
-			haveStat bool
-		)
-		for _, s := range rs.Samples {
-			gapBytes := max(0, s.GapBytes)
-			var ratio float64
-			hasRatio := s.TotalBytes > 0
-			significant := gapBytes >= cfg.MinGapBytes
-			// The quotient is only needed for a significant sample or when it
-			// could reach min_gap_ratio: gap < ratio·total·(1-1e-9) rules that
-			// out with a wide margin over the product's rounding error, so
-			// most baseline samples skip the division.
-			if hasRatio && (significant || float64(gapBytes) >= cfg.MinGapRatio*float64(s.TotalBytes)*(1-1e-9)) {
-				ratio = pyDiv(gapBytes, s.TotalBytes)
-				significant = significant || ratio >= cfg.MinGapRatio
-			}
-			if !significant {
-				continue
-			}
-			if !haveStat {
-				g := gaps[:n]
-				for j, t := range rs.Samples {
-					g[j] = float64(max(0, t.GapBytes))
-				}
-				st = computeRankStats(g, scratch)
-				haveStat = true
-			}
-			z := st.zscore(float64(gapBytes))
-			if z < cfg.RobustZscoreThreshold {
-				continue
-			}
-			spikes = append(spikes, spike{
-				rank:     rs.Rank,
-				rankIdx:  rankID(ids, rs.Rank),
-				ts:       s.TimestampNs,
-				session:  s.SessionID,
-				gap:      gapBytes,
-				ratio:    ratio,
-				hasRatio: hasRatio,
-				zRounded: pyRound(z, 4),
-				markers:  markersNear(rs.Markers, s.TimestampNs, cfg.MarkerWindowNs),
-			})
-		}
-	}
-	return spikes
 }
 
 func rankID(ids map[int64]int32, rank int64) int32 {

@@ -2,28 +2,31 @@ package attribution
 
 import "github.com/collectiveattr/collectiveattr/internal/parallel"
 
-// ColumnInput is Input with each rank's samples held as columns: a caller
-// that buffers samples column by column (the streaming processor) hands
-// them over without building one Sample per row.
+// ColumnInput is the grouped form of a run (steps S1–S3 and S6 already
+// applied) with each rank's samples held as columns: the window, which
+// buffers samples column by column, hands them over without building one
+// row per sample.
 type ColumnInput struct {
 	Ranks             []ColumnSeries
 	ExpectedWorldSize int64
 	TraceStartNs      int64
 }
 
-// ColumnSeries is one rank's RankSeries as columns. TimestampsNs and
-// GapBytes have one entry per sample, in time order (ties in input order);
-// sample i's TotalBytes and SessionID are given by the runs that cover it.
-// Markers are ascending, as in RankSeries.
+// ColumnSeries is one rank's usable samples as columns, and its marker
+// timestamps. TimestampsNs and GapBytes (max(0, device_used -
+// allocator_reserved)) have one entry per sample, in time order (ties in
+// input order); sample i's total (device_total_bytes, or <= 0 when null or
+// not positive) and session id ("" when it has none, v2) are given by the
+// runs that cover it. Markers are ascending.
 type ColumnSeries struct {
 	Rank         int64
 	TimestampsNs []int64
 	GapBytes     []int64
-	// Totals are the samples' TotalBytes as runs: a run holds from its
+	// Totals are the samples' totals as runs: a run holds from its
 	// sample index up to the next run's. No run (or a run starting after
 	// sample 0) stands for 0, an unknown total, before the first run.
 	Totals []Int64Run
-	// Sessions are the samples' SessionID as runs, as Totals; "" before
+	// Sessions are the samples' session ids as runs, as Totals; "" before
 	// the first run.
 	Sessions []StringRun
 	Markers  []int64
@@ -41,9 +44,18 @@ type StringRun struct {
 	Value string
 }
 
-// AttributeColumns is AttributeInput on columnar input: the same results
-// for the same samples, markers, world size and trace start. It neither
-// retains nor modifies in's slices.
+// AttributeColumns runs the reference's attribute_collective_memory (R2)
+// on a run's grouped input (steps S4–S12; the grouping, S1–S3 and S6, is
+// the window's); resolver may be nil (no phase attribution). Results are
+// sorted by (rank, interval_start_ns), one per merged interval; nil when
+// nothing is attributed. As in the reference, the input is one run (ranks
+// pooled across jobs and sessions: callers partition first), and a spike
+// is resolved to a phase only when its sample has a session id, so v2
+// samples never get one. The order of the series does not matter, and one
+// rank should have one series. It neither retains nor modifies in's
+// slices; results own their memory except ReasonCodes, which share
+// read-only backing arrays. MarkerTimesNs lists the contributing markers;
+// a merged result carries the union (each timestamp once).
 func AttributeColumns(in ColumnInput, cfg Config, resolver PhaseResolver) []Result {
 	return AttributeColumnsParallel(in, cfg, resolver, 1)
 }
@@ -59,9 +71,11 @@ func AttributeColumnsParallel(in ColumnInput, cfg Config, resolver PhaseResolver
 	return resultsOfSpikes(spikes, len(in.Ranks), in.ExpectedWorldSize, in.TraceStartNs, cfg, resolver)
 }
 
-// detectColumnSpikes is detectSpikes (S4) over columns: each rank's spikes
-// are found apart, on up to workers goroutines, and joined in input rank
-// order, where a rank's dense id is given as detectSpikes gives it.
+// detectColumnSpikes is S4 over columns: each rank's spikes are found
+// apart, on up to workers goroutines, and joined in input rank order. A
+// rank's dense id is given in that order, by rank number, so that
+// synchrony counts distinct ranks even if a caller splits one rank over
+// several series.
 func detectColumnSpikes(in ColumnInput, cfg Config, workers int) []spike {
 	maxN := 0
 	for i := range in.Ranks {
@@ -120,7 +134,10 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 		var ratio float64
 		hasRatio := total > 0
 		significant := gapBytes >= cfg.MinGapBytes
-		// As in detectSpikes: the quotient only when it can matter.
+		// The quotient is only needed for a significant sample or when it
+		// could reach min_gap_ratio: gap < ratio·total·(1-1e-9) rules that
+		// out with a wide margin over the product's rounding error, so
+		// most baseline samples skip the division.
 		if hasRatio && (significant || float64(gapBytes) >= cfg.MinGapRatio*float64(total)*(1-1e-9)) {
 			ratio = pyDiv(gapBytes, total)
 			significant = significant || ratio >= cfg.MinGapRatio

@@ -126,35 +126,6 @@ func (r *Result) EndNs() int64 {
 	return int64(min(r.IntervalEndNs, math.MaxInt64))
 }
 
-// Sample is one usable `sample` event of a rank, reduced to what the
-// algorithm reads.
-type Sample struct {
-	TimestampNs int64
-	// GapBytes is max(0, device_used - allocator_reserved).
-	GapBytes int64
-	// TotalBytes is device_total_bytes, or <= 0 when null or not positive.
-	TotalBytes int64
-	// SessionID is "" when the sample has none (v2).
-	SessionID string
-}
-
-// RankSeries is one rank's samples (time order, ties in input order) and its
-// marker timestamps (ascending).
-type RankSeries struct {
-	Rank    int64
-	Samples []Sample
-	Markers []int64
-}
-
-// Input is the grouped form of a run (steps S1–S3 and S6 already applied).
-// The streaming processor builds it from its compact buffers without
-// materialising Events.
-type Input struct {
-	Ranks             []RankSeries
-	ExpectedWorldSize int64
-	TraceStartNs      int64
-}
-
 // PhaseResolver resolves a spike's timestamp to a phase (R2 phase_resolver).
 type PhaseResolver interface {
 	Resolve(timestampNs int64, sessionID string, rank int64) *phase.Attribution

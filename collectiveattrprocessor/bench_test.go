@@ -341,7 +341,8 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 	})
 	if !wire {
 		measure("converter", 0, func(*testing.B) (func(T) error, func()) {
-			conv := ingest.NewConverter(cb.cfg().ingestConfig(), time.Now)
+			cfg := cb.cfg()
+			conv := ingest.NewConverter(cfg.ingestConfig(strategyOf(b, cfg)), time.Now)
 			return func(batch T) error { cb.convert(conv, batch); return nil }, func() {}
 		})
 	}

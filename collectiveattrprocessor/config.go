@@ -267,8 +267,9 @@ func (cfg *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ingestConfig is the converter's view of the configuration.
-func (cfg *Config) ingestConfig() ingest.Config {
+// ingestConfig is the converter's view of the configuration, reading what
+// mode's engine reads.
+func (cfg *Config) ingestConfig(mode modeStrategy) ingest.Config {
 	return ingest.Config{
 		Identity: ingest.IdentityKeys{
 			JobID:     cfg.Identity.JobID,
@@ -301,20 +302,21 @@ func (cfg *Config) ingestConfig() ingest.Config {
 		MaxFutureSkew:       cfg.MaxFutureSkew,
 		PhaseSpanNames:      cfg.PhaseSpanNames,
 		NoPhaseSpans:        !cfg.Phases,
-		Inspector:           cfg.inspectorConfig(),
-		Evidence:            cfg.Mode == ModeEvidence,
+		Inspector:           cfg.inspectorConfig(mode),
+		Reads:               mode.reads,
 	}
 }
 
-// storeConfig is the buffer store's view of the configuration.
-func (cfg *Config) storeConfig() store.Config {
+// storeConfig is the buffer store's view of the configuration, buffering
+// what mode's engine reads.
+func (cfg *Config) storeConfig(mode modeStrategy) store.Config {
 	return store.Config{
 		MaxJobs:          cfg.Limits.MaxJobs,
 		MaxRanksPerJob:   cfg.Limits.MaxRanksPerJob,
 		MaxEventsPerRank: cfg.Limits.MaxEventsPerRank,
 		Window:           cfg.Window,
 		Phases:           cfg.Phases,
-		Mode:             cfg.windowMode(),
+		Mode:             mode.window,
 		EmittedMemoryTTL: cfg.EmittedMemoryTTL,
 		MaxEmittedJobs:   cfg.Limits.MaxEmittedJobs,
 	}

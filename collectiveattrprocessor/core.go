@@ -53,8 +53,8 @@ const maxHiddenPointsPerTick = 1 << 16
 type core struct {
 	cfg     *Config
 	attrCfg attribution.Config
-	// engine is the attribution mode, chosen once from cfg.Mode; its
-	// scratch space is guarded by evalMu.
+	// engine is the engine of cfg.Mode's strategy (modeStrategies),
+	// chosen once; its scratch space is guarded by evalMu.
 	engine engine
 	logger *zap.Logger
 	clock  clock
@@ -113,6 +113,10 @@ type core struct {
 }
 
 func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
+	mode, err := cfg.strategy()
+	if err != nil {
+		return nil, err
+	}
 	attrCfg, err := attribution.ResolveConfig(cfg.Preset, cfg.Overrides)
 	if err != nil {
 		return nil, err
@@ -126,7 +130,7 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		tb.Shutdown()
 		return nil, err
 	}
-	eng, err := newEngine(cfg, attrCfg, engineNotes{worldSizeDisagreement: func(job, detail string, size int64) {
+	eng, err := mode.newEngine(cfg, attrCfg, engineNotes{worldSizeDisagreement: func(job, detail string, size int64) {
 		tb.ProcessorCollectiveattrWorldSizeDisagreements.Add(context.Background(), 1)
 		set.Logger.Warn("collectiveattr: the job's ranks declare different world sizes; evidence mode uses the size most of them declare",
 			zap.String("job_id", job), zap.String("declared", detail), zap.Int64("world_size", size))
@@ -135,8 +139,8 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 		tb.Shutdown()
 		return nil, err
 	}
-	st := store.New(cfg.storeConfig())
-	ic := cfg.ingestConfig()
+	st := store.New(cfg.storeConfig(mode))
+	ic := cfg.ingestConfig(mode)
 	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
 	c := &core{
 		cfg:     cfg,

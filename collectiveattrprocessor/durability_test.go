@@ -293,7 +293,8 @@ func FuzzRestoreStoredValue(f *testing.F) {
 		if !bytes.Equal(d, value) && err == nil {
 			t.Fatalf("a changed value (%d bytes, %x at %d, cut %d) is accepted", len(d), flip, at, cut)
 		}
-		s := store.New(storageConfig().storeConfig())
+		cfg := storageConfig()
+		s := store.New(cfg.storeConfig(strategyOf(t, cfg)))
 		if err == nil {
 			_, _ = s.Restore(payload, time.Now())
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
-	"github.com/collectiveattr/collectiveattr/inspector"
 )
 
 // InspectorConfig configures the NCCL Inspector records read from the logs
@@ -48,19 +47,15 @@ func (cfg *Config) validateInspector() []error {
 	return errs
 }
 
-// inspectorConfig is the converter's view of the Inspector settings.
-func (cfg *Config) inspectorConfig() ingest.InspectorConfig {
-	ic := ingest.InspectorConfig{
+// inspectorConfig is the converter's view of the Inspector settings, with
+// the markers mode's engine reads.
+func (cfg *Config) inspectorConfig(mode modeStrategy) ingest.InspectorConfig {
+	return ingest.InspectorConfig{
 		HostKeys:   cfg.Identity.ProcessHost,
 		PIDKeys:    cfg.Identity.PID,
 		Hold:       cfg.NCCLInspector.Hold,
 		MaxPending: cfg.NCCLInspector.MaxPending,
-		Markers:    inspector.ReferenceMarkers,
+		Markers:    mode.inspectorMarkers,
+		CommRanks:  mode.inspectorCommRanks,
 	}
-	if cfg.Mode == ModeEvidence {
-		// Evidence mode reads a record as one marker carrying the
-		// collective's identity, members included, as the CLI does.
-		ic.Markers, ic.CommRanks = inspector.EvidenceMarker, true
-	}
-	return ic
 }

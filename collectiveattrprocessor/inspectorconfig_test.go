@@ -32,7 +32,7 @@ func TestInspectorMarkersFollowTheMode(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.Mode = tc.mode
-			ic := cfg.inspectorConfig()
+			ic := cfg.inspectorConfig(strategyOf(t, cfg))
 			assert.Equal(t, tc.wantRanks, ic.CommRanks)
 			events := ic.Markers(nil, joined)
 			require.Len(t, events, tc.wantMarkers)

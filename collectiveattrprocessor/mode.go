@@ -2,10 +2,14 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/evidence"
+	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/internal/parallel"
 	"github.com/collectiveattr/collectiveattr/window"
 )
@@ -26,8 +30,8 @@ const (
 // evidence keys are validated in either mode, so that a typo is caught
 // before the mode is switched.
 func (cfg *Config) validateMode() error {
-	if cfg.Mode != ModeReference && cfg.Mode != ModeEvidence {
-		return fmt.Errorf("mode must be one of reference, evidence, got %q", cfg.Mode)
+	if _, err := cfg.strategy(); err != nil {
+		return err
 	}
 	_, err := cfg.evidenceConfig()
 	return err
@@ -40,11 +44,71 @@ func (cfg *Config) evidenceConfig() (evidence.Config, error) {
 	return evidence.ResolveConfig(cfg.Preset, cfg.Overrides, cfg.Evidence)
 }
 
-// engine is an attribution mode: what it reads of a job's buffers, how it
-// attributes them, and how long a result waits to settle. newCore chooses
-// it once, from mode; nothing past that point asks which mode runs. A new
-// mode is a new engine (and, when it buffers something the others do not,
-// a store mode).
+// modeStrategy is an attribution mode as the processor runs it: what
+// ingestion reads for the mode's engine, what a job's window buffers, and
+// the engine. newCore takes it once from cfg.Mode (modeStrategies) and
+// hands each layer its part; nothing past that point asks which mode
+// runs. A new mode is a new entry here, with its window.Mode and its
+// engine; ingestion and the store change only for an input no mode reads
+// yet.
+type modeStrategy struct {
+	// reads is what ingestion reads for the engine beyond what every
+	// engine reads.
+	reads ingest.EngineReads
+	// inspectorMarkers turns an NCCL Inspector record into the markers
+	// the engine reads; inspectorCommRanks looks up the communicator's
+	// members for it.
+	inspectorMarkers   inspector.MarkerFunc
+	inspectorCommRanks bool
+	// window is what a job's window buffers for the engine.
+	window window.Mode
+	// newEngine returns the engine; ref is the reference configuration
+	// resolved from the preset and overrides.
+	newEngine func(cfg *Config, ref attribution.Config, notes engineNotes) (engine, error)
+}
+
+// modeStrategies holds the strategy of each mode.
+var modeStrategies = map[AttributionMode]modeStrategy{
+	ModeReference: {
+		inspectorMarkers: inspector.ReferenceMarkers,
+		window:           window.ReferenceMode,
+		newEngine: func(_ *Config, ref attribution.Config, _ engineNotes) (engine, error) {
+			return &referenceEngine{cfg: ref}, nil
+		},
+	},
+	// Evidence mode reads each marker as the collective it marks (an
+	// Inspector record as one marker carrying the collective's identity,
+	// members included, as the CLI reads it) and NCCL's accounting.
+	ModeEvidence: {
+		reads:              ingest.EngineReads{CollectiveMarkers: true, Accounting: true},
+		inspectorMarkers:   inspector.EvidenceMarker,
+		inspectorCommRanks: true,
+		window:             window.EvidenceMode,
+		newEngine: func(cfg *Config, _ attribution.Config, notes engineNotes) (engine, error) {
+			ec, err := cfg.evidenceConfig()
+			if err != nil {
+				return nil, err
+			}
+			return &evidenceEngine{cfg: ec, notes: notes}, nil
+		},
+	},
+}
+
+// strategy is the strategy of cfg.Mode.
+func (cfg *Config) strategy() (modeStrategy, error) {
+	if m, ok := modeStrategies[cfg.Mode]; ok {
+		return m, nil
+	}
+	names := make([]string, 0, len(modeStrategies))
+	for name := range modeStrategies {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	return modeStrategy{}, fmt.Errorf("mode must be one of %s, got %q", strings.Join(names, ", "), cfg.Mode)
+}
+
+// engine is an attribution mode's engine: what it reads of a job's
+// buffers, how it attributes them, and how long a result waits to settle.
 type engine interface {
 	// read copies what the engine reads of job's buffers (under the
 	// store's lock, or of a detached job) and returns the attribution of
@@ -82,33 +146,12 @@ func (w roundWorkers) workers() int {
 	return parallel.Workers()
 }
 
-// windowMode is what a job's window buffers for cfg.Mode.
-func (cfg *Config) windowMode() window.Mode {
-	if cfg.Mode == ModeEvidence {
-		return window.EvidenceMode
-	}
-	return window.ReferenceMode
-}
-
 // engineNotes are what an engine tells the component about a job's input
 // beside its results (each may be nil).
 type engineNotes struct {
 	// worldSizeDisagreement: the job's ranks declare different world sizes
 	// (detail lists them); the engine uses size.
 	worldSizeDisagreement func(job, detail string, size int64)
-}
-
-// newEngine returns the engine of cfg.Mode; ref is the reference
-// configuration resolved from the preset and overrides.
-func newEngine(cfg *Config, ref attribution.Config, notes engineNotes) (engine, error) {
-	if cfg.Mode != ModeEvidence {
-		return &referenceEngine{cfg: ref}, nil
-	}
-	ec, err := cfg.evidenceConfig()
-	if err != nil {
-		return nil, err
-	}
-	return &evidenceEngine{cfg: ec, notes: notes}, nil
 }
 
 // referenceEngine is stormlog's heuristic over the store's columns.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/confmap"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
@@ -28,7 +29,7 @@ func TestModeConfig(t *testing.T) {
 			assert.Equal(t, evidence.DefaultParams("high").BaselineWindowNs, ec.Evidence.BaselineWindowNs)
 			assert.Equal(t, "high", ec.Preset)
 		}},
-		{name: "unknown mode", conf: map[string]any{"mode": "guess"}, wantErr: `mode must be one of reference, evidence, got "guess"`},
+		{name: "unknown mode", conf: map[string]any{"mode": "guess"}, wantErr: `mode must be one of evidence, reference, got "guess"`},
 		{name: "unknown evidence key", conf: map[string]any{"mode": "evidence", "evidence": map[string]any{"min_excess": 1}}, wantErr: "Unknown evidence config fields: min_excess"},
 		{name: "bad evidence value", conf: map[string]any{"mode": "evidence", "evidence": map[string]any{"spread_floor_bytes": 0}}, wantErr: "evidence.spread_floor_bytes must be > 0"},
 		{name: "non-number evidence value", conf: map[string]any{"evidence": map[string]any{"baseline_window_ns": "8s"}}, wantErr: "evidence.baseline_window_ns must be a number"},
@@ -49,4 +50,31 @@ func TestModeConfig(t *testing.T) {
 			tt.check(t, cfg)
 		})
 	}
+}
+
+// TestModeStrategies: each mode's strategy is complete, and its window
+// keeps the mode's own name in checkpoints, so that a job is restored only
+// into the mode that buffered it.
+func TestModeStrategies(t *testing.T) {
+	for mode := range modeStrategies {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Mode = mode
+			m := strategyOf(t, cfg)
+			require.NotNil(t, m.window)
+			assert.Equal(t, string(mode), m.window.Name())
+			assert.NotNil(t, m.inspectorMarkers)
+			eng, err := m.newEngine(cfg, attribution.Config{}, engineNotes{})
+			require.NoError(t, err)
+			assert.NotNil(t, eng)
+		})
+	}
+}
+
+// strategyOf is cfg's mode strategy; cfg.Mode must be valid.
+func strategyOf(tb testing.TB, cfg *Config) modeStrategy {
+	tb.Helper()
+	m, err := cfg.strategy()
+	require.NoError(tb, err)
+	return m
 }

@@ -10,7 +10,7 @@ import (
 
 // BenchmarkStreamedMetadata reads the metadata of a simulated job's
 // streamed records as the CLI's consumers do: every top-level member
-// (evidence's Builder), one key (the report's labels) and a token search
+// (evidence's record readers), one key (the report's labels) and a token search
 // over every string (attribution's markers). ns/op is per record with
 // metadata.
 func BenchmarkStreamedMetadata(b *testing.B) {

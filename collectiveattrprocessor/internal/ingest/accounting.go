@@ -9,8 +9,9 @@ import (
 
 // AccountingMetric is NCCL's own accounting of the device memory one
 // communicator holds on a rank (docs/evidence-mode.md §2.2): a gauge in
-// bytes with the rank's identity and nccl.comm.id on each point. Evidence
-// mode reads it as the stormlog path reads comm_memory_stats records.
+// bytes with the rank's identity and nccl.comm.id on each point. With
+// Config.Reads.Accounting it is read as the stormlog path reads
+// comm_memory_stats records.
 const AccountingMetric = "nccl.comm.memory.total"
 
 // convertAccounting hands each valid point of the accounting metric m of

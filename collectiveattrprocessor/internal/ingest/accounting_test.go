@@ -35,7 +35,7 @@ func TestConvertAccountingCumemOff(t *testing.T) {
 			for k, v := range tt.point {
 				attrs[k] = v
 			}
-			c, _ := newTestConverter(Config{Evidence: true})
+			c, _ := newTestConverter(Config{Reads: EngineReads{Accounting: true}})
 			var got []int64
 			c.metrics.convertMetricsAccounting(gaugeBatch(res, gaugePoint{name: AccountingMetric, ts: t0, value: 1 << 30, attrs: attrs}),
 				func(*SampleRun) {}, func(r *Record) { got = append(got, r.AccountingBytes) }, func(s Skip) { t.Errorf("skipped: %+v", s) })

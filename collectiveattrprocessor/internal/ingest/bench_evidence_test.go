@@ -48,7 +48,7 @@ func BenchmarkConvertTracesEvidence(b *testing.B) {
 	}
 	spans := batches[0].SpanCount()
 	c, clk := benchConverter()
-	c.cfg.Evidence = true
+	c.cfg.Reads.CollectiveMarkers = true
 	records, identified := 0, 0
 	emit := func(*Record) { records++ }
 	emitMarkers := func(run *MarkerRun) {
@@ -106,7 +106,7 @@ func BenchmarkConvertMetricsAccounting(b *testing.B) {
 	}
 	points := batches[0].DataPointCount()
 	c, clk := benchConverter()
-	c.cfg.Evidence = true
+	c.cfg.Reads.Accounting = true
 	samples, accounting := 0, 0
 	emit := func(run *SampleRun) { samples += len(run.Samples) }
 	emitAccounting := func(*Record) { accounting++ }

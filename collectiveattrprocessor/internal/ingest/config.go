@@ -131,12 +131,9 @@ type Config struct {
 	MaxFutureSkew time.Duration
 	// Inspector configures NCCL Inspector records (InspectorConfig).
 	Inspector InspectorConfig
-	// Evidence reads what evidence mode uses beyond the reference's
-	// inputs: the collective identity of marker spans and span events
-	// (markeridentity.go), each marker span as one interval, and NCCL's
-	// memory accounting gauge (AccountingMetric) as KindAccounting
-	// records.
-	Evidence bool
+	// Reads is what the attribution engine reads beyond what every engine
+	// reads (EngineReads).
+	Reads EngineReads
 	// MaxIdentityBytes bounds the length of an identity string (job id,
 	// host, opaque device id, stormlog session id; default 256). An item
 	// with a longer one is skipped as invalid_value before anything of it
@@ -153,6 +150,24 @@ type Config struct {
 	// join buffer made for it. An item of a job it refuses is skipped as
 	// over_limit.
 	AdmitsJob func(job string) bool
+}
+
+// EngineReads is what ingestion reads for an attribution engine beyond
+// what every engine reads: samples, bare marker times, stormlog records,
+// phase spans and NCCL Inspector records (whose markers InspectorConfig
+// shapes). The processor's mode declares it once; ingestion asks it, never
+// which mode runs.
+type EngineReads struct {
+	// CollectiveMarkers reads each marker as the collective it marks: a
+	// marker span is one marker from its start to its end, each marker
+	// carries the collective identity its span's or event's attributes
+	// name (markeridentity.go), and a span that names a communicator and
+	// a sequence number is a marker span without a token. Without it a
+	// marker span gives bare marker times at its start and its end.
+	CollectiveMarkers bool
+	// Accounting reads the points of NCCL's memory accounting gauge
+	// (AccountingMetric) as KindAccounting records.
+	Accounting bool
 }
 
 const (

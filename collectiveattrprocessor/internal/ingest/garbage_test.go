@@ -201,8 +201,8 @@ func FuzzConvert(f *testing.F) {
 	sp.Events().AppendEmpty().SetName("nccl")
 	b, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	f.Add(b)
-	// Evidence mode's inputs: a marker span and an event with a collective
-	// identity, and NCCL's accounting gauge.
+	// The inputs EngineReads adds: a marker span and an event with a
+	// collective identity, and NCCL's accounting gauge.
 	sp.Attributes().PutStr("nccl.comm.id", "0xab")
 	sp.Attributes().PutInt("nccl.seq", 3)
 	sp.Attributes().PutEmptySlice("nccl.comm.ranks").AppendEmpty().SetInt(1)
@@ -238,8 +238,8 @@ func FuzzConvert(f *testing.F) {
 	}
 	nopSkip := func(Skip) {}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, evidenceMode := range []bool{false, true} {
-			c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: evidenceMode})
+		for _, reads := range []EngineReads{{}, {CollectiveMarkers: true, Accounting: true}} {
+			c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Reads: reads})
 			if md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b); err == nil {
 				c.metrics.convertMetricsAccounting(md, expand, nop, nopSkip)
 			}
@@ -260,7 +260,7 @@ func FuzzConvert(f *testing.F) {
 // call).
 func TestNoInputReferenceOutlivesACall(t *testing.T) {
 	const t0 = int64(1767225600000000000)
-	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Evidence: true})
+	c, _ := newTestConverter(Config{PhaseSpanNames: []string{"train"}, Reads: EngineReads{CollectiveMarkers: true, Accounting: true}})
 	held := func(what string) {
 		t.Helper()
 		require.Equal(t, markerAttrs{}, c.traces.spanAttrs, what)

@@ -8,14 +8,15 @@ import (
 	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
-// Evidence mode reads the collective identity a marker span or a marker
-// span event carries in its attributes (docs/evidence-mode.md §2.1): the
-// same keys, read with the same rules, as evidence.Builder reads them from
-// a stormlog record's metadata, so that a job sent as OTLP spans and the
-// same job sent as stormlog records give the same markers. An attribute of
-// the wrong type counts as absent, as a metadata value of the wrong type
-// does: a marker whose communicator or sequence number is unusable is a
-// bare marker (its interval, no collective), never a skipped item.
+// With Config.Reads.CollectiveMarkers a marker span or a marker span
+// event carries the collective identity its attributes name
+// (docs/evidence-mode.md §2.1): the same keys, read with the same rules,
+// as evidence.MetadataMarker reads them from a stormlog record's metadata,
+// so that a job sent as OTLP spans and the same job sent as stormlog
+// records give the same markers. An attribute of the wrong type counts as
+// absent, as a metadata value of the wrong type does: a marker whose
+// communicator or sequence number is unusable is a bare marker (its
+// interval, no collective), never a skipped item.
 
 // markerAttrs is what one span's or span event's identity attributes hold.
 // ranks is the nccl.comm.ranks value, read when the table asks; it

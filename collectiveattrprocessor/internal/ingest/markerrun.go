@@ -22,7 +22,7 @@ func (c *tracesConverter) beginMarkerSpan(emit func(*MarkerRun)) {
 }
 
 // addMarkerSpan appends a span's markers (c.markerTimes[from:], and with
-// Config.Evidence c.markerEnds[from:] and c.markerIDs[from:]) to the run of
+// Config.Reads.CollectiveMarkers c.markerEnds[from:] and c.markerIDs[from:]) to the run of
 // the current identity, which beginMarkerSpan made the run's.
 func (c *tracesConverter) addMarkerSpan(ref SpanRef, from int) {
 	run := &c.markerRun
@@ -32,7 +32,7 @@ func (c *tracesConverter) addMarkerSpan(ref SpanRef, from int) {
 	}
 	n := len(c.markerTimes)
 	sp := MarkerSpan{Ref: ref, TimesNs: c.markerTimes[from:n:n]}
-	if c.cfg.Evidence {
+	if c.cfg.Reads.CollectiveMarkers {
 		sp.EndsNs, sp.Identities = c.markerEnds[from:n:n], c.markerIDs[from:n:n]
 	}
 	run.Spans = append(run.Spans, sp)
@@ -47,7 +47,7 @@ func (c *tracesConverter) flushMarkers(emit func(*MarkerRun)) {
 	clear(c.markerRun.Spans)
 	c.markerRun.Spans = keptScratch(c.markerRun.Spans)
 	c.markerTimes = keptScratch(c.markerTimes)
-	if c.cfg.Evidence {
+	if c.cfg.Reads.CollectiveMarkers {
 		// The identities' strings point into the request.
 		clear(c.markerIDs)
 		c.markerEnds, c.markerIDs = keptScratch(c.markerEnds), keptScratch(c.markerIDs)

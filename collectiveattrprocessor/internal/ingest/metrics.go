@@ -146,11 +146,11 @@ func (c *metricsConverter) convertMetrics(md pmetric.Metrics, emit func(*SampleR
 	c.convertMetricsAccounting(md, emit, nil, skip)
 }
 
-// convertMetricsAccounting is convertMetrics that, with Config.Evidence
+// convertMetricsAccounting is convertMetrics that, with Config.Reads.Accounting
 // and emitAccounting set, also hands each point of NCCL's accounting gauge
 // to emitAccounting as a KindAccounting Record (accounting.go).
 func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit func(*SampleRun), emitAccounting func(*Record), skip func(Skip)) {
-	accounting := c.cfg.Evidence && emitAccounting != nil
+	accounting := c.cfg.Reads.Accounting && emitAccounting != nil
 	nowNs := c.now().UnixNano()
 	c.gen++
 	c.touched = c.touched[:0]

@@ -16,7 +16,7 @@ import (
 // and a run is formed in memory the next run reuses.
 type Read struct {
 	// Record is a phase span (Traces), a stormlog record (Logs) or an
-	// accounting point (Metrics, Config.Evidence).
+	// accounting point (Metrics, Config.Reads.Accounting).
 	Record *Record
 	// SampleRun is the samples of one (job, rank) (Metrics).
 	SampleRun *SampleRun
@@ -27,7 +27,7 @@ type Read struct {
 }
 
 // Metrics converts md (convertMetrics): sample runs, skips and, with
-// Config.Evidence, NCCL's accounting points as records; the per-operation
+// Config.Reads.Accounting, NCCL's accounting points as records; the per-operation
 // points of NCCL Inspector's OTLP export become marker records
 // (inspectorotlp.go).
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {

@@ -57,7 +57,7 @@ type tracesConverter struct {
 	// markerTimes.
 	markerRun   MarkerRun
 	markerTimes []int64
-	// With Config.Evidence: the markers' ends and identities beside
+	// With Config.Reads.CollectiveMarkers: the markers' ends and identities beside
 	// markerTimes, the identities' member lists, and the identity
 	// attributes of the span being scanned.
 	markerEnds  []int64
@@ -185,14 +185,14 @@ func (c *tracesConverter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, p
 	// reloads what it reaches through c.ids after each call.
 	keys, item := c.ids.keys, &c.ids.itemID
 	item.reset()
-	ev := c.cfg.Evidence
-	if ev {
+	collective := c.cfg.Reads.CollectiveMarkers
+	if collective {
 		c.spanAttrs = markerAttrs{}
 	}
 	attrs := sp.Attributes()
 	if attrs.Len() > 0 {
 		for k, v := range attrs.All() {
-			if ev && isIdentityKey(k) {
+			if collective && isIdentityKey(k) {
 				c.spanAttrs.read(k, v)
 			}
 			if keys.mayHold(k) {
@@ -216,9 +216,10 @@ func (c *tracesConverter) scanSpan(sp ptrace.Span) (marker, markedEvents bool, p
 	if isResult && name == resultSpanName {
 		return false, false, path, hasPath
 	}
-	// A span that names its collective is a marker span in evidence mode,
-	// token or not, as a stormlog record with an identity is a marker.
-	if marker || ev && c.spanAttrs.hasComm && c.spanAttrs.hasSeq {
+	// A span that names its collective is a marker span when markers are
+	// read as collectives, token or not, as a stormlog record with an
+	// identity is a marker.
+	if marker || collective && c.spanAttrs.hasComm && c.spanAttrs.hasSeq {
 		return true, false, path, hasPath
 	}
 	evs := sp.Events()
@@ -271,15 +272,15 @@ func (c *tracesConverter) valueMatches(v pcommon.Value, depth int) bool {
 
 // emitMarkers adds the marker times of sp to the current marker run: its
 // start and end when it is a marker span, and the time of each span event
-// whose name matches. With Config.Evidence a marker span is one marker,
+// whose name matches. With Config.Reads.CollectiveMarkers a marker span is one marker,
 // from its start to its end, and each marker carries the collective
 // identity its span's (or event's) attributes give.
 func (c *tracesConverter) emitMarkers(sp ptrace.Span, markerSpan bool, start, end, nowNs int64, emit func(*MarkerRun), skip func(Skip)) {
 	c.beginMarkerSpan(emit)
-	ev := c.cfg.Evidence
+	collective := c.cfg.Reads.CollectiveMarkers
 	from := len(c.markerTimes)
 	if markerSpan {
-		if ev {
+		if collective {
 			c.markerTimes = append(c.markerTimes, start)
 			c.markerEnds = append(c.markerEnds, end)
 			c.markerIDs = append(c.markerIDs, c.spanAttrs.identity(&c.markerLists))
@@ -303,7 +304,7 @@ func (c *tracesConverter) emitMarkers(sp ptrace.Span, markerSpan bool, start, en
 			continue
 		}
 		c.markerTimes = append(c.markerTimes, ts)
-		if ev {
+		if collective {
 			var a markerAttrs
 			a.readAll(e.Attributes())
 			c.markerEnds = append(c.markerEnds, ts)

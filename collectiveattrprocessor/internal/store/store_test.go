@@ -267,7 +267,7 @@ func TestSnapshotMatchesRows(t *testing.T) {
 				assert.Equal(t, rs.Markers, got.Markers)
 				require.Len(t, got.TimestampsNs, len(rs.Samples))
 				for k, smp := range rs.Samples {
-					row := attribution.Sample{TimestampNs: got.TimestampsNs[k], GapBytes: got.GapBytes[k], TotalBytes: runValue(got.Totals, k), SessionID: runString(got.Sessions, k)}
+					row := rowSample{TimestampNs: got.TimestampsNs[k], GapBytes: got.GapBytes[k], TotalBytes: runValue(got.Totals, k), SessionID: runString(got.Sessions, k)}
 					require.Equal(t, smp, row, "rank %d sample %d", rs.Rank, k)
 				}
 			}
@@ -275,27 +275,49 @@ func TestSnapshotMatchesRows(t *testing.T) {
 	}
 }
 
+// rowInput is a run grouped as the reference groups it, one rowSample
+// per sample.
+type rowInput struct {
+	Ranks             []rowSeries
+	ExpectedWorldSize int64
+	TraceStartNs      int64
+}
+
+// rowSeries is one rank's samples in time order and its markers
+// ascending.
+type rowSeries struct {
+	Rank    int64
+	Samples []rowSample
+	Markers []int64
+}
+
+// rowSample is one sample as the engine reads it.
+type rowSample struct {
+	TimestampNs, GapBytes, TotalBytes int64
+	SessionID                         string
+}
+
 // groupedRows is the reference's grouping of a run of sample records
 // (some of them markers too), written out plainly: per rank, ascending,
 // its samples stably sorted by time and its marker times sorted; the
 // largest declared world size, else the number of ranks.
-func groupedRows(events []telemetry.Event) attribution.Input {
-	in := attribution.Input{TraceStartNs: math.MaxInt64}
-	series := map[int64]*attribution.RankSeries{}
+func groupedRows(events []telemetry.Event) rowInput {
+	in := rowInput{TraceStartNs: math.MaxInt64}
+	series := map[int64]*rowSeries{}
 	for i := range events {
 		e := &events[i]
 		in.ExpectedWorldSize = max(in.ExpectedWorldSize, e.WorldSize)
 		in.TraceStartNs = min(in.TraceStartNs, e.TimestampNs)
 		rs := series[e.Rank]
 		if rs == nil {
-			rs = &attribution.RankSeries{Rank: e.Rank}
+			rs = &rowSeries{Rank: e.Rank}
 			series[e.Rank] = rs
 		}
 		var total int64
 		if e.DeviceTotalBytes.Valid && e.DeviceTotalBytes.Value > 0 {
 			total = e.DeviceTotalBytes.Value
 		}
-		rs.Samples = append(rs.Samples, attribution.Sample{TimestampNs: e.TimestampNs,
+		rs.Samples = append(rs.Samples, rowSample{TimestampNs: e.TimestampNs,
 			GapBytes: max(0, e.DeviceUsedBytes.Value-e.AllocatorReservedBytes.Value), TotalBytes: total, SessionID: e.SessionID})
 		if attribution.IsMarker(e) {
 			rs.Markers = append(rs.Markers, e.TimestampNs)
@@ -303,7 +325,7 @@ func groupedRows(events []telemetry.Event) attribution.Input {
 	}
 	for _, r := range slices.Sorted(maps.Keys(series)) {
 		rs := series[r]
-		slices.SortStableFunc(rs.Samples, func(a, b attribution.Sample) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) })
+		slices.SortStableFunc(rs.Samples, func(a, b rowSample) int { return cmp.Compare(a.TimestampNs, b.TimestampNs) })
 		slices.Sort(rs.Markers)
 		in.Ranks = append(in.Ranks, *rs)
 	}
