@@ -34,6 +34,10 @@ func BenchmarkScaleRoundSnapshot(b *testing.B) {
 			b.Run("mode="+string(mode)+"/ranks="+strconv.Itoa(ranks), func(b *testing.B) {
 				cfg := createDefaultConfig().(*Config)
 				cfg.Mode = mode
+				// The store's window is the samples added, so that every
+				// round trims what it adds (a running job's steady state)
+				// and no size's replicas are still growing.
+				cfg.Window = time.Duration(window) * time.Second / benchHz
 				p := newCoreLogs(b, cfg)
 				b.Cleanup(func() { _ = p.Shutdown(b.Context()) })
 				c := p.core
