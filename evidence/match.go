@@ -1,6 +1,9 @@
 package evidence
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // memberRef is one member rank's marker of a collective.
 type memberRef struct {
@@ -106,15 +109,7 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 }
 
 func sortWorld(world []worldRise) {
-	slices.SortFunc(world, func(a, b worldRise) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(world, func(a, b worldRise) int { return cmp.Compare(a.t, b.t) })
 }
 
 // alignClocks estimates the ranks' clock skew and puts the world's rises

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -163,15 +164,7 @@ func hostClocks(in *Input) []int32 {
 // skewKnots are the knots of one clock's points: per bucket of its time
 // with skewMinPoints or more, the median time and the median offset.
 func skewKnots(p []skewPoint) []skewKnot {
-	slices.SortFunc(p, func(a, b skewPoint) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(p, func(a, b skewPoint) int { return cmp.Compare(a.t, b.t) })
 	var out []skewKnot
 	ts := make([]int64, 0, 64)
 	offs := make([]int64, 0, 64)
