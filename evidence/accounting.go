@@ -223,15 +223,7 @@ func (m *matcher) betweenOps(ri int32, mk *Marker, ep *episode, t int64) bool {
 	comm := m.in.Collectives[mk.Collective].CommID
 	rd := &m.in.Ranks[ri]
 	markers := rd.Markers
-	first, _ := slices.BinarySearchFunc(markers, t+1, func(x Marker, at int64) int {
-		switch {
-		case x.StartNs < at:
-			return -1
-		case x.StartNs > at:
-			return 1
-		}
-		return 0
-	})
+	first, _ := slices.BinarySearchFunc(markers, t+1, func(x Marker, at int64) int { return cmp.Compare(x.StartNs, at) })
 	later := false
 	for k := ep.first; k <= ep.last; k++ {
 		s := rd.Samples.TimesNs[k]

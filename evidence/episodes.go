@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -215,15 +216,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ra.episodes = append(ra.episodes, ep)
 		i = j + 1
 	}
-	slices.SortFunc(ra.episodes, func(a, b episode) int {
-		switch {
-		case a.riseHi < b.riseHi:
-			return -1
-		case a.riseHi > b.riseHi:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
 	return ra
 }
 

@@ -164,15 +164,7 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 	markers := m.in.Ranks[ri].Markers
 	p := &m.cfg.Evidence
 	widest := max(p.ApproximateToleranceNs, p.MatchToleranceNs, m.cfg.MarkerWindowNs)
-	hi, _ := slices.BinarySearchFunc(markers, satAdd(ep.riseHi, widest)+1, func(mk Marker, t int64) int {
-		switch {
-		case mk.StartNs < t:
-			return -1
-		case mk.StartNs > t:
-			return 1
-		}
-		return 0
-	})
+	hi, _ := slices.BinarySearchFunc(markers, satAdd(ep.riseHi, widest)+1, func(mk Marker, t int64) int { return cmp.Compare(mk.StartNs, t) })
 	lowest := satSub(satSub(ep.riseLo, widest), m.maxDur[ri])
 	for mi := hi - 1; mi >= 0 && markers[mi].StartNs >= lowest; mi-- {
 		mk := &markers[mi]
@@ -189,15 +181,7 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	eps := m.analyses[ri].episodes
 	tol := m.tolerance(mk)
 	lo := satSub(mk.StartNs, tol.before)
-	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int {
-		switch {
-		case e.riseHi < t:
-			return -1
-		case e.riseHi > t:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int { return cmp.Compare(e.riseHi, t) })
 	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]
@@ -352,15 +336,7 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 func (m *matcher) worldSynchrony(ri int32, t, window int64, stamp []int32, mark int32) (count, dense int) {
 	m.alignClocks()
 	t = m.skew.common(ri, t)
-	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int {
-		switch {
-		case w.t < x:
-			return -1
-		case w.t > x:
-			return 1
-		}
-		return 0
-	})
+	lo, _ := slices.BinarySearchFunc(m.world, satSub(t, window), func(w worldRise, x int64) int { return cmp.Compare(w.t, x) })
 	for i := lo; i < len(m.world) && m.world[i].t <= satAdd(t, window); i++ {
 		r := m.world[i].rank
 		if stamp[r] != mark {

@@ -60,15 +60,7 @@ func (s *clockSkew) offset(ri int32, t int64) int64 {
 	case t >= k[len(k)-1].t:
 		return k[len(k)-1].offset
 	}
-	i, _ := slices.BinarySearchFunc(k, t, func(x skewKnot, t int64) int {
-		switch {
-		case x.t < t:
-			return -1
-		case x.t > t:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(k, t, func(x skewKnot, t int64) int { return cmp.Compare(x.t, t) })
 	a, b := k[i-1], k[i]
 	f := float64(t-a.t) / float64(b.t-a.t)
 	return a.offset + int64(math.Round(f*float64(b.offset-a.offset)))
