@@ -163,10 +163,7 @@ func TestContextsOnGPU0(t *testing.T) {
 		require.Positive(t, dps.Len())
 
 		p := runEvidenceOTLP(t, lines, md, td)
-		var got []string
-		for _, ld := range p.lsink.AllLogs() {
-			got = append(got, resultBodyTexts(ld)...)
-		}
+		got := loggedResultTexts(p.lsink)
 		slices.Sort(got)
 		slices.Sort(want)
 		assertSameResults(t, want, got)
@@ -179,10 +176,7 @@ func TestContextsOnGPU0(t *testing.T) {
 			dp.SetIntValue(dp.IntValue() + contexts)
 		})
 		p := runEvidenceOTLP(t, lines, md, td)
-		var got []string
-		for _, ld := range p.lsink.AllLogs() {
-			got = append(got, resultBodyTexts(ld)...)
-		}
+		got := loggedResultTexts(p.lsink)
 		require.Len(t, got, len(want))
 		wideWant := deviceWideResults(t, want)
 		inflated := 0

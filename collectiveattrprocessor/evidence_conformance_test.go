@@ -138,6 +138,16 @@ func processorBodies(t *testing.T, cfg *Config, lines []string) []string {
 	return got
 }
 
+// loggedResultTexts is resultBodyTexts of every batch sink received, in
+// order.
+func loggedResultTexts(sink *consumertest.LogsSink) []string {
+	var out []string
+	for _, ld := range sink.AllLogs() {
+		out = append(out, resultBodyTexts(ld)...)
+	}
+	return out
+}
+
 func resultBodyTexts(ld plog.Logs) []string {
 	var out []string
 	for i := range ld.ResourceLogs().Len() {

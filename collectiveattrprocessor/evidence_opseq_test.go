@@ -122,10 +122,7 @@ func TestEvidenceOpsSharingSequenceNumbers(t *testing.T) {
 			assertSameResults(t, want, got)
 
 			p := runEvidenceOTLP(t, lines, md, td)
-			got = got[:0]
-			for _, ld := range p.lsink.AllLogs() {
-				got = append(got, resultBodyTexts(ld)...)
-			}
+			got = loggedResultTexts(p.lsink)
 			slices.Sort(got)
 			// The gauges are device used: device-wide, and the results say so.
 			assertSameResults(t, deviceWideResults(t, want), got)

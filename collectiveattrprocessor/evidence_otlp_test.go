@@ -259,10 +259,7 @@ func TestEvidenceOTLPOnJobEndEqualsBatch(t *testing.T) {
 				}
 
 				p := runEvidenceOTLP(t, lines, md, td)
-				var got []string
-				for _, ld := range p.lsink.AllLogs() {
-					got = append(got, resultBodyTexts(ld)...)
-				}
+				got := loggedResultTexts(p.lsink)
 				slices.Sort(got)
 				// The gauges are device used: device-wide, and the results
 				// say so.

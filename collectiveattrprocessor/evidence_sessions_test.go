@@ -85,10 +85,7 @@ func TestEvidenceRestartSessionsOverOTLP(t *testing.T) {
 					md = fromNodeAgent(md)
 				}
 				p := runEvidenceOTLP(t, lines, md, td)
-				var got []string
-				for _, ld := range p.lsink.AllLogs() {
-					got = append(got, resultBodyTexts(ld)...)
-				}
+				got := loggedResultTexts(p.lsink)
 				slices.Sort(got)
 				assertSameResults(t, deviceWideResults(t, want), got)
 			})
