@@ -4,12 +4,14 @@
 //
 //	gpujobsim [flags]                      run a job (real time, OTLP/HTTP to 127.0.0.1:4318 when a collector listens there)
 //	gpujobsim -fast -epoch 2026-01-01T00:00:00Z ...   as fast as possible, synthetic timestamps
+//	gpujobsim -requests-out FILE -epoch T [-from A -to B] ...   write the OTLP requests to replay at T (e2e TestScaleRealTime)
 //	gpujobsim report -truth truth.json results.json...
 //	gpujobsim modes -truth truth.json -reference FILE -evidence FILE   the two modes side by side
 //	gpujobsim quality -out DIR [-families F,...] [-seeds S,...] [-nccl-stats]   quality cases
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,6 +90,10 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	epochFlag := fs.String("epoch", "", "RFC 3339 time of job time 0 with -fast (default: now minus the duration)")
 	flushInterval := fs.Duration("flush-interval", time.Second, "job time covered by one export batch")
 	quiet := fs.Bool("quiet", false, "do not print the ground truth table")
+	requestsOut := fs.String("requests-out", "", "write the OTLP export requests (protobuf, framed with the job time each is due) to this file, - for stdout, instead of sending them, as fast as possible; needs -epoch (the wall time of job time 0 when they are replayed)")
+	ranksPerRequest := fs.Int("ranks-per-request", 0, "with -requests-out: at most this many ranks per request (0: one metrics and one traces request per flush interval)")
+	from := fs.Duration("from", 0, "with -requests-out: first job time to write (a multiple of -flush-interval), to generate a job in shards")
+	to := fs.Duration("to", 0, "with -requests-out: job time to stop writing at (0: -duration)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -96,6 +102,18 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *requestsOut == "" && (*ranksPerRequest != 0 || *from != 0 || *to != 0) {
+		return usageError{errors.New("-ranks-per-request, -from and -to need -requests-out")}
+	}
+	if *requestsOut != "" {
+		if *epochFlag == "" {
+			return usageError{errors.New("-requests-out needs -epoch: the requests' timestamps are those of their replay")}
+		}
+		if *ranksPerRequest < 0 || *from < 0 || *to < 0 || (*to != 0 && *to <= *from) {
+			return usageError{errors.New("-ranks-per-request, -from and -to must not be negative, and -to must be past -from")}
+		}
+		*fast = true
 	}
 	switch *memberLists {
 	case "declared":
@@ -109,7 +127,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	opts := jobsim.Options{Realtime: !*fast, FlushInterval: *flushInterval}
+	opts := jobsim.Options{Realtime: !*fast, FlushInterval: *flushInterval, RanksPerRequest: *ranksPerRequest, From: *from, To: *to}
 	switch *device {
 	case "otlp":
 		opts.Device = jobsim.DeviceFromOTLP
@@ -137,6 +155,26 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "otlp-endpoint" })
+	var requests *bufio.Writer
+	if *requestsOut != "" {
+		if explicit {
+			return usageError{errors.New("-requests-out writes the requests instead of sending them: drop -otlp-endpoint")}
+		}
+		var w io.Writer = stdout
+		if *requestsOut == "-" {
+			stdout = stderr // the stream is the requests
+		} else {
+			f, err := os.Create(*requestsOut)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w = f
+		}
+		requests = bufio.NewWriterSize(w, 1<<20)
+		opts.Requests = requests
+		*endpoint = ""
+	}
 	target, err := otlpTarget(*endpoint, explicit, stderr)
 	if err != nil {
 		return err
@@ -178,8 +216,15 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	start := time.Now()
 	stats, runErr := s.Run(ctx, opts)
+	if requests != nil && runErr == nil {
+		runErr = requests.Flush()
+	}
 	if !*quiet {
-		fmt.Fprintf(stdout, "sent %d data points and %d spans in %d batches", stats.DataPoints, stats.Spans, stats.Batches)
+		verb := "sent"
+		if requests != nil {
+			verb = "wrote requests of"
+		}
+		fmt.Fprintf(stdout, "%s %d data points and %d spans in %d batches", verb, stats.DataPoints, stats.Spans, stats.Batches)
 		if opts.Stormlog != nil {
 			fmt.Fprintf(stdout, ", wrote %d stormlog events", stats.StormlogEvents)
 		}

@@ -25,6 +25,16 @@ type Options struct {
 	Stormlog io.Writer
 	// Inspector, when set, receives the collectives as NCCL Inspector logs.
 	Inspector *InspectorLogs
+	// Requests, when set, receives the OTLP export requests framed (WriteRequest) instead
+	// of a collector, each due at the end of its flush interval, to be replayed later.
+	Requests io.Writer
+	// RanksPerRequest splits each flush interval's metrics and spans written to Requests
+	// into requests of at most that many ranks (0: one request per signal and interval).
+	RanksPerRequest int
+	// From and To bound the job time played (To 0: the job's duration); From is a multiple
+	// of FlushInterval, so that runs over consecutive ranges together give the whole job's
+	// batches (a job generated in shards).
+	From, To time.Duration
 }
 
 // Stats counts what a run sent.
@@ -42,6 +52,13 @@ func (s *Scenario) Run(ctx context.Context, opts Options) (Stats, error) {
 	if flush <= 0 {
 		flush = time.Second
 	}
+	end := s.Config.Duration
+	if opts.To > 0 {
+		end = min(end, opts.To)
+	}
+	if opts.From < 0 || opts.From%flush != 0 {
+		return st, fmt.Errorf("job time range start %s is not a multiple of the flush interval %s", opts.From, flush)
+	}
 	var bw *bufio.Writer
 	var cw *countingWriter
 	if opts.Stormlog != nil {
@@ -49,8 +66,8 @@ func (s *Scenario) Run(ctx context.Context, opts Options) (Stats, error) {
 		// Large writes: a reader at the end of a pipe pays a system call per write.
 		bw = bufio.NewWriterSize(cw, 1<<20)
 	}
-	for from := time.Duration(0); from < s.Config.Duration; from += flush {
-		to := min(from+flush, s.Config.Duration)
+	for from := opts.From; from < end; from += flush {
+		to := min(from+flush, end)
 		if opts.Realtime {
 			wait := time.Until(opts.Epoch.Add(to))
 			if wait > 0 {
@@ -74,6 +91,14 @@ func (s *Scenario) Run(ctx context.Context, opts Options) (Stats, error) {
 				return st, fmt.Errorf("sending spans for job time [%s, %s): %w", from, to, err)
 			}
 			st.Spans += td.SpanCount()
+		}
+		if opts.Requests != nil {
+			n, err := s.writeRequests(opts, from, to)
+			if err != nil {
+				return st, fmt.Errorf("writing requests for job time [%s, %s): %w", from, to, err)
+			}
+			st.DataPoints += n.DataPoints
+			st.Spans += n.Spans
 		}
 		if bw != nil {
 			if err := s.WriteStormlog(bw, from, to, opts.Epoch); err != nil {
@@ -108,4 +133,27 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return c.w.Write(p)
+}
+
+// writeRequests writes the metrics and spans of job time [from, to) to opts.Requests.
+func (s *Scenario) writeRequests(opts Options, from, to time.Duration) (Stats, error) {
+	var st Stats
+	md := s.Metrics(from, to, opts.Epoch, opts.Device)
+	st.DataPoints = md.DataPointCount()
+	reqs, err := metricsRequests(md, opts.RanksPerRequest, to)
+	if err != nil {
+		return st, err
+	}
+	td := s.Traces(from, to, opts.Epoch)
+	st.Spans = td.SpanCount()
+	spans, err := tracesRequests(td, opts.RanksPerRequest, to)
+	if err != nil {
+		return st, err
+	}
+	for _, r := range append(reqs, spans...) {
+		if err := WriteRequest(opts.Requests, r); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
