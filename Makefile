@@ -130,12 +130,13 @@ bench-scale:
 	COLLECTIVEATTR_SCALE_MAX=$(SCALE_MAX) $(GO) test -run '^$$' -bench 'BenchmarkScale|BenchmarkWorldSpikeLinks' -benchtime 3x -benchmem -timeout 120m \
 	  ./collectiveattrprocessor/ ./cmd/collectiveattr/ | tee /dev/stderr | bash internal/scale/fit.sh
 
-## scale-e2e: a SCALE_E2E_RANKS-rank job (4 096) from bin/gpujobsim at SCALE_E2E_RATE Hz (10),
-## real time, for SCALE_E2E_DURATION of job (150s) through the built collector in evidence
-## mode: lag, drops, peak RSS and CPU (docs/sizing.md). Minutes of every core: not in test/ci
+## scale-e2e: a SCALE_E2E_RANKS-rank job (4 096) at SCALE_E2E_RATE Hz (10) for SCALE_E2E_DURATION
+## of job (120s), generated ahead by bin/gpujobsim (held in memory, at most 3 000 MB) and
+## sent on schedule over OTLP/gRPC into the built collector in evidence mode: input pace,
+## lag, drops, peak RSS and CPU (docs/sizing.md). Minutes of a core: not in test/ci
 SCALE_E2E_RANKS    ?= 4096
 SCALE_E2E_RATE     ?= 10
-SCALE_E2E_DURATION ?= 150s
+SCALE_E2E_DURATION ?= 120s
 .PHONY: scale-e2e
 scale-e2e: build
 	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_SCALE_E2E=1 COLLECTIVEATTR_SCALE_E2E_RANKS=$(SCALE_E2E_RANKS) \

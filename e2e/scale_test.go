@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -23,6 +24,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
+	"github.com/collectiveattr/collectiveattr/internal/otlpreplay"
 )
 
 // scaleEnv turns TestScaleRealTime on; it is off in `make test` (minutes of a machine's
@@ -33,35 +39,70 @@ const scaleEnv = "COLLECTIVEATTR_SCALE_E2E"
 type scaleRun struct {
 	ranks    int           // COLLECTIVEATTR_SCALE_E2E_RANKS, default 4 096
 	rate     float64       // COLLECTIVEATTR_SCALE_E2E_RATE, samples per second per rank, default 10
-	duration time.Duration // COLLECTIVEATTR_SCALE_E2E_DURATION, job time, default 150 s
+	duration time.Duration // COLLECTIVEATTR_SCALE_E2E_DURATION, job time, default 120 s
 	maxRSS   int64         // COLLECTIVEATTR_SCALE_E2E_MAX_RSS_MB: the collector is killed above it, default 8 000 MB
-	jobsim   string        // GPUJOBSIM, default bin/gpujobsim
+	// maxInput bounds the requests generated ahead and held in memory
+	// (COLLECTIVEATTR_SCALE_E2E_MAX_INPUT_MB, default 3 000 MB; about 16 MB a second of a
+	// 4 096-rank job at 10 Hz).
+	maxInput int64
+	// shards: gpujobsim processes generating the job, each a range of job time
+	// (COLLECTIVEATTR_SCALE_E2E_SHARDS, default 2).
+	shards int
+	// ranksPerRequest: ranks per OTLP request (COLLECTIVEATTR_SCALE_E2E_RANKS_PER_REQUEST,
+	// default 8: one host's agent exporting its ranks once a second).
+	ranksPerRequest int
+	// inFlight: requests awaiting the collector's answer at most, over one gRPC connection
+	// (COLLECTIVEATTR_SCALE_E2E_IN_FLIGHT, default 256: hosts' agents waiting on the
+	// gateway at once).
+	inFlight int
+	// lead: from the start of generation to job time 0, which the requests' timestamps are
+	// written for (COLLECTIVEATTR_SCALE_E2E_LEAD; default 20 s plus 0.3 ms per rank-second
+	// at 10 Hz per shard, several times what generation takes on an idle machine).
+	lead   time.Duration
+	jobsim string // GPUJOBSIM, default bin/gpujobsim
 }
 
 func scaleSettings(t *testing.T) scaleRun {
 	t.Helper()
-	s := scaleRun{ranks: 4096, rate: 10, duration: 150 * time.Second, maxRSS: 8000 << 20,
-		jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
-	if v := os.Getenv(scaleEnv + "_RANKS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, scaleEnv+"_RANKS")
-		s.ranks = n
+	s := scaleRun{ranks: 4096, rate: 10, duration: 120 * time.Second, maxRSS: 8000 << 20, maxInput: 3000 << 20,
+		shards: 2, ranksPerRequest: 8, inFlight: 256, jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
+	intVar := func(name string, v *int) {
+		if e := os.Getenv(scaleEnv + name); e != "" {
+			n, err := strconv.Atoi(e)
+			require.NoError(t, err, scaleEnv+name)
+			require.Positive(t, n, scaleEnv+name)
+			*v = n
+		}
 	}
+	mbVar := func(name string, v *int64) {
+		if e := os.Getenv(scaleEnv + name); e != "" {
+			mb, err := strconv.ParseInt(e, 10, 64)
+			require.NoError(t, err, scaleEnv+name)
+			*v = mb << 20
+		}
+	}
+	durationVar := func(name string, v *time.Duration) {
+		if e := os.Getenv(scaleEnv + name); e != "" {
+			d, err := time.ParseDuration(e)
+			require.NoError(t, err, scaleEnv+name)
+			*v = d
+		}
+	}
+	intVar("_RANKS", &s.ranks)
 	if v := os.Getenv(scaleEnv + "_RATE"); v != "" {
 		r, err := strconv.ParseFloat(v, 64)
 		require.NoError(t, err, scaleEnv+"_RATE")
 		s.rate = r
 	}
-	if v := os.Getenv(scaleEnv + "_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		require.NoError(t, err, scaleEnv+"_DURATION")
-		s.duration = d
-	}
-	if v := os.Getenv(scaleEnv + "_MAX_RSS_MB"); v != "" {
-		mb, err := strconv.ParseInt(v, 10, 64)
-		require.NoError(t, err, scaleEnv+"_MAX_RSS_MB")
-		s.maxRSS = mb << 20
-	}
+	durationVar("_DURATION", &s.duration)
+	mbVar("_MAX_RSS_MB", &s.maxRSS)
+	mbVar("_MAX_INPUT_MB", &s.maxInput)
+	intVar("_SHARDS", &s.shards)
+	intVar("_RANKS_PER_REQUEST", &s.ranksPerRequest)
+	intVar("_IN_FLIGHT", &s.inFlight)
+	rankSeconds := float64(s.ranks) * s.duration.Seconds() * s.rate / 10
+	s.lead = 20*time.Second + time.Duration(rankSeconds*0.3e-3/float64(s.shards)*float64(time.Second))
+	durationVar("_LEAD", &s.lead)
 	if v := os.Getenv("GPUJOBSIM"); v != "" {
 		s.jobsim = v
 	}
@@ -69,20 +110,26 @@ func scaleSettings(t *testing.T) scaleRun {
 }
 
 // TestScaleRealTime runs a simulated job of thousands of ranks (4 096 by default) through
-// the built collector in evidence mode at the real-time rate, over loopback, for a bounded
-// job time, and reports what an operator sizing a gateway asks (docs/sizing.md):
+// the built collector in evidence mode at the real-time rate, over loopback OTLP/gRPC,
+// for a bounded job time, and reports what an operator sizing a gateway asks
+// (docs/sizing.md). The input is generated before the job starts (gpujobsim
+// -requests-out, in shards of job time) and held in memory; during the job the test only
+// sends each request when it is due (otlpreplay), so the input keeps real time however
+// busy the machine, and how late any request was sent says so. It reports:
 //
+//   - the input's pace: how late requests were sent (p50/p99/max; ~0 is real time) and
+//     the collector's answer time;
 //   - lag: from a result's interval end (event time) to the wall time its log line reached
-//     the file exporter, p50/p99/max; and how far behind real time the simulator finished,
-//     and its CPU;
-//   - drops: items the receiver refused, items the processor skipped or evicted, result
-//     batches it failed to emit (its self-telemetry), and the gpu.memory.hidden points
-//     past its per-interval bound;
-//   - memory and CPU: the collector's peak RSS and its user + system CPU.
+//     the file exporter, p50/p99/max;
+//   - drops: requests that failed, items the receiver refused, items the processor
+//     skipped or evicted, result batches it failed to emit (its self-telemetry), and the
+//     gpu.memory.hidden points past its per-interval bound;
+//   - memory and CPU: the collector's peak RSS, its user + system CPU during the job and
+//     after it, per second of job, and the load average.
 //
-// It fails when no result comes, anything is refused, skipped (but as a duplicate of a
-// request the simulator sent again), evicted or not delivered, or the RSS passes the bound
-// (the collector is then killed).
+// It fails when no result comes, a request fails, anything is refused, skipped, evicted
+// or not delivered, generation does not finish within the lead, or the RSS passes the
+// bound (the collector is then killed).
 func TestScaleRealTime(t *testing.T) {
 	if os.Getenv(scaleEnv) == "" {
 		t.Skipf("%s is not set: the real-time scale run takes minutes of every core (make scale-e2e)", scaleEnv)
@@ -91,33 +138,47 @@ func TestScaleRealTime(t *testing.T) {
 	if _, err := os.Stat(run.jobsim); err != nil {
 		t.Fatalf("the simulator (GPUJOBSIM, default bin/gpujobsim; make build): %v", err)
 	}
+
+	genStart := time.Now()
+	epoch := genStart.Add(run.lead).Truncate(time.Second)
+	reqs, inputBytes := generateRequests(t, run, epoch)
+	require.NotEmpty(t, reqs, "requests")
+	genWall := time.Since(genStart)
+	t.Logf("input: %d requests, %d MiB, generated by %d gpujobsim shards in %.1f s (job time 0 is %.1f s after generation began)",
+		len(reqs), inputBytes>>20, run.shards, genWall.Seconds(), run.lead.Seconds())
+
 	ports := freePorts(t, 3)
-	httpPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
+	grpcPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
 	out := t.TempDir()
 	resultsPath := filepath.Join(out, "results.json")
 	c := startCollector(t, filepath.Join(repoRoot(t), "testdata", "e2e", "scale.yaml"), map[string]string{
-		"E2E_OTLP_HTTP_PORT": itoa(httpPort), "E2E_HEALTH_PORT": itoa(healthPort),
+		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort),
 		"E2E_TELEMETRY_PORT": itoa(telemetryPort), "E2E_OUT_DIR": out,
 	}, healthPort)
-
+	if ahead := time.Until(epoch); ahead < time.Second {
+		t.Fatalf("generation and the collector's start took %.1f s, past the %.1f s lead: raise %s_LEAD",
+			time.Since(genStart).Seconds(), run.lead.Seconds(), scaleEnv)
+	}
 	watch := watchProcess(c.cmd.Process.Pid, run.maxRSS)
 	results := watchResults(resultsPath)
+	conn, err := grpc.NewClient("127.0.0.1:"+itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(math.MaxInt32)))
+	require.NoError(t, err)
+	defer conn.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), run.duration+5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Until(epoch)+run.duration+5*time.Minute)
 	defer cancel()
-	sim := exec.CommandContext(ctx, run.jobsim, "-ranks", itoa(run.ranks), "-rate", strconv.FormatFloat(run.rate, 'f', -1, 64),
-		"-duration", run.duration.String(), "-otlp-endpoint", "127.0.0.1:"+itoa(httpPort), "-job-id", "scale-"+itoa(run.ranks),
-		"-quiet", "-nccl-stats")
-	var simOut bytes.Buffer
-	sim.Stdout, sim.Stderr = &simOut, &simOut
-	simStart := time.Now()
-	require.NoError(t, sim.Start())
-	simWatch := watchProcess(sim.Process.Pid, math.MaxInt64)
-	simErr := sim.Wait()
-	simWall := time.Since(simStart)
-	simUsage := simWatch.stop()
+	require.NoError(t, otlpreplay.WallClock{}.SleepUntil(ctx, epoch))
+	_, selfCPU0, _ := readProc(os.Getpid())
+	atStart := watch.now()
+	// Each second's requests are spread over the next second, as many hosts' agents, each
+	// flushing at its own phase, send them.
+	sched := otlpreplay.Schedule{Epoch: epoch, Spread: time.Second, InFlight: run.inFlight}
+	rep, err := otlpreplay.Replay(ctx, otlpreplay.WallClock{}, sched, reqs, otlpreplay.GRPCSender(conn, time.Minute))
+	atJobEnd := watch.now()
+	_, selfCPU1, _ := readProc(os.Getpid())
+	require.NoError(t, err, "the replay")
 	require.False(t, watch.killed.Load(), "the collector passed %d MiB of RSS and was killed", run.maxRSS>>20)
-	require.NoError(t, simErr, "gpujobsim:\n%s", simOut.String())
 
 	// The job's last results leave once they settle (evidence mode: the 8 s baseline
 	// window) at an evaluation (every 10 s), or when the job goes idle (60 s).
@@ -127,10 +188,19 @@ func TestScaleRealTime(t *testing.T) {
 	usage := watch.stop()
 	lags := results.stop()
 
-	t.Logf("job: %d ranks at %g Hz for %s of job time; gpujobsim finished %.1f s after the job's end, its CPU %.1f s",
-		run.ranks, run.rate, run.duration, (simWall - run.duration).Seconds(), simUsage.cpu.Seconds())
-	t.Logf("collector: peak RSS %d MiB, CPU %.1f s (%.2f cores over %.0f s)", usage.peakRSS>>20, usage.cpu.Seconds(),
-		usage.cpu.Seconds()/usage.wall.Seconds(), usage.wall.Seconds())
+	late, took := slices.Sorted(slices.Values(rep.Late)), slices.Sorted(slices.Values(rep.Took))
+	held := slices.Sorted(slices.Values(rep.Held))
+	jobWall := atJobEnd.at.Sub(atStart.at)
+	t.Logf("job: %d ranks at %g Hz for %s of job time, %d requests of at most %d ranks, %d in flight; sent in %.1f s of wall time",
+		run.ranks, run.rate, run.duration, len(reqs), run.ranksPerRequest, run.inFlight, jobWall.Seconds())
+	t.Logf("input pace: requests sent late by p50 %s, p99 %s, max %s, of which waiting for a slot (the collector's backpressure) p99 %s, max %s",
+		percentile(late, 0.5).Round(time.Millisecond), percentile(late, 0.99).Round(time.Millisecond), late[len(late)-1].Round(time.Millisecond), percentile(held, 0.99).Round(time.Millisecond), held[len(held)-1].Round(time.Millisecond))
+	t.Logf("the collector answered in p50 %s, p99 %s, max %s; the sender's CPU %.1f s",
+		percentile(took, 0.5).Round(time.Millisecond), percentile(took, 0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), (selfCPU1 - selfCPU0).Seconds())
+	jobCPU := atJobEnd.cpu - atStart.cpu
+	t.Logf("collector: peak RSS %d MiB; CPU %.1f s during the job (%.2f s per second of job), %.1f s in all over %.0f s",
+		usage.peakRSS>>20, jobCPU.Seconds(), jobCPU.Seconds()/run.duration.Seconds(), usage.cpu.Seconds(), usage.wall.Seconds())
+	t.Logf("load average: %.2f at the job's start, %.2f at its end, %.2f at most (1 min)", atStart.load1, atJobEnd.load1, usage.peakLoad1)
 	require.NotEmpty(t, lags, "results")
 	slices.Sort(lags)
 	t.Logf("results: %d; lag from interval end to emission p50 %.1f s, p99 %.1f s, max %.1f s", len(lags),
@@ -140,25 +210,74 @@ func TestScaleRealTime(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	var drops, resent []string
-	for _, line := range nonzeroLines(telemetryLines(telemetry, "otelcol_receiver_refused_", "otelcol_processor_collectiveattr_items_skipped",
+	drops := nonzeroLines(telemetryLines(telemetry, "otelcol_receiver_refused_", "otelcol_processor_collectiveattr_items_skipped",
 		"otelcol_processor_collectiveattr_events_evicted", "otelcol_processor_collectiveattr_emit_failures",
-		"otelcol_exporter_send_failed_")) {
-		// The simulator sends a request again when the collector has not answered within
-		// its client's timeout; the copies are skipped as duplicates, nothing is lost.
-		if strings.Contains(line, `reason="duplicate"`) {
-			resent = append(resent, line)
-			continue
-		}
-		drops = append(drops, line)
-	}
-	t.Logf("drops (refused, skipped, evicted, undelivered): %v; duplicates of resent requests: %v", drops, resent)
+		"otelcol_exporter_send_failed_"))
+	t.Logf("drops (refused, skipped, evicted, undelivered): %v; failed requests: %d (%v)", drops, rep.Failed, rep.Err)
+	assert.Zero(t, rep.Failed, "failed requests: %v", rep.Err)
 	assert.Empty(t, drops, "refused, skipped, evicted or undelivered items")
 	// gpu.memory.hidden keeps at most 65 536 points per evaluation interval (core.go): a
 	// bound, counted, that a job of thousands of ranks at 10 Hz passes. Reported, not failed.
 	t.Logf("gpu.memory.hidden points over the per-interval bound: %v",
 		nonzeroLines(telemetryLines(telemetry, "otelcol_processor_collectiveattr_hidden_points_dropped")))
 	assert.Less(t, usage.peakRSS, run.maxRSS, "peak RSS")
+}
+
+// generateRequests runs run.shards gpujobsim processes, each writing the requests of a
+// range of job time (whole seconds) for job time 0 at epoch, and reads them into memory;
+// it fails when they pass run.maxInput bytes.
+func generateRequests(t *testing.T, run scaleRun, epoch time.Time) ([]jobsim.Request, int64) {
+	t.Helper()
+	seconds := int(math.Ceil(run.duration.Seconds()))
+	shards := min(run.shards, seconds)
+	var total atomic.Int64
+	parts := make([][]jobsim.Request, shards)
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for i := range shards {
+		from := time.Duration(seconds*i/shards) * time.Second
+		to := min(time.Duration(seconds*(i+1)/shards)*time.Second, run.duration)
+		wg.Go(func() {
+			cmd := exec.Command(run.jobsim, "-ranks", itoa(run.ranks), "-rate", strconv.FormatFloat(run.rate, 'f', -1, 64),
+				"-duration", run.duration.String(), "-job-id", "scale-"+itoa(run.ranks), "-nccl-stats", "-quiet",
+				"-requests-out", "-", "-epoch", epoch.UTC().Format(time.RFC3339Nano),
+				"-ranks-per-request", itoa(run.ranksPerRequest), "-from", from.String(), "-to", to.String())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if err := cmd.Start(); err != nil {
+				errs[i] = err
+				return
+			}
+			rd := bufio.NewReaderSize(stdout, 1<<20)
+			for {
+				r, err := jobsim.ReadRequest(rd)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err == nil && total.Add(int64(len(r.Body))) > run.maxInput {
+					err = fmt.Errorf("the requests pass %d MiB (%s_MAX_INPUT_MB): shorten the job or lower the rate", run.maxInput>>20, scaleEnv)
+				}
+				if err != nil {
+					errs[i] = err
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+					return
+				}
+				parts[i] = append(parts[i], r)
+			}
+			if err := cmd.Wait(); err != nil {
+				errs[i] = fmt.Errorf("gpujobsim -from %s -to %s: %w: %s", from, to, err, stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...), "generating the job's requests")
+	return slices.Concat(parts...), total.Load()
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
@@ -196,22 +315,31 @@ func telemetryLines(text string, prefixes ...string) []string {
 
 // processUsage is what watchProcess measured of a process.
 type processUsage struct {
-	peakRSS int64
-	cpu     time.Duration // user + system
-	wall    time.Duration
+	peakRSS   int64
+	cpu       time.Duration // user + system
+	wall      time.Duration
+	peakLoad1 float64 // the machine's 1-minute load average, highest sample
+}
+
+// processSample is one reading of a process's CPU and the machine's load.
+type processSample struct {
+	at    time.Time
+	cpu   time.Duration
+	load1 float64
 }
 
 type processWatch struct {
+	pid   int
 	stopc chan struct{}
 	done  chan processUsage
 	// killed: the process passed the RSS bound and was killed.
 	killed atomic.Bool
 }
 
-// watchProcess samples pid's resident set and CPU time every 500 ms, and kills the process
-// when its RSS passes maxRSS.
+// watchProcess samples pid's resident set and CPU time, and the load average, every
+// 500 ms, and kills the process when its RSS passes maxRSS.
 func watchProcess(pid int, maxRSS int64) *processWatch {
-	w := &processWatch{stopc: make(chan struct{}), done: make(chan processUsage, 1)}
+	w := &processWatch{pid: pid, stopc: make(chan struct{}), done: make(chan processUsage, 1)}
 	go func() {
 		var u processUsage
 		start := time.Now()
@@ -225,6 +353,7 @@ func watchProcess(pid int, maxRSS int64) *processWatch {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
+			u.peakLoad1 = max(u.peakLoad1, loadAverage())
 			select {
 			case <-w.stopc:
 				u.wall = time.Since(start)
@@ -237,9 +366,29 @@ func watchProcess(pid int, maxRSS int64) *processWatch {
 	return w
 }
 
+// now reads the process's CPU time and the load average.
+func (w *processWatch) now() processSample {
+	_, cpu, _ := readProc(w.pid)
+	return processSample{at: time.Now(), cpu: cpu, load1: loadAverage()}
+}
+
 func (w *processWatch) stop() processUsage {
 	close(w.stopc)
 	return <-w.done
+}
+
+// loadAverage is the machine's 1-minute load average (0 when unreadable).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	l, _ := strconv.ParseFloat(f[0], 64)
+	return l
 }
 
 // readProc reads a process's resident set (bytes) and user + system CPU time from /proc.

@@ -42,10 +42,12 @@ type Sender func(ctx context.Context, r jobsim.Request) error
 
 // Report is what a replay measured, per request in the order sent.
 type Report struct {
-	// Late is how long after its due time (epoch + Request.Due) each request was sent:
-	// the pace of the input, 0 when the sender kept the schedule. A request waits for a
-	// free connection slot, so a receiver slower than the input makes the sending late.
+	// Late is how long after its scheduled time each request was sent: the pace of the
+	// input, 0 when the sender kept the schedule.
 	Late []time.Duration
+	// Held is the part of Late a request waited for a free slot: the receiver's
+	// backpressure (its answers slower than the input), not the sender's own delay.
+	Held []time.Duration
 	// Took is each request's round trip, from sending to the receiver's answer.
 	Took []time.Duration
 	// Bytes is the request bodies' total size.
@@ -55,19 +57,43 @@ type Report struct {
 	Err    error
 }
 
-// Replay sends reqs, ordered by due time, each at epoch + its Due, with at most inFlight
-// requests awaiting an answer. It drops each request's body once sent, so that the memory
-// the replay holds shrinks as it goes. It returns early, with ctx's error, when ctx ends.
-func Replay(ctx context.Context, clock Clock, epoch time.Time, reqs []jobsim.Request, inFlight int, send Sender) (Report, error) {
+// Schedule says when a replay sends each request.
+type Schedule struct {
+	// Epoch is the wall time of job time 0.
+	Epoch time.Time
+	// Spread spreads the requests due at one job time evenly over the Spread that follows
+	// it, as the exporters of many hosts, each flushing at its own phase, send (0: all at
+	// their due time, a burst).
+	Spread time.Duration
+	// InFlight bounds the requests awaiting an answer (at least 1).
+	InFlight int
+}
+
+// at is when request i of the n due at job time due is sent.
+func (s Schedule) at(due time.Duration, i, n int) time.Time {
+	return s.Epoch.Add(due + s.Spread*time.Duration(i)/time.Duration(n))
+}
+
+// Replay sends reqs, ordered by due time (stably), on sched. It drops each request's body
+// once sent, so that the memory the replay holds shrinks as it goes. It returns early,
+// with ctx's error, when ctx ends.
+func Replay(ctx context.Context, clock Clock, sched Schedule, reqs []jobsim.Request, send Sender) (Report, error) {
 	slices.SortStableFunc(reqs, func(a, b jobsim.Request) int { return cmp.Compare(a.Due, b.Due) })
-	inFlight = max(inFlight, 1)
-	rep := Report{Late: make([]time.Duration, len(reqs)), Took: make([]time.Duration, len(reqs))}
-	slots := make(chan struct{}, inFlight)
+	rep := Report{Late: make([]time.Duration, len(reqs)), Held: make([]time.Duration, len(reqs)), Took: make([]time.Duration, len(reqs))}
+	slots := make(chan struct{}, max(sched.InFlight, 1))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var stopped error
+	group, groupLen := 0, 0 // the index of the first request due with this one, and how many are
 	for i := range reqs {
-		// A request needs a free slot and its due time, whichever comes last.
+		if i == 0 || reqs[i].Due != reqs[group].Due {
+			group, groupLen = i, 1
+			for i+groupLen < len(reqs) && reqs[i+groupLen].Due == reqs[i].Due {
+				groupLen++
+			}
+		}
+		at := sched.at(reqs[i].Due, i-group, groupLen)
+		// A request needs a free slot and its time, whichever comes last.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -76,12 +102,12 @@ func Replay(ctx context.Context, clock Clock, epoch time.Time, reqs []jobsim.Req
 		if stopped != nil {
 			break
 		}
-		due := epoch.Add(reqs[i].Due)
-		if stopped = clock.SleepUntil(ctx, due); stopped != nil {
+		rep.Held[i] = max(0, clock.Now().Sub(at))
+		if stopped = clock.SleepUntil(ctx, at); stopped != nil {
 			break
 		}
 		start := clock.Now()
-		rep.Late[i] = max(0, start.Sub(due))
+		rep.Late[i] = max(0, start.Sub(at))
 		rep.Bytes += int64(len(reqs[i].Body))
 		wg.Add(1)
 		go func() {

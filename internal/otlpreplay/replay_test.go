@@ -52,7 +52,7 @@ func TestReplayKeepsTheSchedule(t *testing.T) {
 	clock := &fakeClock{now: epoch}
 	var sent []string
 	var sentAt []time.Duration
-	rep, err := Replay(context.Background(), clock, epoch, reqs, 1, func(_ context.Context, r jobsim.Request) error {
+	rep, err := Replay(context.Background(), clock, Schedule{Epoch: epoch, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
 		sent = append(sent, string(r.Body))
 		start := clock.Now()
 		sentAt = append(sentAt, start.Sub(epoch))
@@ -64,6 +64,7 @@ func TestReplayKeepsTheSchedule(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Second, 1100 * time.Millisecond, 2 * time.Second, 3 * time.Second}, sentAt)
 	// b waited for a's answer (one request in flight).
 	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 0, 0}, rep.Late)
+	assert.Equal(t, rep.Late, rep.Held, "all of it waiting for the receiver")
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}, rep.Took)
 	assert.Equal(t, int64(4), rep.Bytes)
 	for _, r := range reqs {
@@ -76,7 +77,7 @@ func TestReplayFallsBehindASlowReceiver(t *testing.T) {
 	reqs := []jobsim.Request{req(time.Second, "a"), req(time.Second, "slow"), req(2*time.Second, "c"), req(3*time.Second, "d")}
 	clock := &fakeClock{now: epoch}
 	failure := errors.New("refused")
-	rep, err := Replay(context.Background(), clock, epoch, reqs, 1, func(_ context.Context, r jobsim.Request) error {
+	rep, err := Replay(context.Background(), clock, Schedule{Epoch: epoch, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
 		took := 10 * time.Millisecond
 		if string(r.Body) == "slow" {
 			took = 2500 * time.Millisecond
@@ -89,6 +90,7 @@ func TestReplayFallsBehindASlowReceiver(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []time.Duration{0, 10 * time.Millisecond, 1510 * time.Millisecond, 520 * time.Millisecond}, rep.Late)
+	assert.Equal(t, rep.Late, rep.Held)
 	assert.Equal(t, 1, rep.Failed)
 	assert.ErrorIs(t, rep.Err, failure)
 }
@@ -97,7 +99,7 @@ func TestReplayStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := &fakeClock{now: epoch}
 	n := 0
-	_, err := Replay(ctx, clock, epoch, []jobsim.Request{req(time.Second, "a"), req(2*time.Second, "b")}, 1,
+	_, err := Replay(ctx, clock, Schedule{Epoch: epoch, InFlight: 1}, []jobsim.Request{req(time.Second, "a"), req(2*time.Second, "b")},
 		func(context.Context, jobsim.Request) error {
 			n++
 			cancel()
@@ -105,4 +107,38 @@ func TestReplayStopsWithItsContext(t *testing.T) {
 		})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, n, "nothing sent after the context ended")
+}
+
+func TestReplaySpreadsARequestBurst(t *testing.T) {
+	// Four requests due at 1 s and one at 2 s, spread over 800 ms: 1 s, 1.2 s, 1.4 s,
+	// 1.6 s, then 2 s. The third takes 300 ms, so the fourth is held 100 ms for its slot;
+	// the fifth is 30 ms late by the sender's own delay (its clock jumps past the time).
+	reqs := []jobsim.Request{req(time.Second, "a"), req(time.Second, "b"), req(time.Second, "slow"), req(time.Second, "d"), req(2*time.Second, "e")}
+	clock := &fakeClock{now: epoch}
+	var sentAt []time.Duration
+	rep, err := Replay(context.Background(), &lateClock{fakeClock: clock, by: map[time.Duration]time.Duration{2 * time.Second: 30 * time.Millisecond}},
+		Schedule{Epoch: epoch, Spread: 800 * time.Millisecond, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
+			sentAt = append(sentAt, clock.Now().Sub(epoch))
+			took := 10 * time.Millisecond
+			if string(r.Body) == "slow" {
+				took = 300 * time.Millisecond
+			}
+			clock.advanceTo(clock.Now().Add(took))
+			return nil
+		})
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{1000 * time.Millisecond, 1200 * time.Millisecond, 1400 * time.Millisecond, 1700 * time.Millisecond, 2030 * time.Millisecond}, sentAt)
+	assert.Equal(t, []time.Duration{0, 0, 0, 100 * time.Millisecond, 30 * time.Millisecond}, rep.Late)
+	assert.Equal(t, []time.Duration{0, 0, 0, 100 * time.Millisecond, 0}, rep.Held)
+}
+
+// lateClock wakes its sleepers late by a given delay for given job times after epoch.
+type lateClock struct {
+	*fakeClock
+	by map[time.Duration]time.Duration
+}
+
+func (c *lateClock) SleepUntil(ctx context.Context, t time.Time) error {
+	c.advanceTo(t.Add(c.by[t.Sub(epoch)]))
+	return ctx.Err()
 }
