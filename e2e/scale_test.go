@@ -52,11 +52,11 @@ type scaleRun struct {
 	// default 8: one host's agent exporting its ranks once a second).
 	ranksPerRequest int
 	// inFlight: requests awaiting the collector's answer at most, over one gRPC connection
-	// (COLLECTIVEATTR_SCALE_E2E_IN_FLIGHT, default 256: hosts' agents waiting on the
-	// gateway at once).
+	// (COLLECTIVEATTR_SCALE_E2E_IN_FLIGHT, default 1 024: as many hosts' agents, each with
+	// its own connection and queue, do not wait for each other's answers).
 	inFlight int
 	// lead: from the start of generation to job time 0, which the requests' timestamps are
-	// written for (COLLECTIVEATTR_SCALE_E2E_LEAD; default 20 s plus 0.3 ms per rank-second
+	// written for (COLLECTIVEATTR_SCALE_E2E_LEAD; default 20 s plus 0.5 ms per rank-second
 	// at 10 Hz per shard, several times what generation takes on an idle machine).
 	lead   time.Duration
 	jobsim string // GPUJOBSIM, default bin/gpujobsim
@@ -65,7 +65,7 @@ type scaleRun struct {
 func scaleSettings(t *testing.T) scaleRun {
 	t.Helper()
 	s := scaleRun{ranks: 4096, rate: 10, duration: 120 * time.Second, maxRSS: 8000 << 20, maxInput: 3000 << 20,
-		shards: 2, ranksPerRequest: 8, inFlight: 256, jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
+		shards: 2, ranksPerRequest: 8, inFlight: 1024, jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
 	intVar := func(name string, v *int) {
 		if e := os.Getenv(scaleEnv + name); e != "" {
 			n, err := strconv.Atoi(e)
@@ -101,7 +101,7 @@ func scaleSettings(t *testing.T) scaleRun {
 	intVar("_RANKS_PER_REQUEST", &s.ranksPerRequest)
 	intVar("_IN_FLIGHT", &s.inFlight)
 	rankSeconds := float64(s.ranks) * s.duration.Seconds() * s.rate / 10
-	s.lead = 20*time.Second + time.Duration(rankSeconds*0.3e-3/float64(s.shards)*float64(time.Second))
+	s.lead = 20*time.Second + time.Duration(rankSeconds*0.5e-3/float64(s.shards)*float64(time.Second))
 	durationVar("_LEAD", &s.lead)
 	if v := os.Getenv("GPUJOBSIM"); v != "" {
 		s.jobsim = v
