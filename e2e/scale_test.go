@@ -51,10 +51,6 @@ type scaleRun struct {
 	// ranksPerRequest: ranks per OTLP request (COLLECTIVEATTR_SCALE_E2E_RANKS_PER_REQUEST,
 	// default 8: one host's agent exporting its ranks once a second).
 	ranksPerRequest int
-	// inFlight: requests awaiting the collector's answer at most, over one gRPC connection
-	// (COLLECTIVEATTR_SCALE_E2E_IN_FLIGHT, default 1 024: as many hosts' agents, each with
-	// its own connection and queue, do not wait for each other's answers).
-	inFlight int
 	// lead: from the start of generation to job time 0, which the requests' timestamps are
 	// written for (COLLECTIVEATTR_SCALE_E2E_LEAD; default 20 s plus 0.5 ms per rank-second
 	// at 10 Hz per shard, several times what generation takes on an idle machine).
@@ -65,7 +61,7 @@ type scaleRun struct {
 func scaleSettings(t *testing.T) scaleRun {
 	t.Helper()
 	s := scaleRun{ranks: 4096, rate: 10, duration: 120 * time.Second, maxRSS: 8000 << 20, maxInput: 3000 << 20,
-		shards: 2, ranksPerRequest: 8, inFlight: 1024, jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
+		shards: 2, ranksPerRequest: 8, jobsim: filepath.Join(repoRoot(t), "bin", "gpujobsim")}
 	intVar := func(name string, v *int) {
 		if e := os.Getenv(scaleEnv + name); e != "" {
 			n, err := strconv.Atoi(e)
@@ -99,7 +95,6 @@ func scaleSettings(t *testing.T) scaleRun {
 	mbVar("_MAX_INPUT_MB", &s.maxInput)
 	intVar("_SHARDS", &s.shards)
 	intVar("_RANKS_PER_REQUEST", &s.ranksPerRequest)
-	intVar("_IN_FLIGHT", &s.inFlight)
 	rankSeconds := float64(s.ranks) * s.duration.Seconds() * s.rate / 10
 	s.lead = 20*time.Second + time.Duration(rankSeconds*0.5e-3/float64(s.shards)*float64(time.Second))
 	durationVar("_LEAD", &s.lead)
@@ -172,8 +167,9 @@ func TestScaleRealTime(t *testing.T) {
 	_, selfCPU0, _ := readProc(os.Getpid())
 	atStart := watch.now()
 	// Each second's requests are spread over the next second, as many hosts' agents, each
-	// flushing at its own phase, send them.
-	sched := otlpreplay.Schedule{Epoch: epoch, Spread: time.Second, InFlight: run.inFlight}
+	// flushing at its own phase, send them; each agent waits for the answer to its previous
+	// request, not for the others'.
+	sched := otlpreplay.Schedule{Epoch: epoch, Spread: time.Second}
 	rep, err := otlpreplay.Replay(ctx, otlpreplay.WallClock{}, sched, reqs, otlpreplay.GRPCSender(conn, time.Minute))
 	atJobEnd := watch.now()
 	_, selfCPU1, _ := readProc(os.Getpid())
@@ -191,9 +187,9 @@ func TestScaleRealTime(t *testing.T) {
 	late, took := slices.Sorted(slices.Values(rep.Late)), slices.Sorted(slices.Values(rep.Took))
 	held := slices.Sorted(slices.Values(rep.Held))
 	jobWall := atJobEnd.at.Sub(atStart.at)
-	t.Logf("job: %d ranks at %g Hz for %s of job time, %d requests of at most %d ranks, %d in flight; sent in %.1f s of wall time",
-		run.ranks, run.rate, run.duration, len(reqs), run.ranksPerRequest, run.inFlight, jobWall.Seconds())
-	t.Logf("input pace: requests sent late by p50 %s, p99 %s, max %s, of which waiting for a slot (the collector's backpressure) p99 %s, max %s",
+	t.Logf("job: %d ranks at %g Hz for %s of job time, %d requests of at most %d ranks from %d senders; sent in %.1f s of wall time",
+		run.ranks, run.rate, run.duration, len(reqs), run.ranksPerRequest, rep.Sources, jobWall.Seconds())
+	t.Logf("input pace: requests sent late by p50 %s, p99 %s, max %s, of which waiting for the collector's answer to the sender's previous request p99 %s, max %s",
 		percentile(late, 0.5).Round(time.Millisecond), percentile(late, 0.99).Round(time.Millisecond), late[len(late)-1].Round(time.Millisecond), percentile(held, 0.99).Round(time.Millisecond), held[len(held)-1].Round(time.Millisecond))
 	t.Logf("the collector answered in p50 %s, p99 %s, max %s; the sender's CPU %.1f s",
 		percentile(took, 0.5).Round(time.Millisecond), percentile(took, 0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), (selfCPU1 - selfCPU0).Seconds())

@@ -46,60 +46,91 @@ func req(due time.Duration, body string) jobsim.Request {
 	return jobsim.Request{Due: due, Signal: jobsim.SignalMetrics, Body: []byte(body)}
 }
 
+func TestPlanSpreadsEachIntervalOverItsSources(t *testing.T) {
+	// Two metrics and two traces requests due at 1 s, and one of each at 2 s, spread over
+	// 800 ms; the k-th request of a signal is always the same source (one host's ranks).
+	tr := func(due time.Duration) jobsim.Request { return jobsim.Request{Due: due, Signal: jobsim.SignalTraces} }
+	reqs := []jobsim.Request{req(time.Second, "m0"), req(time.Second, "m1"), tr(time.Second), tr(time.Second), req(2*time.Second, "m0"), tr(2 * time.Second)}
+	when, sources := plan(Schedule{Epoch: epoch, Spread: 800 * time.Millisecond}, reqs)
+	var at []time.Duration
+	var src []int
+	for _, p := range when {
+		at = append(at, p.at.Sub(epoch))
+		src = append(src, p.source)
+	}
+	assert.Equal(t, []time.Duration{1000 * time.Millisecond, 1200 * time.Millisecond, 1400 * time.Millisecond, 1600 * time.Millisecond,
+		2000 * time.Millisecond, 2400 * time.Millisecond}, at)
+	assert.Equal(t, []int{0, 1, 2, 3, 0, 2}, src)
+	assert.Equal(t, 4, sources)
+
+	when, _ = plan(Schedule{Epoch: epoch}, reqs)
+	assert.Equal(t, epoch.Add(time.Second), when[3].at, "no spread: a burst at the due time")
+}
+
 func TestReplayKeepsTheSchedule(t *testing.T) {
-	// Written out of order (two shards); each send takes 100 ms of a 1 s interval.
-	reqs := []jobsim.Request{req(2*time.Second, "c"), req(time.Second, "a"), req(time.Second, "b"), req(3*time.Second, "d")}
+	// One source (one request per due time), written out of order (two shards); each
+	// send takes 100 ms.
+	reqs := []jobsim.Request{req(3*time.Second, "c"), req(time.Second, "a"), req(2*time.Second, "b")}
 	clock := &fakeClock{now: epoch}
 	var sent []string
-	var sentAt []time.Duration
-	rep, err := Replay(context.Background(), clock, Schedule{Epoch: epoch, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
+	rep, err := Replay(context.Background(), clock, Schedule{Epoch: epoch}, reqs, func(_ context.Context, r jobsim.Request) error {
 		sent = append(sent, string(r.Body))
-		start := clock.Now()
-		sentAt = append(sentAt, start.Sub(epoch))
-		clock.advanceTo(start.Add(100 * time.Millisecond))
+		clock.advanceTo(clock.Now().Add(100 * time.Millisecond))
 		return nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a", "b", "c", "d"}, sent, "by due time, in written order within one")
-	assert.Equal(t, []time.Duration{time.Second, 1100 * time.Millisecond, 2 * time.Second, 3 * time.Second}, sentAt)
-	// b waited for a's answer (one request in flight).
-	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 0, 0}, rep.Late)
-	assert.Equal(t, rep.Late, rep.Held, "all of it waiting for the receiver")
-	assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}, rep.Took)
-	assert.Equal(t, int64(4), rep.Bytes)
+	assert.Equal(t, []string{"a", "b", "c"}, sent, "by due time")
+	assert.Equal(t, []time.Duration{0, 0, 0}, rep.Late)
+	assert.Equal(t, []time.Duration{0, 0, 0}, rep.Held)
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}, rep.Took)
+	assert.Equal(t, int64(3), rep.Bytes)
 	for _, r := range reqs {
 		assert.Nil(t, r.Body, "a sent request's body is dropped")
 	}
 }
 
 func TestReplayFallsBehindASlowReceiver(t *testing.T) {
-	// The second request takes 2.5 s: the next two, due at 2 s and 3 s, wait for it.
-	reqs := []jobsim.Request{req(time.Second, "a"), req(time.Second, "slow"), req(2*time.Second, "c"), req(3*time.Second, "d")}
+	// The first request takes 2.5 s: its source's next two, due at 2 s and 3 s, wait for
+	// its answer; the one at 3 s also waits 10 ms for the one at 2 s. The clock wakes the
+	// sleeper for 4 s 30 ms late: the sender's own delay, not the receiver's.
+	reqs := []jobsim.Request{req(time.Second, "slow"), req(2*time.Second, "b"), req(3*time.Second, "c"), req(4*time.Second, "d")}
 	clock := &fakeClock{now: epoch}
 	failure := errors.New("refused")
-	rep, err := Replay(context.Background(), clock, Schedule{Epoch: epoch, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
-		took := 10 * time.Millisecond
-		if string(r.Body) == "slow" {
-			took = 2500 * time.Millisecond
-		}
-		clock.advanceTo(clock.Now().Add(took))
-		if string(r.Body) == "c" {
-			return failure
-		}
-		return nil
-	})
+	rep, err := Replay(context.Background(), &lateClock{fakeClock: clock, by: map[time.Duration]time.Duration{4 * time.Second: 30 * time.Millisecond}},
+		Schedule{Epoch: epoch}, reqs, func(_ context.Context, r jobsim.Request) error {
+			took := 10 * time.Millisecond
+			if string(r.Body) == "slow" {
+				took = 2500 * time.Millisecond
+			}
+			clock.advanceTo(clock.Now().Add(took))
+			if string(r.Body) == "b" {
+				return failure
+			}
+			return nil
+		})
 	require.NoError(t, err)
-	assert.Equal(t, []time.Duration{0, 10 * time.Millisecond, 1510 * time.Millisecond, 520 * time.Millisecond}, rep.Late)
-	assert.Equal(t, rep.Late, rep.Held)
+	assert.Equal(t, []time.Duration{0, 1500 * time.Millisecond, 510 * time.Millisecond, 30 * time.Millisecond}, rep.Late)
+	assert.Equal(t, []time.Duration{0, 1500 * time.Millisecond, 510 * time.Millisecond, 0}, rep.Held)
 	assert.Equal(t, 1, rep.Failed)
 	assert.ErrorIs(t, rep.Err, failure)
+}
+
+// lateClock wakes its sleepers late by a given delay at given job times after epoch.
+type lateClock struct {
+	*fakeClock
+	by map[time.Duration]time.Duration
+}
+
+func (c *lateClock) SleepUntil(ctx context.Context, t time.Time) error {
+	c.advanceTo(t.Add(c.by[t.Sub(epoch)]))
+	return ctx.Err()
 }
 
 func TestReplayStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := &fakeClock{now: epoch}
 	n := 0
-	_, err := Replay(ctx, clock, Schedule{Epoch: epoch, InFlight: 1}, []jobsim.Request{req(time.Second, "a"), req(2*time.Second, "b")},
+	_, err := Replay(ctx, clock, Schedule{Epoch: epoch}, []jobsim.Request{req(time.Second, "a"), req(2*time.Second, "b")},
 		func(context.Context, jobsim.Request) error {
 			n++
 			cancel()
@@ -109,36 +140,31 @@ func TestReplayStopsWithItsContext(t *testing.T) {
 	assert.Equal(t, 1, n, "nothing sent after the context ended")
 }
 
-func TestReplaySpreadsARequestBurst(t *testing.T) {
-	// Four requests due at 1 s and one at 2 s, spread over 800 ms: 1 s, 1.2 s, 1.4 s,
-	// 1.6 s, then 2 s. The third takes 300 ms, so the fourth is held 100 ms for its slot;
-	// the fifth is 30 ms late by the sender's own delay (its clock jumps past the time).
-	reqs := []jobsim.Request{req(time.Second, "a"), req(time.Second, "b"), req(time.Second, "slow"), req(time.Second, "d"), req(2*time.Second, "e")}
-	clock := &fakeClock{now: epoch}
-	var sentAt []time.Duration
-	rep, err := Replay(context.Background(), &lateClock{fakeClock: clock, by: map[time.Duration]time.Duration{2 * time.Second: 30 * time.Millisecond}},
-		Schedule{Epoch: epoch, Spread: 800 * time.Millisecond, InFlight: 1}, reqs, func(_ context.Context, r jobsim.Request) error {
-			sentAt = append(sentAt, clock.Now().Sub(epoch))
-			took := 10 * time.Millisecond
-			if string(r.Body) == "slow" {
-				took = 300 * time.Millisecond
+// Many sources send at once: every request is sent once, each source's in order.
+func TestReplaySourcesRunTogether(t *testing.T) {
+	var reqs []jobsim.Request
+	for due := range 5 {
+		for k := range 40 {
+			reqs = append(reqs, req(time.Duration(due)*time.Millisecond, string(rune('A'+k))))
+		}
+	}
+	var mu sync.Mutex
+	last := map[string]time.Duration{}
+	sent := 0
+	rep, err := Replay(context.Background(), WallClock{}, Schedule{Epoch: time.Now(), Spread: time.Millisecond}, reqs,
+		func(_ context.Context, r jobsim.Request) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sent++
+			if d, ok := last[string(r.Body)]; ok && d >= r.Due {
+				t.Errorf("source %s sent job time %s after %s", r.Body, r.Due, d)
 			}
-			clock.advanceTo(clock.Now().Add(took))
+			last[string(r.Body)] = r.Due
 			return nil
 		})
 	require.NoError(t, err)
-	assert.Equal(t, []time.Duration{1000 * time.Millisecond, 1200 * time.Millisecond, 1400 * time.Millisecond, 1700 * time.Millisecond, 2030 * time.Millisecond}, sentAt)
-	assert.Equal(t, []time.Duration{0, 0, 0, 100 * time.Millisecond, 30 * time.Millisecond}, rep.Late)
-	assert.Equal(t, []time.Duration{0, 0, 0, 100 * time.Millisecond, 0}, rep.Held)
-}
-
-// lateClock wakes its sleepers late by a given delay for given job times after epoch.
-type lateClock struct {
-	*fakeClock
-	by map[time.Duration]time.Duration
-}
-
-func (c *lateClock) SleepUntil(ctx context.Context, t time.Time) error {
-	c.advanceTo(t.Add(c.by[t.Sub(epoch)]))
-	return ctx.Err()
+	assert.Equal(t, 200, sent)
+	assert.Len(t, last, 40)
+	assert.Equal(t, 40, rep.Sources)
+	assert.Equal(t, int64(200), rep.Bytes)
 }
