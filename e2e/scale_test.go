@@ -186,11 +186,19 @@ func TestScaleRealTime(t *testing.T) {
 
 	late, took := slices.Sorted(slices.Values(rep.Late)), slices.Sorted(slices.Values(rep.Took))
 	held := slices.Sorted(slices.Values(rep.Held))
+	// The sender's own delay: late by more than the collector held it.
+	own := make([]time.Duration, len(rep.Late))
+	for i := range own {
+		own[i] = rep.Late[i] - rep.Held[i]
+	}
+	slices.Sort(own)
 	jobWall := atJobEnd.at.Sub(atStart.at)
 	t.Logf("job: %d ranks at %g Hz for %s of job time, %d requests of at most %d ranks from %d senders; sent in %.1f s of wall time",
 		run.ranks, run.rate, run.duration, len(reqs), run.ranksPerRequest, rep.Sources, jobWall.Seconds())
 	t.Logf("input pace: requests sent late by p50 %s, p99 %s, max %s, of which waiting for the collector's answer to the sender's previous request p99 %s, max %s",
 		percentile(late, 0.5).Round(time.Millisecond), percentile(late, 0.99).Round(time.Millisecond), late[len(late)-1].Round(time.Millisecond), percentile(held, 0.99).Round(time.Millisecond), held[len(held)-1].Round(time.Millisecond))
+	t.Logf("the sender's own delay (late by more than the collector held it): p50 %s, p99 %s, max %s",
+		percentile(own, 0.5).Round(time.Millisecond), percentile(own, 0.99).Round(time.Millisecond), own[len(own)-1].Round(time.Millisecond))
 	t.Logf("the collector answered in p50 %s, p99 %s, max %s; the sender's CPU %.1f s",
 		percentile(took, 0.5).Round(time.Millisecond), percentile(took, 0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), (selfCPU1 - selfCPU0).Seconds())
 	jobCPU := atJobEnd.cpu - atStart.cpu
