@@ -3,6 +3,7 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -172,6 +173,9 @@ func (c *core) attribute(ctx context.Context, run func() []attribution.Result) [
 // member spans are looked up once.
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	var collectives map[*attribution.CollectiveMatch]*output.CollectiveSpan
+	// An item is a few hundred bytes: growing the slice by doubling would
+	// copy and allocate twice what a world-wide spike's items hold.
+	items = slices.Grow(items, len(results))
 	for i := range results {
 		r := &results[i]
 		host, links, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise)

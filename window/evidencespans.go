@@ -185,7 +185,7 @@ func (job *Job) MemberSpans(c *attribution.CollectiveMatch) []SpanRef {
 // markerSpan returns the span of rank's first marker at startNs that match
 // accepts (false: none has a span).
 func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) bool) (ref SpanRef, found bool) {
-	rb := job.ranks[rank]
+	rb := job.Rank(rank)
 	if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
 		return ref, false
 	}
@@ -225,7 +225,7 @@ func (job *Job) Links(r *attribution.Result) []SpanRef {
 	if r.Mode == attribution.ModeEvidence {
 		return job.evidenceLinks(r)
 	}
-	rb := job.ranks[r.Rank]
+	rb := job.Rank(r.Rank)
 	if rb == nil {
 		return nil
 	}

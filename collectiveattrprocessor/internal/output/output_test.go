@@ -273,3 +273,26 @@ func testMetrics() *Metrics {
 	set.BuildInfo.Version = testScopeVersion
 	return NewMetrics(metadata.NewDefaultMetricsBuilderConfig(), set)
 }
+
+// TestResultAttributeCountIsExact: the map of a result's attributes is
+// allocated at the size it ends with (one more only when a phase
+// attribution has no summary), for every shape of result the goldens hold
+// and with each optional attribute absent.
+func TestResultAttributeCountIsExact(t *testing.T) {
+	items := append(testItems(), evidenceItems()...)
+	noAccounting := evidenceItems()[0]
+	noAccounting.Result.NCCLAccountedBytes = nil
+	noSummary := testItems()[0]
+	noSummary.Result.PhaseAttribution = &phase.Attribution{Resolution: "unresolved"}
+	items = append(items, noAccounting, noSummary)
+	for i := range items {
+		r := &items[i].Result
+		m := pcommon.NewMap()
+		putResultAttributes(m, &items[i])
+		want := m.Len()
+		if r.PhaseAttribution != nil && phase.Summarize(r.PhaseAttribution) == nil {
+			want++
+		}
+		assert.Equal(t, want, resultAttributeCount(r), "item %d", i)
+	}
+}
