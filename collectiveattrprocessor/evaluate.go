@@ -176,12 +176,20 @@ func (c *core) claimResults(job *store.Job, results []attribution.Result, finali
 	// An item is a few hundred bytes: growing the slice by doubling would
 	// copy and allocate twice what a world-wide spike's items hold.
 	items = slices.Grow(items, len(results))
+	// The results' links share one slice (an evidence-mode result links
+	// at most one span of its own).
+	links := make([]ingest.SpanRef, 0, len(results))
 	for i := range results {
 		r := &results[i]
-		host, links, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise)
+		host, grown, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise, links)
 		if !ok {
 			continue
 		}
+		var own []ingest.SpanRef
+		if len(grown) > len(links) {
+			own = grown[len(links):len(grown):len(grown)]
+		}
+		links = grown
 		var collective *output.CollectiveSpan
 		if m := r.Collective; m != nil {
 			if collective = collectives[m]; collective == nil {
@@ -197,7 +205,7 @@ func (c *core) claimResults(job *store.Job, results []attribution.Result, finali
 			Host:       host,
 			Preset:     c.attrCfg.Preset,
 			Result:     *r,
-			Links:      links,
+			Links:      own,
 			Collective: collective,
 		})
 	}

@@ -21,7 +21,7 @@ func TestEmittedMemoryOutlivesTheJob(t *testing.T) {
 	result := &attribution.Result{Rank: 0, IntervalStartNs: 103 * sec, IntervalEndNs: uint64(106 * sec)}
 	emitJob := func(id string, at time.Time) bool {
 		s.AddSampleRun(sampleRun(id, 0, 100*sec, 110*sec), at)
-		_, _, ok := s.Claim(s.Job(id), result, 0, true)
+		_, _, ok := s.Claim(s.Job(id), result, 0, true, nil)
 		return ok
 	}
 	require.True(t, emitJob("a", wall))
