@@ -155,7 +155,7 @@ func (c *core) evaluateLedger(ctx context.Context, job *store.Job, results []att
 // collective results inside it); the ledger keeps their own (ledger.go).
 func (c *core) growthItems(job *store.Job, growths []attribution.Result, items []output.Item) []output.Item {
 	for i := range growths {
-		items = append(items, output.Item{JobID: job.ID(), Host: job.Host(growths[i].Rank), Preset: c.attrCfg.Preset, Result: growths[i]})
+		items = append(items, output.Item{JobID: job.ID(), Host: job.Host(growths[i].Rank), Preset: c.attrCfg.Preset, Result: &growths[i]})
 	}
 	return items
 }
@@ -168,13 +168,14 @@ func (c *core) attribute(ctx context.Context, run func() []attribution.Result) [
 	return results
 }
 
-// claimResults appends to items the results the store lets leave now.
-// The results that matched one collective share its CollectiveSpan, whose
-// member spans are looked up once.
+// claimResults appends to items the results the store lets leave now; an
+// item points at its result in results. The results that matched one
+// collective share its CollectiveSpan, whose member spans are looked up
+// once.
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	var collectives map[*attribution.CollectiveMatch]*output.CollectiveSpan
-	// An item is a few hundred bytes: growing the slice by doubling would
-	// copy and allocate twice what a world-wide spike's items hold.
+	// A world-wide spike claims a result per rank: growing items by
+	// doubling would copy and allocate twice what they hold.
 	items = slices.Grow(items, len(results))
 	// The results' links share one slice (an evidence-mode result links
 	// at most one span of its own).
@@ -204,7 +205,7 @@ func (c *core) claimResults(job *store.Job, results []attribution.Result, finali
 			JobID:      job.ID(),
 			Host:       host,
 			Preset:     c.attrCfg.Preset,
-			Result:     *r,
+			Result:     r,
 			Links:      own,
 			Collective: collective,
 		})

@@ -58,7 +58,7 @@ func putResource(m pcommon.Map, job, host string) {
 // attribution has it; the summary is the reference's display string
 // (summarize_phase_attribution).
 func putResultAttributes(m pcommon.Map, it *Item) {
-	r := &it.Result
+	r := it.Result
 	ev := &r.Evidence
 	m.EnsureCapacity(resultAttributeCount(r))
 	m.PutInt(AttrRank, r.Rank)

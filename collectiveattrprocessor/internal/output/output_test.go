@@ -55,7 +55,7 @@ func testItems() []Item {
 	return []Item{
 		{
 			JobID: "job-a", Host: "node-a", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 1, IntervalStartNs: 1767225600000000000, IntervalEndNs: 1767225600400000000,
 				Classification: "collective_confident", Confidence: 1.0,
 				ReasonCodes: []string{"allocator_device_divergence", "cross_rank_synchrony", "gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap"},
@@ -71,7 +71,7 @@ func testItems() []Item {
 		},
 		{
 			JobID: "job-b", Preset: "high",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 0, IntervalStartNs: 1767225601000000000, IntervalEndNs: 1767225601240000000,
 				Classification: "collective_suspect", Confidence: 0.51,
 				ReasonCodes: []string{"allocator_device_divergence", "cross_rank_synchrony", "gap_spike_statistical_outlier", "weak_marker_signal"},
@@ -85,7 +85,7 @@ func testItems() []Item {
 		},
 		{
 			JobID: "job-a", Host: "node-b", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 2, IntervalStartNs: 1767225602000000000, IntervalEndNs: 1767225602300000000,
 				Classification: "collective_likely", Confidence: 0.75,
 				ReasonCodes: []string{"gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap"},
@@ -108,7 +108,9 @@ func TestAppendTraces(t *testing.T) {
 func TestAppendTracesGroupsByResource(t *testing.T) {
 	items := testItems()
 	extra := items[0]
-	extra.Result.Rank = 3
+	r := *extra.Result
+	r.Rank = 3
+	extra.Result = &r
 	extra.Links = nil
 	items = append(items, extra)
 	td := ptrace.NewTraces()
@@ -286,7 +288,7 @@ func TestResultAttributeCountIsExact(t *testing.T) {
 	noSummary.Result.PhaseAttribution = &phase.Attribution{Resolution: "unresolved"}
 	items = append(items, noAccounting, noSummary)
 	for i := range items {
-		r := &items[i].Result
+		r := items[i].Result
 		m := pcommon.NewMap()
 		putResultAttributes(m, &items[i])
 		want := m.Len()

@@ -68,7 +68,7 @@ func AppendTraces(dst ptrace.Traces, items []Item, ids IDSource) {
 // appendResultSpan builds it's span in sp, linked to its marker spans and
 // to collective unless that is zero.
 func appendResultSpan(sp ptrace.Span, it *Item, collective ingest.SpanRef, ids IDSource) {
-	r := &it.Result
+	r := it.Result
 	trace := pcommon.TraceID{}
 	for _, l := range it.Links {
 		if !pcommon.TraceID(l.TraceID).IsEmpty() {

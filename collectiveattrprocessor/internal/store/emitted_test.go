@@ -43,3 +43,27 @@ func TestEmittedMemoryOutlivesTheJob(t *testing.T) {
 	assert.NotNil(t, s.Emitted("b"))
 	assert.NotNil(t, s.Emitted("c"))
 }
+
+// TestEmittedFindOrdersRanksThenSteps: the entries stay sorted by rank,
+// a rank's other intervals before its persistent step, and each note
+// lands on its own entry, whatever the order they come in.
+func TestEmittedFindOrdersRanksThenSteps(t *testing.T) {
+	var e EmittedJob
+	notes := []EmittedRank{{5, false, 50}, {1, false, 10}, {5, true, 55}, {3, false, 30}, {1, true, 15}, {5, false, 40}, {0, false, 1}}
+	for _, n := range notes {
+		e.note(n.Rank, n.Persistent, n.EndNs)
+	}
+	assert.Equal(t, []EmittedRank{{0, false, 1}, {1, false, 10}, {1, true, 15}, {3, false, 30}, {5, false, 50}, {5, true, 55}}, e.Ranks,
+		"sorted, and a later, earlier-ending interval does not move an end back")
+	for i, want := range e.Ranks {
+		at, found := e.find(want.Rank, want.Persistent)
+		assert.True(t, found, "%+v", want)
+		assert.Equal(t, i, at, "%+v", want)
+	}
+	at, found := e.find(4, false)
+	assert.False(t, found)
+	assert.Equal(t, 4, at, "where rank 4 goes")
+	at, found = e.find(3, true)
+	assert.False(t, found)
+	assert.Equal(t, 4, at, "rank 3's step goes after its other interval")
+}
