@@ -40,7 +40,7 @@ func newResultMetrics() resultMetrics {
 }
 
 func (m *resultMetrics) record(it *output.Item, nowNs int64) {
-	r := &it.Result
+	r := it.Result
 	k := countKey{rankKey{it.JobID, r.Rank}, r.Classification, r.Mode, r.Kind}
 	ic := m.counts[k]
 	if ic == nil {

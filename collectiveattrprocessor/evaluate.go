@@ -3,6 +3,7 @@ package collectiveattrprocessor // import "github.com/collectiveattr/collectivea
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -154,7 +155,7 @@ func (c *core) evaluateLedger(ctx context.Context, job *store.Job, results []att
 // collective results inside it); the ledger keeps their own (ledger.go).
 func (c *core) growthItems(job *store.Job, growths []attribution.Result, items []output.Item) []output.Item {
 	for i := range growths {
-		items = append(items, output.Item{JobID: job.ID(), Host: job.Host(growths[i].Rank), Preset: c.attrCfg.Preset, Result: growths[i]})
+		items = append(items, output.Item{JobID: job.ID(), Host: job.Host(growths[i].Rank), Preset: c.attrCfg.Preset, Result: &growths[i]})
 	}
 	return items
 }
@@ -167,17 +168,29 @@ func (c *core) attribute(ctx context.Context, run func() []attribution.Result) [
 	return results
 }
 
-// claimResults appends to items the results the store lets leave now.
-// The results that matched one collective share its CollectiveSpan, whose
-// member spans are looked up once.
+// claimResults appends to items the results the store lets leave now; an
+// item points at its result in results. The results that matched one
+// collective share its CollectiveSpan, whose member spans are looked up
+// once.
 func (c *core) claimResults(job *store.Job, results []attribution.Result, finalise bool, items []output.Item) []output.Item {
 	var collectives map[*attribution.CollectiveMatch]*output.CollectiveSpan
+	// A world-wide spike claims a result per rank: growing items by
+	// doubling would copy and allocate twice what they hold.
+	items = slices.Grow(items, len(results))
+	// The results' links share one slice (an evidence-mode result links
+	// at most one span of its own).
+	links := make([]ingest.SpanRef, 0, len(results))
 	for i := range results {
 		r := &results[i]
-		host, links, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise)
+		host, grown, ok := c.store.Claim(job, r, c.engine.settleDelay(c.cfg.SettleDelay), finalise, links)
 		if !ok {
 			continue
 		}
+		var own []ingest.SpanRef
+		if len(grown) > len(links) {
+			own = grown[len(links):len(grown):len(grown)]
+		}
+		links = grown
 		var collective *output.CollectiveSpan
 		if m := r.Collective; m != nil {
 			if collective = collectives[m]; collective == nil {
@@ -192,8 +205,8 @@ func (c *core) claimResults(job *store.Job, results []attribution.Result, finali
 			JobID:      job.ID(),
 			Host:       host,
 			Preset:     c.attrCfg.Preset,
-			Result:     *r,
-			Links:      links,
+			Result:     r,
+			Links:      own,
 			Collective: collective,
 		})
 	}

@@ -149,24 +149,24 @@ func (rb *Rank) holdsStormlogInterval(ts int64, mk *evidenceMarker) bool {
 	})
 }
 
-// evidenceLinks returns the spans an evidence-mode result links to itself:
-// the spans of its own rank's markers that matched, those of its
-// collective when it matched one. A result links at most as many spans as
-// it has marker times (one): the other members' spans are linked once per
-// collective, by the collective's span (MemberSpans). Markers of stormlog
-// and Inspector records have no span and give no link.
-func (job *Job) evidenceLinks(r *attribution.Result) []SpanRef {
+// appendEvidenceLinks appends to dst the spans an evidence-mode result
+// links to itself: the spans of its own rank's markers that matched, those
+// of its collective when it matched one. A result links at most as many
+// spans as it has marker times (one): the other members' spans are linked
+// once per collective, by the collective's span (MemberSpans). Markers of
+// stormlog and Inspector records have no span and give no link.
+func (job *Job) appendEvidenceLinks(dst []SpanRef, r *attribution.Result) []SpanRef {
 	match := func(*evidenceMarker) bool { return true }
 	if r.Collective != nil {
 		match = isMarkerOf(job, r.Collective, math.MinInt64)
 	}
-	var links []SpanRef
+	start := len(dst)
 	for _, ts := range r.MarkerTimesNs {
-		if ref, ok := markerSpan(job, r.Rank, ts, match); ok && !slices.Contains(links, ref) {
-			links = append(links, ref)
+		if ref, ok := markerSpan(job, r.Rank, ts, match); ok && !slices.Contains(dst[start:], ref) {
+			dst = append(dst, ref)
 		}
 	}
-	return links
+	return dst
 }
 
 // MemberSpans returns, for each member of collective c in c.Members'
@@ -185,7 +185,7 @@ func (job *Job) MemberSpans(c *attribution.CollectiveMatch) []SpanRef {
 // markerSpan returns the span of rank's first marker at startNs that match
 // accepts (false: none has a span).
 func markerSpan(job *Job, rank, startNs int64, match func(m *evidenceMarker) bool) (ref SpanRef, found bool) {
-	rb := job.ranks[rank]
+	rb := job.Rank(rank)
 	if rb == nil || rb.ev == nil || rb.ev.spans.len() == 0 {
 		return ref, false
 	}
@@ -218,27 +218,29 @@ func isMarkerOf(job *Job, c *attribution.CollectiveMatch, endNs int64) func(m *e
 	}
 }
 
-// Links returns the marker spans a result of rank r.Rank links to: in
-// evidence mode those of its own rank's markers that matched (evidenceLinks),
-// otherwise the spans of the markers at its marker times.
-func (job *Job) Links(r *attribution.Result) []SpanRef {
+// AppendLinks appends to dst the marker spans a result of rank r.Rank
+// links to: in evidence mode those of its own rank's markers that matched
+// (appendEvidenceLinks), otherwise the spans of the markers at its marker
+// times. A round's claims append to one slice: a result's links cost no
+// allocation of their own.
+func (job *Job) AppendLinks(dst []SpanRef, r *attribution.Result) []SpanRef {
 	if r.Mode == attribution.ModeEvidence {
-		return job.evidenceLinks(r)
+		return job.appendEvidenceLinks(dst, r)
 	}
-	rb := job.ranks[r.Rank]
+	rb := job.Rank(r.Rank)
 	if rb == nil {
-		return nil
+		return dst
 	}
-	return markerLinks(rb, r.MarkerTimesNs)
+	return appendMarkerLinks(dst, rb, r.MarkerTimesNs)
 }
 
-// markerLinks returns the distinct marker spans whose start, end or span
-// event gave one of the times (sorted).
-func markerLinks(rb *Rank, times []int64) []SpanRef {
+// appendMarkerLinks appends to dst the distinct marker spans whose start,
+// end or span event gave one of the times (sorted).
+func appendMarkerLinks(dst []SpanRef, rb *Rank, times []int64) []SpanRef {
 	if len(times) == 0 {
-		return nil
+		return dst
 	}
-	var links []SpanRef
+	start := len(dst)
 	for i := range rb.markers.len() {
 		ref, ok := rb.markers.ref(i)
 		if !ok {
@@ -247,9 +249,9 @@ func markerLinks(rb *Rank, times []int64) []SpanRef {
 		if _, ok := slices.BinarySearch(times, rb.markers.at(i)); !ok {
 			continue
 		}
-		if !slices.Contains(links, ref) {
-			links = append(links, ref)
+		if !slices.Contains(dst[start:], ref) {
+			dst = append(dst, ref)
 		}
 	}
-	return links
+	return dst
 }

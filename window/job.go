@@ -130,7 +130,7 @@ func (j *Job) Rank(r int64) *Rank {
 
 // Host is the host rank r last declared ("" when unknown or untracked).
 func (j *Job) Host(r int64) string {
-	if rb := j.ranks[r]; rb != nil {
+	if rb := j.Rank(r); rb != nil {
 		return rb.host
 	}
 	return ""

@@ -58,13 +58,9 @@ func putResource(m pcommon.Map, job, host string) {
 // attribution has it; the summary is the reference's display string
 // (summarize_phase_attribution).
 func putResultAttributes(m pcommon.Map, it *Item) {
-	r := &it.Result
+	r := it.Result
 	ev := &r.Evidence
-	n := 19
-	if r.Mode == attribution.ModeEvidence {
-		n += evidenceAttributes
-	}
-	m.EnsureCapacity(n)
+	m.EnsureCapacity(resultAttributeCount(r))
 	m.PutInt(AttrRank, r.Rank)
 	m.PutInt(AttrWorldSize, ev.ExpectedWorldSize)
 	m.PutStr(AttrClassification, r.Classification)
@@ -108,6 +104,30 @@ func putResultAttributes(m pcommon.Map, it *Item) {
 		}
 	}
 	putEvidenceAttributes(m, r)
+}
+
+// resultAttributeCount is how many attributes putResultAttributes writes
+// for r (one more when the phase summary is absent): the map is allocated
+// once at its size, a few hundred bytes per result a world-wide spike
+// emits thousands of.
+func resultAttributeCount(r *attribution.Result) int {
+	n := 12
+	if r.Evidence.PeakGapRatio != nil {
+		n++
+	}
+	if pa := r.PhaseAttribution; pa != nil {
+		n += 2 // the resolution, the summary
+		if pa.Path != nil {
+			n++
+		}
+		if pa.Source != nil {
+			n++
+		}
+		if len(pa.Paths) > 0 {
+			n++
+		}
+	}
+	return n + evidenceAttributeCount(r)
 }
 
 // sortStrings sorts a slice of string values byte-wise.

@@ -16,7 +16,9 @@ func benchItems() []Item {
 	for i := range items {
 		items[i] = base[i%len(base)]
 		items[i].JobID = "llama-70b-pretrain-0042"
-		items[i].Result.Rank = int64(i)
+		r := *items[i].Result
+		r.Rank = int64(i)
+		items[i].Result = &r
 	}
 	return items
 }

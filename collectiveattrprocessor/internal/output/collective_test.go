@@ -26,11 +26,11 @@ func TestCollectiveSpanOncePerCollective(t *testing.T) {
 	for r := range int64(members) {
 		match.Members = append(match.Members, attribution.MemberMarker{Rank: r, StartNs: 100 + r, EndNs: 200 + r})
 		spans.MemberSpans = append(spans.MemberSpans, ref(byte(0x10+r)))
-		items = append(items, Item{JobID: "j", Host: "h", Result: attribution.Result{Rank: r, Mode: attribution.ModeEvidence, Collective: match},
+		items = append(items, Item{JobID: "j", Host: "h", Result: &attribution.Result{Rank: r, Mode: attribution.ModeEvidence, Collective: match},
 			Links: []ingest.SpanRef{ref(byte(0x10 + r))}, Collective: spans})
 	}
 	spans.MemberSpans[3] = ingest.SpanRef{} // a stormlog member: no span
-	items = append(items, Item{JobID: "j", Host: "h", Result: attribution.Result{Rank: 7, Mode: attribution.ModeEvidence, Collective: bare.Match}, Collective: bare})
+	items = append(items, Item{JobID: "j", Host: "h", Result: &attribution.Result{Rank: 7, Mode: attribution.ModeEvidence, Collective: bare.Match}, Collective: bare})
 
 	td := ptrace.NewTraces()
 	AppendTraces(td, items, &seqIDs{})

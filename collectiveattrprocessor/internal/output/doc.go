@@ -24,7 +24,9 @@ type Item struct {
 	// Host is the rank's host name, "" when unknown.
 	Host   string
 	Preset string
-	Result attribution.Result
+	// Result points into the round's results, not a copy: a world-wide
+	// spike claims one per rank. Read it, do not modify it.
+	Result *attribution.Result
 	// Links are the marker spans of the result's own rank that contributed
 	// to it.
 	Links []ingest.SpanRef

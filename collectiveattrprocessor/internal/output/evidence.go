@@ -19,8 +19,21 @@ const (
 	AttrSynchronizedCommRanks = "collective_attribution.collective.synchronized_comm_ranks"
 )
 
-// evidenceAttributes is the most attributes putEvidenceAttributes writes.
-const evidenceAttributes = 9
+// evidenceAttributeCount is how many attributes putEvidenceAttributes
+// writes for r.
+func evidenceAttributeCount(r *attribution.Result) int {
+	if r.Mode != attribution.ModeEvidence {
+		return 0
+	}
+	n := 3
+	if r.NCCLAccountedBytes != nil {
+		n++
+	}
+	if r.Collective != nil {
+		n += 5
+	}
+	return n
+}
 
 // putEvidenceAttributes writes an evidence-mode result's additions; a
 // reference result (Mode "") has none. The collective's attributes are

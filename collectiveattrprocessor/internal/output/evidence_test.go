@@ -30,7 +30,7 @@ func evidenceItems() []Item {
 	return []Item{
 		{
 			JobID: "job-e", Host: "node-a", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 1, IntervalStartNs: 1767225600000000000, IntervalEndNs: 1767225600400000000,
 				Classification: "collective_confirmed", Confidence: 0.95,
 				ReasonCodes: []string{"collective_member_synchrony", "nccl_accounting_covers"},
@@ -45,7 +45,7 @@ func evidenceItems() []Item {
 		},
 		{
 			JobID: "job-e", Host: "node-a", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 0, IntervalStartNs: 1767225605000000000, IntervalEndNs: 1767225605100000000,
 				Classification: "collective_likely", Confidence: 0.6,
 				ReasonCodes: []string{"persistent_step"},

@@ -47,7 +47,7 @@ func AppendLogs(dst plog.Logs, items []Item, withPhase bool) {
 // AppendResultBody appends the contract §5.3 body text of it: the reference JSON of
 // the result with `"job_id":"<job>"` as its last member.
 func AppendResultBody(dst []byte, it *Item, withPhase bool) []byte {
-	dst = attribution.AppendResultJSON(dst, &it.Result, withPhase)
+	dst = attribution.AppendResultJSON(dst, it.Result, withPhase)
 	dst = dst[:len(dst)-1] // the closing brace
 	dst = append(dst, `,"job_id":`...)
 	dst = telemetry.AppendString(dst, it.JobID)

@@ -55,7 +55,7 @@ func testItems() []Item {
 	return []Item{
 		{
 			JobID: "job-a", Host: "node-a", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 1, IntervalStartNs: 1767225600000000000, IntervalEndNs: 1767225600400000000,
 				Classification: "collective_confident", Confidence: 1.0,
 				ReasonCodes: []string{"allocator_device_divergence", "cross_rank_synchrony", "gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap"},
@@ -71,7 +71,7 @@ func testItems() []Item {
 		},
 		{
 			JobID: "job-b", Preset: "high",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 0, IntervalStartNs: 1767225601000000000, IntervalEndNs: 1767225601240000000,
 				Classification: "collective_suspect", Confidence: 0.51,
 				ReasonCodes: []string{"allocator_device_divergence", "cross_rank_synchrony", "gap_spike_statistical_outlier", "weak_marker_signal"},
@@ -85,7 +85,7 @@ func testItems() []Item {
 		},
 		{
 			JobID: "job-a", Host: "node-b", Preset: "medium",
-			Result: attribution.Result{
+			Result: &attribution.Result{
 				Rank: 2, IntervalStartNs: 1767225602000000000, IntervalEndNs: 1767225602300000000,
 				Classification: "collective_likely", Confidence: 0.75,
 				ReasonCodes: []string{"gap_spike_statistical_outlier", "marker_collective_token", "marker_spike_overlap"},
@@ -108,7 +108,9 @@ func TestAppendTraces(t *testing.T) {
 func TestAppendTracesGroupsByResource(t *testing.T) {
 	items := testItems()
 	extra := items[0]
-	extra.Result.Rank = 3
+	r := *extra.Result
+	r.Rank = 3
+	extra.Result = &r
 	extra.Links = nil
 	items = append(items, extra)
 	td := ptrace.NewTraces()
@@ -272,4 +274,27 @@ func testMetrics() *Metrics {
 	set := processortest.NewNopSettings(metadata.Type)
 	set.BuildInfo.Version = testScopeVersion
 	return NewMetrics(metadata.NewDefaultMetricsBuilderConfig(), set)
+}
+
+// TestResultAttributeCountIsExact: the map of a result's attributes is
+// allocated at the size it ends with (one more only when a phase
+// attribution has no summary), for every shape of result the goldens hold
+// and with each optional attribute absent.
+func TestResultAttributeCountIsExact(t *testing.T) {
+	items := append(testItems(), evidenceItems()...)
+	noAccounting := evidenceItems()[0]
+	noAccounting.Result.NCCLAccountedBytes = nil
+	noSummary := testItems()[0]
+	noSummary.Result.PhaseAttribution = &phase.Attribution{Resolution: "unresolved"}
+	items = append(items, noAccounting, noSummary)
+	for i := range items {
+		r := items[i].Result
+		m := pcommon.NewMap()
+		putResultAttributes(m, &items[i])
+		want := m.Len()
+		if r.PhaseAttribution != nil && phase.Summarize(r.PhaseAttribution) == nil {
+			want++
+		}
+		assert.Equal(t, want, resultAttributeCount(r), "item %d", i)
+	}
 }

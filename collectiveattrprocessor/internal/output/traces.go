@@ -23,7 +23,17 @@ func AppendTraces(dst ptrace.Traces, items []Item, ids IDSource) {
 		return
 	}
 	groups := map[resourceKey]ptrace.SpanSlice{}
+	// A job's items come in runs of one host (a round claims a job's
+	// results in rank order): the run's group is found once.
+	var (
+		lastKey   resourceKey
+		lastSpans ptrace.SpanSlice
+		haveLast  bool
+	)
 	spansOf := func(key resourceKey) ptrace.SpanSlice {
+		if haveLast && key == lastKey {
+			return lastSpans
+		}
 		spans, ok := groups[key]
 		if !ok {
 			rs := dst.ResourceSpans().AppendEmpty()
@@ -33,6 +43,7 @@ func AppendTraces(dst ptrace.Traces, items []Item, ids IDSource) {
 			spans = ss.Spans()
 			groups[key] = spans
 		}
+		lastKey, lastSpans, haveLast = key, spans, true
 		return spans
 	}
 	var collectives map[*CollectiveSpan]ingest.SpanRef
@@ -57,7 +68,7 @@ func AppendTraces(dst ptrace.Traces, items []Item, ids IDSource) {
 // appendResultSpan builds it's span in sp, linked to its marker spans and
 // to collective unless that is zero.
 func appendResultSpan(sp ptrace.Span, it *Item, collective ingest.SpanRef, ids IDSource) {
-	r := &it.Result
+	r := it.Result
 	trace := pcommon.TraceID{}
 	for _, l := range it.Links {
 		if !pcommon.TraceID(l.TraceID).IsEmpty() {

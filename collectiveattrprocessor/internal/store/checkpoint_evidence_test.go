@@ -147,7 +147,7 @@ func TestEvidenceCheckpointRoundTrip(t *testing.T) {
 	// communicator's first use (persistent).
 	require.Positive(t, classes[attribution.CollectiveConfirmed], "results %v", classes)
 	require.Positive(t, kinds[attribution.KindPersistent], "results %v", kinds)
-	_, _, ok := orig.Claim(job, &want[0], 0, true)
+	_, _, ok := orig.Claim(job, &want[0], 0, true, nil)
 	require.True(t, ok)
 	data := orig.AppendCheckpoint(nil, job)
 
@@ -397,9 +397,9 @@ func TestEvidenceCheckpointKeepsMarkerSpans(t *testing.T) {
 			{Rank: 0, StartNs: spanT0 + 7000, EndNs: spanT0 + 7100}, {Rank: 1, StartNs: spanT0 + 7010, EndNs: spanT0 + 7110},
 		}},
 	}
-	want := job.Links(r)
+	want := job.AppendLinks(nil, r)
 	require.Len(t, want, 1)
-	assert.Equal(t, want, got.Links(r))
+	assert.Equal(t, want, got.AppendLinks(nil, r))
 	members := orig.MemberSpans(job, r.Collective)
 	require.Equal(t, []ingest.SpanRef{{TraceID: [16]byte{8}, SpanID: [8]byte{8}}, want[0]}, members)
 	assert.Equal(t, members, restored.MemberSpans(got, r.Collective))

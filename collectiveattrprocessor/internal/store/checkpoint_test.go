@@ -101,10 +101,10 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 	// Emit the first result and an evidence-mode persistent step, so that
 	// the emitted memory, with both kinds of entry, is part of the state.
-	_, _, ok := orig.Claim(job, &want[0], 0, true)
+	_, _, ok := orig.Claim(job, &want[0], 0, true, nil)
 	require.True(t, ok)
 	step := attribution.Result{Rank: 2, Kind: attribution.KindPersistent, IntervalStartNs: 7 * sec, IntervalEndNs: 9 * uint64(sec)}
-	_, _, ok = orig.Claim(job, &step, 0, true)
+	_, _, ok = orig.Claim(job, &step, 0, true, nil)
 	require.True(t, ok)
 	require.Len(t, orig.Emitted("job-a").Ranks, 2)
 	assert.Equal(t, []*Job{job}, orig.Unsaved())
@@ -135,7 +135,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	assert.Equal(t, eo.Ranks, er.Ranks)
 	assert.True(t, eo.LastSeen.Equal(er.LastSeen), "LastSeen %v restored as %v", eo.LastSeen, er.LastSeen)
 	// The restored step is remembered as a persistent step only.
-	_, _, ok = restored.Claim(got, &attribution.Result{Rank: 2, Kind: attribution.KindPersistent, IntervalStartNs: 8 * sec, IntervalEndNs: 10 * uint64(sec)}, 0, true)
+	_, _, ok = restored.Claim(got, &attribution.Result{Rank: 2, Kind: attribution.KindPersistent, IntervalStartNs: 8 * sec, IntervalEndNs: 10 * uint64(sec)}, 0, true, nil)
 	assert.False(t, ok, "the persistent step is remembered")
 
 	// The watermark is rebuilt: one rank running ahead moves neither job's
@@ -149,8 +149,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 	// Both remember the emitted interval alike.
 	for i := range want {
-		_, _, okOrig := orig.Claim(job, &want[i], 0, true)
-		_, _, okRest := restored.Claim(got, &want[i], 0, true)
+		_, _, okOrig := orig.Claim(job, &want[i], 0, true, nil)
+		_, _, okRest := restored.Claim(got, &want[i], 0, true, nil)
 		assert.Equal(t, okOrig, okRest, "result %d", i)
 	}
 	assert.Equal(t, []*Job{got}, restored.Unsaved(), "a claim changes the job")
@@ -214,7 +214,7 @@ func TestCheckpointOfAnEmptyRank(t *testing.T) {
 	s.AddSampleRun(sampleRun("j", 2, 100*sec), wall)
 	s.Sweep(wall, time.Hour, false, false)
 	job := s.Job("j")
-	_, _, ok := s.Claim(job, &attribution.Result{Rank: 0, IntervalStartNs: 1, IntervalEndNs: 5}, 0, true)
+	_, _, ok := s.Claim(job, &attribution.Result{Rank: 0, IntervalStartNs: 1, IntervalEndNs: 5}, 0, true, nil)
 	require.True(t, ok)
 	r := New(checkpointConfig())
 	got, err := r.Restore(s.AppendCheckpoint(nil, job), wall)
@@ -222,7 +222,7 @@ func TestCheckpointOfAnEmptyRank(t *testing.T) {
 	v, ok := r.InspectRank("j", 0)
 	require.True(t, ok)
 	assert.Zero(t, v.Len)
-	_, _, ok = r.Claim(got, &attribution.Result{Rank: 0, IntervalStartNs: 3, IntervalEndNs: 9}, 0, true)
+	_, _, ok = r.Claim(got, &attribution.Result{Rank: 0, IntervalStartNs: 3, IntervalEndNs: 9}, 0, true, nil)
 	assert.False(t, ok, "the emitted interval is remembered")
 }
 

@@ -47,24 +47,30 @@ func (r EmittedRank) cmp(rank int64, persistent bool) int {
 	return 1
 }
 
-// find is the index of (rank, persistent) in e.Ranks, or where it goes.
+// find is the index of (rank, persistent) in e.Ranks, or where it goes: a
+// binary search with the comparison inlined, run once per claim.
 func (e *EmittedJob) find(rank int64, persistent bool) (int, bool) {
-	return slices.BinarySearchFunc(e.Ranks, rank, func(r EmittedRank, rank int64) int { return r.cmp(rank, persistent) })
-}
-
-// emittedEnd returns the end of the latest interval rank emitted (of kind
-// persistent step, or not).
-func (e *EmittedJob) emittedEnd(rank int64, persistent bool) (int64, bool) {
-	i, ok := e.find(rank, persistent)
-	if !ok {
-		return 0, false
+	lo, hi := 0, len(e.Ranks)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if e.Ranks[h].cmp(rank, persistent) < 0 {
+			lo = h + 1
+		} else {
+			hi = h
+		}
 	}
-	return e.Ranks[i].EndNs, true
+	return lo, lo < len(e.Ranks) && e.Ranks[lo].cmp(rank, persistent) == 0
 }
 
 func (e *EmittedJob) note(rank int64, persistent bool, endNs int64) {
 	i, ok := e.find(rank, persistent)
-	if ok {
+	e.noteAt(i, ok, rank, persistent, endNs)
+}
+
+// noteAt records the end of an interval of (rank, persistent) at i, where
+// find put it (found: its entry is there).
+func (e *EmittedJob) noteAt(i int, found bool, rank int64, persistent bool, endNs int64) {
+	if found {
 		e.Ranks[i].EndNs = max(e.Ranks[i].EndNs, endNs)
 		return
 	}
@@ -81,21 +87,15 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// remember records that job's rank emitted an interval (a persistent step,
-// or not) ending at endNs.
-func (s *Store) remember(job *Job, rank int64, persistent bool, endNs int64) {
-	e := s.emitted[job.ID()]
-	if e == nil {
-		if len(s.emitted) >= s.cfg.MaxEmittedJobs {
-			s.forgetOldestEmitted()
-		}
-		e = &EmittedJob{}
-		s.emitted[job.ID()] = e
+// newEmitted starts the memory of what job id emits; the entry of the job
+// seen longest ago gives way past MaxEmittedJobs.
+func (s *Store) newEmitted(id string) *EmittedJob {
+	if len(s.emitted) >= s.cfg.MaxEmittedJobs {
+		s.forgetOldestEmitted()
 	}
-	if job.lastSeen.After(e.LastSeen) {
-		e.LastSeen = job.lastSeen
-	}
-	e.note(rank, persistent, endNs)
+	e := &EmittedJob{}
+	s.emitted[id] = e
+	return e
 }
 
 // forgetOldestEmitted drops the entry whose job was seen longest ago.

@@ -72,20 +72,22 @@ func TestEvidenceLinks(t *testing.T) {
 	r := &attribution.Result{Rank: 1, Mode: attribution.ModeEvidence, Collective: match, MarkerTimesNs: []int64{spanT0 + 10}}
 	job := s.Job("j")
 	b := ingest.SpanRef{TraceID: [16]byte{0xb}, SpanID: [8]byte{0xb}}
-	assert.Equal(t, []ingest.SpanRef{b}, job.Links(r), "the result links its own marker span only")
+	assert.Equal(t, []ingest.SpanRef{b}, job.AppendLinks(nil, r), "the result links its own marker span only")
+	assert.Equal(t, []ingest.SpanRef{b, b}, job.AppendLinks([]ingest.SpanRef{b}, r),
+		"appended after another result's links, even the span they hold")
 	assert.Equal(t, []ingest.SpanRef{
 		{TraceID: [16]byte{0xa}, SpanID: [8]byte{0xa}}, b, {}, {},
 	}, s.MemberSpans(job, match))
 
 	r.Rank, r.MarkerTimesNs = 2, []int64{spanT0 + 20}
-	assert.Empty(t, job.Links(r), "a stormlog marker has no span")
+	assert.Empty(t, job.AppendLinks(nil, r), "a stormlog marker has no span")
 
 	other := *match
 	other.Seq = 6 // another collective at the same times: no marker of it
 	r.Rank, r.MarkerTimesNs, r.Collective = 1, []int64{spanT0 + 10}, &other
-	assert.Empty(t, job.Links(r))
+	assert.Empty(t, job.AppendLinks(nil, r))
 	assert.Equal(t, make([]ingest.SpanRef, 4), s.MemberSpans(job, &other))
 
 	r.Collective = nil // no collective: the rank's own marker that matched
-	assert.Equal(t, []ingest.SpanRef{b}, job.Links(r))
+	assert.Equal(t, []ingest.SpanRef{b}, job.AppendLinks(nil, r))
 }

@@ -377,10 +377,13 @@ func TestClaim(t *testing.T) {
 		{"a rank without data", &attribution.Result{Rank: 3, IntervalStartNs: 1}, true, false, 0},
 		{"a later interval when finalised", result(108*sec, 109*sec), true, true, 0},
 	}
+	// The links are appended to those of the round's earlier claims.
+	earlier := []ingest.SpanRef{{TraceID: [16]byte{0xee}, SpanID: [8]byte{0xee}}}
 	for _, tt := range tests {
-		host, links, ok := s.Claim(job, tt.r, 2*time.Second, tt.finalise)
+		host, links, ok := s.Claim(job, tt.r, 2*time.Second, tt.finalise, earlier)
 		assert.Equal(t, tt.want, ok, tt.name)
-		assert.Len(t, links, tt.links, tt.name)
+		require.Len(t, links, 1+tt.links, tt.name)
+		assert.Equal(t, earlier[0], links[0], tt.name)
 		if ok {
 			assert.Equal(t, "node", host, tt.name)
 		}

@@ -72,8 +72,10 @@ func (s *Store) PhaseSpansWaiting() int {
 }
 
 // Claim decides whether result r of job is emitted now, and if so records
-// it as emitted and returns the host of its rank and the distinct marker
-// spans whose start, end or span event gave one of its marker times.
+// it as emitted and returns the host of its rank and links with the
+// distinct marker spans whose start, end or span event gave one of its
+// marker times appended (window.Job.AppendLinks); links unchanged
+// otherwise.
 //
 // The identity of an emitted interval is (job, rank, its time range): once a
 // rank has emitted an interval ending at E, a later result of that rank that
@@ -86,22 +88,30 @@ func (s *Store) PhaseSpansWaiting() int {
 // too), and is a different result, not that spike grown. A result is
 // emitted when it has settled (the job's newest event time is more than
 // settleDelay past its end) or when its job is finalised.
-func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration, finalise bool) (host string, links []ingest.SpanRef, ok bool) {
+func (s *Store) Claim(job *Job, r *attribution.Result, settleDelay time.Duration, finalise bool, links []ingest.SpanRef) (host string, withLinks []ingest.SpanRef, ok bool) {
 	if job.Rank(r.Rank) == nil {
-		return "", nil, false
+		return "", links, false
 	}
 	persistent := r.Kind == attribution.KindPersistent
-	if e := s.emitted[job.ID()]; e != nil {
-		if end, ok := e.emittedEnd(r.Rank, persistent); ok && r.IntervalStartNs <= end {
-			return "", nil, false
+	e := s.emitted[job.ID()]
+	at, seen := 0, false
+	if e != nil {
+		if at, seen = e.find(r.Rank, persistent); seen && r.IntervalStartNs <= e.Ranks[at].EndNs {
+			return "", links, false
 		}
 	}
 	if !finalise && (job.NewestNs()-int64(settleDelay) <= r.EndNs()) {
-		return "", nil, false
+		return "", links, false
 	}
-	s.remember(job, r.Rank, persistent, r.EndNs())
+	if e == nil {
+		e = s.newEmitted(job.ID())
+	}
+	if job.lastSeen.After(e.LastSeen) {
+		e.LastSeen = job.lastSeen
+	}
+	e.noteAt(at, seen, r.Rank, persistent, r.EndNs())
 	job.unsaved = true
-	return job.Host(r.Rank), job.Links(r), true
+	return job.Host(r.Rank), job.AppendLinks(links, r), true
 }
 
 // MemberSpans returns, for each member of collective c, the span of its
