@@ -1,10 +1,6 @@
 package attribution
 
-import (
-	"math"
-
-	"github.com/collectiveattr/collectiveattr/internal/parallel"
-)
+import "github.com/collectiveattr/collectiveattr/internal/parallel"
 
 // ColumnInput is the grouped form of a run (steps S1–S3 and S6 already
 // applied) with each rank's samples held as columns: the window, which
@@ -132,10 +128,8 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 		totals   totalCursor
 		// floor: with SortedGaps, no sample whose clamped gap is below
 		// it can be a spike (spikeFloor); 0 lets every sample through.
-		floor int64
-		// The last z-score rounded: a rank's spikes often share their
-		// gap, and so their z-score.
-		lastZ, lastRounded = math.NaN(), 0.0
+		floor  int64
+		zRound = roundMemo{n: 4}
 	)
 	if rs.SortedGaps != nil {
 		var ok bool
@@ -176,9 +170,6 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 		if z < cfg.RobustZscoreThreshold {
 			continue
 		}
-		if math.Float64bits(z) != math.Float64bits(lastZ) {
-			lastZ, lastRounded = z, pyRound(z, 4)
-		}
 		ts := rs.TimestampsNs[i]
 		spikes = append(spikes, spike{
 			rank:     rs.Rank,
@@ -187,7 +178,7 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 			gap:      gapBytes,
 			ratio:    ratio,
 			hasRatio: hasRatio,
-			zRounded: lastRounded,
+			zRounded: zRound.round(z),
 			markers:  markersNear(rs.Markers, ts, cfg.MarkerWindowNs),
 		})
 	}
