@@ -141,47 +141,52 @@ func clampedSorted(dst, gaps []int64) []int64 {
 }
 
 // removeSorted takes the values of rm (ascending) out of s (ascending),
-// one occurrence each, in place; false when one of them is not in s.
+// one occurrence each, in place; false when one of them is not in s. Each
+// is found by bisection and the values between two of them move in one
+// copy: a round removes a few values from a long slice.
 func removeSorted(s, rm []int64) ([]int64, bool) {
 	if len(rm) == 0 {
 		return s, true
 	}
-	i, _ := slices.BinarySearch(s, rm[0])
-	w, j := i, 0
-	for ; i < len(s) && j < len(rm); i++ {
-		switch {
-		case s[i] == rm[j]:
-			j++
-		case s[i] > rm[j]:
+	w, _ := slices.BinarySearch(s, rm[0])
+	i := w
+	for _, v := range rm {
+		k, found := slices.BinarySearch(s[i:], v)
+		if !found {
 			return s, false
-		default:
-			s[w] = s[i]
-			w++
 		}
-	}
-	if j < len(rm) {
-		return s, false
+		w += copy(s[w:], s[i:i+k])
+		i += k + 1
 	}
 	w += copy(s[w:], s[i:])
 	return s[:w], true
 }
 
-// mergeSorted merges add (ascending) into s (ascending), from the back so
-// that the values below add's smallest stay where they are.
+// mergeSorted merges add (ascending) into s (ascending) in place, from the
+// back: each value of add, largest first, goes past the values above it,
+// which move in one copy, and the values below add's smallest stay where
+// they are.
 func mergeSorted(s, add []int64) []int64 {
 	if len(add) == 0 {
 		return s
 	}
-	i := len(s) - 1
+	end := len(s) // s[:end] are the values not yet moved
 	s = slices.Grow(s, len(add))[:len(s)+len(add)]
-	for w, j := len(s)-1, len(add)-1; j >= 0; w-- {
-		if i >= 0 && s[i] > add[j] {
-			s[w] = s[i]
-			i--
-		} else {
-			s[w] = add[j]
-			j--
+	for j := len(add) - 1; j >= 0; j-- {
+		v := add[j]
+		// The values above v, which go after it, are s[p:end].
+		p := end
+		for lo := 0; lo < p; {
+			m := int(uint(lo+p) >> 1)
+			if s[m] > v {
+				p = m
+			} else {
+				lo = m + 1
+			}
 		}
+		copy(s[p+j+1:end+j+1], s[p:end])
+		s[p+j] = v
+		end = p
 	}
 	return s
 }
