@@ -113,8 +113,9 @@ func (r *sampleReplica) sortGaps(from, to int, tmp *gapBatches) []int64 {
 	if incremental {
 		tmp.left = clampedSorted(tmp.left[:0], r.gaps[r.sortedFrom:from])
 		tmp.came = clampedSorted(tmp.came[:0], r.gaps[r.sortedTo:to])
-		r.sorted, incremental = removeSorted(r.sorted, tmp.left)
-		r.sorted = mergeSorted(r.sorted, tmp.came)
+		if r.sorted, incremental = removeSorted(r.sorted, tmp.left); incremental {
+			r.sorted = mergeSorted(r.sorted, tmp.came)
+		}
 	}
 	if !incremental {
 		// Also the fallback should a gap that left not be in the copy,
