@@ -52,6 +52,7 @@ func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Con
 		}
 		return v
 	}
+	confRound, ratioRound := roundMemo{n: 3}, roundMemo{n: 6}
 	results := make([]Result, 0, len(spikes))
 	ratios := make([]float64, 0, len(spikes)) // backing store for PeakGapRatio
 	masks := make([]uint8, 0, len(spikes))
@@ -61,7 +62,7 @@ func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Con
 		if !ok {
 			continue
 		}
-		rounded := pyRound(conf, 3)
+		rounded := confRound.round(conf)
 		if !(rounded >= cfg.MinConfidence) {
 			continue
 		}
@@ -86,7 +87,7 @@ func resultsOfSpikes(spikes []spike, ranks int, ews, traceStartNs int64, cfg Con
 			MarkerTimesNs: markerArena[n:len(markerArena):len(markerArena)],
 		}
 		if sp.hasRatio {
-			ratios = append(ratios, pyRound(sp.ratio, 6))
+			ratios = append(ratios, ratioRound.round(sp.ratio))
 			r.Evidence.PeakGapRatio = &ratios[len(ratios)-1]
 		}
 		if resolver != nil && sp.session != "" {

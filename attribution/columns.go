@@ -30,6 +30,12 @@ type ColumnSeries struct {
 	// the first run.
 	Sessions []StringRun
 	Markers  []int64
+	// SortedGaps, when not nil, are the gaps clamped at 0 (max(0, g)),
+	// ascending: a caller that keeps them from one evaluation to the next
+	// (the processor's window, updating them by the samples that came and
+	// went) spares the engine selecting each rank's median and MAD anew
+	// and scoring every sample. The results are the same with or without.
+	SortedGaps []int64
 }
 
 // Int64Run is a value that holds from sample index From on.
@@ -77,19 +83,11 @@ func AttributeColumnsParallel(in ColumnInput, cfg Config, resolver PhaseResolver
 // synchrony counts distinct ranks even if a caller splits one rank over
 // several series.
 func detectColumnSpikes(in ColumnInput, cfg Config, workers int) []spike {
-	maxN := 0
-	for i := range in.Ranks {
-		maxN = max(maxN, len(in.Ranks[i].TimestampsNs))
-	}
 	workers = max(1, min(workers, len(in.Ranks)))
 	scratches := make([]rankScratch, workers)
 	perRank := make([][]spike, len(in.Ranks))
 	parallel.For(len(in.Ranks), workers, func(w, ri int) {
-		sc := &scratches[w]
-		if sc.stats == nil {
-			sc.gaps, sc.stats = make([]float64, maxN), newStatsScratch(maxN)
-		}
-		perRank[ri] = columnRankSpikes(&in.Ranks[ri], cfg, sc)
+		perRank[ri] = columnRankSpikes(&in.Ranks[ri], cfg, &scratches[w])
 	})
 	n := 0
 	for _, sp := range perRank {
@@ -109,7 +107,8 @@ func detectColumnSpikes(in ColumnInput, cfg Config, workers int) []spike {
 	return spikes
 }
 
-// rankScratch is one worker's memory for a rank's statistics.
+// rankScratch is one worker's memory for a rank's statistics, grown to
+// the largest rank it computes them of in sample order.
 type rankScratch struct {
 	gaps  []float64
 	stats *statsScratch
@@ -127,8 +126,26 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 		haveStat bool
 		spikes   []spike
 		totals   totalCursor
+		// floor: with SortedGaps, no sample whose clamped gap is below
+		// it can be a spike (spikeFloor); 0 lets every sample through.
+		floor  int64
+		zRound = roundMemo{n: 4}
 	)
+	if rs.SortedGaps != nil {
+		var ok bool
+		if st, ok = sortedRankStats(rs.SortedGaps); !ok {
+			st = sc.sampleOrderStats(rs.GapBytes[:n])
+		}
+		haveStat = true
+		var any bool
+		if floor, any = spikeFloor(&st, rs.SortedGaps, cfg.RobustZscoreThreshold); !any {
+			return nil
+		}
+	}
 	for i, g := range rs.GapBytes[:n] {
+		if max(0, g) < floor {
+			continue
+		}
 		total := totals.at(rs.Totals, i)
 		gapBytes := max(0, g)
 		var ratio float64
@@ -146,11 +163,7 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 			continue
 		}
 		if !haveStat {
-			gs := sc.gaps[:n]
-			for j, t := range rs.GapBytes[:n] {
-				gs[j] = float64(max(0, t))
-			}
-			st = computeRankStats(gs, sc.stats)
+			st = sc.sampleOrderStats(rs.GapBytes[:n])
 			haveStat = true
 		}
 		z := st.zscore(float64(gapBytes))
@@ -165,11 +178,25 @@ func columnRankSpikes(rs *ColumnSeries, cfg Config, sc *rankScratch) []spike {
 			gap:      gapBytes,
 			ratio:    ratio,
 			hasRatio: hasRatio,
-			zRounded: pyRound(z, 4),
+			zRounded: zRound.round(z),
 			markers:  markersNear(rs.Markers, ts, cfg.MarkerWindowNs),
 		})
 	}
 	return spikes
+}
+
+// sampleOrderStats is computeRankStats of gaps, clamped at 0, in sample
+// order.
+func (sc *rankScratch) sampleOrderStats(gaps []int64) rankStats {
+	n := len(gaps)
+	if len(sc.gaps) < n {
+		sc.gaps, sc.stats = make([]float64, n), newStatsScratch(n)
+	}
+	gs := sc.gaps[:n]
+	for j, t := range gaps {
+		gs[j] = float64(max(0, t))
+	}
+	return computeRankStats(gs, sc.stats)
 }
 
 // totalCursor reads total runs in sample order: next is the first run

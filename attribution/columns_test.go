@@ -3,6 +3,7 @@ package attribution
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/phase"
@@ -43,7 +44,23 @@ func checkColumnsMatch(t *testing.T, in Input, cfg Config, resolver PhaseResolve
 			t.Fatalf("columns on %d workers:\n%+v\nrows:\n%+v", workers, got, want)
 		}
 	}
+	if got := AttributeColumns(withSortedGaps(columnsOf(in)), cfg, resolver); !reflect.DeepEqual(got, want) {
+		t.Fatalf("columns with sorted gaps:\n%+v\nrows:\n%+v", got, want)
+	}
 	return len(want)
+}
+
+// withSortedGaps is in with each series' SortedGaps set.
+func withSortedGaps(in ColumnInput) ColumnInput {
+	for i := range in.Ranks {
+		rs := &in.Ranks[i]
+		rs.SortedGaps = make([]int64, len(rs.GapBytes))
+		for j, g := range rs.GapBytes {
+			rs.SortedGaps[j] = max(0, g)
+		}
+		slices.Sort(rs.SortedGaps)
+	}
+	return in
 }
 
 // FuzzAttributeColumns: the columnar input gives the row input's results.

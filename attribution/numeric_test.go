@@ -223,3 +223,15 @@ func TestPyRoundDoesNotAllocate(t *testing.T) {
 	}
 	_ = sink
 }
+
+// TestRoundMemo: the memo gives pyRound's value for every argument,
+// repeated or not, telling -0 from 0.
+func TestRoundMemo(t *testing.T) {
+	m := roundMemo{n: 3}
+	for _, x := range []float64{0.12345, 0.12345, 0.6789, math.Copysign(0, -1), 0, 0, 2.675, 2.675, 0.12345} {
+		got, want := m.round(x), pyRound(x, 3)
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("round(%v) = %v, want %v", x, got, want)
+		}
+	}
+}

@@ -22,6 +22,23 @@ func pyRound(x float64, n int) float64 {
 	return v
 }
 
+// roundMemo is pyRound(·, n) that remembers its last argument: a rank's
+// spikes often share their z-score and confidence, and the format-then-
+// parse round trip is most of what a spike's result costs otherwise.
+type roundMemo struct {
+	n    int
+	bits uint64
+	v    float64
+	set  bool
+}
+
+func (m *roundMemo) round(x float64) float64 {
+	if b := math.Float64bits(x); !m.set || b != m.bits {
+		m.bits, m.v, m.set = b, pyRound(x, m.n), true
+	}
+	return m.v
+}
+
 // pyDiv is Python's int / int: the correctly rounded quotient of the exact
 // integers. Below 2^53 both convert exactly, so one float division is
 // already correctly rounded; above, the quotient is computed exactly.

@@ -3,6 +3,7 @@ package collectiveattrprocessor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"syscall"
 	"testing"
@@ -14,42 +15,53 @@ import (
 )
 
 // BenchmarkEvaluationTickStreamingByMode is BenchmarkEvaluationTickByMode
-// as a running job makes it: before each round every rank receives the
-// next second of its samples (10 at 10 Hz, with the marker and spike every
-// 10 s) and max_events_per_rank evicts as many of its oldest events, so
-// work a mode keeps between rounds is measured with the data changing as
-// it does in real use.
+// as a running job makes it, by ranks, window (samples buffered per rank)
+// and evaluation interval: before each round every rank receives the next
+// interval of its samples (at 10 Hz, with the marker and spike every 10 s)
+// and max_events_per_rank evicts as many of its oldest events, so work a
+// mode keeps between rounds is measured with the data changing as it does
+// in real use.
 func BenchmarkEvaluationTickStreamingByMode(b *testing.B) {
 	for _, mode := range []AttributionMode{ModeReference, ModeEvidence} {
-		b.Run(string(mode), func(b *testing.B) {
-			const ranks, samples = 256, 3000
-			cfg := createDefaultConfig().(*Config)
-			cfg.Mode = mode
-			// 3 000 samples and their 30 markers: each new event evicts
-			// the oldest.
-			cfg.Limits.MaxEventsPerRank = samples + samples/100
-			p := newCoreLogs(b, cfg)
-			defer func() { _ = p.Shutdown(context.Background()) }()
-			c := p.core
-			step := int64(time.Second) / benchHz
-			start := time.Now().Add(-30*time.Minute).UnixNano() / step * step
-			addTickSamples(c, ranks, start, step, 0, samples)
-			evaluationRound(b, c, "big") // the first round grows the evaluation scratch
-			next := int64(samples)
-			var roundCPU time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				addTickSamples(c, ranks, start, step, next, next+benchHz)
-				next += benchHz
-				cpu := roundProcessCPU()
-				evaluationRound(b, c, "big")
-				roundCPU += roundProcessCPU() - cpu
+		for _, ranks := range []int64{256, 1024} {
+			for _, samples := range []int64{1500, 3000} {
+				for _, interval := range []int64{1, 10} {
+					name := fmt.Sprintf("%s/ranks=%d/window=%d/interval=%ds", mode, ranks, samples, interval)
+					b.Run(name, func(b *testing.B) {
+						benchEvaluationTickStreaming(b, mode, ranks, samples, interval*benchHz)
+					})
+				}
 			}
-			// The machine the benchmarks run on is shared: the rounds' CPU
-			// time is the cost that does not depend on its load.
-			b.ReportMetric(float64(roundCPU.Nanoseconds())/1e6/float64(b.N), "round-cpu-ms/op")
-		})
+		}
 	}
+}
+
+func benchEvaluationTickStreaming(b *testing.B, mode AttributionMode, ranks, samples, perRound int64) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Mode = mode
+	// samples samples and their markers (one every 100 samples): each new
+	// event evicts the oldest.
+	cfg.Limits.MaxEventsPerRank = int(samples + samples/100)
+	p := newCoreLogs(b, cfg)
+	defer func() { _ = p.Shutdown(context.Background()) }()
+	c := p.core
+	step := int64(time.Second) / benchHz
+	start := time.Now().Add(-30*time.Minute).UnixNano() / step * step
+	addTickSamples(c, ranks, start, step, 0, samples)
+	evaluationRound(b, c, "big") // the first round grows the evaluation scratch
+	next := samples
+	var roundCPU time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		addTickSamples(c, ranks, start, step, next, next+perRound)
+		next += perRound
+		cpu := roundProcessCPU()
+		evaluationRound(b, c, "big")
+		roundCPU += roundProcessCPU() - cpu
+	}
+	// The machine the benchmarks run on is shared: the rounds' CPU time is
+	// the cost that does not depend on its load.
+	b.ReportMetric(float64(roundCPU.Nanoseconds())/1e6/float64(b.N), "round-cpu-ms/op")
 }
 
 // addTickSamples buffers samples [from, to) of every rank of job "big"

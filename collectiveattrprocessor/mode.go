@@ -164,6 +164,10 @@ type referenceEngine struct {
 func (e *referenceEngine) read(job *window.Job) func() []attribution.Result {
 	snap := job.Snapshot(&e.scratch)
 	return func() []attribution.Result {
+		// The ranks' sorted gaps, updated by what came and left since the
+		// last round, make the medians and the spike scan cost the new
+		// samples rather than the window (window.Scratch.SortGaps).
+		e.scratch.SortGaps(&snap, e.workers())
 		return attribution.AttributeColumnsParallel(snap.Input, e.cfg, snap.Resolver, e.workers())
 	}
 }

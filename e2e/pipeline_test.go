@@ -43,6 +43,10 @@ type pipelineRun struct {
 	rounds      int    // COLLECTIVEATTR_PIPELINE_E2E_ROUNDS: runs with and without, default 5
 	compression string // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
 	evaluation  string // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor's, default 10s
+	// hiddenMetric is COLLECTIVEATTR_PIPELINE_E2E_HIDDEN_METRIC ("true", the default, or
+	// "false"): whether the processor emits gpu.memory.hidden, a point per sample, which the
+	// exporter then sends with the input; "false" tells that cost from the processor's own.
+	hiddenMetric string
 	// gc is the collector's GOGC and GOMEMLIMIT (COLLECTIVEATTR_PIPELINE_E2E_GOGC and
 	// _GOMEMLIMIT; unset: Go's defaults). Under the defaults a collection comes each time
 	// the heap doubles, so the processor's buffers, by making the heap larger, make the
@@ -88,6 +92,12 @@ func pipelineSettings(t *testing.T) pipelineRun {
 	s.evaluation = "10s"
 	if v := os.Getenv(pipelineEnv + "_EVALUATION_INTERVAL"); v != "" {
 		s.evaluation = v
+	}
+	s.hiddenMetric = "true"
+	if v := os.Getenv(pipelineEnv + "_HIDDEN_METRIC"); v != "" {
+		_, err := strconv.ParseBool(v)
+		require.NoError(t, err, pipelineEnv+"_HIDDEN_METRIC")
+		s.hiddenMetric = v
 	}
 	if v := os.Getenv(pipelineEnv + "_COMPRESSION"); v != "" {
 		s.compression = v
@@ -161,8 +171,8 @@ func TestPipelineCPU(t *testing.T) {
 				t.Log(line + " cpu-ns/" + load.unit)
 			}
 			loadavg, _ := os.ReadFile("/proc/loadavg")
-			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s, GC %v; medians:",
-				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation, run.gc)
+			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s, gpu.memory.hidden %s, GC %v; medians:",
+				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation, run.hiddenMetric, run.gc)
 			for v := range variants {
 				line += fmt.Sprintf(" %s %.0f cpu-ns/%s (%.3f×, median of the rounds' ratios %.3f×);", variants[v].name,
 					median(cpu[v]), load.unit, median(cpu[v])/median(cpu[0]), median(ratios[v]))
@@ -185,7 +195,7 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	env := map[string]string{
 		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_TELEMETRY_PORT": itoa(telemetryPort),
 		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": processors, "E2E_EXPORT_COMPRESSION": run.compression,
-		"E2E_EVALUATION_INTERVAL": run.evaluation,
+		"E2E_EVALUATION_INTERVAL": run.evaluation, "E2E_HIDDEN_METRIC": run.hiddenMetric,
 	}
 	maps.Copy(env, run.gc)
 	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), env, healthPort)

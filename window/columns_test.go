@@ -2,6 +2,8 @@ package window
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,7 +57,7 @@ func TestCopySamplesOfAWrappedRing(t *testing.T) {
 	require.NotZero(t, b[1]-b[0], "the ring wraps")
 	require.Equal(t, maxCap, a[1]-a[0]+b[1]-b[0])
 	var sc Scratch
-	times, gaps := sc.samplesOf(rb, 0)
+	times, gaps, _ := sc.samplesOf(rb, 0)
 	for k, ts := range times {
 		i := int64(200-maxCap) + int64(k)
 		require.Equal(t, i, ts)
@@ -91,7 +93,7 @@ func TestReplicaFollowsTheRing(t *testing.T) {
 				rb.samples.dropFront(rb.samples.older(next - 300))
 			}
 			cutoff := next - 400
-			times, gaps := sc.samplesOf(rb, cutoff)
+			times, gaps, _ := sc.samplesOf(rb, cutoff)
 			if round > 0 {
 				require.Equal(t, pushed, rb.replica.added, "round %d copies what was pushed since the last", round)
 			}
@@ -139,7 +141,7 @@ func TestReplicaSyncCopiesOnlyWhatArrived(t *testing.T) {
 	for r := range 100 {
 		push(round)
 		before := &rb.replica.ts[:1][0]
-		times, _ := sc.samplesOf(rb, 0)
+		times, _, _ := sc.samplesOf(rb, 0)
 		require.Len(t, times, window)
 		require.Equal(t, next-1, times[window-1])
 		require.Same(t, before, &rb.replica.ts[:1][0], "round %d: the sync appended in place", r)
@@ -167,4 +169,99 @@ func runString(runs []attribution.StringRun, i int) string {
 		}
 	}
 	return v
+}
+
+// TestReplicaSortedGapsFollowTheRing: round after round of pushes, trims,
+// evictions and cutoffs, with or without room reserved between rounds and
+// with rounds that take a snapshot but no sorted gaps (as evidence mode's
+// engine does), the sorted gaps are exactly the snapshot's gaps clamped at
+// 0 and sorted, on gaps with many duplicates and negative values; the
+// steady rounds update the sorted copy instead of sorting it anew.
+func TestReplicaSortedGapsFollowTheRing(t *testing.T) {
+	for _, reserve := range []bool{true, false} {
+		rng := rand.New(rand.NewPCG(23, 5))
+		rb := &Rank{sessions: []string{"s0"}}
+		const maxCap = 700
+		var (
+			sc          Scratch
+			tmp         gapBatches
+			next        int64
+			incremental int
+		)
+		for round := range 200 {
+			for range 3 + rng.IntN(60) {
+				if rb.samples.len() == maxCap {
+					rb.samples.dropFront(1)
+				}
+				gap := int64(rng.IntN(9)-2) << 20
+				if rng.IntN(30) == 0 {
+					gap = 1<<31 + int64(rng.IntN(4))
+				}
+				rb.samples.push(next, gap, 0, 0, maxCap)
+				next++
+			}
+			switch {
+			case round%37 == 36:
+				rb.samples.dropFront(rb.samples.len()) // the rank's samples all gone
+			case round%5 == 4:
+				rb.samples.dropFront(rb.samples.older(next - 300))
+			}
+			times, gaps, read := sc.samplesOf(rb, next-400+int64(rng.IntN(50)))
+			if len(times) > 0 && round%7 != 3 {
+				require.Same(t, &rb.replica, read.rep)
+				tmp = gapBatches{} // the update, and only it, fills them
+				got := rb.replica.sortGaps(read.from, read.to, &tmp)
+				if len(tmp.left)+len(tmp.came) > 0 {
+					incremental++
+				}
+				want := make([]int64, len(gaps))
+				for i, g := range gaps {
+					want[i] = max(0, g)
+				}
+				slices.Sort(want)
+				require.Equal(t, want, got, "round %d", round)
+			}
+			sc.totals, sc.sessions = sc.totals[:0], sc.sessions[:0]
+			if reserve {
+				sc.ReserveReplicas()
+			}
+		}
+		require.Greater(t, incremental, 100, "reserve %v: the steady rounds update the sorted copy", reserve)
+	}
+}
+
+// TestRemoveAndMergeSorted: taking values out of and merging values into
+// a sorted slice give the sorted multiset; a value not there is reported.
+func TestRemoveAndMergeSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 6))
+	for range 500 {
+		var s []int64
+		for range rng.IntN(40) {
+			s = append(s, int64(rng.IntN(10)))
+		}
+		slices.Sort(s)
+		var rm, keep []int64
+		for _, v := range s {
+			if rng.IntN(3) == 0 {
+				rm = append(rm, v)
+			} else {
+				keep = append(keep, v)
+			}
+		}
+		var add []int64
+		for range rng.IntN(10) {
+			add = append(add, int64(rng.IntN(12)))
+		}
+		slices.Sort(add)
+		got, ok := removeSorted(slices.Clone(s), rm)
+		require.True(t, ok)
+		require.True(t, slices.Equal(keep, got), "%v without %v: %v", s, rm, got)
+		got = mergeSorted(got, add)
+		want := slices.Sorted(slices.Values(append(slices.Clone(keep), add...)))
+		require.True(t, slices.Equal(want, got), "%v with %v: %v", keep, add, got)
+		if len(s) > 0 {
+			_, ok = removeSorted(slices.Clone(s), []int64{s[len(s)-1] + 1})
+			require.False(t, ok, "a value not in s")
+		}
+	}
 }

@@ -1,5 +1,7 @@
 package window
 
+import "slices"
+
 // sampleReplica is the evaluation's copy of a rank's sample times and gaps,
 // kept from one snapshot to the next: a snapshot appends the samples pushed
 // since the previous one and forgets those the rank dropped, so that the
@@ -19,6 +21,14 @@ type sampleReplica struct {
 	// added is how many samples the latest sync appended: reserve leaves
 	// room for a few rounds of that.
 	added int
+	// sorted, while sortedOK, holds the gaps of entries
+	// [sortedFrom, sortedTo) (indices into ts and gaps) clamped at 0,
+	// ascending (sortGaps). Entries do not move in the arrays but by
+	// reserve, which moves these indices with them, so the gaps that left
+	// the window since are still there to be taken out of sorted.
+	sorted               []int64
+	sortedFrom, sortedTo int
+	sortedOK             bool
 }
 
 // sync brings the replica up to c: it drops the entries c dropped and
@@ -29,6 +39,7 @@ func (r *sampleReplica) sync(c *sampleColumns) {
 		// Nothing kept is still buffered (or the columns were not the
 		// ones synced before).
 		r.start, r.base = len(r.ts), front
+		r.sortedOK = false
 	} else if front > r.base {
 		r.start += int(front - r.base)
 		r.base = front
@@ -64,6 +75,7 @@ func (r *sampleReplica) reserve() {
 	if cap(r.ts)-len(r.ts) >= room/2 && cap(r.ts) <= 2*(n+room) {
 		return
 	}
+	r.shiftSorted()
 	if c := cap(r.ts); c >= n+room && c <= 2*(n+room) {
 		copy(r.ts[:n], r.ts[r.start:])
 		copy(r.gaps[:n], r.gaps[r.start:])
@@ -75,6 +87,109 @@ func (r *sampleReplica) reserve() {
 		r.ts, r.gaps = ts, gaps
 	}
 	r.start = 0
+}
+
+// shiftSorted follows reserve's move of the live entries to the front:
+// the sorted gaps stay valid only if they cover live entries alone.
+func (r *sampleReplica) shiftSorted() {
+	if r.sortedOK && r.sortedFrom < r.start {
+		r.sortedOK = false
+	}
+	r.sortedFrom -= r.start
+	r.sortedTo -= r.start
+}
+
+// sortGaps returns the gaps of entries [from, to) clamped at 0, ascending.
+// It updates the replica's sorted copy of the previous call's entries by
+// the gaps that left and those that came (each batch sorted, then one
+// pass to take out and one to merge in), so that a steady job's rounds
+// cost its new samples and a linear pass, not a sort of the window. It
+// sorts anew when the copy is not valid, when the range does not move
+// forward, or when more than half of it changed. The result is read-only
+// and valid until the next sortGaps or reserve.
+func (r *sampleReplica) sortGaps(from, to int, tmp *gapBatches) []int64 {
+	changed := (from - r.sortedFrom) + (to - r.sortedTo)
+	incremental := r.sortedOK && from >= r.sortedFrom && from <= r.sortedTo && to >= r.sortedTo && changed <= (to-from)/2
+	if incremental {
+		tmp.left = clampedSorted(tmp.left[:0], r.gaps[r.sortedFrom:from])
+		tmp.came = clampedSorted(tmp.came[:0], r.gaps[r.sortedTo:to])
+		if r.sorted, incremental = removeSorted(r.sorted, tmp.left); incremental {
+			r.sorted = mergeSorted(r.sorted, tmp.came)
+		}
+	}
+	if !incremental {
+		// Also the fallback should a gap that left not be in the copy,
+		// which the invariant above rules out: a plain sort is always right.
+		r.sorted = clampedSorted(r.sorted[:0], r.gaps[from:to])
+	}
+	r.sortedFrom, r.sortedTo, r.sortedOK = from, to, true
+	n := len(r.sorted)
+	return r.sorted[:n:n]
+}
+
+// gapBatches are a worker's buffers for the gaps that left and came.
+type gapBatches struct{ left, came []int64 }
+
+// clampedSorted appends gaps clamped at 0 to dst and sorts what it
+// appended.
+func clampedSorted(dst, gaps []int64) []int64 {
+	n := len(dst)
+	for _, g := range gaps {
+		dst = append(dst, max(0, g))
+	}
+	slices.Sort(dst[n:])
+	return dst
+}
+
+// removeSorted takes the values of rm (ascending) out of s (ascending),
+// one occurrence each, in place; false when one of them is not in s. Each
+// is found by bisection and the values between two of them move in one
+// copy: a round removes a few values from a long slice.
+func removeSorted(s, rm []int64) ([]int64, bool) {
+	if len(rm) == 0 {
+		return s, true
+	}
+	w, _ := slices.BinarySearch(s, rm[0])
+	i := w
+	for _, v := range rm {
+		k, found := slices.BinarySearch(s[i:], v)
+		if !found {
+			return s, false
+		}
+		w += copy(s[w:], s[i:i+k])
+		i += k + 1
+	}
+	w += copy(s[w:], s[i:])
+	return s[:w], true
+}
+
+// mergeSorted merges add (ascending) into s (ascending) in place, from the
+// back: each value of add, largest first, goes past the values above it,
+// which move in one copy, and the values below add's smallest stay where
+// they are.
+func mergeSorted(s, add []int64) []int64 {
+	if len(add) == 0 {
+		return s
+	}
+	end := len(s) // s[:end] are the values not yet moved
+	s = slices.Grow(s, len(add))[:len(s)+len(add)]
+	for j := len(add) - 1; j >= 0; j-- {
+		v := add[j]
+		// The values above v, which go after it, are s[p:end].
+		p := end
+		for lo := 0; lo < p; {
+			m := int(uint(lo+p) >> 1)
+			if s[m] > v {
+				p = m
+			} else {
+				lo = m + 1
+			}
+		}
+		copy(s[p+j+1:end+j+1], s[p:end])
+		s[p+j] = v
+		end = p
+	}
+	return s
 }
 
 // appendFrom appends the entries from the i-th oldest on to ts and aux.

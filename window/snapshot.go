@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/internal/parallel"
 	"github.com/collectiveattr/collectiveattr/phase"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -29,6 +30,17 @@ type Scratch struct {
 	// replicas are those of the ranks the latest snapshot read
 	// (ReserveReplicas).
 	replicas []*sampleReplica
+	// read are, per series of the latest snapshot, the replica entries
+	// it hands over (rep nil for a rank copied and sorted), for SortGaps.
+	read []replicaRead
+	// batches are SortGaps' buffers, one per worker.
+	batches []gapBatches
+}
+
+// replicaRead is the range [from, to) of rep's entries a series reads.
+type replicaRead struct {
+	rep      *sampleReplica
+	from, to int
 }
 
 // seriesRuns are the ranges of a series' runs in totals and sessions.
@@ -88,6 +100,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 	sc.totals = sc.totals[:0]
 	sc.sessions = sc.sessions[:0]
 	sc.ranks = sc.ranks[:0]
+	sc.read = sc.read[:0]
 	sc.events = sc.events[:0]
 	sc.spans = sc.spans[:0]
 
@@ -111,7 +124,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 		sc.ends = sc.ends[:0]
 
 		t0, ss0 := len(sc.totals), len(sc.sessions)
-		times, gaps := sc.samplesOf(rb, cutoff)
+		times, gaps, read := sc.samplesOf(rb, cutoff)
 		if len(times) > 0 {
 			earliest = min(earliest, times[0])
 		}
@@ -187,6 +200,7 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 		worldSize = max(worldSize, rb.worldSize)
 		if len(times) > 0 {
 			sc.ranks = append(sc.ranks, attribution.ColumnSeries{Rank: r, TimestampsNs: times, GapBytes: gaps, Markers: markers})
+			sc.read = append(sc.read, read)
 			sc.runs = append(sc.runs, seriesRuns{[2]int{t0, len(sc.totals)}, [2]int{ss0, len(sc.sessions)}})
 		}
 	}
@@ -221,18 +235,19 @@ func (job *Job) Snapshot(sc *Scratch) Snapshot {
 // sc.totals and sc.sessions. Samples that arrived in time order (nearly
 // always) are read from the rank's replica, which the call brings up to
 // date by copying the samples that arrived since the last snapshot: the
-// returned columns are the replica's. A rank whose samples arrived out of
-// order has them copied and sorted in sc.times and sc.gaps.
-func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64) {
+// returned columns are the replica's, and read says which of its entries
+// they are. A rank whose samples arrived out of order has them copied and
+// sorted in sc.times and sc.gaps (read.rep nil).
+func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64, read replicaRead) {
 	c := &rb.samples
 	if c.n == 0 {
-		return nil, nil
+		return nil, nil, read
 	}
 	if c.disordered {
 		s0 := len(sc.times)
 		sc.copySamplesSorted(rb, cutoff)
 		n := len(sc.times)
-		return sc.times[s0:n:n], sc.gaps[s0:n:n]
+		return sc.times[s0:n:n], sc.gaps[s0:n:n], read
 	}
 	rep := &rb.replica
 	rep.sync(c)
@@ -244,8 +259,9 @@ func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64) {
 	}
 	times, gaps = times[cut:], gaps[cut:]
 	if len(times) == 0 {
-		return nil, nil
+		return nil, nil, read
 	}
+	read = replicaRead{rep: rep, from: len(rep.ts) - len(times), to: len(rep.ts)}
 	// The runs of the samples from first on, numbered from it: the last
 	// one starting at or before it, and those after.
 	first := rep.base + uint64(cut)
@@ -261,7 +277,31 @@ func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64) {
 		}
 		sc.sessions = append(sc.sessions, attribution.StringRun{From: int(max(run.from, first) - first), Value: rb.sessions[run.session]})
 	}
-	return times, gaps
+	return times, gaps, read
+}
+
+// SortGaps gives snap's series read from replicas their SortedGaps, on up
+// to workers goroutines, from each replica's sorted copy updated by the
+// samples that came and left since its last round (sampleReplica.sortGaps):
+// a steady job's median and MAD then cost its new samples, not its
+// window. snap must be the latest snapshot taken in sc; call it without
+// the store's lock, as the attribution, and before ReserveReplicas. A
+// rank whose samples arrived out of order keeps SortedGaps nil (the engine
+// selects its statistics itself).
+func (sc *Scratch) SortGaps(snap *Snapshot, workers int) {
+	series := snap.Input.Ranks
+	if len(series) != len(sc.read) {
+		return // not sc's latest snapshot: the engine selects the statistics itself
+	}
+	workers = max(1, min(workers, len(series)))
+	if len(sc.batches) < workers {
+		sc.batches = make([]gapBatches, workers)
+	}
+	parallel.For(len(series), workers, func(w, i int) {
+		if rd := sc.read[i]; rd.rep != nil {
+			series[i].SortedGaps = rd.rep.sortGaps(rd.from, rd.to, &sc.batches[w])
+		}
+	})
 }
 
 // copySamplesSorted is copySamples for samples that may be out of order or
