@@ -190,14 +190,16 @@ func (m metadataText) whole() string {
 }
 
 // prefixLen returns the length of the object's text when data begins with
-// it, 0 otherwise.
+// it, 0 otherwise. The list is compared last: markers of one communicator
+// list the same members and differ in the members after the list (the
+// sequence number).
 func (m metadataText) prefixLen(data []byte) int {
 	n := len(m.text) + len(m.list)
 	if n == 0 || len(data) < n {
 		return 0
 	}
 	head, list := m.at, m.at+len(m.list)
-	if string(data[:head]) != m.text[:m.at] || string(data[head:list]) != m.list || string(data[list:n]) != m.text[m.at:] {
+	if string(data[:head]) != m.text[:m.at] || string(data[list:n]) != m.text[m.at:] || string(data[head:list]) != m.list {
 		return 0
 	}
 	return n
