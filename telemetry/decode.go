@@ -455,7 +455,11 @@ func (d *Decoder) keepMetadata(sl *slot) error {
 	if inner.peek() != '}' {
 		if sp := s.splice; sp.list != "" {
 			at := sp.start - start
-			sl.text = metadataText{text: string(raw[:at]) + string(raw[at+len(sp.list):]), list: sp.list, at: at}
+			var text strings.Builder // one allocation for both parts
+			text.Grow(len(raw) - len(sp.list))
+			text.Write(raw[:at])
+			text.Write(raw[at+len(sp.list):])
+			sl.text = metadataText{text: text.String(), list: sp.list, at: at}
 		} else {
 			sl.text = metadataText{text: string(raw)}
 		}

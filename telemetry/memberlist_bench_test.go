@@ -2,10 +2,12 @@ package telemetry_test
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"testing"
+	"time"
 
-	"github.com/collectiveattr/collectiveattr/internal/eventgen"
+	"github.com/collectiveattr/collectiveattr/cmd/gpujobsim/jobsim"
 	"github.com/collectiveattr/collectiveattr/internal/scale"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
@@ -15,12 +17,32 @@ import (
 // collective.
 const memberListsMax = 2048
 
-// BenchmarkScaleStreamMemberLists streams, by ranks, a job whose markers
-// all list the communicator's members (as NCCL instrumentation without
-// collectiveattr_torch writes them) and reads every top-level metadata
-// member of each record, as evidence mode's record readers do. The list
-// bytes per record grow with the ranks; cpu-ns/record stays flat when a
-// list costs no more than its bytes' passage through memory.
+// memberListsJob is what `gpujobsim -fast -member-lists every -stormlog`
+// writes for a job of ranks ranks at 10 Hz, 4 096 rank-seconds long (2 s
+// at 2 048 ranks, 64 s at 64: about as many records at every size): every
+// collective marker lists the communicator's members, and a collective's
+// markers lie apart, between the other ranks' samples.
+func memberListsJob(b *testing.B, ranks int) []byte {
+	cfg := jobsim.DefaultConfig()
+	cfg.Ranks, cfg.Duration, cfg.MemberLists = ranks, 4096*time.Second/time.Duration(ranks), jobsim.MembersOnEveryMarker
+	s, err := jobsim.NewScenario(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	opts := jobsim.Options{Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Stormlog: &buf}
+	if _, err := s.Run(context.Background(), opts); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkScaleStreamMemberLists streams, by ranks, a simulated job whose
+// markers all list the communicator's members (as NCCL instrumentation
+// without collectiveattr_torch writes them) and reads every top-level
+// metadata member of each record, as evidence mode's record readers do.
+// The list bytes per record grow with the ranks; cpu-ns/record stays flat
+// when a list costs no more than its bytes' passage through memory.
 func BenchmarkScaleStreamMemberLists(b *testing.B) {
 	var sizes []int
 	for _, n := range scale.Sizes() {
@@ -33,7 +55,7 @@ func BenchmarkScaleStreamMemberLists(b *testing.B) {
 	}
 	for _, ranks := range sizes {
 		b.Run("ranks="+strconv.Itoa(ranks), func(b *testing.B) {
-			data := eventgen.JSONL(eventgen.Spec{Ranks: ranks, Samples: 100, SpikeRate: 0.05, Markers: true, Identity: true, Lists: eventgen.ListsEvery, Seed: 1})
+			data := memberListsJob(b, ranks)
 			records := bytes.Count(data, []byte{'\n'})
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
