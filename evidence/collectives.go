@@ -19,6 +19,12 @@ type CollectiveTable struct {
 	// instances whose lists equal it share its memory. Keyed by the
 	// communicator's canonical id, as collectives are.
 	members map[string][]int64
+	// listText holds, by the same key, the text a streamed marker's
+	// declaration was read from: a reader shares one text between the
+	// markers listing a communicator's members, and a later instance
+	// listing that text again takes the declared list without parsing it
+	// (one text held per communicator).
+	listText map[string]string
 }
 
 // declare records ranks (sorted, distinct) as comm's members and returns
@@ -28,6 +34,7 @@ func (t *CollectiveTable) declare(comm string, ranks []int64) []int64 {
 	if old, ok := t.members[comm]; ok && slices.Equal(old, ranks) {
 		return old
 	}
+	delete(t.listText, comm)
 	if t.members == nil {
 		t.members = map[string][]int64{}
 	}
@@ -79,7 +86,10 @@ func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) 
 	nranks, _ := metadataValueInt(md.nRanks)
 	c.widen(msg, nranks)
 	if c.Ranks == nil || c.inherited {
-		if list, ok := md.ranks.Value().([]any); ok && len(list) > 0 {
+		text, streamed := md.ranks.Text()
+		if streamed && text == t.listText[CanonicalCommID(c.CommID)] {
+			c.Ranks, c.inherited = t.members[CanonicalCommID(c.CommID)], false
+		} else if list, ok := md.ranks.Value().([]any); ok && len(list) > 0 {
 			ranks := make([]int64, 0, len(list))
 			for _, x := range list {
 				if r, ok := MetadataInt(x); ok {
@@ -88,6 +98,12 @@ func (t *CollectiveTable) intern(comm string, seq int64, md collectiveMetadata) 
 			}
 			slices.Sort(ranks)
 			c.Ranks, c.inherited = t.declare(c.CommID, slices.Compact(ranks)), false
+			if streamed {
+				if t.listText == nil {
+					t.listText = map[string]string{}
+				}
+				t.listText[CanonicalCommID(c.CommID)] = text
+			}
 		}
 	}
 	return i

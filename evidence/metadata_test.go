@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,6 +75,8 @@ func TestRecordReadersReadStreamedMetadataAsBuilt(t *testing.T) {
 		t.Fatalf("the records make %d collectives, %d markers, %d accounting points, %d skips",
 			len(want.table.List), len(want.markers), len(want.accounting), want.skipped)
 	}
+	// The texts the streamed lists were read from are the table's cache.
+	got.table.listText = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("streamed records read\n%+v\nwant\n%+v", got, want)
 	}
@@ -137,5 +141,59 @@ func TestMetadataMarkerReadsGoNumbersInBuiltMetadata(t *testing.T) {
 		if got := read(md); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%v: %+v, want %+v", md, got, want)
 		}
+	}
+}
+
+// TestStreamedMemberListsFollowEachDeclaration: markers listing a
+// communicator's members, the list changing and changing back, streamed
+// (the decoder shares one text per list, which the table recognises
+// without parsing) give each instance the members its own markers list,
+// as the same records read with their metadata built do.
+func TestStreamedMemberListsFollowEachDeclaration(t *testing.T) {
+	list := func(from, to int) string {
+		var b strings.Builder
+		for r := from; r < to; r++ {
+			if r > from {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(r))
+		}
+		return "[" + b.String() + "]"
+	}
+	lists := []string{list(0, 40), list(0, 40), list(0, 41), list(0, 40), "[]", list(5, 45), list(0, 40)}
+	var jsonl bytes.Buffer
+	for seq, ranks := range lists {
+		for rank := range 4 {
+			e := event(int64(rank), int64(1000+seq*100+rank), "collective", nil)
+			e.Collector, e.Host = "c", "h"
+			e.AllocatorAllocatedBytes, e.AllocatorChangeBytes = telemetry.Int(1), telemetry.Int(0)
+			line := string(telemetry.AppendJSON(nil, &e))
+			md := fmt.Sprintf(`{"nccl.comm.id":"0xab","nccl.seq":%d,"nccl.op":"all_reduce","nccl.comm.ranks":%s}`, seq, ranks)
+			jsonl.WriteString(strings.Replace(line, `"metadata":{}`, `"metadata":`+md, 1) + "\n")
+		}
+	}
+	built, err := telemetry.ReadAuto(bytes.NewReader(jsonl.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &recordsRead{}
+	want.read(built)
+	got := &recordsRead{}
+	if err := telemetry.Stream(bytes.NewReader(jsonl.Bytes()), func(chunk []telemetry.Event) error {
+		got.read(chunk)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.table.List) != len(lists) {
+		t.Fatalf("%d collectives, want %d", len(got.table.List), len(lists))
+	}
+	for i, c := range got.table.List {
+		if w := want.table.List[i].Ranks; !slices.Equal(c.Ranks, w) {
+			t.Errorf("seq %d: members %v, want %v", c.Seq, c.Ranks, w)
+		}
+	}
+	if n := len(got.table.List[2].Ranks); n != 41 {
+		t.Errorf("seq 2: %d members, want 41", n)
 	}
 }

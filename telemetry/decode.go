@@ -132,7 +132,7 @@ type slot struct {
 	i       int64
 	s       string
 	meta    map[string]any // metadata object
-	text    string         // metadata object's text (lazy decoders)
+	text    metadataText   // metadata object's text (lazy decoders)
 }
 
 // Decoder decodes TelemetryEvent records. Its zero value is ready to use; a
@@ -161,7 +161,7 @@ type Decoder struct {
 
 	// lazy: keep metadata as its text (Stream's decoders).
 	lazy         bool
-	lastMetaText string // the previous non-empty metadata text (lazy)
+	lastMetaText metadataText // the previous non-empty metadata text (lazy)
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -433,23 +433,36 @@ func (d *Decoder) scanMetadata(sl *slot) error {
 
 // keepMetadata checks the metadata object's syntax and keeps its text when
 // it has a member; a record repeating the previous record's text shares its
-// string.
+// string, and a member list the scanner keeps is shared, not copied.
 func (d *Decoder) keepMetadata(sl *slot) error {
 	s := &d.sc
 	start := s.pos
-	if n := len(d.lastMetaText); n > 0 && len(s.data)-start >= n && string(s.data[start:start+n]) == d.lastMetaText {
+	if n := d.lastMetaText.prefixLen(s.data[start:]); n > 0 {
 		s.pos += n
 		sl.text = d.lastMetaText
 		return nil
 	}
-	if err := s.skipValue(); err != nil {
+	// The object's members are one level deeper than the object.
+	s.splice, s.spliceDepth = listSplice{}, s.depth+2
+	err := s.skipValue()
+	s.spliceDepth = 0
+	if err != nil {
 		return err
 	}
 	raw := s.data[start:s.pos]
 	inner := &scanner{data: raw, pos: 1}
-	sl.text = ""
+	sl.text = metadataText{}
 	if inner.peek() != '}' {
-		sl.text = string(raw)
+		if sp := s.splice; sp.list != "" {
+			at := sp.start - start
+			var text strings.Builder // one allocation for both parts
+			text.Grow(len(raw) - len(sp.list))
+			text.Write(raw[:at])
+			text.Write(raw[at+len(sp.list):])
+			sl.text = metadataText{text: text.String(), list: sp.list, at: at}
+		} else {
+			sl.text = metadataText{text: string(raw)}
+		}
 		d.lastMetaText = sl.text
 	}
 	return nil

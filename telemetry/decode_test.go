@@ -373,7 +373,7 @@ func TestRepeatedMemberListsValidatedOnce(t *testing.T) {
 			t.Fatalf("%d members, want 40", got)
 		}
 	}
-	if len(d.sc.keptArray) == 0 {
+	if len(d.sc.keptLists) == 0 {
 		t.Fatal("the list was not kept")
 	}
 	if _, err := d.Decode(withList(list.String() + ",x")); err == nil {

@@ -63,7 +63,7 @@ func checkStreamAgainst(t *testing.T, name string, input []byte, want []Event, w
 			checkMetadataViews(t, fmt.Sprintf("%s: event %d", name, i), &got[i], want[i].Metadata)
 		}
 		built[i] = got[i]
-		built[i].Metadata, built[i].metadataJSON = got[i].MetadataMap(), ""
+		built[i].Metadata, built[i].metadataJSON = got[i].MetadataMap(), metadataText{}
 	}
 	sameOutcome(t, name, built, nil, want, nil)
 }

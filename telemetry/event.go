@@ -58,6 +58,6 @@ type Event struct {
 	// methods (metadata.go), which handle both.
 	Metadata map[string]any
 	// metadataJSON is the text of a streamed event's non-empty metadata
-	// object ("" otherwise).
-	metadataJSON string
+	// object (empty otherwise).
+	metadataJSON metadataText
 }

@@ -30,7 +30,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if err == nil {
 			checkMetadataViews(t, "lazy", &le, e.Metadata)
-			le.Metadata, le.metadataJSON = le.MetadataMap(), ""
+			le.Metadata, le.metadataJSON = le.MetadataMap(), metadataText{}
 			if !reflect.DeepEqual(le, e) {
 				t.Fatalf("lazy decoder: %+v, want %+v", le, e)
 			}

@@ -139,7 +139,7 @@ func (v MetadataValue) Members() iter.Seq2[string, MetadataValue] {
 			}
 			return
 		}
-		walkMembers(v.text, yield)
+		walkMembers(metadataText{text: v.text}, yield)
 	}
 }
 
@@ -160,13 +160,54 @@ func (v MetadataValue) Elements() iter.Seq[MetadataValue] {
 	}
 }
 
+// Text returns a streamed event's value as its JSON text; false for a
+// built value. A member list the decoder shares between markers is one
+// string for all of them.
+func (v MetadataValue) Text() (string, bool) { return v.text, v.text != "" }
+
 // Built returns the value when it was built (Event.Metadata), false when
 // it is a streamed event's text.
 func (v MetadataValue) Built() (any, bool) { return v.built, v.text == "" }
 
+// metadataText is a streamed event's metadata object text. A member list
+// the decoder recognised (a communicator's members, repeated on every
+// marker of the communicator) is not copied into it: text is the object
+// without the list, which list, shared by the markers, stands for at
+// text[at:]. Readers walking the members take the list as one value
+// without reading it.
+type metadataText struct {
+	text string
+	list string // "" when text is the whole object
+	at   int
+}
+
+// whole returns the object's text (built anew when it holds a list).
+func (m metadataText) whole() string {
+	if m.list == "" {
+		return m.text
+	}
+	return m.text[:m.at] + m.list + m.text[m.at:]
+}
+
+// prefixLen returns the length of the object's text when data begins with
+// it, 0 otherwise. The list is compared last: markers of one communicator
+// list the same members and differ in the members after the list (the
+// sequence number).
+func (m metadataText) prefixLen(data []byte) int {
+	n := len(m.text) + len(m.list)
+	if n == 0 || len(data) < n {
+		return 0
+	}
+	head, list := m.at, m.at+len(m.list)
+	if string(data[:head]) != m.text[:m.at] || string(data[list:n]) != m.text[m.at:] || string(data[head:list]) != m.list {
+		return 0
+	}
+	return n
+}
+
 // HasMetadata reports whether the event's metadata object has a member.
 func (e *Event) HasMetadata() bool {
-	return e.metadataJSON != "" || len(e.Metadata) > 0
+	return e.metadataJSON.text != "" || len(e.Metadata) > 0
 }
 
 // MetadataMembers yields the top-level members of the event's metadata:
@@ -175,7 +216,7 @@ func (e *Event) HasMetadata() bool {
 // last value it sees reads what the map would hold).
 func (e *Event) MetadataMembers() iter.Seq2[string, MetadataValue] {
 	return func(yield func(string, MetadataValue) bool) {
-		if e.metadataJSON == "" {
+		if e.metadataJSON.text == "" {
 			for k, v := range e.Metadata {
 				if !yield(k, MetadataValue{built: v}) {
 					return
@@ -190,7 +231,7 @@ func (e *Event) MetadataMembers() iter.Seq2[string, MetadataValue] {
 // MetadataLookup returns the value of the top-level metadata key, as
 // Event.Metadata[key] would.
 func (e *Event) MetadataLookup(key string) (MetadataValue, bool) {
-	if e.metadataJSON == "" {
+	if e.metadataJSON.text == "" {
 		v, ok := e.Metadata[key]
 		return MetadataValue{built: v}, ok
 	}
@@ -209,10 +250,10 @@ func (e *Event) MetadataLookup(key string) (MetadataValue, bool) {
 // event's own Metadata, or for a streamed event one decoded from its text
 // on each call.
 func (e *Event) MetadataMap() map[string]any {
-	if e.metadataJSON == "" {
+	if e.metadataJSON.text == "" {
 		return e.Metadata
 	}
-	sc := scanner{data: bytesOf(e.metadataJSON)}
+	sc := scanner{data: bytesOf(e.metadataJSON.whole())}
 	m, err := sc.object()
 	if err != nil || len(m) == 0 {
 		return nil
@@ -223,13 +264,14 @@ func (e *Event) MetadataMap() map[string]any {
 // AnyMetadataString reports whether match holds for some string value
 // nested anywhere in the metadata (object keys not included), as a walk of
 // MetadataMap would find. For a streamed event the text's strings are
-// tested first; a string shadowed by a later duplicate key is not in the
-// map, so a match there is confirmed on the map.
+// tested first (a member list held apart has none); a string shadowed by a
+// later duplicate key is not in the map, so a match there is confirmed on
+// the map.
 func (e *Event) AnyMetadataString(match func(string) bool) bool {
-	if e.metadataJSON == "" {
+	if e.metadataJSON.text == "" {
 		return anyString(e.Metadata, match)
 	}
-	if !anyTextString(e.metadataJSON, match) {
+	if !anyTextString(e.metadataJSON.text, match) {
 		return false
 	}
 	return anyString(e.MetadataMap(), match)
@@ -359,8 +401,9 @@ func endOfNested(t string, i int) int {
 	return len(t)
 }
 
-// walkMembers yields the members of the object text t in order.
-func walkMembers(t string, yield func(string, MetadataValue) bool) {
+// walkMembers yields the members of the object text m in order.
+func walkMembers(m metadataText, yield func(string, MetadataValue) bool) {
+	t := m.text
 	i := skipSpace(t, 0)
 	if i >= len(t) || t[i] != '{' {
 		return
@@ -380,12 +423,19 @@ func walkMembers(t string, yield func(string, MetadataValue) bool) {
 		if i >= len(t) || t[i] != ':' {
 			return
 		}
+		colon := i
 		i = skipSpace(t, i+1)
-		if i >= len(t) {
-			return
+		// The list held apart stands where its member's value starts;
+		// the spaces around it meet there.
+		value := m.list
+		if end = m.at; m.list == "" || m.at <= colon || m.at > i {
+			if i >= len(t) {
+				return
+			}
+			end = endOfValue(t, i)
+			value = t[i:end]
 		}
-		end = endOfValue(t, i)
-		if !yield(key, MetadataValue{text: t[i:end]}) {
+		if !yield(key, MetadataValue{text: value}) {
 			return
 		}
 		i = skipSpace(t, end)

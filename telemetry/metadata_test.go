@@ -41,8 +41,8 @@ func checkMetadataViews(t *testing.T, name string, e *Event, md map[string]any) 
 		if s != wantS || okS != wantOkS || n != wantN || okN != wantOkN || b != wantB || okB != wantOkB {
 			t.Fatalf("%s: %q as string %q %v, number %q %v, bool %v %v; want %#v", name, k, s, okS, n, okN, b, okB, want)
 		}
-		if _, built := v.Built(); built != (e.metadataJSON == "") {
-			t.Fatalf("%s: %q Built %v for text %q", name, k, built, e.metadataJSON)
+		if _, built := v.Built(); built != (e.metadataJSON.text == "") {
+			t.Fatalf("%s: %q Built %v for text %q", name, k, built, e.metadataJSON.whole())
 		}
 	}
 	// Every string of the map, and every key (which are not values), as

@@ -35,7 +35,18 @@ type scanner struct {
 	depth     int
 	intern    *internTables // nil: no interning
 	buf       []byte        // scratch for strings with escapes
-	keptArray []byte        // the last long flat array skipValue validated (keepArray)
+	keptLists []string      // member lists skipValue validated, last recognised first (keepList)
+	// spliceDepth, when not 0, is the depth at which skipValue notes in
+	// splice the first array that is a kept list: a metadata object's
+	// member value, which the event then shares instead of copying.
+	spliceDepth int
+	splice      listSplice
+}
+
+// listSplice is a kept list found at data[start:].
+type listSplice struct {
+	start int
+	list  string
 }
 
 // internTables are a Decoder's interned values, shared by its scanners.
@@ -615,24 +626,61 @@ func (s *scanner) array() ([]any, error) {
 	}
 }
 
-// minKeptArray is the shortest array text skipValue keeps to recognise:
+// minKeptList is the shortest array text skipValue keeps to recognise:
 // a communicator's member list (nccl.comm.ranks), repeated on every marker
-// of its members, is validated once per run of identical lists instead of
-// on every marker (docs/sizing.md).
-const minKeptArray = 64
+// of its members, is validated once and then recognised by comparing its
+// bytes, and markers share one copy of its text (docs/sizing.md).
+const minKeptList = 64
 
-// keepArray keeps text, an array just validated, when it is long and flat
-// (no nested array or object: its depth adds one level wherever it recurs).
-func (s *scanner) keepArray(text []byte) {
-	if len(text) >= minKeptArray && bytes.IndexByte(text[1:], '[') < 0 && bytes.IndexByte(text, '{') < 0 {
-		s.keptArray = append(s.keptArray[:0], text...)
+// maxKeptLists is how many lists a scanner keeps: a rank's markers
+// alternate between the few communicators it belongs to (tensor, pipeline,
+// data parallel and the world).
+const maxKeptLists = 8
+
+// keepList keeps text, an array just validated, when it is a member list:
+// long, flat (no nested array or object: its depth adds one level wherever
+// it recurs) and without strings (so that a reader looking for strings may
+// skip it). It returns the kept text, "" when not kept.
+func (s *scanner) keepList(text []byte) string {
+	inner := text[1:]
+	if len(text) < minKeptList || bytes.IndexByte(inner, '[') >= 0 || bytes.IndexByte(inner, '{') >= 0 || bytes.IndexByte(inner, '"') >= 0 {
+		return ""
+	}
+	if len(s.keptLists) < maxKeptLists {
+		s.keptLists = append(s.keptLists, "")
+	}
+	copy(s.keptLists[1:], s.keptLists)
+	s.keptLists[0] = string(text)
+	return s.keptLists[0]
+}
+
+// keptListAt returns the kept list whose text data[pos:] begins with (a
+// complete array's text ends at its own closing bracket, so that is the
+// array there), and moves it first.
+func (s *scanner) keptListAt(pos int) (string, bool) {
+	rest := s.data[pos:]
+	for i, list := range s.keptLists {
+		if len(rest) >= len(list) && string(rest[:len(list)]) == list {
+			if i > 0 {
+				copy(s.keptLists[1:i+1], s.keptLists[:i])
+				s.keptLists[0] = list
+			}
+			return list, true
+		}
+	}
+	return "", false
+}
+
+// noteList records a kept list found at start when skipValue is at the
+// splice depth and none was found yet.
+func (s *scanner) noteList(start int, list string) {
+	if list != "" && s.depth == s.spliceDepth && s.splice.list == "" {
+		s.splice = listSplice{start, list}
 	}
 }
 
 // skipValue validates and skips one value without building it. An array
-// whose text begins with the last kept array is that array again (a
-// complete array's text ends at its own closing bracket) and is skipped
-// without a second validation.
+// that is a kept list again is skipped without a second validation.
 func (s *scanner) skipValue() error {
 	switch c := s.peek(); {
 	case c == '"':
@@ -644,9 +692,12 @@ func (s *scanner) skipValue() error {
 		}
 		defer func() { s.depth-- }()
 		start := s.pos
-		if c == '[' && len(s.keptArray) > 0 && bytes.HasPrefix(s.data[start:], s.keptArray) {
-			s.pos += len(s.keptArray)
-			return nil
+		if c == '[' {
+			if list, ok := s.keptListAt(start); ok {
+				s.pos += len(list)
+				s.noteList(start, list)
+				return nil
+			}
 		}
 		s.pos++
 		closer := byte('}')
@@ -679,7 +730,7 @@ func (s *scanner) skipValue() error {
 			case closer:
 				s.pos++
 				if c == '[' {
-					s.keepArray(s.data[start:s.pos])
+					s.noteList(start, s.keepList(s.data[start:s.pos]))
 				}
 				return nil
 			default:
