@@ -42,6 +42,20 @@ type rankAccounting struct {
 	manager []int // AccountingManagers of the series
 }
 
+// rankAccounting is what rank ri's accounting series say as a whole,
+// read once per evaluation.
+func (m *matcher) rankAccounting(ri int32) *rankAccounting {
+	ra := &m.acct[ri]
+	if !ra.done {
+		series := m.in.Ranks[ri].Accounting
+		ra.done, ra.tracked = true, AccountingTracked(series)
+		if ra.tracked {
+			ra.manager = AccountingManagers(series)
+		}
+	}
+	return ra
+}
+
 // accountingOf sums, over the rank's memory managers (one series each), the
 // growth of NCCL's memory over the change: the least report in [riseHi,
 // fallLo] when the change spans heldMinSamples samples or more (else, or with
@@ -70,13 +84,7 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 		return v
 	}
 	v.present = true
-	ra := &m.acct[ri]
-	if !ra.done {
-		ra.done, ra.tracked = true, AccountingTracked(rd.Accounting)
-		if ra.tracked {
-			ra.manager = AccountingManagers(rd.Accounting)
-		}
-	}
+	ra := m.rankAccounting(ri)
 	if !ra.tracked {
 		v.untracked = true
 		return v
