@@ -32,21 +32,19 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 	if !ra.tracked {
 		return cands
 	}
-	managerOf := make(map[string]int, len(rd.Accounting))
-	for i := range rd.Accounting {
-		managerOf[CanonicalCommID(rd.Accounting[i].CommID)] = ra.manager[i]
-	}
 	// The latest raised report counted per manager: two ops of communicators
 	// sharing one manager see the same growth.
-	counted := make(map[int]int64, len(rd.Accounting))
+	counted := slices.Grow(d.counted[:0], len(rd.Accounting))[:len(rd.Accounting)]
+	clear(counted)
+	d.counted = counted
 	an := &d.m.analyses[ri]
 	for mi := range rd.Markers {
 		mk := &rd.Markers[mi]
 		if mk.Collective == NoCollective || mk.Approximate {
 			continue // an op without identity or a known interval
 		}
-		mgr, ok := managerOf[CanonicalCommID(d.in.Collectives[mk.Collective].CommID)]
-		if !ok {
+		mgr := managerOf(rd.Accounting, ra.manager, CanonicalCommID(d.in.Collectives[mk.Collective].CommID))
+		if mgr < 0 {
 			continue
 		}
 		a := &rd.Accounting[mgr]
@@ -83,6 +81,17 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		}
 	}
 	return cands
+}
+
+// managerOf is the series standing for the memory manager of communicator
+// comm (canonical) among a rank's series, or -1 when it has none.
+func managerOf(series []AccountingSeries, manager []int, comm string) int {
+	for i := range series {
+		if CanonicalCommID(series[i].CommID) == comm {
+			return manager[i]
+		}
+	}
+	return -1
 }
 
 // unseen reports whether no sample of rank ri saw a change in [from, to]:

@@ -170,6 +170,9 @@ type decider struct {
 	records   map[string]commRecord
 	waiting   []uncheckedChange
 	unchecked bool
+	// counted is accountingOnly's latest raised report per series of a
+	// rank, reused from rank to rank.
+	counted []int64
 }
 
 // maxReasonCodes is the most reason codes one result carries.
