@@ -22,7 +22,7 @@ const accountingOnlyConfidence = 0.9
 // communicator sharing it reads the manager's series). Each is one result
 // per (op, rank): collective_confirmed, bytes the growth over the higher
 // level of the two sides (a step that stays is no transient's), its
-// interval the reports bracketing the raised ones.
+// interval the reports bracketing the raised ones within the widened op.
 func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accountingCandidate {
 	rd := &d.in.Ranks[ri]
 	if len(rd.Accounting) == 0 || len(rd.Markers) == 0 || rd.Samples.Len() < 2 {
@@ -37,7 +37,9 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 	counted := slices.Grow(d.counted[:0], len(rd.Accounting))[:len(rd.Accounting)]
 	clear(counted)
 	d.counted = counted
-	an := &d.m.analyses[ri]
+	// A rank too short to analyse has no threshold yet: growth must still
+	// be growth.
+	threshold := max(d.m.analyses[ri].threshold, 1)
 	for mi := range rd.Markers {
 		mk := &rd.Markers[mi]
 		if mk.Collective == NoCollective || mk.Approximate {
@@ -59,7 +61,7 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		level := max(a.Bytes[lo-1], a.Bytes[hi])
 		first, last, peak := -1, -1, int64(0)
 		for k := lo; k < hi; k++ {
-			if a.Bytes[k]-level >= an.threshold {
+			if a.Bytes[k]-level >= threshold {
 				if first < 0 {
 					first = k
 				}
