@@ -120,3 +120,49 @@ func TestAccountingOnlyGuards(t *testing.T) {
 		}
 	}
 }
+
+// A result only NCCL's reports saw begins after the rank's transient results
+// before it end and ends before those after it begin, holding its raised
+// reports; where a result of the samples holds them, it is dropped. The
+// processor reads a transient that starts inside one it emitted as that one
+// grown.
+func TestPlaceAccountingOnly(t *testing.T) {
+	transient := func(rank, start, end int64) attribution.Result {
+		return attribution.Result{Rank: rank, IntervalStartNs: start, IntervalEndNs: uint64(end), Kind: attribution.KindTransient}
+	}
+	cand := func(rank, start, end, raisedFrom, raisedTo int64) accountingCandidate {
+		r := transient(rank, start, end)
+		r.ReasonCodes = []string{ReasonAccountingOnly}
+		return accountingCandidate{result: r, raisedFrom: raisedFrom, raisedTo: raisedTo}
+	}
+	step := transient(1, 240, 2000)
+	step.Kind = attribution.KindPersistent
+	results := []attribution.Result{transient(0, 100, 200), transient(1, 100, 200), step, transient(1, 400, 500)}
+	got := placeAccountingOnly(results, []accountingCandidate{
+		cand(0, 150, 300, 250, 260), // after rank 0's spike: begins at 201
+		cand(1, 150, 450, 250, 260), // between rank 1's spikes, a step aside: [201, 399]
+		cand(1, 420, 480, 430, 440), // inside rank 1's second spike: dropped
+		cand(2, 100, 200, 150, 160), // alone: as it is
+		cand(2, 120, 220, 170, 180), // its raised reports inside the one before: dropped
+	})
+	type span struct{ rank, start, end int64 }
+	var only []span
+	for _, r := range got {
+		if hasCode(r, ReasonAccountingOnly) {
+			only = append(only, span{r.Rank, r.IntervalStartNs, r.EndNs()})
+		}
+	}
+	want := []span{{0, 201, 300}, {1, 201, 399}, {2, 100, 200}}
+	if len(only) != len(want) {
+		t.Fatalf("placed %v, want %v", only, want)
+	}
+	for i := range want {
+		if only[i] != want[i] {
+			t.Errorf("placed %v, want %v", only, want)
+			break
+		}
+	}
+	if len(got) != len(results)+len(want) {
+		t.Errorf("%d results, want the %d of the samples and %d placed", len(got), 4, len(want))
+	}
+}
