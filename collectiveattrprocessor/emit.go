@@ -11,7 +11,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 type rankKey struct {
@@ -54,10 +56,20 @@ func (m *resultMetrics) record(it *output.Item, nowNs int64) {
 		Classification: r.Classification,
 		Mode:           r.Mode,
 		Kind:           r.Kind,
-		PeakGapBytes:   r.Evidence.PeakGapBytes,
+		PeakGapBytes:   attributedBytes(r),
 		Confidence:     r.Confidence,
 		TimestampNs:    r.EndNs(),
 	}
+}
+
+// attributedBytes is the size the attributed_bytes gauge reports for a
+// result: its peak hidden-memory gap, or, for a change only NCCL's reports
+// saw (no sample measured a gap), NCCL's accounted growth.
+func attributedBytes(r *attribution.Result) int64 {
+	if r.NCCLAccountedBytes != nil && slices.Contains(r.ReasonCodes, evidence.ReasonAccountingOnly) {
+		return *r.NCCLAccountedBytes
+	}
+	return r.Evidence.PeakGapBytes
 }
 
 // snapshot returns the counts and latest results in (job, rank,

@@ -19,8 +19,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/collectiveattr/collectiveattr/attribution"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadatatest"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/output"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // refusingLogs passes the input batches through but refuses result batches,
@@ -199,4 +202,27 @@ func TestSkipLogIsRateLimited(t *testing.T) {
 	l.log(signalLogs, ingest.Skip{Reason: ingest.SkipInvalidValue, Detail: "stale"}, 1)
 	require.Equal(t, 5, logs.Len())
 	assert.Equal(t, int64(5), logs.All()[4].ContextMap()["suppressed_since_last_log"])
+}
+
+// A result NCCL's accounting alone made has no peak sample: its
+// attributed_bytes point carries the accounted growth, not a gap of 0.
+func TestLatestResultBytesOfAccountingOnly(t *testing.T) {
+	accounted := gib
+	for _, tt := range []struct {
+		name string
+		r    attribution.Result
+		want int64
+	}{
+		{"sampled", attribution.Result{Evidence: attribution.Evidence{PeakGapBytes: 3 * gib}, ExcessBytes: gib, NCCLAccountedBytes: &accounted,
+			ReasonCodes: []string{evidence.ReasonAccountingCovers}}, 3 * gib},
+		{"accounting only", attribution.Result{ExcessBytes: gib, NCCLAccountedBytes: &accounted,
+			ReasonCodes: []string{evidence.ReasonCollectiveMarker, evidence.ReasonAccountingOnly}}, gib},
+	} {
+		m := newResultMetrics()
+		tt.r.Rank, tt.r.Mode, tt.r.Classification = 3, attribution.ModeEvidence, attribution.CollectiveConfirmed
+		m.record(&output.Item{JobID: "j", Result: tt.r}, 1)
+		if got := m.latest[rankKey{"j", 3}].PeakGapBytes; got != tt.want {
+			t.Errorf("%s: attributed bytes %d, want %d", tt.name, got, tt.want)
+		}
+	}
 }

@@ -42,13 +42,29 @@ type rankAccounting struct {
 	manager []int // AccountingManagers of the series
 }
 
+// rankAccounting is what rank ri's accounting series say as a whole,
+// read once per evaluation.
+func (m *matcher) rankAccounting(ri int32) *rankAccounting {
+	ra := &m.acct[ri]
+	if !ra.done {
+		series := m.in.Ranks[ri].Accounting
+		ra.done, ra.tracked = true, AccountingTracked(series)
+		if ra.tracked {
+			ra.manager = AccountingManagers(series)
+		}
+	}
+	return ra
+}
+
 // accountingOf sums, over the rank's memory managers (one series each), the
 // growth of NCCL's memory over the change: the least report in [riseHi,
 // fallLo] when the change spans heldMinSamples samples or more (else, or with
 // none there, the largest in (riseLo, fallHi]) above the least report of the
 // lookback before it (for a communicator that had not reported yet: 0, as
-// created there, for a step; the least report of the lookback after a
-// transient change, which leaves NCCL's total where it was). The change was surely under way in [riseHi, fallLo] and could have
+// created there, for a step); a transient change leaves NCCL's total where
+// it was, so its level is the higher of that and the least report of the
+// lookback after it (a step that stays is no transient's growth). The
+// change was surely under way in [riseHi, fallLo] and could have
 // been anywhere in (riseLo, fallHi]: with its onset uniform in the first gap
 // and its end in the last, a report at t in the rise gap shows it with
 // probability (t-riseLo)/(riseHi-riseLo), one in the fall gap with
@@ -70,13 +86,7 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 		return v
 	}
 	v.present = true
-	ra := &m.acct[ri]
-	if !ra.done {
-		ra.done, ra.tracked = true, AccountingTracked(rd.Accounting)
-		if ra.tracked {
-			ra.manager = AccountingManagers(rd.Accounting)
-		}
-	}
+	ra := m.rankAccounting(ri)
 	if !ra.tracked {
 		v.untracked = true
 		return v
@@ -140,15 +150,22 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 		if !havePre && lo > 0 {
 			pre, havePre = a.Bytes[lo-1], true
 		}
-		if !havePre && !ep.persistent {
+		if !ep.persistent {
 			// A transient change of NCCL's leaves its total where it was:
-			// reports that begin within the change and hold their level
-			// after it held it before they began.
+			// its level is the higher of the least reports before and
+			// after it. A step that stays (a communicator connecting its
+			// buffers at its first use inside the lookback) is no
+			// transient's growth, and reports that begin within the
+			// change hold their level after it.
 			k, _ := slices.BinarySearch(a.TimesNs, to+1)
+			post, havePost := int64(0), false
 			for ; k < len(a.TimesNs) && a.TimesNs[k] <= satAdd(to, accountingLookbackNs); k++ {
-				if !havePre || a.Bytes[k] < pre {
-					pre, havePre = a.Bytes[k], true
+				if !havePost || a.Bytes[k] < post {
+					post, havePost = a.Bytes[k], true
 				}
+			}
+			if havePost && (!havePre || post > pre) {
+				pre, havePre = post, true
 			}
 		}
 		peak, havePeak := int64(0), false

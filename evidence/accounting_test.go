@@ -510,3 +510,34 @@ func TestAccountingReportJustAfterTheOp(t *testing.T) {
 		}
 	}
 }
+
+// A communicator that connected its buffers at its first use a second or two
+// before a change holds them after the change too: its step is no growth of
+// the change, whose level is the higher of NCCL's before and after it. Held-out
+// small/early_first_use (seed 11): two single-rank decoys after the shard and
+// replica communicators' first use were confirmed by the steps' 476 and 790 MiB.
+func TestAccountingStepBeforeTransient(t *testing.T) {
+	const step, spike = 486 << 20, 300 << 20
+	j := newSim(8, 50*ms, 12*sec)
+	all := rankList(0, 8)
+	j.collective("shard", 0, "all_gather", all, 2*sec, 100*ms, false)
+	j.change(all, 2*sec+20*ms, -1, step)
+	// NCCL's, on the raised level: a later all_gather's buffers.
+	j.collective("shard", 1, "all_gather", all, 6*sec, 200*ms, false)
+	caused := overlay{6*sec + 10*ms, 6*sec + 190*ms, spike}
+	j.change(all, caused.start, caused.end, spike)
+	j.accounting(all, "shard", 0, []overlay{{2*sec + 20*ms, -1, step}, caused})
+	// Not NCCL's: a workspace on one rank 1.8 s after the step, no marker near.
+	j.change([]int{6}, 3*sec+800*ms, 5*sec, 590<<20)
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	d := one(t, j, results, 6, 4*sec)
+	if d.Classification == attribution.CollectiveConfirmed || hasCode(d, ReasonAccountingCovers) {
+		t.Errorf("workspace after the step: %s %v accounted %d, want not confirmed by the step", d.Classification, d.ReasonCodes, *d.NCCLAccountedBytes)
+	}
+	for r := range 8 {
+		c := one(t, j, results, r, 6*sec+100*ms)
+		if c.Classification != attribution.CollectiveConfirmed || c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != spike {
+			t.Errorf("rank %d: all_gather on the raised level %s %v accounted %v, want confirmed with its 300 MiB", r, c.Classification, c.ReasonCodes, c.NCCLAccountedBytes)
+		}
+	}
+}

@@ -116,7 +116,13 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
 	})
 	separateSteps(results)
-	return results
+	// Changes that only NCCL's reports saw (evidence-mode §2.4), placed
+	// apart from the results of the samples.
+	var cands []accountingCandidate
+	for ri := range in.Ranks {
+		cands = d.accountingOnly(int32(ri), cands)
+	}
+	return placeAccountingOnly(results, cands)
 }
 
 // separateSteps ends each persistent result of a rank before the next one
@@ -164,6 +170,9 @@ type decider struct {
 	records   map[string]commRecord
 	waiting   []uncheckedChange
 	unchecked bool
+	// counted is accountingOnly's latest raised report per series of a
+	// rank, reused from rank to rank.
+	counted []int64
 }
 
 // maxReasonCodes is the most reason codes one result carries.

@@ -43,14 +43,16 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// Every goal of both tables selects rows of a full plan: none is a typo that checks
-// nothing.
+// Every goal of the tables selects rows of a full plan (every shape evaluateEveryShape
+// runs): none is a typo that checks nothing.
 func TestGoalTablesSelectRows(t *testing.T) {
 	tab := Table{}
-	for _, f := range jobsim.QualityFamilies {
-		for _, stats := range []bool{false, true} {
-			for _, p := range allPresets {
-				tab[Key{Shape: "default", Family: f.Name, NCCLStats: stats, Preset: p}] = &jobsim.QualityScore{}
+	for _, shape := range []string{"default", "small", "wide"} {
+		for _, f := range jobsim.QualityFamilies {
+			for _, stats := range []bool{false, true} {
+				for _, p := range allPresets {
+					tab[Key{Shape: shape, Family: f.Name, NCCLStats: stats, Preset: p}] = &jobsim.QualityScore{}
+				}
 			}
 		}
 	}

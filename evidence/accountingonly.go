@@ -1,0 +1,215 @@
+package evidence
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// accountingOnlyConfidence is the confidence of a result NCCL's accounting
+// alone makes: NCCL says the memory was its own, but no sample measured the
+// change, so it stays below a change both show (0.95).
+const accountingOnlyConfidence = 0.9
+
+// accountingOnly appends the changes of rank ri that NCCL's reports show and
+// no memory sample of the rank saw (evidence-mode §2.4): inside an op of the
+// rank (its interval widened by the match tolerance), reports of the op's
+// communicator above the level of the reports on both sides of them, by at
+// least the rank's spike threshold, where the rank's samples bracket the
+// raised reports and no change of theirs could have been there. Only where
+// the rank's accounting follows NCCL's buffers, once per memory manager (a
+// communicator sharing it reads the manager's series). Each is one result
+// per (op, rank): collective_confirmed, bytes the growth over the higher
+// level of the two sides (a step that stays is no transient's), its
+// interval the reports bracketing the raised ones within the widened op.
+func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accountingCandidate {
+	rd := &d.in.Ranks[ri]
+	if len(rd.Accounting) == 0 || len(rd.Markers) == 0 || rd.Samples.Len() < 2 {
+		return cands
+	}
+	ra := d.m.rankAccounting(ri)
+	if !ra.tracked {
+		return cands
+	}
+	// The latest raised report counted per manager: two ops of communicators
+	// sharing one manager see the same growth.
+	counted := slices.Grow(d.counted[:0], len(rd.Accounting))[:len(rd.Accounting)]
+	clear(counted)
+	d.counted = counted
+	// A rank too short to analyse has no threshold yet: growth must still
+	// be growth.
+	threshold := max(d.m.analyses[ri].threshold, 1)
+	for mi := range rd.Markers {
+		mk := &rd.Markers[mi]
+		if mk.Collective == NoCollective || mk.Approximate {
+			continue // an op without identity or a known interval
+		}
+		mgr := managerOf(rd.Accounting, ra.manager, CanonicalCommID(d.in.Collectives[mk.Collective].CommID))
+		if mgr < 0 {
+			continue
+		}
+		a := &rd.Accounting[mgr]
+		tol := d.m.tolerance(mk)
+		from, to := satSub(mk.StartNs, tol.before), satAdd(mk.EndNs, tol.after)
+		lo, _ := slices.BinarySearch(a.TimesNs, from)
+		hi, _ := slices.BinarySearch(a.TimesNs, to+1)
+		if lo == hi || lo == 0 || hi == len(a.TimesNs) ||
+			a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) || a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
+			continue // no report inside, or none near on a side
+		}
+		level := max(a.Bytes[lo-1], a.Bytes[hi])
+		first, last, peak := -1, -1, int64(0)
+		for k := lo; k < hi; k++ {
+			if a.Bytes[k]-level >= threshold {
+				if first < 0 {
+					first = k
+				}
+				last, peak = k, max(peak, a.Bytes[k])
+			}
+		}
+		if first < 0 || a.TimesNs[first] <= counted[mgr] {
+			continue
+		}
+		raisedFrom, raisedTo := a.TimesNs[first], a.TimesNs[last]
+		if !d.unseen(ri, raisedFrom, raisedTo) {
+			continue
+		}
+		counted[mgr] = raisedTo
+		// The change lay between the reports around the raised ones, and
+		// within the op: NCCL holds a transient's buffers while it runs.
+		if r, ok := d.accountingOnlyResult(ri, int32(mi), max(a.TimesNs[first-1], from), min(a.TimesNs[last+1], to), peak-level); ok {
+			cands = append(cands, accountingCandidate{result: r, raisedFrom: raisedFrom, raisedTo: raisedTo})
+		}
+	}
+	return cands
+}
+
+// managerOf is the series standing for the memory manager of communicator
+// comm (canonical) among a rank's series, or -1 when it has none.
+func managerOf(series []AccountingSeries, manager []int, comm string) int {
+	for i := range series {
+		if CanonicalCommID(series[i].CommID) == comm {
+			return manager[i]
+		}
+	}
+	return -1
+}
+
+// unseen reports whether no sample of rank ri saw a change in [from, to]:
+// the rank's samples bracket it, none lies in it, and no change the
+// samples show could have been there.
+func (d *decider) unseen(ri int32, from, to int64) bool {
+	times := d.in.Ranks[ri].Samples.TimesNs
+	i, _ := slices.BinarySearch(times, from)
+	if i == 0 || i == len(times) || times[i] <= to {
+		return false
+	}
+	for k := range d.m.analyses[ri].episodes {
+		ep := &d.m.analyses[ri].episodes[k]
+		hi := ep.fallHi
+		if ep.persistent {
+			hi = ep.riseHi
+		}
+		if ep.riseLo < to && hi > from {
+			return false
+		}
+	}
+	return true
+}
+
+// accountingOnlyResult is the result of growth bytes that NCCL's reports
+// of rank ri show in (from, to) inside its op of marker mi.
+func (d *decider) accountingOnlyResult(ri, mi int32, from, to, growth int64) (attribution.Result, bool) {
+	if !(accountingOnlyConfidence >= d.cfg.MinConfidence) {
+		return attribution.Result{}, false
+	}
+	rd := &d.in.Ranks[ri]
+	mk := &rd.Markers[mi]
+	codes := take(&d.codes, 2)
+	codes[0], codes[1] = ReasonCollectiveMarker, ReasonAccountingOnly
+	accounted := &take(&d.ints, 1)[0]
+	*accounted = growth
+	markerTimes := take(&d.ints, 1)
+	markerTimes[0] = mk.StartNs
+	sync := d.m.synchronyOf(mk.Collective)
+	ratio := 0.0
+	if sync.observed > 0 {
+		ratio = float64(sync.synced) / float64(sync.observed)
+	}
+	return attribution.Result{
+		Rank:            rd.Rank,
+		IntervalStartNs: from,
+		IntervalEndNs:   uint64(to),
+		Classification:  attribution.CollectiveConfirmed,
+		Confidence:      accountingOnlyConfidence,
+		ReasonCodes:     codes,
+		Evidence: attribution.Evidence{
+			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], from, to)),
+			SynchronizedRanks: int64(sync.synced),
+			ExpectedWorldSize: d.in.ExpectedWorldSize,
+			SynchronyRatio:    roundTo(ratio, 4),
+		},
+		MarkerTimesNs:      markerTimes,
+		Mode:               attribution.ModeEvidence,
+		Kind:               attribution.KindTransient,
+		ExcessBytes:        growth,
+		Collective:         d.collectiveMatch(mk.Collective),
+		NCCLAccountedBytes: accounted,
+	}, true
+}
+
+// accountingCandidate is a result NCCL's accounting alone makes, with the
+// reports that saw the change raised.
+type accountingCandidate struct {
+	result               attribution.Result
+	raisedFrom, raisedTo int64
+}
+
+// placeAccountingOnly adds the candidates to results (sorted by rank, then
+// start), each beginning after the transient results of its rank before it
+// end and ending before those after it begin, as long as it still holds
+// its raised reports (else it is dropped: a result of the samples holds
+// them). The processor reads a transient that starts inside one it emitted
+// as that one grown. cands are in rank order.
+func placeAccountingOnly(results []attribution.Result, cands []accountingCandidate) []attribution.Result {
+	if len(cands) == 0 {
+		return results
+	}
+	n := len(results)
+	rankFrom := n // the first candidate placed of the current rank
+	for _, c := range cands {
+		r := c.result
+		if rankFrom < len(results) && results[rankFrom].Rank != r.Rank {
+			rankFrom = len(results)
+		}
+		placed := true
+		clip := func(x *attribution.Result) {
+			if x.Kind != attribution.KindTransient || x.IntervalEndNs < uint64(r.IntervalStartNs) || uint64(x.IntervalStartNs) > r.IntervalEndNs {
+				return
+			}
+			switch {
+			case x.IntervalEndNs < uint64(c.raisedFrom):
+				r.IntervalStartNs = int64(x.IntervalEndNs) + 1
+			case x.IntervalStartNs > c.raisedTo:
+				r.IntervalEndNs = uint64(x.IntervalStartNs - 1)
+			default:
+				placed = false
+			}
+		}
+		lo, _ := slices.BinarySearchFunc(results[:n], r.Rank, func(x attribution.Result, rank int64) int { return cmp.Compare(x.Rank, rank) })
+		for k := lo; k < n && results[k].Rank == r.Rank && placed; k++ {
+			clip(&results[k])
+		}
+		for k := rankFrom; k < len(results) && placed; k++ {
+			clip(&results[k])
+		}
+		if placed {
+			results = append(results, r)
+		}
+	}
+	slices.SortStableFunc(results, func(a, b attribution.Result) int {
+		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
+	})
+	return results
+}

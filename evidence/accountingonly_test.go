@@ -1,0 +1,168 @@
+package evidence
+
+import (
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// accountingOnlyAt returns the results of rank at true time at that say
+// NCCL's accounting alone made them.
+func accountingOnlyAt(j *simJob, results []attribution.Result, rank int, at int64) []attribution.Result {
+	var out []attribution.Result
+	for _, r := range j.resultsAt(results, rank, at) {
+		if hasCode(r, ReasonAccountingOnly) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// At 2 Hz a spike the length of a collective falls between two samples; NCCL's
+// reports every 100 ms see its growth inside the op and the level back after it:
+// the change is NCCL's, although no sample saw it (evidence-mode §2.4).
+func TestAccountingOnlyUnsampledChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.collectiveSpike(rankList(0, 8), 20, gib) // not NCCL's, and unseen
+	// NCCL's, and seen by the samples: 605 ms to 1.05 s.
+	seen := overlay{30*sec + 605*ms, 31*sec + 50*ms, gib}
+	j.change(rankList(0, 8), seen.start, seen.end, gib)
+	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused, seen})
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 8; r++ {
+		got := accountingOnlyAt(j, results, r, 10*sec+700*ms)
+		if len(got) != 1 {
+			t.Fatalf("rank %d: %d accounting-only results at the unsampled NCCL spike, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
+		}
+		c := got[0]
+		if c.Classification != attribution.CollectiveConfirmed || c.Kind != attribution.KindTransient {
+			t.Errorf("rank %d: %s %s, want confirmed transient", r, c.Classification, c.Kind)
+		}
+		if c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != gib || c.ExcessBytes != gib || c.Evidence.PeakGapBytes != 0 {
+			t.Errorf("rank %d: accounted %v excess %d peak %d, want 1 GiB accounted and excess, no peak sample",
+				r, c.NCCLAccountedBytes, c.ExcessBytes, c.Evidence.PeakGapBytes)
+		}
+		// The reports read NCCL's total 37 ms before their time stamp: raised
+		// at 737, 837 and 937 ms, bracketed by 637 ms and 1037 ms; the op
+		// (launched 3 ms later on each of ranks 1–3 of four) ended at 900 ms,
+		// and the match tolerance is 50 ms.
+		opEnd := t0 + 10*sec + 950*ms + int64(r%4)*3*ms
+		if c.IntervalStartNs != t0+10*sec+637*ms || c.IntervalEndNs != uint64(opEnd) {
+			t.Errorf("rank %d: interval [%d, %d] ms, want from the report before the raised ones to the op's end [10637, %d]", r,
+				(c.IntervalStartNs-t0)/ms, (int64(c.IntervalEndNs)-t0)/ms, (opEnd-t0)/ms)
+		}
+		if c.Collective == nil || c.Collective.CommID != "world" || c.Collective.Seq != 10 {
+			t.Errorf("rank %d: collective %+v, want world #10", r, c.Collective)
+		}
+		if n := len(j.resultsAt(results, r, 20*sec+700*ms)); n != 0 {
+			t.Errorf("rank %d: %d results at the unseen spike NCCL did not report, want none", r, n)
+		}
+		if got := j.resultsAt(results, r, 30*sec+800*ms); len(got) != 1 || hasCode(got[0], ReasonAccountingOnly) ||
+			got[0].Classification != attribution.CollectiveConfirmed {
+			t.Errorf("rank %d: at the sampled spike %+v, want one result of the samples, confirmed", r, got)
+		}
+	}
+}
+
+// The accounting alone makes a result only where it follows NCCL's buffers,
+// counts a shared memory manager once, and shows a transient above the level
+// on both sides inside an op of the communicator.
+func TestAccountingOnlyGuards(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(j *simJob)
+		want  int   // accounting-only results per rank at 10.7 s
+		bytes int64 // their accounted bytes
+	}{
+		{"a shared manager counts once", func(j *simJob) {
+			caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+			j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+			j.accounting(rankList(0, 8), "tp", 300<<20, []overlay{caused})
+		}, 1, gib},
+		{"untracked (cuMem off)", func(j *simJob) {
+			caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+			j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+			j.accountingAt(rankList(0, 8), "tp", UntrackedBytes, nil, []int64{39 * sec}) // says cuMem is off
+		}, 0, 0},
+		{"a step at the op that stays", func(j *simJob) {
+			// NCCL's total rises inside the op and holds: no transient.
+			j.accounting(rankList(0, 8), "world", 300<<20, []overlay{{10*sec + 605*ms, -1, gib}})
+		}, 0, 0},
+		{"a rise outside any op of the communicator", func(j *simJob) {
+			j.accounting(rankList(0, 8), "world", 300<<20, []overlay{{10*sec + 100*ms, 10*sec + 400*ms, gib}})
+		}, 0, 0},
+		{"growth below the rank's spike threshold", func(j *simJob) {
+			caused := overlay{10*sec + 605*ms, 10*sec + 920*ms, 1 << 20}
+			j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+		}, 0, 0},
+	} {
+		j := trainingJob(8, 500*ms)
+		j.worldAllReduces()
+		tt.setup(j)
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := 0; r < 8; r++ {
+			at := 10*sec + 700*ms
+			if tt.name == "a rise outside any op of the communicator" {
+				at = 10*sec + 250*ms
+			}
+			got := accountingOnlyAt(j, results, r, at)
+			if len(got) != tt.want {
+				t.Errorf("%s, rank %d: %d accounting-only results, want %d: %+v", tt.name, r, len(got), tt.want, got)
+				continue
+			}
+			for _, c := range got {
+				if c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != tt.bytes {
+					t.Errorf("%s, rank %d: accounted %v, want %d", tt.name, r, c.NCCLAccountedBytes, tt.bytes)
+				}
+			}
+		}
+	}
+}
+
+// A result only NCCL's reports saw begins after the rank's transient results
+// before it end and ends before those after it begin, holding its raised
+// reports; where a result of the samples holds them, it is dropped. The
+// processor reads a transient that starts inside one it emitted as that one
+// grown.
+func TestPlaceAccountingOnly(t *testing.T) {
+	transient := func(rank, start, end int64) attribution.Result {
+		return attribution.Result{Rank: rank, IntervalStartNs: start, IntervalEndNs: uint64(end), Kind: attribution.KindTransient}
+	}
+	cand := func(rank, start, end, raisedFrom, raisedTo int64) accountingCandidate {
+		r := transient(rank, start, end)
+		r.ReasonCodes = []string{ReasonAccountingOnly}
+		return accountingCandidate{result: r, raisedFrom: raisedFrom, raisedTo: raisedTo}
+	}
+	step := transient(1, 240, 2000)
+	step.Kind = attribution.KindPersistent
+	results := []attribution.Result{transient(0, 100, 200), transient(1, 100, 200), step, transient(1, 400, 500)}
+	got := placeAccountingOnly(results, []accountingCandidate{
+		cand(0, 150, 300, 250, 260), // after rank 0's spike: begins at 201
+		cand(1, 150, 450, 250, 260), // between rank 1's spikes, a step aside: [201, 399]
+		cand(1, 420, 480, 430, 440), // inside rank 1's second spike: dropped
+		cand(2, 100, 200, 150, 160), // alone: as it is
+		cand(2, 120, 220, 170, 180), // its raised reports inside the one before: dropped
+	})
+	type span struct{ rank, start, end int64 }
+	var only []span
+	for _, r := range got {
+		if hasCode(r, ReasonAccountingOnly) {
+			only = append(only, span{r.Rank, r.IntervalStartNs, r.EndNs()})
+		}
+	}
+	want := []span{{0, 201, 300}, {1, 201, 399}, {2, 100, 200}}
+	if len(only) != len(want) {
+		t.Fatalf("placed %v, want %v", only, want)
+	}
+	for i := range want {
+		if only[i] != want[i] {
+			t.Errorf("placed %v, want %v", only, want)
+			break
+		}
+	}
+	if len(got) != len(results)+len(want) {
+		t.Errorf("%d results, want the %d of the samples and %d placed", len(got), 4, len(want))
+	}
+}
