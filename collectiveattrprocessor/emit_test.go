@@ -220,7 +220,7 @@ func TestLatestResultBytesOfAccountingOnly(t *testing.T) {
 	} {
 		m := newResultMetrics()
 		tt.r.Rank, tt.r.Mode, tt.r.Classification = 3, attribution.ModeEvidence, attribution.CollectiveConfirmed
-		m.record(&output.Item{JobID: "j", Result: tt.r}, 1)
+		m.record(&output.Item{JobID: "j", Result: &tt.r}, 1)
 		if got := m.latest[rankKey{"j", 3}].PeakGapBytes; got != tt.want {
 			t.Errorf("%s: attributed bytes %d, want %d", tt.name, got, tt.want)
 		}
