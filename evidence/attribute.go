@@ -306,6 +306,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	)
 	synced := int64(0)
 	ratio := 0.0
+	polled := false // the rise gap is longer than the matched op and its tolerance
 	if best.marker < 0 && outlasted {
 		codes = append(codes, ReasonOutlastsCollective)
 	}
@@ -343,7 +344,8 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		codes = append(codes, ReasonCollectiveMarker)
 		synced, ratio = int64(best.sync.synced), best.ratio
 		mk := &rd.Markers[best.marker]
-		if ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs || best.sync.unseen > 0 {
+		polled = ep.riseHi-ep.riseLo > mk.EndNs-mk.StartNs+2*cfg.Evidence.MatchToleranceNs
+		if polled || best.sync.unseen > 0 {
 			codes = append(codes, ReasonCoarseSampling)
 		}
 		switch {
@@ -466,12 +468,16 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
 	// covers all of it (evidence-mode §7.6).
-	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), ep.riseLo))
+	riseLo, onsetHi := ep.riseLo, times[ep.last]
+	if polled && best.ok && (ep.persistent || best.live) {
+		riseLo, onsetHi = d.onsetWithin(ep, &rd.Markers[best.marker], times[ep.first])
+	}
+	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), riseLo))
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
 	slices.Sort(codes)
-	end := uint64(times[ep.last]) + uint64(pad)
+	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	r := attribution.Result{
 		Rank:            rd.Rank,
@@ -506,6 +512,24 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return r, true
+}
+
+// onsetWithin narrows where change ep, synchronized at marker mk, began:
+// NCCL allocates (or frees, for a release) a collective's buffers while the
+// op runs, so the onset lies in the op's interval as well as in the rise
+// gap. A rank polled every second or more otherwise claims seconds before
+// its first high sample (evidence-mode §7.6). It returns the start of the
+// claim before padding, and its end: a transient's last high sample, a
+// step's onset (its first high sample) or, when that came after the op,
+// the op's end, still after the sample before the step.
+func (d *decider) onsetWithin(ep *episode, mk *Marker, firstHigh int64) (riseLo, onsetHi int64) {
+	pad := d.cfg.IntervalPaddingNs
+	riseLo = max(ep.riseLo, satSub(mk.StartNs, pad))
+	onsetHi = d.in.Ranks[ep.rank].Samples.TimesNs[ep.last]
+	if ep.persistent && mk.EndNs > mk.StartNs {
+		onsetHi = min(firstHigh, max(mk.EndNs, ep.riseLo+1))
+	}
+	return riseLo, onsetHi
 }
 
 // accountingCovers reports whether NCCL's accounting of marker mk's

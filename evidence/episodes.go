@@ -154,7 +154,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		i := st.onset
 		ep := episode{
 			rank: idx, persistent: true, first: i, last: i, peak: i,
-			riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
+			riseLo: prevTime(times, cmp.Or(st.hiddenFrom, i), ra.interval), riseHi: times[i],
 			fallLo: times[i], fallHi: times[i],
 			excess: st.height, early: st.early, stairLast: st.stairLast,
 			weak: st.height < strongStep,
@@ -371,6 +371,10 @@ type step struct {
 	height    int64 // > 0 up, < 0 down
 	early     bool  // fewer than minSamplesBeforeStep samples before it
 	stairLast int   // see episode.stairLast
+	// hiddenFrom, when > 0, is the first sample of a spike that the step
+	// settled after (settle): the level may already have risen under it,
+	// so the step began after the sample before hiddenFrom.
+	hiddenFrom int
 }
 
 // minSamplesBeforeStep is the least number of samples before a step's
@@ -395,7 +399,7 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 	var ups []step // every step, up or down
 	var cuts []int
 	delta := func(i int) int64 {
-		if leftN[i] < 1 || int64(rightN[i]) < minSamples {
+		if leftN[i] < 1 || int64(rightN[i]) < afterNeeded(times, i, n, span, minSamples) {
 			return 0
 		}
 		return right[i] - left[i]
@@ -436,11 +440,15 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 			}
 			// The stairs of a staircase are each a jump of their own, not
 			// one of the whole height.
-			stairs := staircase(times, gaps, right, settle(times, gaps, j, before+height, mid, span, threshold), before, height, span, threshold)
+			settled := settle(times, gaps, j, before+height, mid, span, threshold)
+			stairs := staircase(times, gaps, right, settled, before, height, span, threshold)
 			if len(stairs) == 1 && !jumps(gaps, j, height) {
 				continue
 			}
 			for _, st := range stairs {
+				if st.onset == settled && settled != j {
+					st.hiddenFrom = j
+				}
 				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
 				cuts = append(cuts, st.onset)
 				ups = append(ups, st)
@@ -482,6 +490,19 @@ func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, th
 		slices.Sort(cuts)
 	}
 	return ups, cuts
+}
+
+// afterNeeded is how many samples from j on a level change needs to count
+// as a step: minSamples, or, where the rank's data ends within span of j,
+// every sample to its end, at least jumpSamples. A rank polled every few
+// seconds (DCGM, nvidia-smi at 0.2 Hz) whose job ends on the new level a
+// few polls after the onset has no more samples to give, and at 10 Hz this
+// is the last fraction of a second (evidence-mode §7.6).
+func afterNeeded(times []int64, j, n int, span, minSamples int64) int64 {
+	if times[n-1] >= satAdd(times[j], span) {
+		return minSamples
+	}
+	return min(minSamples, max(jumpSamples, int64(n-j)))
 }
 
 // localJump is the median of the jumpSamples samples from j less that of
@@ -555,8 +576,11 @@ func staircase(times, gaps, right []int64, j int, before, height, span, threshol
 // settles on that level, when it first rises well above it (by threshold or
 // more): a spike that ends onto the new level (a collective's spike just
 // before the next step's first use of a communicator, with no sample
-// between at a sparse rate) is a change of its own, and the step begins
-// where the spike ends. It stays at j when the series does not come down
+// between at a sparse rate) is a change of its own, and the step is found
+// where the spike ends. The level may as well have risen under the spike
+// (a step at a first use, then a spike at the next op, both in one poll
+// interval): the step's rise gap reaches back to the sample before j
+// (step.hiddenFrom). It stays at j when the series does not come down
 // onto the level within span.
 func settle(times, gaps []int64, j int, after, mid, span, threshold int64) int {
 	if gaps[j] < after+threshold {
@@ -622,6 +646,8 @@ func holds(times, gaps []int64, j, limit int, mid int64, up bool, span, minSampl
 	}
 	if limit < len(times) {
 		minSamples = min(minSamples, int64(limit-j))
+	} else {
+		minSamples = afterNeeded(times, j, len(times), span, minSamples)
 	}
 	if after < minSamples || before < 1 {
 		return false

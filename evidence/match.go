@@ -176,10 +176,19 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 
 // memberEpisode is the index of rank ri's change that rose during marker
 // mk (one that clears the threshold on its own when there are several), or
-// -1.
+// -1. A rank polled more sparsely than the op lasts shows a transient of
+// it only with a high sample while it ran.
 func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	eps := m.analyses[ri].episodes
 	tol := m.tolerance(mk)
+	// A polled rank's rise gap of a second or more overlaps some op
+	// whatever caused the change: its transient shows this op only when
+	// first seen while the op ran (its buffers freed by the end, within
+	// the tolerance), up to polled (evidence-mode §7.6).
+	polled := int64(-1)
+	if m.polledPast(mk, m.analyses[ri].interval) {
+		polled = satAdd(mk.EndNs, tol.after)
+	}
 	lo := satSub(mk.StartNs, tol.before)
 	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int { return cmp.Compare(e.riseHi, t) })
 	found := int32(-1)
@@ -188,7 +197,7 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 		if e.riseLo >= satAdd(mk.EndNs, tol.after) {
 			break
 		}
-		if riseMatches(mk, e.riseLo, e.riseHi, tol) {
+		if riseMatches(mk, e.riseLo, e.riseHi, tol) && (polled < 0 || e.persistent || e.riseHi >= mk.StartNs && e.riseHi <= polled) {
 			if !e.weak {
 				return int32(i)
 			}
@@ -223,8 +232,8 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
-			w := m.tolerance(mk)
-			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)) {
+			from, to := m.observable(mk, ra.interval)
+			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, from, to) {
 				s.unseen++
 				continue
 			}
@@ -252,6 +261,30 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.resolved = false
 	}
 	return s
+}
+
+// observable is the interval in which a member's sample would surely have
+// shown a transient of its marker mk: the op's, widened by the tolerance.
+// A member polled more sparsely than that widened interval lasts (DCGM,
+// nvidia-smi) samples it by chance; its sample in a widening before the
+// launch or after the end, where NCCL's buffers may not be yet or any
+// more, shows nothing of the op, so only one inside the op itself counts
+// (evidence-mode §7.6).
+func (m *matcher) observable(mk *Marker, interval int64) (from, to int64) {
+	if m.polledPast(mk, interval) {
+		return mk.StartNs, mk.EndNs
+	}
+	w := m.tolerance(mk)
+	return satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)
+}
+
+// polledPast reports whether a member sampled every interval samples the
+// op of its marker mk only by chance: the interval is longer than the op's
+// (known) interval widened by the tolerance, as a host-wide poll at 1 Hz
+// or every 5 s is.
+func (m *matcher) polledPast(mk *Marker, interval int64) bool {
+	w := m.tolerance(mk)
+	return mk.EndNs > mk.StartNs && !mk.Approximate && interval > satAdd(mk.EndNs, w.after)-satSub(mk.StartNs, w.before)
 }
 
 // sampledWithin reports whether some of times (sorted) lies in [from, to].

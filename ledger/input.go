@@ -23,7 +23,9 @@ type Input struct {
 	Results []attribution.Result
 	// PaddingNs is the interval_padding_ns the results were made with: a
 	// result's samples lie in [IntervalStartNs+PaddingNs,
-	// IntervalEndNs-PaddingNs].
+	// IntervalEndNs-PaddingNs]; a persistent step's level begins at the
+	// first sample at or after IntervalEndNs-PaddingNs (a polled step's
+	// claim ends at its op, before that sample: evidence-mode §7.6).
 	PaddingNs int64
 }
 
