@@ -52,25 +52,13 @@ func TestRecordReadersReadStreamedMetadataAsBuilt(t *testing.T) {
 		line = strings.ReplaceAll(line, `"nccl.seq":7,`, fmt.Sprintf(`"nccl.seq":%d,`, 7+i/len(metadata)))
 		jsonl.WriteString(line + "\n")
 	}
-	built, err := telemetry.ReadAuto(bytes.NewReader(jsonl.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &recordsRead{}
-	want.read(built)
-	got := &recordsRead{}
-	err = telemetry.Stream(bytes.NewReader(jsonl.Bytes()), func(chunk []telemetry.Event) error {
+	want, got := readBuiltAndStreamed(t, jsonl.Bytes(), func(chunk []telemetry.Event) {
 		for i := range chunk {
 			if chunk[i].Metadata != nil {
 				t.Fatal("a streamed event has a metadata map")
 			}
 		}
-		got.read(chunk)
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(want.table.List) < 3 || len(want.markers) == 0 || len(want.accounting) == 0 || want.skipped == 0 {
 		t.Fatalf("the records make %d collectives, %d markers, %d accounting points, %d skips",
 			len(want.table.List), len(want.markers), len(want.accounting), want.skipped)
@@ -83,6 +71,29 @@ func TestRecordReadersReadStreamedMetadataAsBuilt(t *testing.T) {
 }
 
 // recordsRead is what the record readers make of a run of records.
+// readBuiltAndStreamed reads jsonl's records twice, as built events (with
+// their metadata maps) and streamed ones, each chunk of the stream shown to
+// inspect first when it is not nil.
+func readBuiltAndStreamed(t *testing.T, jsonl []byte, inspect func([]telemetry.Event)) (built, streamed *recordsRead) {
+	t.Helper()
+	events, err := telemetry.ReadAuto(bytes.NewReader(jsonl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, streamed = &recordsRead{}, &recordsRead{}
+	built.read(events)
+	if err := telemetry.Stream(bytes.NewReader(jsonl), func(chunk []telemetry.Event) error {
+		if inspect != nil {
+			inspect(chunk)
+		}
+		streamed.read(chunk)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return built, streamed
+}
+
 type recordsRead struct {
 	markers    []Marker
 	accounting []accountingRead
@@ -172,19 +183,7 @@ func TestStreamedMemberListsFollowEachDeclaration(t *testing.T) {
 			jsonl.WriteString(strings.Replace(line, `"metadata":{}`, `"metadata":`+md, 1) + "\n")
 		}
 	}
-	built, err := telemetry.ReadAuto(bytes.NewReader(jsonl.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &recordsRead{}
-	want.read(built)
-	got := &recordsRead{}
-	if err := telemetry.Stream(bytes.NewReader(jsonl.Bytes()), func(chunk []telemetry.Event) error {
-		got.read(chunk)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	want, got := readBuiltAndStreamed(t, jsonl.Bytes(), nil)
 	if len(got.table.List) != len(lists) {
 		t.Fatalf("%d collectives, want %d", len(got.table.List), len(lists))
 	}
