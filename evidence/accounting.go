@@ -127,12 +127,7 @@ func (m *matcher) accountingOf(ri int32, ep *episode, comm string, mk *Marker) a
 	}
 	named := -1
 	if comm != "" {
-		for i := range rd.Accounting {
-			if CanonicalCommID(rd.Accounting[i].CommID) == comm {
-				named = ra.manager[i]
-				break
-			}
-		}
+		named = managerOf(rd.Accounting, ra.manager, comm)
 	}
 	for i := range rd.Accounting {
 		if ra.manager[i] != i {
