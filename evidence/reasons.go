@@ -32,6 +32,10 @@ const (
 	// A change no memory sample saw, which NCCL's reports show inside an op
 	// of the communicator (evidence-mode §2.4).
 	ReasonAccountingOnly = "nccl_accounting_only" // NCCL's total rose above its level on both sides inside the op and no sample of the rank lies in the change: confirmed from the accounting alone, with no peak sample
+	// An op of the rank that neither its samples nor its reports could
+	// see, whose collective NCCL's reports on the other members show
+	// holding transient buffers (evidence-mode §2.5).
+	ReasonAccountingMembersOnly = "nccl_accounting_members_only" // no sample or report of the rank lies where the change could have been; NCCL's reports on the collective's members show its buffers, which a collective allocates on every member: confirmed from the members' accounting, with no peak sample
 
 	// What separates a collective cause from a co-timed one without
 	// accounting.
@@ -57,7 +61,7 @@ var AllReasonCodes = []string{
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
-	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered, ReasonAccountingCommUncovered, ReasonAccountingOnly,
+	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered, ReasonAccountingCommUncovered, ReasonAccountingOnly, ReasonAccountingMembersOnly,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
 	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
 	ReasonDeviceWideMemory,
