@@ -1,5 +1,11 @@
 package evidence
 
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
 // Reason codes of evidence-mode results: each says which evidence decided
 // the result (listed with their meaning in the README).
 const (
@@ -54,6 +60,13 @@ const (
 	// Where the memory was measured.
 	ReasonDeviceWideMemory = "device_wide_memory" // the rank's used memory in the interval was the whole GPU's (DCGM, NVML device info, cudaMemGetInfo), which counts other processes' memory on it, such as other ranks' CUDA contexts on GPU 0: its hidden memory and peak may be inflated (docs/gpu-metrics-join.md)
 )
+
+// Unsampled reports whether no memory sample of r's rank measured its
+// change: NCCL's reports, its own or its members', made it, and its
+// ExcessBytes is the growth they show.
+func Unsampled(r *attribution.Result) bool {
+	return slices.Contains(r.ReasonCodes, ReasonAccountingOnly) || slices.Contains(r.ReasonCodes, ReasonAccountingMembersOnly)
+}
 
 // AllReasonCodes lists every evidence-mode reason code.
 var AllReasonCodes = []string{
