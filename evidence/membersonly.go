@@ -104,7 +104,10 @@ func opCandidate(cands []accountingCandidate, mk *Marker) bool {
 
 // collectShown gathers, per collective, the growth NCCL's reports show on
 // members where the member's change was attributed to it: a transient
-// result its rank's reports cover, or one they alone made (cands).
+// result its rank's reports cover, or one they alone made (cands) whose
+// first raised report lies inside the op itself (inside its match
+// tolerance only, it may be the next op's: a reduce_scatter ending 20 ms
+// before an all_reduce).
 func (d *decider) collectShown(results []attribution.Result, cands []accountingCandidate) {
 	d.shown = make(map[int32][]int64)
 	var collOf map[*attribution.CollectiveMatch]int32
@@ -127,7 +130,9 @@ func (d *decider) collectShown(results []attribution.Result, cands []accountingC
 		}
 	}
 	for i := range cands {
-		d.shown[cands[i].coll] = append(d.shown[cands[i].coll], cands[i].result.ExcessBytes)
+		if cands[i].inOp {
+			d.shown[cands[i].coll] = append(d.shown[cands[i].coll], cands[i].result.ExcessBytes)
+		}
 	}
 }
 

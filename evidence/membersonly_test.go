@@ -139,3 +139,25 @@ func TestMembersOnlyNotWhereSampled(t *testing.T) {
 		t.Errorf("%d members-only results on a rank sampled through the op, want none: %+v", len(got), got)
 	}
 }
+
+// A report raised right after a reduce_scatter ended (within the match
+// tolerance of it) and inside the all_reduce launched 20 ms later may be
+// either op's: the members' reports speak only for the op a raised report
+// lies inside, so no rank gets a result at the reduce_scatter.
+func TestMembersOnlyNotFromANeighbouringOp(t *testing.T) {
+	j := trainingJob(8, 500*ms)
+	j.worldAllReduces() // .6–.9 s of each second
+	j.collective("world", 10, "reduce_scatter", rankList(0, 8), 10*sec+500*ms, 80*ms, false)
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib) // the all_reduce's, from .605 s
+	// Ranks 0–3 report at .45, .61 (raised) and .95 s; ranks 4–7 every 2 s.
+	j.accountingAt(rankList(0, 4), "world", 300<<20, []overlay{caused}, []int64{10*sec + 450*ms, 10*sec + 610*ms, 10*sec + 950*ms})
+	j.accountingAt(rankList(4, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 4; r < 8; r++ {
+		for _, x := range membersOnlyAt(j, results, r, 10*sec+540*ms) {
+			if x.Collective != nil && x.Collective.Op == "reduce_scatter" {
+				t.Errorf("rank %d: a members-only result at the reduce_scatter %+v, want none", r, x)
+			}
+		}
+	}
+}
