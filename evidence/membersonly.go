@@ -139,11 +139,13 @@ func (d *decider) collectShown(results []attribution.Result, cands []accountingC
 // membersVerdictOf judges collective c by its members' reports. A member
 // shows the buffers when a transient change of its own attributed to c is
 // covered by its reports, or its reports alone made a result of the op
-// (collectShown); it denies them when its reports surely would have shown
-// a change there and show none: over its change at its marker, or,
-// without one, over its op's interval. Growth in the reports around an op
-// that no change attributed to it explains is not counted either way: it
-// may be a neighbouring op's, or a step's.
+// (collectShown); it denies them when its reports over the op's interval
+// surely would have shown them and show less than its spike threshold.
+// The op, not the member's change: a change whose samples merged the op's
+// buffers with another cause's after it is judged by its reports as a
+// whole, which says nothing of the op. Growth in the reports around an op
+// that no change attributed to it explains counts neither way: it may be a
+// neighbouring op's, or a step's.
 func (d *decider) membersVerdictOf(c int32) membersVerdict {
 	if d.membersVerdicts == nil {
 		d.membersVerdicts = make([]membersVerdict, len(d.in.Collectives))
@@ -165,18 +167,10 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 		if mk.Approximate {
 			continue
 		}
-		threshold := max(d.m.analyses[ref.rank].threshold, 1)
-		if ei := s.episode[i]; ei >= 0 {
-			ep := &d.m.analyses[ref.rank].episodes[ei]
-			if ep.persistent {
-				continue // its first use, not this op's transient
-			}
-			v := d.m.accountingOf(ref.rank, ep, comm, mk)
-			if v.present && !v.untracked && v.growth < threshold && v.miss <= accountingMissLimit {
-				deny++
-			}
-			continue
+		if ei := s.episode[i]; ei >= 0 && d.m.analyses[ref.rank].episodes[ei].persistent {
+			continue // its first use, not this op's transient
 		}
+		threshold := max(d.m.analyses[ref.rank].threshold, 1)
 		v := d.m.accountingOf(ref.rank, d.opChange(mk), comm, nil)
 		if v.present && !v.untracked && v.growth < threshold && v.miss <= accountingMissLimit {
 			deny++
