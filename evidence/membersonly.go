@@ -56,13 +56,12 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 			if mk.Collective == NoCollective || mk.Approximate || len(d.m.members[mk.Collective]) < 2 {
 				continue
 			}
-			if !d.unseen(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
+			v := d.membersVerdictOf(mk.Collective)
+			if !v.shown || !d.unseen(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
 			}
-			if v := d.membersVerdictOf(mk.Collective); v.shown {
-				cands = append(cands, accountingCandidate{result: d.membersOnlyResult(int32(ri), int32(mi), v.growth),
-					coll: mk.Collective, raisedFrom: mk.StartNs, raisedTo: mk.EndNs})
-			}
+			cands = append(cands, accountingCandidate{result: d.membersOnlyResult(int32(ri), int32(mi), v.growth),
+				coll: mk.Collective, raisedFrom: mk.StartNs, raisedTo: mk.EndNs})
 		}
 	}
 	return cands
