@@ -57,7 +57,7 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 				continue
 			}
 			v := d.membersVerdictOf(mk.Collective)
-			if !v.shown || !d.unseen(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
+			if !v.shown || !d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
 			}
 			cands = append(cands, accountingCandidate{result: d.membersOnlyResult(int32(ri), int32(mi), v.growth),
@@ -65,6 +65,18 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 		}
 	}
 	return cands
+}
+
+// unsampled reports whether rank ri's samples bracket [from, to] with none
+// inside it. A change of the rank's whose possible onset spans it (seen by
+// a sample after it) does not make it seen: a collective's transient
+// buffers live within its op, so a sample after the op saw something
+// else, and that change is judged on its own; where its result covers
+// the op, the members' result is dropped (placeAccountingOnly).
+func (d *decider) unsampled(ri int32, from, to int64) bool {
+	times := d.in.Ranks[ri].Samples.TimesNs
+	i, _ := slices.BinarySearch(times, from)
+	return i > 0 && i < len(times) && times[i] > to
 }
 
 // ownAccountingTells reports whether rank ri's own reports of marker mk's

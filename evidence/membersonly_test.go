@@ -161,3 +161,28 @@ func TestMembersOnlyNotFromANeighbouringOp(t *testing.T) {
 		}
 	}
 }
+
+// A sample after the op that sees another cause's change (a workspace
+// allocated right after the all_reduce) does not make the op seen: the
+// op's buffers lived within the op, the change is judged on its own (here
+// NCCL's reports inside it deny it), and the members' reports speak for the
+// op.
+func TestMembersOnlyBesideALaterChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.change([]int{7}, 10*sec+950*ms, 11*sec+200*ms, gib/2) // seen at 11.0 s only
+	j.accounting(rankList(0, 7), "world", 300<<20, []overlay{caused})
+	var times []int64 // rank 7: every 2 s at .1, and one inside the workspace
+	for _, t := range sparseReportTimes(j.duration) {
+		times = append(times, t)
+		if t == 10*sec+100*ms {
+			times = append(times, 11*sec+100*ms)
+		}
+	}
+	j.accountingAt([]int{7}, "world", 300<<20, []overlay{caused}, times)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	if got := membersOnlyAt(j, results, 7, 10*sec+700*ms); len(got) != 1 {
+		t.Errorf("%d members-only results on rank 7 at the op, want 1: %+v", len(got), j.resultsAt(results, 7, 10*sec+700*ms))
+	}
+}
