@@ -214,6 +214,16 @@ func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, ri
 // robustSigma is madToSigma times the median absolute residual of vals
 // around base, never below floor.
 func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
+	if len(vals) == 0 {
+		return floor
+	}
+	return sigmaOf(medianOf(absResiduals(vals, base, scratch)), floor)
+}
+
+func sigmaOf(mad int64, floor float64) float64 { return math.Max(floor, madToSigma*float64(mad)) }
+
+// absResiduals writes |vals[i] - base[i]| to scratch.
+func absResiduals(vals, base []int64, scratch []int64) []int64 {
 	scratch = scratch[:0]
 	for i, v := range vals {
 		d := v - base[i]
@@ -222,15 +232,50 @@ func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
 		}
 		scratch = append(scratch, d)
 	}
-	if len(scratch) == 0 {
-		return floor
-	}
-	return math.Max(floor, madToSigma*float64(medianOf(scratch)))
+	return scratch
 }
 
 // medianOf is the lower median of a (reordered in place); a is not empty.
-func medianOf(a []int64) int64 {
+func medianOf(a []int64) int64 { return selectKth(a, (len(a)-1)/2) }
+
+// medianNear is medianOf(a) found faster when guess is the median or near
+// it (last evaluation's, of data that changed little): one pass counts the
+// values below and at guess, and only the side that holds the median, if
+// not guess itself, is selected in.
+func medianNear(a []int64, guess int64) int64 {
 	k := (len(a) - 1) / 2
+	below, at := 0, 0
+	for _, v := range a {
+		if v < guess {
+			below++
+		} else if v == guess {
+			at++
+		}
+	}
+	if k >= below && k < below+at {
+		return guess
+	}
+	w := 0
+	if k < below {
+		for _, v := range a {
+			if v < guess {
+				a[w] = v
+				w++
+			}
+		}
+		return selectKth(a[:w], k)
+	}
+	for _, v := range a {
+		if v > guess {
+			a[w] = v
+			w++
+		}
+	}
+	return selectKth(a[:w], k-below-at)
+}
+
+// selectKth is the k-th smallest value of a (reordered in place), 0 <= k < len(a).
+func selectKth(a []int64, k int) int64 {
 	lo, hi := 0, len(a)-1
 	for lo < hi {
 		pivot := a[lo+(hi-lo)/2]
@@ -276,11 +321,16 @@ func typicalInterval(times []int64, scratch []int64) int64 {
 	if regular {
 		return first
 	}
+	return medianOf(spacings(times, scratch))
+}
+
+// spacings writes the differences of consecutive times to scratch.
+func spacings(times []int64, scratch []int64) []int64 {
 	scratch = scratch[:0]
 	for i := 1; i < len(times); i++ {
 		scratch = append(scratch, times[i]-times[i-1])
 	}
-	return medianOf(scratch)
+	return scratch
 }
 
 func satAdd(a, b int64) int64 {

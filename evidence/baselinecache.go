@@ -2,24 +2,50 @@ package evidence
 
 import "sort"
 
-// BaselineCache keeps one rank's side medians (the medians of the baseline
-// span before and after each sample) from one evaluation to the next. A
-// sample's medians depend only on the samples within one span of it, so
-// when the rank's samples are last time's with some dropped at the front
-// and some added at the end, only the samples within a span of either end
-// are recomputed; the rest are moved from last time's.
+// BaselineCache keeps one rank's per-sample analysis (its side medians,
+// baseline, steps and spreads) from one evaluation to the next. A
+// sample's results depend only on the samples within about one span of
+// it, so when the rank's samples are last time's with some dropped at the
+// front and some added at the end, only those near either end are
+// recomputed; the rest stay where they are (docs/evidence-mode.md,
+// "Incremental per-rank analysis").
 //
 // The cache compares the samples themselves with the ones it computed on,
 // so it never needs telling what changed: evictions, out-of-order inserts,
 // rewritten values and a new span all show as a shorter run of samples in
-// common, down to none (everything recomputed). It holds a copy of the
-// times and values and the four side columns: 40 bytes per sample. Its
-// zero value is empty and ready; it is rebuilt by use, never saved.
+// common, down to none (everything recomputed). Its columns hold the
+// samples from off on, with room after them: samples dropped at the front
+// only move off, new ones are written after the run kept, and the columns
+// are compacted when the room runs out. Its zero value is empty and ready;
+// it is rebuilt by use, never saved.
 type BaselineCache struct {
-	span          int64
+	off, n int // the samples are columns[off : off+n]
+
 	times, vals   []int64
 	left, right   []int64
 	leftN, rightN []int32
+
+	// What sync learned of the last change: of the new samples, [0, m)
+	// are old [d, d+m) (in the columns they did not move); before and
+	// after are the times of the old samples on either side of that run,
+	// when there were any (hasBefore, hasAfter).
+	d, m              int
+	before, after     int64
+	hasBefore, hasAft bool
+
+	span int64 // of the side columns (0: none computed)
+	// [p, q) are the samples whose side medians were kept by the last
+	// sides: their spans hold the same samples as before.
+	p, q int
+
+	// interval is the last typical interval and regular whether every
+	// spacing of the samples was that interval.
+	interval int64
+	regular  bool
+	// mad0 and mad are the last median absolute residuals around the
+	// right side's medians and around the baseline: where the data
+	// changed little, the new medians are found near them.
+	mad0, mad int64
 }
 
 // sideScratch is the memory the cache recomputes a stretch of samples in.
@@ -37,72 +63,118 @@ func (s *sideScratch) grow(n int) {
 	s.leftN, s.rightN = s.leftN[:n], s.rightN[:n]
 }
 
-// sides returns what sideMedians writes for times and vals, reusing the
-// last call's results where the samples within a span are the same. The
-// slices are the cache's own, valid until its next use.
-func (c *BaselineCache) sides(times, vals []int64, span int64, w *windowMedian, ss *sideScratch) (left, right []int64, leftN, rightN []int32) {
-	n := len(times)
-	p, q, d := 0, 0, 0 // [p, q) of the new samples are old [p+d, q+d)
-	if c.span == span {
-		p, q, d = c.reusable(times, vals)
+// sync makes times and vals the cache's samples, keeping in place the run
+// of them that the last ones held too.
+func (c *BaselineCache) sync(times, vals []int64) {
+	d, m := c.commonRun(times, vals)
+	old := liveOf(c, c.times)
+	c.d, c.m = d, m
+	c.hasBefore, c.hasAft = m > 0 && d > 0, m > 0 && m+d < len(old)
+	if c.hasBefore {
+		c.before = old[d-1]
 	}
-	if q > p {
-		copy(c.left[p:q], c.left[p+d:q+d])
-		copy(c.right[p:q], c.right[p+d:q+d])
-		copy(c.leftN[p:q], c.leftN[p+d:q+d])
-		copy(c.rightN[p:q], c.rightN[p+d:q+d])
-	} else {
+	if c.hasAft {
+		c.after = old[m+d]
+	}
+	n := len(times)
+	off := c.off + d
+	if m == 0 {
+		off = 0
+	}
+	if off+n > len(c.times) {
+		// Compact: the run moves to the front, with room for as many
+		// samples again as half the rank holds.
+		size := max(len(c.times), n+n/2)
+		c.times, c.vals = moveRun(c.times, off, m, size), moveRun(c.vals, off, m, size)
+		c.left, c.right = moveRun(c.left, off, m, size), moveRun(c.right, off, m, size)
+		c.leftN, c.rightN = moveRun(c.leftN, off, m, size), moveRun(c.rightN, off, m, size)
+		off = 0
+	}
+	c.off, c.n = off, n
+	copy(c.times[off+m:off+n], times[m:])
+	copy(c.vals[off+m:off+n], vals[m:])
+}
+
+// moveRun returns s with its run [off, off+m) at the front, of length
+// size (a new slice when s is shorter).
+func moveRun[T any](s []T, off, m, size int) []T {
+	if len(s) < size {
+		t := make([]T, size)
+		copy(t, s[off:off+m])
+		return t
+	}
+	copy(s, s[off:off+m])
+	return s
+}
+
+// liveOf is the part of the cache's column s that holds its samples.
+func liveOf[T any](c *BaselineCache, s []T) []T { return s[c.off : c.off+c.n] }
+
+// commonRun finds the new samples' longest prefix [0, m) that the cache
+// holds as its samples [d, d+m).
+func (c *BaselineCache) commonRun(times, vals []int64) (d, m int) {
+	oldT, oldV := liveOf(c, c.times), liveOf(c, c.vals)
+	old, n := len(oldT), len(times)
+	if n == 0 || old == 0 {
+		return old, 0
+	}
+	d = sort.Search(old, func(k int) bool { return oldT[k] >= times[0] })
+	for d < old && oldT[d] == times[0] && oldV[d] != vals[0] {
+		d++
+	}
+	if d == old || oldT[d] != times[0] {
+		return old, 0
+	}
+	for m < n && m+d < old && times[m] == oldT[m+d] && vals[m] == oldV[m+d] {
+		m++
+	}
+	return d, m
+}
+
+// sides returns what sideMedians writes for the samples synced last,
+// reusing the last call's results where the samples within a span are
+// the same. The slices are the cache's own, valid until its next use.
+func (c *BaselineCache) sides(span int64, w *windowMedian, ss *sideScratch) (left, right []int64, leftN, rightN []int32) {
+	n := c.n
+	p, q := 0, 0
+	if c.span == span {
+		p, q = c.reusable(span)
+	}
+	if q <= p {
 		p, q = n, n
 	}
 	c.span = span
-	c.times = append(c.times[:0], times...)
-	c.vals = append(c.vals[:0], vals...)
-	c.left, c.right = resize(c.left, n), resize(c.right, n)
-	c.leftN, c.rightN = resize(c.leftN, n), resize(c.rightN, n)
+	c.p, c.q = p, q
 	c.recompute(0, p, span, w, ss)
 	c.recompute(q, n, span, w, ss)
-	return c.left, c.right, c.leftN, c.rightN
+	return liveOf(c, c.left), liveOf(c, c.right), liveOf(c, c.leftN), liveOf(c, c.rightN)
 }
 
-// reusable finds the run of new samples that are the old ones shifted by d
-// (samples dropped at the front) and, within it, the stretch [p, q) whose
-// spans on both sides hold the same samples as before: no sample outside
-// the run, old or new, is within a span of them.
-func (c *BaselineCache) reusable(times, vals []int64) (p, q, d int) {
-	old, n := len(c.times), len(times)
-	if n == 0 || old == 0 {
-		return 0, 0, 0
+// reusable is the stretch [p, q) of the run synced last whose spans on
+// both sides hold the same samples as before: no sample outside the run,
+// old or new, is within a span of them.
+func (c *BaselineCache) reusable(span int64) (p, q int) {
+	times, m := liveOf(c, c.times), c.m
+	if m == 0 {
+		return 0, 0
 	}
-	d = sort.Search(old, func(k int) bool { return c.times[k] >= times[0] })
-	for d < old && c.times[d] == times[0] && c.vals[d] != vals[0] {
-		d++
-	}
-	if d == old || c.times[d] != times[0] {
-		return 0, 0, 0
-	}
-	m := 0
-	for m < n && m+d < old && times[m] == c.times[m+d] && vals[m] == c.vals[m+d] {
-		m++
-	}
-	span := c.span
 	// Left side: [t_i - span, t_i) must not reach the old sample before
 	// the run (the new samples have none before it).
-	if d > 0 {
-		before := c.times[d-1]
-		for p < m && satSub(times[p], span) <= before {
+	if c.hasBefore {
+		for p < m && satSub(times[p], span) <= c.before {
 			p++
 		}
 	}
 	// Right side: [t_i, t_i + span] must not reach the first sample after
 	// the run, new or old.
 	end := m
-	if m < n {
+	if m < len(times) {
 		end = sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
 	}
-	if m+d < old {
-		end = min(end, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.times[m+d] }))
+	if c.hasAft {
+		end = min(end, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
 	}
-	return p, max(p, end), d
+	return p, max(p, end)
 }
 
 // recompute writes the side medians of samples [from, to) from the samples
@@ -111,25 +183,73 @@ func (c *BaselineCache) recompute(from, to int, span int64, w *windowMedian, ss 
 	if from >= to {
 		return
 	}
-	times := c.times
+	times, vals := liveOf(c, c.times), liveOf(c, c.vals)
 	start := satSub(times[from], span)
 	lo := sort.Search(from, func(k int) bool { return times[k] >= start })
 	stop := satAdd(times[to-1], span)
 	hi := to + sort.Search(len(times)-to, func(k int) bool { return times[to+k] > stop })
 	ss.grow(hi - lo)
-	sideMedians(times[lo:hi], c.vals[lo:hi], span, ss.left, ss.right, ss.leftN, ss.rightN, w)
-	copy(c.left[from:to], ss.left[from-lo:to-lo])
-	copy(c.right[from:to], ss.right[from-lo:to-lo])
-	copy(c.leftN[from:to], ss.leftN[from-lo:to-lo])
-	copy(c.rightN[from:to], ss.rightN[from-lo:to-lo])
+	sideMedians(times[lo:hi], vals[lo:hi], span, ss.left, ss.right, ss.leftN, ss.rightN, w)
+	copy(liveOf(c, c.left)[from:to], ss.left[from-lo:to-lo])
+	copy(liveOf(c, c.right)[from:to], ss.right[from-lo:to-lo])
+	copy(liveOf(c, c.leftN)[from:to], ss.leftN[from-lo:to-lo])
+	copy(liveOf(c, c.rightN)[from:to], ss.rightN[from-lo:to-lo])
 }
 
-// resize returns s with length n, keeping its first min(len(s), n) values.
-func resize[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
+// typicalInterval is typicalInterval of the samples synced last: when the
+// last ones were regular, only the spacings after the run kept are
+// checked.
+func (c *BaselineCache) typicalInterval(scratch []int64) int64 {
+	times := liveOf(c, c.times)
+	n := len(times)
+	if n < 2 {
+		c.interval, c.regular = 0, false
+		return 0
 	}
-	t := make([]T, n, n+n/8)
-	copy(t, s)
-	return t
+	if c.regular && c.m >= 2 {
+		regular := true
+		for i := c.m; i < n && regular; i++ {
+			regular = times[i]-times[i-1] == c.interval
+		}
+		if regular {
+			return c.interval
+		}
+	}
+	first := times[1] - times[0]
+	c.regular = true
+	for i := 2; i < n && c.regular; i++ {
+		c.regular = times[i]-times[i-1] == first
+	}
+	if c.regular {
+		c.interval = first
+	} else {
+		c.interval = medianNear(spacings(times, scratch), c.interval)
+	}
+	return c.interval
+}
+
+// levels is levelsOf for rd (whose samples are the cache's next), kept
+// from the last call where its inputs did not change.
+func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevels {
+	s := &rd.Samples
+	n := s.Len()
+	p := &cfg.Evidence
+	times, gaps := s.TimesNs, s.GapBytes
+	floor := float64(p.SpreadFloorBytes)
+	var lv rankLevels
+	c.sync(times, gaps)
+	lv.interval = max(c.typicalInterval(sc.ints(n)), 1)
+	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
+	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)
+	c.mad0 = medianNear(absResiduals(gaps, lv.right, sc.ints(n)), c.mad0)
+	lv.sigma0 = sigmaOf(c.mad0, floor)
+	lv.steps, lv.cuts = findSteps(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
+	if starts := sessionStarts(s); len(starts) > 0 {
+		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
+	}
+	lv.base = sc.median(n)
+	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
+	c.mad = medianNear(absResiduals(gaps, lv.base, sc.ints(n)), c.mad)
+	lv.sigma = sigmaOf(c.mad, floor)
+	return lv
 }

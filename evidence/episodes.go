@@ -95,40 +95,12 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	}
 	p := &cfg.Evidence
 	times, gaps := s.TimesNs, s.GapBytes
-	ra.interval = typicalInterval(times, sc.ints(n))
-	if ra.interval <= 0 {
-		ra.interval = 1
-	}
-	span := max(p.BaselineWindowNs, satMul(minBaselineSamples, ra.interval))
+	lv := levelsOf(rd, cfg, sc)
+	ra.interval, ra.sigma = lv.interval, lv.sigma
+	span, sigma0, steps, cuts := lv.span, lv.sigma0, lv.steps, lv.cuts
+	left, right, leftN, rightN, base := lv.left, lv.right, lv.leftN, lv.rightN, lv.base
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
-
-	// Level steps: the median of the span before each sample against the
-	// median of the span after it.
-	var left, right []int64
-	var leftN, rightN []int32
-	if rd.Baseline != nil {
-		left, right, leftN, rightN = rd.Baseline.sides(times, gaps, span, &sc.window, &sc.sides)
-	} else {
-		left, right, leftN, rightN = sc.sideColumns(n)
-		sideMedians(times, gaps, span, left, right, leftN, rightN, &sc.window)
-	}
-	// Steps are found down to the weak level (no size floor: NCCL's buffers
-	// at a communicator's first use may be a few pages); those below the
-	// strong threshold are reported only when members corroborate them.
-	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
-	weakStep := max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
-	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, weakStep, cfg.MinSamplesPerRank)
-	if starts := sessionStarts(s); len(starts) > 0 {
-		steps, cuts = splitSessions(times, steps, cuts, starts, span)
-	}
-
-	// The baseline is the level of the data around each sample, never
-	// across a step, so a step neither hides spikes after it nor counts as
-	// one.
-	base := sc.median(n)
-	levelBaseline(times, gaps, left, right, leftN, rightN, span, cuts, base, sc)
-	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
 	// The weak level has no size floor: a change the collective's members
@@ -218,6 +190,62 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
 	return ra
+}
+
+// rankLevels is what the per-rank pass learns of each sample before it
+// looks for episodes: the sides' medians, the steps, the baseline and the
+// spreads around them.
+type rankLevels struct {
+	interval, span int64
+	left, right    []int64
+	leftN, rightN  []int32
+	sigma0         float64 // spread around the medians after each sample
+	steps          []step
+	cuts           []int // step onsets and session starts: where the baseline is cut
+	base           []int64
+	sigma          float64 // spread around the baseline
+}
+
+// levelsOf computes a rank's levels, with its BaselineCache when it has
+// one (the same results, from what changed since its last use).
+func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
+	if rd.Baseline != nil {
+		return rd.Baseline.levels(rd, cfg, sc)
+	}
+	s := &rd.Samples
+	n := s.Len()
+	p := &cfg.Evidence
+	times, gaps := s.TimesNs, s.GapBytes
+	floor := float64(p.SpreadFloorBytes)
+	var lv rankLevels
+	lv.interval = max(typicalInterval(times, sc.ints(n)), 1)
+	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
+
+	// Level steps: the median of the span before each sample against the
+	// median of the span after it.
+	lv.left, lv.right, lv.leftN, lv.rightN = sc.sideColumns(n)
+	sideMedians(times, gaps, lv.span, lv.left, lv.right, lv.leftN, lv.rightN, &sc.window)
+	// Steps are found down to the weak level (no size floor: NCCL's buffers
+	// at a communicator's first use may be a few pages); those below the
+	// strong threshold are reported only when members corroborate them.
+	lv.sigma0 = robustSigma(gaps, lv.right, floor, sc.ints(n))
+	lv.steps, lv.cuts = findSteps(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
+	if starts := sessionStarts(s); len(starts) > 0 {
+		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
+	}
+
+	// The baseline is the level of the data around each sample, never
+	// across a step, so a step neither hides spikes after it nor counts as
+	// one.
+	lv.base = sc.median(n)
+	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
+	lv.sigma = robustSigma(gaps, lv.base, floor, sc.ints(n))
+	return lv
+}
+
+// weakStepOf is the least height of a step: minWeakSpreads spreads.
+func weakStepOf(sigma0 float64) int64 {
+	return max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
 }
 
 // cutNear reports whether a step or session start lies within span of

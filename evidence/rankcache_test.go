@@ -1,0 +1,212 @@
+package evidence
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// rankStream is a rank's samples as a streaming buffer holds them: a
+// level with page noise, spikes, steps up and down, now and then a new
+// session, sampled every ~100 ms (sometimes jittered).
+type rankStream struct {
+	r       *rand.Rand
+	times   []int64
+	vals    []int64
+	session []int32
+	level   int64
+	sess    int32
+	jitter  bool
+}
+
+const mibTest = 1 << 20
+
+func (s *rankStream) next() (int64, int64) {
+	ts := int64(0)
+	if len(s.times) > 0 {
+		step := int64(100_000_000)
+		if s.jitter {
+			step += s.r.Int64N(20_000_000) - 10_000_000
+		}
+		ts = s.times[len(s.times)-1] + step
+	}
+	switch x := s.r.IntN(1000); {
+	case x < 4:
+		s.level += int64(1+s.r.IntN(8)) * 64 * mibTest // a step up
+	case x < 7:
+		s.level -= int64(1+s.r.IntN(8)) * 64 * mibTest // a step down
+	case x < 8:
+		s.sess++
+	}
+	v := s.level + int64(s.r.IntN(13))*mibTest
+	if s.r.IntN(50) == 0 {
+		v += int64(1+s.r.IntN(16)) * 128 * mibTest // a spike
+	}
+	return ts, max(v, 0)
+}
+
+func (s *rankStream) push() {
+	ts, v := s.next()
+	s.times, s.vals, s.session = append(s.times, ts), append(s.vals, v), append(s.session, s.sess)
+}
+
+func (s *rankStream) drop(k int) {
+	k = min(k, len(s.times))
+	s.times, s.vals, s.session = slices.Clone(s.times[k:]), slices.Clone(s.vals[k:]), slices.Clone(s.session[k:])
+}
+
+// change applies one of the changes a window makes between evaluations
+// and names it.
+func (s *rankStream) change(kind int) string {
+	switch kind {
+	case 0:
+		k := 1 + s.r.IntN(12)
+		s.drop(k)
+		for range k {
+			s.push()
+		}
+		return "evict and append"
+	case 1:
+		for range 1 + s.r.IntN(30) {
+			s.push()
+		}
+		return "append"
+	case 2:
+		s.drop(s.r.IntN(40))
+		return "trim front"
+	case 3:
+		if len(s.times) == 0 {
+			s.push()
+			return "append"
+		}
+		i := s.r.IntN(len(s.times))
+		ts := s.times[i] - s.r.Int64N(150_000_000)
+		j, _ := slices.BinarySearch(s.times, ts+1)
+		s.times = slices.Insert(slices.Clone(s.times), j, ts)
+		s.vals = slices.Insert(slices.Clone(s.vals), j, s.level)
+		s.session = slices.Insert(slices.Clone(s.session), j, s.sess)
+		return "out of order insert"
+	case 4:
+		if len(s.vals) > 0 {
+			s.vals = slices.Clone(s.vals)
+			s.vals[s.r.IntN(len(s.vals))] += int64(s.r.IntN(3)-1) * 512 * mibTest
+		}
+		return "value rewritten"
+	case 5:
+		s.times, s.vals, s.session = nil, nil, nil
+		return "emptied"
+	default:
+		for range 200 {
+			s.push()
+		}
+		return "burst"
+	}
+}
+
+func (s *rankStream) rankData() RankData {
+	rd := RankData{Samples: Samples{TimesNs: s.times, GapBytes: s.vals}}
+	if slices.ContainsFunc(s.session, func(v int32) bool { return v != s.session[0] }) {
+		rd.Samples.Session = s.session
+		rd.Samples.SessionIDs = make([]string, s.sess+1)
+		for i := range rd.Samples.SessionIDs {
+			rd.Samples.SessionIDs[i] = fmt.Sprint(i)
+		}
+	}
+	return rd
+}
+
+// TestRankCacheEqualsFullAnalysis drives ranks through many evaluations
+// with the changes a streaming window makes and checks after every one
+// that every intermediate of the cached analysis (interval, span, side
+// medians, spreads, steps, cuts, baseline) and the episodes equal those
+// computed from scratch.
+func TestRankCacheEqualsFullAnalysis(t *testing.T) {
+	var withSteps, withSessions, withEpisodes int
+	for seed := range uint64(12) {
+		r := rand.New(rand.NewPCG(seed, 31))
+		s := &rankStream{r: r, level: 4 << 30, jitter: seed%3 == 1}
+		cfg := mediumConfig(t)
+		var c BaselineCache
+		var scC, scF scratch
+		for range 300 + r.IntN(2000) {
+			s.push()
+		}
+		for round := range 300 {
+			what := s.change(0)
+			if r.IntN(5) == 0 {
+				what = s.change(r.IntN(7))
+			}
+			if r.IntN(40) == 0 {
+				cfg.Evidence.BaselineWindowNs = []int64{4e9, 8e9, 12e9}[r.IntN(3)]
+				what += " + span changed"
+			}
+			rd := s.rankData()
+			if int64(rd.Samples.Len()) < cfg.MinSamplesPerRank || rd.Samples.Len() == 0 {
+				continue
+			}
+			fresh := levelsOf(&rd, &cfg, &scF)
+			wantA := analyzeRank(3, &rd, &cfg, &scF)
+			rd.Baseline = &c
+			got := levelsOf(&rd, &cfg, &scC)
+			// levels are the cache's: cloned before the second use below.
+			got = cloneLevels(got)
+			fresh = cloneLevels(fresh)
+			if msg := diffLevels(got, fresh); msg != "" {
+				t.Fatalf("seed %d round %d after %s (n=%d): %s", seed, round, what, rd.Samples.Len(), msg)
+			}
+			if len(fresh.steps) > 0 {
+				withSteps++
+			}
+			if rd.Samples.Session != nil {
+				withSessions++
+			}
+			gotA := analyzeRank(3, &rd, &cfg, &scC)
+			if len(gotA.episodes) > 0 {
+				withEpisodes++
+			}
+			if !reflect.DeepEqual(gotA, wantA) {
+				t.Fatalf("seed %d round %d after %s: cached analysis differs\n got %+v\nwant %+v", seed, round, what, gotA, wantA)
+			}
+		}
+	}
+	// The streams must exercise what the cache keeps.
+	if withSteps < 100 || withSessions < 100 || withEpisodes < 1000 {
+		t.Fatalf("rounds with steps %d, sessions %d, episodes %d: the streams are too plain", withSteps, withSessions, withEpisodes)
+	}
+	t.Logf("rounds with steps %d, sessions %d, episodes %d", withSteps, withSessions, withEpisodes)
+}
+
+func cloneLevels(lv rankLevels) rankLevels {
+	lv.left, lv.right = slices.Clone(lv.left), slices.Clone(lv.right)
+	lv.leftN, lv.rightN = slices.Clone(lv.leftN), slices.Clone(lv.rightN)
+	lv.steps, lv.cuts, lv.base = slices.Clone(lv.steps), slices.Clone(lv.cuts), slices.Clone(lv.base)
+	return lv
+}
+
+func diffLevels(got, want rankLevels) string {
+	switch {
+	case got.interval != want.interval || got.span != want.span:
+		return fmt.Sprintf("interval/span %d/%d, want %d/%d", got.interval, got.span, want.interval, want.span)
+	case !slices.Equal(got.left, want.left) || !slices.Equal(got.leftN, want.leftN):
+		return "left medians differ"
+	case !slices.Equal(got.right, want.right) || !slices.Equal(got.rightN, want.rightN):
+		return "right medians differ"
+	case got.sigma0 != want.sigma0:
+		return fmt.Sprintf("sigma0 %v, want %v", got.sigma0, want.sigma0)
+	case !reflect.DeepEqual(got.steps, want.steps) && (len(got.steps) > 0 || len(want.steps) > 0):
+		return fmt.Sprintf("steps %+v, want %+v", got.steps, want.steps)
+	case !slices.Equal(got.cuts, want.cuts):
+		return fmt.Sprintf("cuts %v, want %v", got.cuts, want.cuts)
+	case !slices.Equal(got.base, want.base):
+		i := 0
+		for i < len(got.base) && i < len(want.base) && got.base[i] == want.base[i] {
+			i++
+		}
+		return fmt.Sprintf("baseline differs from sample %d of %d", i, len(want.base))
+	case got.sigma != want.sigma:
+		return fmt.Sprintf("sigma %v, want %v", got.sigma, want.sigma)
+	}
+	return ""
+}
