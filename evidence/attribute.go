@@ -15,6 +15,7 @@ type scratch struct {
 	med    []int64
 	sides  sideScratch
 	window windowMedian
+	spans  [][2]int // BaselineCache.baseline's stretches to recompute
 }
 
 // sideColumns are the side medians' columns of a rank without a

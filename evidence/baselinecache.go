@@ -1,6 +1,9 @@
 package evidence
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // BaselineCache keeps one rank's per-sample analysis (its side medians,
 // baseline, steps and spreads) from one evaluation to the next. A
@@ -24,6 +27,7 @@ type BaselineCache struct {
 	times, vals   []int64
 	left, right   []int64
 	leftN, rightN []int32
+	base          []int64
 
 	// What sync learned of the last change: of the new samples, [0, m)
 	// are old [d, d+m) (in the columns they did not move); before and
@@ -46,6 +50,17 @@ type BaselineCache struct {
 	// right side's medians and around the baseline: where the data
 	// changed little, the new medians are found near them.
 	mad0, mad int64
+
+	// The last step scan: its parameters, its runs and their steps, with
+	// indices into the columns (not shifted by off).
+	stepsKept                      bool
+	stepSpan, stepThr, stepMinimum int64
+	runs                           []stepRun
+	steps                          []step
+	// The last baseline's cuts (indices into the columns); baseKept:
+	// the baseline column holds the baseline they cut.
+	baseKept bool
+	cuts     []int
 }
 
 // sideScratch is the memory the cache recomputes a stretch of samples in.
@@ -82,12 +97,14 @@ func (c *BaselineCache) sync(times, vals []int64) {
 		off = 0
 	}
 	if off+n > len(c.times) {
-		// Compact: the run moves to the front, with room for as many
-		// samples again as half the rank holds.
-		size := max(len(c.times), n+n/2)
+		// Compact: the run moves to the front, with room for an eighth
+		// more samples.
+		size := max(len(c.times), n+n/8)
 		c.times, c.vals = moveRun(c.times, off, m, size), moveRun(c.vals, off, m, size)
 		c.left, c.right = moveRun(c.left, off, m, size), moveRun(c.right, off, m, size)
 		c.leftN, c.rightN = moveRun(c.leftN, off, m, size), moveRun(c.rightN, off, m, size)
+		c.base = moveRun(c.base, off, m, size)
+		c.shift(-off)
 		off = 0
 	}
 	c.off, c.n = off, n
@@ -243,13 +260,171 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)
 	c.mad0 = medianNear(absResiduals(gaps, lv.right, sc.ints(n)), c.mad0)
 	lv.sigma0 = sigmaOf(c.mad0, floor)
-	lv.steps, lv.cuts = findSteps(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
+	lv.steps, lv.cuts = c.findSteps(&lv, times, gaps, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
 	if starts := sessionStarts(s); len(starts) > 0 {
 		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
 	}
-	lv.base = sc.median(n)
-	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
+	lv.base = c.baseline(&lv, times, gaps, sc)
 	c.mad = medianNear(absResiduals(gaps, lv.base, sc.ints(n)), c.mad)
 	lv.sigma = sigmaOf(c.mad, floor)
 	return lv
+}
+
+// shift moves the kept steps' and cuts' column indices by k (the columns
+// were compacted).
+func (c *BaselineCache) shift(k int) {
+	for i := range c.runs {
+		c.runs[i].lo += k
+		c.runs[i].hi += k
+	}
+	for i := range c.steps {
+		c.steps[i] = shiftStep(c.steps[i], k)
+	}
+	for i := range c.cuts {
+		c.cuts[i] += k
+	}
+}
+
+// shiftStep moves a step's sample indices by k (those that are set).
+func shiftStep(st step, k int) step {
+	st.onset += k
+	if st.stairLast > 0 {
+		st.stairLast += k
+	}
+	if st.hiddenFrom > 0 {
+		st.hiddenFrom += k
+	}
+	return st
+}
+
+// findSteps is findSteps of the levels' sides, with the runs of the last
+// scan kept where everything a run's judgement reads is unchanged: the
+// samples within two spans of it and its sides (stepZone). The scan
+// judges the runs before and after those again; a change of span,
+// threshold or minSamples judges them all.
+func (c *BaselineCache) findSteps(lv *rankLevels, times, gaps []int64, threshold, minSamples int64) ([]step, []int) {
+	f := stepScan{times: times, gaps: gaps, left: lv.left, right: lv.right, leftN: lv.leftN, rightN: lv.rightN,
+		span: lv.span, threshold: threshold, minSamples: minSamples, track: true}
+	n := len(times)
+	a, b := 0, 0 // the old runs that begin in [a, b) are kept
+	if c.stepsKept && c.stepSpan == lv.span && c.stepThr == threshold && c.stepMinimum == minSamples {
+		a, b = c.stepZone(times, lv.span)
+	}
+	i := 0
+	if b > a {
+		i = f.scan(0, a)
+	}
+	if b > a && i == a {
+		for _, r := range c.runs {
+			lo, hi := r.lo-c.off, r.hi-c.off
+			if lo < a || lo >= b {
+				continue
+			}
+			s0 := len(f.ups)
+			for _, st := range c.steps[r.s0:r.s1] {
+				f.ups = append(f.ups, shiftStep(st, -c.off))
+			}
+			f.runs = append(f.runs, stepRun{lo: lo, hi: hi, s0: s0, s1: len(f.ups)})
+		}
+		i = b
+	}
+	f.scan(i, n)
+	c.stepsKept, c.stepSpan, c.stepThr, c.stepMinimum = true, lv.span, threshold, minSamples
+	c.runs, c.steps = c.runs[:0], c.steps[:0]
+	for _, r := range f.runs {
+		c.runs = append(c.runs, stepRun{lo: r.lo + c.off, hi: r.hi + c.off, s0: r.s0, s1: r.s1})
+	}
+	for _, st := range f.ups {
+		c.steps = append(c.steps, shiftStep(st, c.off))
+	}
+	return f.result()
+}
+
+// stepZone is where the runs of the last step scan are kept: [a, b) such
+// that every sample a run in it reads (within two spans after and one
+// span before its samples, 2·jumpSamples+1 samples either side) lies
+// among the samples whose side medians sides kept, and neither a nor b
+// falls inside a run (so the scan before a ends there, and the scan from b
+// begins a run where the last one did).
+func (c *BaselineCache) stepZone(times []int64, span int64) (a, b int) {
+	p, q := c.p, c.q
+	if q-p <= 2*(2*jumpSamples+2) {
+		return 0, 0
+	}
+	margin := 2*jumpSamples + 2
+	a = max(p+margin, sort.Search(len(times), func(j int) bool { return times[j] > satAdd(times[p], span) }))
+	b = min(q-margin, sort.Search(len(times), func(j int) bool { return satAdd(times[j], satMul(2, span)) >= times[q-1] }))
+	for _, r := range c.runs {
+		lo, hi := r.lo-c.off, r.hi-c.off
+		if lo < a && a <= hi {
+			a = hi + 1
+		}
+		if lo < b && b <= hi {
+			b = lo
+		}
+	}
+	return a, b
+}
+
+// baseline is levelBaseline of the levels, kept where a sample's sides
+// were kept and no cut within a span of it changed: only such cuts move
+// where its baseline may reach.
+func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratch) []int64 {
+	n, off := len(times), c.off
+	base := liveOf(c, c.base)
+	p, q := c.p, c.q
+	if !c.baseKept || q <= p {
+		p, q = n, n
+	}
+	dirty := append(sc.spans[:0], [2]int{0, p}, [2]int{q, n})
+	if q > p {
+		// The cuts of the run kept, old and new, that are not both.
+		old := c.cuts
+		k := 0
+		for k < len(old) && old[k]-off < 0 {
+			k++
+		}
+		j := 0
+		m := c.m
+		for {
+			var cut int
+			switch {
+			case k < len(old) && old[k]-off < m && (j >= len(lv.cuts) || lv.cuts[j] >= m || old[k]-off < lv.cuts[j]):
+				cut = old[k] - off
+				k++
+			case j < len(lv.cuts) && lv.cuts[j] < m && (k >= len(old) || old[k]-off >= m || lv.cuts[j] < old[k]-off):
+				cut = lv.cuts[j]
+				j++
+			case k < len(old) && j < len(lv.cuts) && old[k]-off < m && lv.cuts[j] < m:
+				k++ // the same cut in both
+				j++
+				continue
+			default:
+				cut = -1
+			}
+			if cut < 0 {
+				break
+			}
+			from := sort.Search(n, func(i int) bool { return times[i] >= satSub(times[max(cut-1, 0)], lv.span) })
+			to := sort.Search(n, func(i int) bool { return times[i] > satAdd(times[cut], lv.span) })
+			dirty = append(dirty, [2]int{max(from, p), min(to, q)})
+		}
+	}
+	slices.SortFunc(dirty, func(x, y [2]int) int { return x[0] - y[0] })
+	done := 0
+	for _, d := range dirty {
+		from := max(d[0], done)
+		if from >= d[1] {
+			continue
+		}
+		levelBaselineOf(from, d[1], times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, base, sc)
+		done = d[1]
+	}
+	sc.spans = dirty
+	c.baseKept = true
+	c.cuts = c.cuts[:0]
+	for _, cut := range lv.cuts {
+		c.cuts = append(c.cuts, cut+off)
+	}
+	return base
 }

@@ -19,6 +19,11 @@ type rankStream struct {
 	level   int64
 	sess    int32
 	jitter  bool
+	busy    int // steps come busy times as often
+	// stairIn counts the samples to the level change by stairBy that
+	// follows a step (a staircase or a plateau), when > 0.
+	stairIn int
+	stairBy int64
 }
 
 const mibTest = 1 << 20
@@ -32,17 +37,30 @@ func (s *rankStream) next() (int64, int64) {
 		}
 		ts = s.times[len(s.times)-1] + step
 	}
+	spike := s.r.IntN(50) == 0
+	if s.stairIn > 0 {
+		// The second stair of a staircase, or a plateau's fall.
+		if s.stairIn--; s.stairIn == 0 {
+			s.level += s.stairBy
+		}
+	}
 	switch x := s.r.IntN(1000); {
-	case x < 4:
-		s.level += int64(1+s.r.IntN(8)) * 64 * mibTest // a step up
-	case x < 7:
+	case x < 4*s.busy:
+		by := int64(1+s.r.IntN(8)) * 64 * mibTest // a step up
+		s.level += by
+		spike = spike || s.r.IntN(4) == 0 // a spike ending onto the step
+		if s.r.IntN(2) == 0 && s.stairIn == 0 {
+			s.stairIn = 3 + s.r.IntN(60)
+			s.stairBy = []int64{by, -by, by / 2}[s.r.IntN(3)]
+		}
+	case x < 7*s.busy:
 		s.level -= int64(1+s.r.IntN(8)) * 64 * mibTest // a step down
-	case x < 8:
+	case x < 7*s.busy+1:
 		s.sess++
 	}
 	v := s.level + int64(s.r.IntN(13))*mibTest
-	if s.r.IntN(50) == 0 {
-		v += int64(1+s.r.IntN(16)) * 128 * mibTest // a spike
+	if spike {
+		v += int64(1+s.r.IntN(16)) * 128 * mibTest
 	}
 	return ts, max(v, 0)
 }
@@ -126,7 +144,7 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 	var withSteps, withSessions, withEpisodes int
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 31))
-		s := &rankStream{r: r, level: 4 << 30, jitter: seed%3 == 1}
+		s := &rankStream{r: r, level: 4 << 30, jitter: seed%3 == 1, busy: 1 + int(seed%4)*2}
 		cfg := mediumConfig(t)
 		var c BaselineCache
 		var scC, scF scratch
