@@ -3,6 +3,7 @@ package evidence
 import (
 	"math"
 	"slices"
+	"sort"
 )
 
 // madToSigma turns a median absolute deviation into a standard deviation
@@ -208,6 +209,53 @@ func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, ri
 		}
 		rightN[next] = int32(n - next)
 		right[next] = w.medianWith(vals[next:lo])
+	}
+}
+
+// leftMedians writes left and leftN of samples [from, to) as sideMedians
+// does: the median of vals over [lo, i), lo the first sample at or after
+// t_i - span.
+func leftMedians(times, vals []int64, from, to int, span int64, left []int64, leftN []int32, w *windowMedian) {
+	if from >= to {
+		return
+	}
+	w.reset()
+	lo := sort.Search(from, func(k int) bool { return times[k] >= satSub(times[from], span) })
+	for k := lo; k < from; k++ {
+		w.add(vals[k])
+	}
+	for i := from; i < to; i++ {
+		start := satSub(times[i], span)
+		for lo < i && times[lo] < start {
+			w.remove(vals[lo])
+			lo++
+		}
+		leftN[i] = int32(i - lo)
+		left[i] = 0
+		if i > lo {
+			left[i] = w.median()
+		}
+		w.add(vals[i])
+	}
+}
+
+// rightMedians writes right and rightN of samples [from, to) as
+// sideMedians does: the median of vals over [i, hi), hi the first sample
+// after t_i + span.
+func rightMedians(times, vals []int64, from, to int, span int64, right []int64, rightN []int32, w *windowMedian) {
+	w.reset()
+	hi := from
+	for i := from; i < to; i++ {
+		if i > from {
+			w.remove(vals[i-1])
+		}
+		stop := satAdd(times[i], span)
+		for hi < len(times) && times[hi] <= stop {
+			w.add(vals[hi])
+			hi++
+		}
+		rightN[i] = int32(hi - i)
+		right[i] = w.median()
 	}
 }
 

@@ -150,48 +150,51 @@ func (c *BaselineCache) commonRun(times, vals []int64) (d, m int) {
 
 // sides returns what sideMedians writes for the samples synced last,
 // reusing the last call's results where the samples within a span are
-// the same. The slices are the cache's own, valid until its next use.
+// the same: dropping samples at the front changes only the left medians
+// of the samples within a span of it, adding samples at the end only the
+// right medians of those within a span of it (and both of the new ones).
+// The slices are the cache's own, valid until its next use.
 func (c *BaselineCache) sides(span int64, w *windowMedian, ss *sideScratch) (left, right []int64, leftN, rightN []int32) {
 	n := c.n
-	p, q := 0, 0
+	p, e := 0, 0
 	if c.span == span {
-		p, q = c.reusable(span)
+		p, e = c.reusable(span)
 	}
-	if q <= p {
-		p, q = n, n
+	times, vals := liveOf(c, c.times), liveOf(c, c.vals)
+	left, right = liveOf(c, c.left), liveOf(c, c.right)
+	leftN, rightN = liveOf(c, c.leftN), liveOf(c, c.rightN)
+	if c.span != span || c.m == 0 {
+		c.recompute(0, n, span, w, ss)
+		p, e = n, n
+	} else {
+		leftMedians(times, vals, 0, p, span, left, leftN, w)
+		leftMedians(times, vals, c.m, n, span, left, leftN, w)
+		rightMedians(times, vals, e, n, span, right, rightN, w)
 	}
 	c.span = span
-	c.p, c.q = p, q
-	c.recompute(0, p, span, w, ss)
-	c.recompute(q, n, span, w, ss)
-	return liveOf(c, c.left), liveOf(c, c.right), liveOf(c, c.leftN), liveOf(c, c.rightN)
+	c.p, c.q = p, max(p, e)
+	return left, right, leftN, rightN
 }
 
-// reusable is the stretch [p, q) of the run synced last whose spans on
-// both sides hold the same samples as before: no sample outside the run,
-// old or new, is within a span of them.
-func (c *BaselineCache) reusable(span int64) (p, q int) {
+// reusable bounds the run synced last where the side medians stay: from
+// p on, the left spans [t_i - span, t_i) do not reach the old sample
+// before the run; before e, the right spans [t_i, t_i + span] do not
+// reach the first sample after it, new or old.
+func (c *BaselineCache) reusable(span int64) (p, e int) {
 	times, m := liveOf(c, c.times), c.m
-	if m == 0 {
-		return 0, 0
-	}
-	// Left side: [t_i - span, t_i) must not reach the old sample before
-	// the run (the new samples have none before it).
 	if c.hasBefore {
 		for p < m && satSub(times[p], span) <= c.before {
 			p++
 		}
 	}
-	// Right side: [t_i, t_i + span] must not reach the first sample after
-	// the run, new or old.
-	end := m
+	e = m
 	if m < len(times) {
-		end = sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
+		e = sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
 	}
 	if c.hasAft {
-		end = min(end, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
+		e = min(e, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
 	}
-	return p, max(p, end)
+	return p, e
 }
 
 // recompute writes the side medians of samples [from, to) from the samples

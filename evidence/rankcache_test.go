@@ -228,3 +228,54 @@ func diffLevels(got, want rankLevels) string {
 	}
 	return ""
 }
+
+// BenchmarkAnalyzeRankStreaming is one rank's analysis as a streaming
+// window makes it, by samples buffered and new samples per evaluation
+// (10 Hz, page-quantized noise, a spike every 100 samples; as many
+// samples evicted as added), with the rank's BaselineCache and without
+// (everything from scratch).
+func BenchmarkAnalyzeRankStreaming(b *testing.B) {
+	for _, n := range []int{1500, 3000, 12000} {
+		for _, perRound := range []int{10, 100} {
+			for _, cached := range []bool{false, true} {
+				b.Run(fmt.Sprintf("samples=%d/new=%d/cached=%v", n, perRound, cached), func(b *testing.B) {
+					benchAnalyzeRankStreaming(b, n, perRound, cached)
+				})
+			}
+		}
+	}
+}
+
+func benchAnalyzeRankStreaming(b *testing.B, n, perRound int, cached bool) {
+	const step = 100_000_000
+	gap := func(i int64) int64 {
+		if i%100 == 50 {
+			return 2 << 30
+		}
+		return 100*mibTest + (i*7919%13)*mibTest
+	}
+	var times, vals []int64
+	more := func(k int) {
+		for range k {
+			i := int64(len(times))
+			times, vals = append(times, i*step), append(vals, gap(i))
+		}
+	}
+	more(n)
+	cfg := mediumConfig(b)
+	var c BaselineCache
+	var sc scratch
+	rd := RankData{Samples: Samples{TimesNs: times[:n], GapBytes: vals[:n]}}
+	if cached {
+		rd.Baseline = &c
+	}
+	analyzeRank(0, &rd, &cfg, &sc)
+	from := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		from += perRound
+		more(perRound)
+		rd.Samples = Samples{TimesNs: times[from : from+n], GapBytes: vals[from : from+n]}
+		analyzeRank(0, &rd, &cfg, &sc)
+	}
+}
