@@ -322,6 +322,27 @@ func medianNear(a []int64, guess int64) int64 {
 	return selectKth(a[:w], k-below-at)
 }
 
+// madNear is the median of |vals[i] - base[i]| (vals not empty), found
+// without writing the residuals when guess is it.
+func madNear(vals, base []int64, guess int64, scratch []int64) int64 {
+	base = base[:len(vals)]
+	below, at := 0, 0
+	for i, v := range vals {
+		d := v - base[i]
+		d = max(d, -d)
+		if d < guess {
+			below++
+		}
+		if d == guess {
+			at++
+		}
+	}
+	if k := (len(vals) - 1) / 2; k >= below && k < below+at {
+		return guess
+	}
+	return medianNear(absResiduals(vals, base, scratch), guess)
+}
+
 // selectKth is the k-th smallest value of a (reordered in place), 0 <= k < len(a).
 func selectKth(a []int64, k int) int64 {
 	lo, hi := 0, len(a)-1

@@ -261,14 +261,14 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	lv.interval = max(c.typicalInterval(sc.ints(n)), 1)
 	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
 	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)
-	c.mad0 = medianNear(absResiduals(gaps, lv.right, sc.ints(n)), c.mad0)
+	c.mad0 = madNear(gaps, lv.right, c.mad0, sc.ints(n))
 	lv.sigma0 = sigmaOf(c.mad0, floor)
 	lv.steps, lv.cuts = c.findSteps(&lv, times, gaps, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
 	if starts := sessionStarts(s); len(starts) > 0 {
 		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
 	}
 	lv.base = c.baseline(&lv, times, gaps, sc)
-	c.mad = medianNear(absResiduals(gaps, lv.base, sc.ints(n)), c.mad)
+	c.mad = madNear(gaps, lv.base, c.mad, sc.ints(n))
 	lv.sigma = sigmaOf(c.mad, floor)
 	return lv
 }

@@ -143,9 +143,8 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ra.episodes = append(ra.episodes, ep)
 	}
 	for i := 0; i < n; {
-		if gaps[i]-base[i] < ra.weakLevel {
-			i++
-			continue
+		if i = nextAbove(gaps, base, i, ra.weakLevel); i == n {
+			break
 		}
 		j := i
 		peak := i
@@ -246,6 +245,18 @@ func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
 // weakStepOf is the least height of a step: minWeakSpreads spreads.
 func weakStepOf(sigma0 float64) int64 {
 	return max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
+}
+
+// nextAbove is the first sample from i on whose excess over base reaches
+// level, or len(gaps).
+func nextAbove(gaps, base []int64, i int, level int64) int {
+	base = base[:len(gaps)]
+	for ; i < len(gaps); i++ {
+		if gaps[i]-base[i] >= level {
+			return i
+		}
+	}
+	return i
 }
 
 // cutNear reports whether a step or session start lies within span of
