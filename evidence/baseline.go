@@ -225,17 +225,27 @@ func leftMedians(times, vals []int64, from, to int, span int64, left []int64, le
 		w.add(vals[k])
 	}
 	for i := from; i < to; i++ {
+		// vals[i-1] enters the window, paired with one that leaves
+		// (replace), as in sideMedians.
+		entering := i > from
 		start := satSub(times[i], span)
 		for lo < i && times[lo] < start {
-			w.remove(vals[lo])
+			if entering {
+				w.replace(vals[lo], vals[i-1])
+				entering = false
+			} else {
+				w.remove(vals[lo])
+			}
 			lo++
+		}
+		if entering {
+			w.add(vals[i-1])
 		}
 		leftN[i] = int32(i - lo)
 		left[i] = 0
 		if i > lo {
 			left[i] = w.median()
 		}
-		w.add(vals[i])
 	}
 }
 
@@ -246,13 +256,20 @@ func rightMedians(times, vals []int64, from, to int, span int64, right []int64, 
 	w.reset()
 	hi := from
 	for i := from; i < to; i++ {
-		if i > from {
-			w.remove(vals[i-1])
-		}
+		// vals[i-1] leaves the window, paired with one that enters.
+		leaving := i > from
 		stop := satAdd(times[i], span)
 		for hi < len(times) && times[hi] <= stop {
-			w.add(vals[hi])
+			if leaving {
+				w.replace(vals[i-1], vals[hi])
+				leaving = false
+			} else {
+				w.add(vals[hi])
+			}
 			hi++
+		}
+		if leaving {
+			w.remove(vals[i-1])
 		}
 		rightN[i] = int32(hi - i)
 		right[i] = w.median()
@@ -328,14 +345,14 @@ func madNear(vals, base []int64, guess int64, scratch []int64) int64 {
 	base = base[:len(vals)]
 	below, at := 0, 0
 	for i, v := range vals {
+		// Without branches: the residuals lie on both sides of guess
+		// about equally often, so a branch would be mispredicted half the
+		// time. d - guess cannot overflow (both are >= 0).
 		d := v - base[i]
 		d = max(d, -d)
-		if d < guess {
-			below++
-		}
-		if d == guess {
-			at++
-		}
+		below += int(uint64(d-guess) >> 63)
+		x := d ^ guess
+		at += int(1 - uint64(x|-x)>>63)
 	}
 	if k := (len(vals) - 1) / 2; k >= below && k < below+at {
 		return guess
