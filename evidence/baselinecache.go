@@ -46,10 +46,11 @@ type BaselineCache struct {
 	// spacing of the samples was that interval.
 	interval int64
 	regular  bool
-	// mad0 and mad are the last median absolute residuals around the
-	// right side's medians and around the baseline: where the data
-	// changed little, the new medians are found near them.
-	mad0, mad int64
+	// res0 and res count the absolute residuals of the samples around
+	// their right side's median and around their baseline against the
+	// last median of each, kept up to date as samples and their medians
+	// change: where the data changed little, the median is still that.
+	res0, res residualCount
 
 	// The last step scan: its parameters, its runs and their steps, with
 	// indices into the columns (not shifted by off).
@@ -90,6 +91,15 @@ func (c *BaselineCache) sync(times, vals []int64) {
 	}
 	if c.hasAft {
 		c.after = old[m+d]
+	}
+	// The samples that leave no longer count; with none kept, the counts
+	// start again.
+	c.res0.ok, c.res.ok = c.res0.ok && m > 0, c.res.ok && m > 0
+	for _, leaving := range [][2]int{{c.off, c.off + d}, {c.off + d + m, c.off + len(old)}} {
+		for i := leaving[0]; i < leaving[1]; i++ {
+			c.res0.count(c.vals[i], c.right[i], -1)
+			c.res.count(c.vals[i], c.base[i], -1)
+		}
 	}
 	n := len(times)
 	off := c.off + d
@@ -166,10 +176,17 @@ func (c *BaselineCache) sides(span int64, w *windowMedian, ss *sideScratch) (lef
 	if c.span != span || c.m == 0 {
 		c.recompute(0, n, span, w, ss)
 		p, e = n, n
+		c.res0.ok = false
 	} else {
 		leftMedians(times, vals, 0, p, span, left, leftN, w)
 		leftMedians(times, vals, c.m, n, span, left, leftN, w)
+		for i := e; i < c.m; i++ {
+			c.res0.count(vals[i], right[i], -1)
+		}
 		rightMedians(times, vals, e, n, span, right, rightN, w)
+		for i := e; i < n; i++ {
+			c.res0.count(vals[i], right[i], 1)
+		}
 	}
 	c.span = span
 	c.p, c.q = p, max(p, e)
@@ -261,15 +278,13 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	lv.interval = max(c.typicalInterval(sc.ints(n)), 1)
 	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
 	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)
-	c.mad0 = madNear(gaps, lv.right, c.mad0, sc.ints(n))
-	lv.sigma0 = sigmaOf(c.mad0, floor)
+	lv.sigma0 = sigmaOf(c.res0.median(gaps, lv.right, sc.ints(n)), floor)
 	lv.steps, lv.cuts = c.findSteps(&lv, times, gaps, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
 	if starts := sessionStarts(s); len(starts) > 0 {
 		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
 	}
 	lv.base = c.baseline(&lv, times, gaps, sc)
-	c.mad = madNear(gaps, lv.base, c.mad, sc.ints(n))
-	lv.sigma = sigmaOf(c.mad, floor)
+	lv.sigma = sigmaOf(c.res.median(gaps, lv.base, sc.ints(n)), floor)
 	return lv
 }
 
@@ -378,6 +393,7 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 	p, q := c.p, c.q
 	if !c.baseKept || q <= p {
 		p, q = n, n
+		c.res.ok = false
 	}
 	dirty := append(sc.spans[:0], [2]int{0, p}, [2]int{q, n})
 	if q > p {
@@ -420,7 +436,13 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 		if from >= d[1] {
 			continue
 		}
+		for i := from; i < min(d[1], c.m); i++ {
+			c.res.count(gaps[i], base[i], -1)
+		}
 		levelBaselineOf(from, d[1], times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, base, sc)
+		for i := from; i < d[1]; i++ {
+			c.res.count(gaps[i], base[i], 1)
+		}
 		done = d[1]
 	}
 	sc.spans = dirty
@@ -430,4 +452,42 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 		c.cuts = append(c.cuts, cut+off)
 	}
 	return base
+}
+
+// residualCount counts the absolute residuals |v - ref| of a rank's
+// samples below and at guess, the last median of them; ok says the counts
+// are those of the cache's samples.
+type residualCount struct {
+	ok        bool
+	guess     int64
+	below, at int
+}
+
+// count adds (sign 1) or removes (sign -1) one sample's residual.
+func (r *residualCount) count(v, ref int64, sign int) {
+	if !r.ok {
+		return
+	}
+	d := v - ref
+	d = max(d, -d)
+	if d < r.guess {
+		r.below += sign
+	} else if d == r.guess {
+		r.at += sign
+	}
+}
+
+// median is the lower median of |vals[i] - ref[i]| (vals not empty): the
+// guess while the counts say so, else found anew and counted against.
+func (r *residualCount) median(vals, ref []int64, scratch []int64) int64 {
+	if k := (len(vals) - 1) / 2; r.ok && k >= r.below && k < r.below+r.at {
+		return r.guess
+	}
+	r.guess = madNear(vals, ref, r.guess, scratch)
+	r.below, r.at = 0, 0
+	r.ok = true
+	for i, v := range vals {
+		r.count(v, ref[i], 1)
+	}
+	return r.guess
 }
