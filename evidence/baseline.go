@@ -18,6 +18,13 @@ type windowMedian struct {
 
 func (w *windowMedian) reset() { w.sorted = w.sorted[:0] }
 
+// fill makes vals the window's values: sorting them at once costs less
+// than inserting them one by one.
+func (w *windowMedian) fill(vals []int64) {
+	w.sorted = append(w.sorted[:0], vals...)
+	slices.Sort(w.sorted)
+}
+
 // lowerBound is the index of the first value >= v. The loop halves a
 // range of fixed length whatever the comparison says, which the compiler
 // turns into a conditional move: the windows' values are noise, so a
@@ -219,11 +226,8 @@ func leftMedians(times, vals []int64, from, to int, span int64, left []int64, le
 	if from >= to {
 		return
 	}
-	w.reset()
 	lo := sort.Search(from, func(k int) bool { return times[k] >= satSub(times[from], span) })
-	for k := lo; k < from; k++ {
-		w.add(vals[k])
-	}
+	w.fill(vals[lo:from])
 	for i := from; i < to; i++ {
 		// vals[i-1] enters the window, paired with one that leaves
 		// (replace), as in sideMedians.
@@ -253,8 +257,15 @@ func leftMedians(times, vals []int64, from, to int, span int64, left []int64, le
 // sideMedians does: the median of vals over [i, hi), hi the first sample
 // after t_i + span.
 func rightMedians(times, vals []int64, from, to int, span int64, right []int64, rightN []int32, w *windowMedian) {
-	w.reset()
+	if from >= to {
+		return
+	}
 	hi := from
+	stop := satAdd(times[from], span)
+	for hi < len(times) && times[hi] <= stop {
+		hi++
+	}
+	w.fill(vals[from:hi])
 	for i := from; i < to; i++ {
 		// vals[i-1] leaves the window, paired with one that enters.
 		leaving := i > from
