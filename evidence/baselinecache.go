@@ -62,6 +62,9 @@ type BaselineCache struct {
 	// the baseline column holds the baseline they cut.
 	baseKept bool
 	cuts     []int
+
+	// episodes is the number of episodes the last analysis found.
+	episodes int
 }
 
 // sideScratch is the memory the cache recomputes a stretch of samples in.

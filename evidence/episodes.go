@@ -97,6 +97,11 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	times, gaps := s.TimesNs, s.GapBytes
 	lv := levelsOf(rd, cfg, sc)
 	ra.interval, ra.sigma = lv.interval, lv.sigma
+	if rd.Baseline != nil && rd.Baseline.episodes > 0 {
+		// About as many as last time: one allocation instead of a
+		// slice grown episode by episode.
+		ra.episodes = make([]episode, 0, rd.Baseline.episodes+rd.Baseline.episodes/4)
+	}
 	span, sigma0, steps, cuts := lv.span, lv.sigma0, lv.steps, lv.cuts
 	left, right, leftN, rightN, base := lv.left, lv.right, lv.leftN, lv.rightN, lv.base
 	k := 2 * cfg.RobustZscoreThreshold
@@ -188,6 +193,9 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		i = j + 1
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
+	if rd.Baseline != nil {
+		rd.Baseline.episodes = len(ra.episodes)
+	}
 	return ra
 }
 
