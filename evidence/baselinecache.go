@@ -10,8 +10,8 @@ import (
 // sample's results depend only on the samples within about one span of
 // it, so when the rank's samples are last time's with some dropped at the
 // front and some added at the end, only those near either end are
-// recomputed; the rest stay where they are (docs/evidence-mode.md,
-// "Incremental per-rank analysis").
+// recomputed; the rest stay where they are (docs/benchmarks.md, "Evidence
+// mode's per-rank analysis kept incrementally").
 //
 // The cache compares the samples themselves with the ones it computed on,
 // so it never needs telling what changed: evictions, out-of-order inserts,
