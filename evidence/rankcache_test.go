@@ -282,3 +282,59 @@ func benchAnalyzeRankStreaming(b *testing.B, n, perRound int, cached bool) {
 		analyzeRank(0, &rd, &cfg, &sc)
 	}
 }
+
+// TestMedianNearEqualsSelection checks medianNear and madNear against
+// medianOf for guesses at, near, between and far from the median, with
+// many ties (page-quantized values) and without.
+func TestMedianNearEqualsSelection(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 2000 {
+		n := 1 + r.IntN(60)
+		spread := []int64{3, 20, 1 << 40}[trial%3]
+		vals, base := make([]int64, n), make([]int64, n)
+		for i := range vals {
+			vals[i], base[i] = r.Int64N(spread)-spread/3, r.Int64N(spread)
+		}
+		want := medianOf(slices.Clone(vals))
+		res := absResiduals(vals, base, nil)
+		wantMAD := medianOf(slices.Clone(res))
+		for _, guess := range []int64{want, want - 1, want + 1, 0, -spread, 2 * spread, vals[r.IntN(n)]} {
+			if got := medianNear(slices.Clone(vals), guess); got != want {
+				t.Fatalf("medianNear(%v, %d) = %d, want %d", vals, guess, got, want)
+			}
+			if got := madNear(vals, base, guess, nil); got != wantMAD {
+				t.Fatalf("madNear(%v, %v, %d) = %d, want %d", vals, base, guess, got, wantMAD)
+			}
+		}
+	}
+}
+
+// TestOneSidedMediansEqualSideMedians checks leftMedians and rightMedians
+// over any stretch against sideMedians over all samples.
+func TestOneSidedMediansEqualSideMedians(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var w windowMedian
+	for range 500 {
+		var times, vals []int64
+		for range r.IntN(80) {
+			times, vals = appendSample(r, times, vals)
+		}
+		n := len(times)
+		span := int64(100 + r.IntN(900))
+		wantL, wantR := make([]int64, n), make([]int64, n)
+		wantLN, wantRN := make([]int32, n), make([]int32, n)
+		sideMedians(times, vals, span, wantL, wantR, wantLN, wantRN, &w)
+		from := r.IntN(n + 1)
+		to := from + r.IntN(n-from+1)
+		left, right := make([]int64, n), make([]int64, n)
+		leftN, rightN := make([]int32, n), make([]int32, n)
+		leftMedians(times, vals, from, to, span, left, leftN, &w)
+		rightMedians(times, vals, from, to, span, right, rightN, &w)
+		if !slices.Equal(left[from:to], wantL[from:to]) || !slices.Equal(leftN[from:to], wantLN[from:to]) {
+			t.Fatalf("left [%d, %d) of %v: %v, want %v", from, to, vals, left[from:to], wantL[from:to])
+		}
+		if !slices.Equal(right[from:to], wantR[from:to]) || !slices.Equal(rightN[from:to], wantRN[from:to]) {
+			t.Fatalf("right [%d, %d) of %v: %v, want %v", from, to, vals, right[from:to], wantR[from:to])
+		}
+	}
+}
