@@ -29,13 +29,13 @@ type BaselineCache struct {
 	leftN, rightN []int32
 	base          []int64
 
-	// What sync learned of the last change: of the new samples, [0, m)
-	// are old [d, d+m) (in the columns they did not move); before and
-	// after are the times of the old samples on either side of that run,
-	// when there were any (hasBefore, hasAfter).
-	d, m              int
-	before, after     int64
-	hasBefore, hasAft bool
+	// What sync learned of the last change: the new samples [0, m) are
+	// old ones (in the columns they did not move); before and after are
+	// the times of the old samples on either side of that run, when there
+	// were any (hasBefore, hasAfter).
+	m                   int
+	before, after       int64
+	hasBefore, hasAfter bool
 
 	span int64 // of the side columns (0: none computed)
 	// [p, q) are the samples whose side medians were kept by the last
@@ -87,12 +87,12 @@ func (s *sideScratch) grow(n int) {
 func (c *BaselineCache) sync(times, vals []int64) {
 	d, m := c.commonRun(times, vals)
 	old := liveOf(c, c.times)
-	c.d, c.m = d, m
-	c.hasBefore, c.hasAft = m > 0 && d > 0, m > 0 && m+d < len(old)
+	c.m = m
+	c.hasBefore, c.hasAfter = m > 0 && d > 0, m > 0 && m+d < len(old)
 	if c.hasBefore {
 		c.before = old[d-1]
 	}
-	if c.hasAft {
+	if c.hasAfter {
 		c.after = old[m+d]
 	}
 	// The samples that leave no longer count; with none kept, the counts
@@ -211,7 +211,7 @@ func (c *BaselineCache) reusable(span int64) (p, e int) {
 	if m < len(times) {
 		e = sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
 	}
-	if c.hasAft {
+	if c.hasAfter {
 		e = min(e, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
 	}
 	return p, e
