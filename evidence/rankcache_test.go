@@ -156,9 +156,16 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 			if r.IntN(5) == 0 {
 				what = s.change(r.IntN(7))
 			}
-			if r.IntN(40) == 0 {
+			switch r.IntN(40) {
+			case 0:
 				cfg.Evidence.BaselineWindowNs = []int64{4e9, 8e9, 12e9}[r.IntN(3)]
 				what += " + span changed"
+			case 1:
+				cfg.Evidence.SpreadFloorBytes = []int64{mibTest, 2 * mibTest, 64 * mibTest}[r.IntN(3)]
+				what += " + spread floor changed"
+			case 2:
+				cfg.MinSamplesPerRank = []int64{5, 10, 20}[r.IntN(3)]
+				what += " + min samples changed"
 			}
 			rd := s.rankData()
 			if int64(rd.Samples.Len()) < cfg.MinSamplesPerRank || rd.Samples.Len() == 0 {
