@@ -63,6 +63,13 @@ type BaselineCache struct {
 	baseKept bool
 	cuts     []int
 
+	// above lists the samples (indices into the columns) whose excess
+	// over the baseline reached aboveLevel, the last weak level
+	// (aboveKept: it is that of the cache's samples).
+	aboveKept  bool
+	aboveLevel int64
+	above      []int
+
 	// episodes is the number of episodes the last analysis found.
 	episodes int
 }
@@ -288,11 +295,12 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	}
 	lv.base = c.baseline(&lv, times, gaps, sc)
 	lv.sigma = sigmaOf(c.res.median(gaps, lv.base, sc.ints(n)), floor)
+	lv.above, lv.aboveListed = c.aboveWeak(gaps, lv.base, weakLevelOf(cfg, lv.sigma), sc), true
 	return lv
 }
 
-// shift moves the kept steps' and cuts' column indices by k (the columns
-// were compacted).
+// shift moves the kept column indices (steps, cuts, samples above the
+// weak level) by k: the columns were compacted.
 func (c *BaselineCache) shift(k int) {
 	for i := range c.runs {
 		c.runs[i].lo += k
@@ -303,6 +311,9 @@ func (c *BaselineCache) shift(k int) {
 	}
 	for i := range c.cuts {
 		c.cuts[i] += k
+	}
+	for i := range c.above {
+		c.above[i] += k
 	}
 }
 
@@ -434,6 +445,7 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 	}
 	slices.SortFunc(dirty, func(x, y [2]int) int { return x[0] - y[0] })
 	done := 0
+	sc.rebased = sc.rebased[:0]
 	for _, d := range dirty {
 		from := max(d[0], done)
 		if from >= d[1] {
@@ -446,6 +458,7 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 		for i := from; i < d[1]; i++ {
 			c.res.count(gaps[i], base[i], 1)
 		}
+		sc.rebased = append(sc.rebased, [2]int{from, d[1]})
 		done = d[1]
 	}
 	sc.spans = dirty
@@ -493,4 +506,43 @@ func (r *residualCount) median(vals, ref []int64, scratch []int64) int64 {
 		r.count(v, ref[i], 1)
 	}
 	return r.guess
+}
+
+// aboveWeak lists the samples whose excess over the baseline (base, from
+// the last baseline call) reaches level, in order: a sample's excess
+// changes only where its baseline was recomputed (sc.rebased, which
+// covers the new samples), so the last list is kept elsewhere while the
+// level is the same.
+func (c *BaselineCache) aboveWeak(gaps, base []int64, level int64, sc *scratch) []int {
+	out := sc.above[:0]
+	old, rebased := c.above, sc.rebased
+	if !c.aboveKept || c.aboveLevel != level {
+		old, rebased = nil, [][2]int{{0, len(gaps)}}
+	}
+	k, pos := 0, 0
+	keep := func(to int) { // the old entries in [pos, to)
+		for ; k < len(old) && old[k]-c.off < to; k++ {
+			if v := old[k] - c.off; v >= pos {
+				out = append(out, v)
+			}
+		}
+	}
+	base = base[:len(gaps)]
+	for _, r := range rebased {
+		keep(r[0])
+		for i := r[0]; i < r[1]; i++ {
+			if gaps[i]-base[i] >= level {
+				out = append(out, i)
+			}
+		}
+		pos = r[1]
+	}
+	keep(c.m)
+	sc.above = out
+	c.aboveKept, c.aboveLevel = true, level
+	c.above = c.above[:0]
+	for _, v := range out {
+		c.above = append(c.above, v+c.off)
+	}
+	return out
 }

@@ -108,9 +108,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	floor := float64(p.SpreadFloorBytes)
 	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
-	// The weak level has no size floor: a change the collective's members
-	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
-	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
+	ra.weakLevel = weakLevelOf(cfg, ra.sigma)
 
 	strongStep := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
 	ended := make(map[int]bool)
@@ -147,8 +145,21 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ep.zscore = float64(st.height) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 	}
+	nextCandidate := func(i int) int { return nextAbove(gaps, base, i, ra.weakLevel) }
+	if lv.aboveListed {
+		above := lv.above
+		nextCandidate = func(i int) int {
+			for len(above) > 0 && above[0] < i {
+				above = above[1:]
+			}
+			if len(above) == 0 {
+				return n
+			}
+			return above[0]
+		}
+	}
 	for i := 0; i < n; {
-		if i = nextAbove(gaps, base, i, ra.weakLevel); i == n {
+		if i = nextCandidate(i); i == n {
 			break
 		}
 		j := i
@@ -211,6 +222,10 @@ type rankLevels struct {
 	cuts           []int // step onsets and session starts: where the baseline is cut
 	base           []int64
 	sigma          float64 // spread around the baseline
+	// above lists the samples whose excess over the baseline reaches the
+	// weak level, when aboveListed (a BaselineCache keeps it).
+	above       []int
+	aboveListed bool
 }
 
 // levelsOf computes a rank's levels, with its BaselineCache when it has
@@ -248,6 +263,14 @@ func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
 	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
 	lv.sigma = robustSigma(gaps, lv.base, floor, sc.ints(n))
 	return lv
+}
+
+// weakLevelOf is the least excess of a spike that members corroborate. It
+// has no size floor: a change the collective's members corroborate is
+// NCCL's however few pages it holds (evidence-mode §7.2).
+func weakLevelOf(cfg *Config, sigma float64) int64 {
+	k := 2 * cfg.RobustZscoreThreshold
+	return max(int64(math.Min(max(k/2, minWeakSpreads)*sigma, math.MaxInt64/2)), 1)
 }
 
 // weakStepOf is the least height of a step: minWeakSpreads spreads.
