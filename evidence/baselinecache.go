@@ -43,7 +43,7 @@ type BaselineCache struct {
 	p, q int
 
 	// interval is the last typical interval and regular whether every
-	// spacing of the samples was that interval.
+	// spacing of the samples is that interval (sync keeps it so).
 	interval int64
 	regular  bool
 	// res0 and res count the absolute residuals of the samples around
@@ -95,6 +95,11 @@ func (c *BaselineCache) sync(times, vals []int64) {
 	d, m := c.commonRun(times, vals)
 	old := liveOf(c, c.times)
 	c.m = m
+	// Regular samples stay regular while the new ones keep the spacing.
+	c.regular = c.regular && m > 0
+	for i := max(m, 1); i < len(times) && c.regular; i++ {
+		c.regular = times[i]-times[i-1] == c.interval
+	}
 	c.hasBefore, c.hasAfter = m > 0 && d > 0, m > 0 && m+d < len(old)
 	if c.hasBefore {
 		c.before = old[d-1]
@@ -162,7 +167,22 @@ func (c *BaselineCache) commonRun(times, vals []int64) (d, m int) {
 	if d == old || oldT[d] != times[0] {
 		return old, 0
 	}
-	for m < n && m+d < old && times[m] == oldT[m+d] && vals[m] == oldV[m+d] {
+	k := min(n, old-d)
+	t, v, ov := times[:k], vals[:k], oldV[d:d+k]
+	if c.regular {
+		// Every spacing of the old samples was c.interval, so old time
+		// d+i is oldT[d] + i·interval (in int64's wrapping arithmetic, as
+		// the spacings were taken): the new times are compared with that,
+		// without reading the old ones from memory.
+		want := oldT[d]
+		for m < k && t[m] == want && v[m] == ov[m] {
+			m++
+			want += c.interval
+		}
+		return d, m
+	}
+	ot := oldT[d : d+k]
+	for m < k && t[m] == ot[m] && v[m] == ov[m] {
 		m++
 	}
 	return d, m
@@ -243,9 +263,9 @@ func (c *BaselineCache) recompute(from, to int, span int64, w *windowMedian, ss 
 	copy(liveOf(c, c.rightN)[from:to], ss.rightN[from-lo:to-lo])
 }
 
-// typicalInterval is typicalInterval of the samples synced last: when the
-// last ones were regular, only the spacings after the run kept are
-// checked.
+// typicalInterval is typicalInterval of the samples synced last: while
+// they are regular (sync checked the spacings of the new ones), their
+// spacing.
 func (c *BaselineCache) typicalInterval(scratch []int64) int64 {
 	times := liveOf(c, c.times)
 	n := len(times)
@@ -253,14 +273,8 @@ func (c *BaselineCache) typicalInterval(scratch []int64) int64 {
 		c.interval, c.regular = 0, false
 		return 0
 	}
-	if c.regular && c.m >= 2 {
-		regular := true
-		for i := c.m; i < n && regular; i++ {
-			regular = times[i]-times[i-1] == c.interval
-		}
-		if regular {
-			return c.interval
-		}
+	if c.regular {
+		return c.interval
 	}
 	first := times[1] - times[0]
 	c.regular = true

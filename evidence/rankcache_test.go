@@ -345,3 +345,35 @@ func TestOneSidedMediansEqualSideMedians(t *testing.T) {
 		}
 	}
 }
+
+// TestRankCacheIrregularThenRegular: a late sample breaks a rank's
+// regular spacing, then leaves again. The cache compares regular samples
+// with their spacing instead of their times, so it must know that the
+// samples it holds stopped being regular: with equal values, only the
+// samples' counts show the difference.
+func TestRankCacheIrregularThenRegular(t *testing.T) {
+	cfg := mediumConfig(t)
+	var regular, late []int64
+	for i := range int64(400) {
+		regular = append(regular, i*100_000_000)
+	}
+	late = slices.Insert(slices.Clone(regular), 201, regular[200]+50_000_000)
+	vals := func(n int) []int64 {
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = 100 * mibTest
+		}
+		return v
+	}
+	var c BaselineCache
+	var scC, scF scratch
+	for round, times := range [][]int64{regular, late, regular, late} {
+		rd := RankData{Samples: Samples{TimesNs: times, GapBytes: vals(len(times))}}
+		want := cloneLevels(levelsOf(&rd, &cfg, &scF))
+		rd.Baseline = &c
+		got := cloneLevels(levelsOf(&rd, &cfg, &scC))
+		if msg := diffLevels(got, want); msg != "" {
+			t.Fatalf("round %d: %s", round, msg)
+		}
+	}
+}
