@@ -15,6 +15,11 @@ type scratch struct {
 	med    []int64
 	sides  sideScratch
 	window windowMedian
+	spans  [][2]int // BaselineCache.baseline's stretches to recompute
+	// rebased are the stretches whose baseline BaselineCache.baseline
+	// recomputed; above the samples above the weak level.
+	rebased [][2]int
+	above   []int
 }
 
 // sideColumns are the side medians' columns of a rank without a
