@@ -178,7 +178,8 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 		if mk.Approximate {
 			continue
 		}
-		if ei := s.episode[i]; ei >= 0 && d.m.analyses[ref.rank].episodes[ei].persistent {
+		ei := s.episode[i]
+		if ei >= 0 && d.m.analyses[ref.rank].episodes[ei].persistent {
 			continue // its first use, not this op's transient
 		}
 		threshold := max(d.m.analyses[ref.rank].threshold, 1)
@@ -187,7 +188,10 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 			deny++
 		}
 	}
-	if len(growths) > deny {
+	// Most members whose samples could have seen the op's change must have:
+	// where most saw none, its buffers are not on every member (a tensor-
+	// parallel group's spike at an op of the world's communicator).
+	if len(growths) > deny && (s.observed == 0 || 2*s.synced > s.observed) {
 		slices.Sort(growths)
 		mv.shown, mv.growth = true, growths[(len(growths)-1)/2]
 	}

@@ -186,3 +186,26 @@ func TestMembersOnlyBesideALaterChange(t *testing.T) {
 		t.Errorf("%d members-only results on rank 7 at the op, want 1: %+v", len(got), j.resultsAt(results, 7, 10*sec+700*ms))
 	}
 }
+
+// Where most members whose samples could have seen the op saw no change
+// there, its buffers are not on every member (a tensor-parallel group's
+// spike at a world op): the members' reports do not speak for the others.
+func TestMembersOnlyNotWhereMostSampledMembersAreFlat(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	for k := int64(0); k < j.duration/sec; k++ {
+		j.collective("world", k, "broadcast", rankList(0, 8), k*sec+620*ms, 60*ms, false)
+	}
+	caused := overlay{10*sec + 615*ms, 10*sec + 850*ms, gib} // seen at .7 and .8 s on ranks 0–3 only
+	j.change(rankList(0, 4), caused.start, caused.end, caused.bytes)
+	j.accounting(rankList(0, 4), "world", 300<<20, []overlay{caused})
+	j.accountingAt(rankList(4, 8), "world", 300<<20, nil, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	if got := j.resultsAt(results, 0, 10*sec+700*ms); len(got) == 0 || !hasCode(got[0], ReasonAccountingCovers) {
+		t.Fatalf("rank 0: %+v at the spike, want its reports' confirmation (the test's premise)", got)
+	}
+	for r := 4; r < 8; r++ {
+		if got := membersOnlyAt(j, results, r, 10*sec+650*ms); len(got) != 0 {
+			t.Errorf("rank %d: %d members-only results where most sampled members were flat, want none: %+v", r, len(got), got)
+		}
+	}
+}
