@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -61,33 +60,7 @@ type internTables struct {
 	sizes [8]int
 	// members[d][i] is the i-th member of the last object at depth d.
 	members [8][16]memberMemo
-	// front caches strings in front of the strings map once it holds
-	// internFrontFrom: a job's per-rank values (session ids, hosts) are
-	// thousands of distinct strings, each record has another rank's, and
-	// the map's lookup then reads its control word, its slot and the
-	// key's bytes, each from another cache line. A slot holds the text
-	// and the string in one line. nil while the strings are few.
-	front *[internFrontSlots]internSlot
-	seed  maphash.Seed
 }
-
-// internSlot is a front table entry: the string s and a copy of its
-// bytes, text[:n]. An unused slot stands for "".
-type internSlot struct {
-	n    uint8
-	text [47]byte
-	s    string
-}
-
-const (
-	// internFrontSlots is the front table's size (a power of two): 256
-	// KiB, a few thousand ranks' strings.
-	internFrontSlots = 4096
-	// internFrontFrom is how many strings the map holds when the front
-	// table is made: a decoder of a few records (DecodeRecord) or of a
-	// small job does without.
-	internFrontFrom = 256
-)
 
 // memberMemo remembers an object member: its key, and its value when that
 // is a short string or number, each with the JSON text that stands for it.
@@ -382,29 +355,15 @@ func (s *scanner) str(intern bool) (string, error) {
 
 // internBytes returns b as a string, shared with earlier equal short strings.
 func (s *scanner) internBytes(b []byte) string {
-	t := s.intern
-	if t == nil || len(b) > 64 {
+	if s.intern == nil || len(b) > 64 {
 		return string(b)
 	}
-	var slot *internSlot
-	if t.front != nil && len(b) <= len(slot.text) {
-		slot = &t.front[maphash.Bytes(t.seed, b)&(internFrontSlots-1)]
-		if int(slot.n) == len(b) && string(slot.text[:len(b)]) == string(b) {
-			return slot.s
-		}
+	if v, ok := s.intern.strings[string(b)]; ok {
+		return v
 	}
-	v, ok := t.strings[string(b)]
-	if !ok {
-		v = string(b)
-		if len(t.strings) < maxInterned {
-			t.strings[v] = v
-		}
-	}
-	switch {
-	case slot != nil:
-		slot.n, slot.s = uint8(copy(slot.text[:], b)), v
-	case t.front == nil && len(t.strings) >= internFrontFrom:
-		t.front, t.seed = new([internFrontSlots]internSlot), maphash.MakeSeed()
+	v := string(b)
+	if len(s.intern.strings) < maxInterned {
+		s.intern.strings[v] = v
 	}
 	return v
 }
