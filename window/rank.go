@@ -108,8 +108,10 @@ type Rank struct {
 	// the next snapshot sets it right.
 	phaseSpans   ring[phaseSpanEntry]
 	phaseWaiting int
-	// replica is the evaluation's copy of the samples (replica.go).
-	replica sampleReplica
+	// replica is the evaluation's copy of the samples (replica.go), made
+	// by the first snapshot that reads it: a stream never does, and a
+	// rank's struct, which the collector scans every cycle, stays smaller.
+	replica *sampleReplica
 	// claim is the process whose records the rank holds (claim.go); not
 	// checkpointed: after a restart the first process to send claims it.
 	claim claim
