@@ -299,7 +299,7 @@ func produceBlocks(p *pipeline, r io.Reader, head []byte) error {
 				p.free <- b
 				return err
 			}
-			cut := bytes.LastIndexByte(buf, '\n') + 1
+			cut := lastNewline(buf) + 1
 			if cut == 0 { // one line longer than the buffer
 				buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
 				continue
@@ -308,6 +308,27 @@ func produceBlocks(p *pipeline, r io.Reader, head []byte) error {
 			b.text, b.final = buf[:cut], false
 			p.submit(b)
 			break
+		}
+	}
+}
+
+// lastNewline is bytes.LastIndexByte(b, '\n'), which reads a byte at a
+// time: a block ends inside a line that may be as long as a member list
+// (10 KB at 2 048 ranks). It searches forward with IndexByte's vector
+// instructions through a tail of b, widened until it holds a newline.
+func lastNewline(b []byte) int {
+	for tail := 4 << 10; ; tail *= 4 {
+		from, last := max(0, len(b)-tail), -1
+		for i := from; ; {
+			j := bytes.IndexByte(b[i:], '\n')
+			if j < 0 {
+				break
+			}
+			last = i + j
+			i = last + 1
+		}
+		if last >= 0 || from == 0 {
+			return last
 		}
 	}
 }

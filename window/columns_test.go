@@ -208,7 +208,7 @@ func TestReplicaSortedGapsFollowTheRing(t *testing.T) {
 			}
 			times, gaps, read := sc.samplesOf(rb, next-400+int64(rng.IntN(50)))
 			if len(times) > 0 && round%7 != 3 {
-				require.Same(t, &rb.replica, read.rep)
+				require.Same(t, rb.replica, read.rep)
 				tmp = gapBatches{} // the update, and only it, fills them
 				got := rb.replica.sortGaps(read.from, read.to, &tmp)
 				if len(tmp.left)+len(tmp.came) > 0 {

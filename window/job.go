@@ -81,8 +81,11 @@ type Job struct {
 	// times (watermark.go), so that one rank cannot move it ahead.
 	newestNs int64
 	wm       watermark
-	// events is the number of buffered entries over all ranks.
-	events int
+	// events is the number of buffered entries over all ranks, but for
+	// the uncounted entries of the record being added: makeRoom precedes
+	// each push that a later makeRoom of the record may find, and counts
+	// it until added or addedRun counts the record's entries in events.
+	events, uncounted int
 	// collectives interns the collective identities of evidence mode's
 	// markers (nil in the reference mode).
 	collectives *evidence.CollectiveTable

@@ -150,6 +150,7 @@ func (j *Job) AddSamples(rb *Rank, session string, n int, sample func(i int) (ts
 func (j *Job) addedRun(rb *Rank, entries int, oldestNs, newestNs int64) {
 	j.advance(rb, newestNs)
 	j.events += entries
+	j.uncounted = 0
 	rb.frontNs = min(rb.frontNs, oldestNs)
 	j.trimLazily(rb)
 }
@@ -157,6 +158,7 @@ func (j *Job) addedRun(rb *Rank, entries int, oldestNs, newestNs int64) {
 // added accounts for n entries of one record at ts pushed to rb.
 func (j *Job) added(rb *Rank, n int, ts int64) {
 	j.events += n
+	j.uncounted = 0
 	rb.frontNs = min(rb.frontNs, ts)
 	j.trimLazily(rb)
 }
@@ -182,7 +184,16 @@ func (j *Job) evicted(b Bound, n int) {
 // Entries past the window go first, as what they are: the trim on push is
 // lazy, so a full rank may still hold some.
 func (j *Job) makeRoom(rb *Rank) {
+	// No rank holds more than the job: while the job's entries, with
+	// those pushed since they were last counted, are below the bound, the
+	// rank's are too, and its rings (scattered over its buffer, one cache
+	// miss each on a job of thousands of ranks) need not be counted.
+	if j.events+j.uncounted < j.cfg.MaxEventsPerRank {
+		j.uncounted++
+		return
+	}
 	if rb.len() < j.cfg.MaxEventsPerRank {
+		j.uncounted++
 		return
 	}
 	j.evicted(BoundWindow, rb.trim(j.cutoffNs()))
@@ -190,6 +201,7 @@ func (j *Job) makeRoom(rb *Rank) {
 		rb.evictOldest()
 		j.evicted(BoundMaxEventsPerRank, 1)
 	}
+	j.uncounted++
 }
 
 // pushMarkers buffers the marker times of one marker span; a time before

@@ -70,13 +70,34 @@ func (e *phaseSpanEntry) span(job string, rank int64, rb *Rank) phase.Span {
 // hold at most max_events_per_rank entries; each is in arrival order.
 // Samples and markers, nearly all the buffered data, hold no pointers.
 type Rank struct {
+	// The fields a record reads and writes come first, together: a job
+	// of thousands of ranks adds each record to another rank than the
+	// last, and each cache line of the rank it touches is a miss.
 	samples sampleColumns
-	// replica is the evaluation's copy of the samples (replica.go).
-	replica sampleReplica
-	markers markerColumns
 	// sessions are the distinct session ids ("": none) of the rank's
 	// samples, markers and other entries.
-	sessions  []string
+	sessions []string
+	// frontNs is at most the earliest front time of the rings: while the
+	// window's cutoff is not past it, trim has nothing to do.
+	frontNs int64
+	// newestNs is the newest event time the rank received (MinInt64:
+	// none); the job's event time is made of its ranks' (watermark.go).
+	newestNs int64
+	// worldSize is the largest declared world size (0: none declared).
+	worldSize int64
+	// newestHiddenNs and newestHidden are the time and the hidden memory,
+	// not clamped, of the rank's newest sample (evidence.RankData's
+	// NewestHiddenNs and NewestHiddenBytes).
+	newestHiddenNs, newestHidden int64
+	// ev is evidence mode's marker intervals and accounting (nil in the
+	// reference mode).
+	ev *evidenceRank
+	// ledger is the hidden-memory ledger's columns (ledger.go; a stream's
+	// only, nil otherwise).
+	ledger *ledgerColumns
+	host   string
+
+	markers   markerColumns
 	compactAt int
 	others    ring[otherEntry]
 	// boundaries are stormlog phase_enter / phase_exit records, kept whole
@@ -87,24 +108,10 @@ type Rank struct {
 	// the next snapshot sets it right.
 	phaseSpans   ring[phaseSpanEntry]
 	phaseWaiting int
-	// ev is evidence mode's marker intervals and accounting (nil in the
-	// reference mode).
-	ev *evidenceRank
-	// ledger is the hidden-memory ledger's columns (ledger.go; a stream's
-	// only, nil otherwise).
-	ledger *ledgerColumns
-
-	// frontNs is at most the earliest front time of the rings: while the
-	// window's cutoff is not past it, trim has nothing to do.
-	frontNs int64
-
-	// newestNs is the newest event time the rank received (MinInt64:
-	// none); the job's event time is made of its ranks' (watermark.go).
-	newestNs int64
-
-	// worldSize is the largest declared world size (0: none declared).
-	worldSize int64
-	host      string
+	// replica is the evaluation's copy of the samples (replica.go), made
+	// by the first snapshot that reads it: a stream never does, and a
+	// rank's struct, which the collector scans every cycle, stays smaller.
+	replica *sampleReplica
 	// claim is the process whose records the rank holds (claim.go); not
 	// checkpointed: after a restart the first process to send claims it.
 	claim claim
@@ -112,10 +119,6 @@ type Rank struct {
 	// memory was known to be the whole device's (0: none); evidence mode's
 	// results say so (evidence.RankData.DeviceWideThroughNs).
 	deviceWideThroughNs int64
-	// newestHiddenNs and newestHidden are the time and the hidden memory,
-	// not clamped, of the rank's newest sample (evidence.RankData's
-	// NewestHiddenNs and NewestHiddenBytes).
-	newestHiddenNs, newestHidden int64
 }
 
 // NoteHidden records the hidden memory of a sample of the rank at ts from

@@ -249,7 +249,10 @@ func (sc *Scratch) samplesOf(rb *Rank, cutoff int64) (times, gaps []int64, read 
 		n := len(sc.times)
 		return sc.times[s0:n:n], sc.gaps[s0:n:n], read
 	}
-	rep := &rb.replica
+	if rb.replica == nil {
+		rb.replica = &sampleReplica{}
+	}
+	rep := rb.replica
 	rep.sync(c)
 	sc.replicas = append(sc.replicas, rep)
 	times, gaps = rep.live()

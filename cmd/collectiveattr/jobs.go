@@ -26,7 +26,7 @@ func (j *jobFlag) Set(v string) error {
 // jobStats is what the summary and the several-jobs error say of one job.
 type jobStats struct {
 	records        int
-	ranks          map[int64]struct{}
+	ranks          rankSet
 	firstNs, endNs int64
 }
 
@@ -52,14 +52,14 @@ func (t *jobTally) add(e *telemetry.Event) {
 	if s == nil || e.JobID != t.lastJob {
 		s = t.jobs[e.JobID]
 		if s == nil {
-			s = &jobStats{ranks: map[int64]struct{}{}, firstNs: e.TimestampNs, endNs: e.TimestampNs}
+			s = &jobStats{firstNs: e.TimestampNs, endNs: e.TimestampNs}
 			t.jobs[e.JobID] = s
 		}
 		t.last, t.lastJob = s, e.JobID
 		t.lastRank = e.Rank
-		s.ranks[e.Rank] = struct{}{}
+		s.ranks.add(e.Rank)
 	} else if e.Rank != t.lastRank {
-		s.ranks[e.Rank] = struct{}{}
+		s.ranks.add(e.Rank)
 		t.lastRank = e.Rank
 	}
 	s.records++
@@ -83,7 +83,7 @@ func (t *jobTally) severalJobsError(file string) error {
 	fmt.Fprintf(&b, "%s holds %d jobs; attribute one at a time with --job ID:", file, len(t.jobs))
 	for _, id := range t.ids() {
 		s := t.jobs[id]
-		fmt.Fprintf(&b, "\n  --job %-24s %d records, %d ranks", quoteJob(id), s.records, len(s.ranks))
+		fmt.Fprintf(&b, "\n  --job %-24s %d records, %d ranks", quoteJob(id), s.records, s.ranks.len())
 	}
 	return errors.New(b.String())
 }

@@ -38,7 +38,7 @@ func summaryLine(results []attribution.Result, ri *runInput) string {
 		} else {
 			fmt.Fprintf(&b, "job %s: ", id)
 		}
-		fmt.Fprintf(&b, "%d records, %s, %.1f s; ", s.records, plural(len(s.ranks), "rank"), float64(s.endNs-s.firstNs)/1e9)
+		fmt.Fprintf(&b, "%d records, %s, %.1f s; ", s.records, plural(s.ranks.len(), "rank"), float64(s.endNs-s.firstNs)/1e9)
 	} else {
 		b.WriteString("no records; ")
 	}
