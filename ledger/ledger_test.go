@@ -301,41 +301,7 @@ func TestLedgerSeekOf(t *testing.T) {
 func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
-		var in Input
-		for r := range int64(1 + rng.IntN(4)) {
-			n := rng.IntN(30)
-			ri := RankInput{Rank: r}
-			ts := int64(0)
-			for range n {
-				ts += rng.Int64N(200 * ms)
-				ri.Samples.TimesNs = append(ri.Samples.TimesNs, ts)
-				ri.Samples.UsedBytes = append(ri.Samples.UsedBytes, rng.Int64N(20*gib))
-				ri.Samples.ReservedBytes = append(ri.Samples.ReservedBytes, rng.Int64N(20*gib))
-				ri.Samples.Session = append(ri.Samples.Session, int32(rng.IntN(2)))
-			}
-			ri.Samples.SessionIDs = []string{"a", "b"}
-			for c := range rng.IntN(3) {
-				s := evidence.AccountingSeries{CommID: string(rune('a' + c))}
-				at := int64(0)
-				for range rng.IntN(20) {
-					at += rng.Int64N(300 * ms)
-					s.TimesNs = append(s.TimesNs, at)
-					s.Bytes = append(s.Bytes, rng.Int64N(4*gib))
-				}
-				ri.Accounting = append(ri.Accounting, s)
-			}
-			for range rng.IntN(4) {
-				st := rng.Int64N(ts + 1)
-				kind := attribution.KindTransient
-				if rng.IntN(3) == 0 {
-					kind = attribution.KindPersistent
-				}
-				in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
-					Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
-			}
-			in.Ranks = append(in.Ranks, ri)
-		}
-		in.PaddingNs = rng.Int64N(100 * ms)
+		in := randomInput(rng)
 		got, st := rows(t, &in)
 		n := 0
 		for _, ri := range in.Ranks {
@@ -343,6 +309,70 @@ func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 		}
 		require.Len(t, got, n)
 		require.Equal(t, n, st.Rows)
+	}
+}
+
+// randomInput is a job of random samples, reservations, sessions,
+// accounting and results.
+func randomInput(rng *rand.Rand) Input {
+	var in Input
+	for r := range int64(1 + rng.IntN(4)) {
+		n := rng.IntN(30)
+		ri := RankInput{Rank: r}
+		ts := int64(0)
+		for range n {
+			ts += rng.Int64N(200 * ms)
+			ri.Samples.TimesNs = append(ri.Samples.TimesNs, ts)
+			ri.Samples.UsedBytes = append(ri.Samples.UsedBytes, rng.Int64N(20*gib))
+			ri.Samples.ReservedBytes = append(ri.Samples.ReservedBytes, rng.Int64N(20*gib))
+			ri.Samples.Session = append(ri.Samples.Session, int32(rng.IntN(2)))
+		}
+		ri.Samples.SessionIDs = []string{"a", "b"}
+		for c := range rng.IntN(3) {
+			s := evidence.AccountingSeries{CommID: string(rune('a' + c))}
+			at := int64(0)
+			for range rng.IntN(20) {
+				at += rng.Int64N(300 * ms)
+				s.TimesNs = append(s.TimesNs, at)
+				s.Bytes = append(s.Bytes, rng.Int64N(4*gib))
+			}
+			ri.Accounting = append(ri.Accounting, s)
+		}
+		for range rng.IntN(4) {
+			st := rng.Int64N(ts + 1)
+			kind := attribution.KindTransient
+			if rng.IntN(3) == 0 {
+				kind = attribution.KindPersistent
+			}
+			in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
+				Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
+		}
+		in.Ranks = append(in.Ranks, ri)
+	}
+	in.PaddingNs = rng.Int64N(100 * ms)
+	return in
+}
+
+// TestLedgerResetEqualsNew: a Ledger reset for input after input (more
+// ranks, fewer, other accounting) reads the rows a new one reads.
+func TestLedgerResetEqualsNew(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var reused Ledger
+	for range 300 {
+		in := randomInput(rng)
+		want, wantStats := rows(t, &in)
+		reused.Reset(&in)
+		var got []Row
+		var r Row
+		for reused.Next(&r) {
+			r.ByComm = append([]CommBytes(nil), r.ByComm...)
+			got = append(got, r)
+		}
+		require.Equal(t, want, got)
+		require.Equal(t, wantStats, reused.Stats())
+		for ri := range in.Ranks {
+			require.Equal(t, New(&in).Contexts(ri), reused.Contexts(ri))
+		}
 	}
 }
 
