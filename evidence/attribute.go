@@ -112,9 +112,14 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 			results = slices.DeleteFunc(results, func(r attribution.Result) bool { return r.Rank < 0 })
 		}
 	}
-	slices.SortStableFunc(results, func(a, b attribution.Result) int {
+	byRankAndStart := func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
-	})
+	}
+	// The ranks' changes come in order, or nearly: moving thousands of
+	// results to find so would cost more than checking.
+	if !slices.IsSortedFunc(results, byRankAndStart) {
+		slices.SortStableFunc(results, byRankAndStart)
+	}
 	separateSteps(results)
 	// Changes that only NCCL's reports saw (evidence-mode §2.4), placed
 	// apart from the results of the samples.
@@ -659,6 +664,10 @@ func markersIn(markers []Marker, maxDur, start, end int64) int {
 }
 
 func roundTo(x float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
+	p := powersOf10[digits]
 	return math.Round(x*p) / p
 }
+
+// powersOf10 are math.Pow(10, digits) for the digits results are rounded
+// to, exactly (powers of 10 up to 10^22 are exact in a float64).
+var powersOf10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}

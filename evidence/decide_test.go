@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -369,6 +370,15 @@ func TestWeakChangeCorroboratedOnlyAsTheMembersRise(t *testing.T) {
 			if got := j.resultsAt(results, r, at+400*ms); len(got) == 0 || got[0].Classification != attribution.CollectiveLikely {
 				t.Errorf("rank %d: the collective spike after %d ms: %+v, want likely", r, at/ms, got)
 			}
+		}
+	}
+}
+
+// roundTo's powers of 10 are math.Pow's.
+func TestPowersOf10(t *testing.T) {
+	for d, p := range powersOf10 {
+		if want := math.Pow(10, float64(d)); p != want {
+			t.Errorf("10^%d: %v, math.Pow says %v", d, p, want)
 		}
 	}
 }

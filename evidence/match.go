@@ -46,11 +46,12 @@ type matcher struct {
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
 	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
-	world    []worldRise   // every episode's rise, by time (bare markers)
 	acct     []rankAccounting
-	// skew is the ranks' clock offsets (evidence-mode §7.5), estimated
-	// and applied to world's rises when a bare marker's change is first
-	// judged (aligned).
+	// world is every episode's rise, by time on the job's common time:
+	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
+	// applied when a bare marker's change is first judged (aligned), the
+	// only changes that need them.
+	world   []worldRise
 	skew    *clockSkew
 	aligned bool
 }
@@ -71,9 +72,10 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
 	type commOp struct{ comm, op string }
+	seen, seenComm := map[commOp]bool{}, map[string]bool{}
 	for ri := range in.Ranks {
 		markers := in.Ranks[ri].Markers
-		seen := map[commOp]bool{}
+		clear(seen)
 		first := make([]bool, len(markers))
 		for mi, mk := range markers {
 			m.maxDur[ri] = max(m.maxDur[ri], mk.EndNs-mk.StartNs)
@@ -90,7 +92,7 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		}
 		m.firstUse[ri] = first
 		last := make([]bool, len(markers))
-		seenComm := map[string]bool{}
+		clear(seenComm)
 		for mi := len(markers) - 1; mi >= 0; mi-- {
 			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
 				seenComm[in.Collectives[c].CommID] = true
@@ -98,36 +100,27 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			}
 		}
 		m.lastUse[ri] = last
-		for _, ep := range analyses[ri].episodes {
-			if !ep.weak && !ep.down {
-				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
-			}
-		}
 	}
-	sortWorld(m.world)
 	return m
 }
 
-func sortWorld(world []worldRise) {
-	slices.SortFunc(world, func(a, b worldRise) int { return cmp.Compare(a.t, b.t) })
-}
-
-// alignClocks estimates the ranks' clock skew and puts the world's rises
+// alignClocks estimates the ranks' clock skew and lists the world's rises
 // on the job's common time, once per evaluation: only changes matched to
-// bare markers need it.
+// bare markers need them.
 func (m *matcher) alignClocks() {
 	if m.aligned {
 		return
 	}
 	m.aligned = true
-	if m.skew = estimateSkew(m.in, m.members); m.skew == nil {
-		return
+	m.skew = estimateSkew(m.in, m.members)
+	for ri := range m.analyses {
+		for _, ep := range m.analyses[ri].episodes {
+			if !ep.weak && !ep.down {
+				m.world = append(m.world, worldRise{m.skew.common(int32(ri), ep.riseHi), int32(ri)})
+			}
+		}
 	}
-	for i := range m.world {
-		w := &m.world[i]
-		w.t = m.skew.common(w.rank, w.t)
-	}
-	sortWorld(m.world)
+	slices.SortFunc(m.world, func(a, b worldRise) int { return cmp.Compare(a.t, b.t) })
 }
 
 // widening is how far a marker's interval is widened before and after it

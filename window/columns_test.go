@@ -265,3 +265,23 @@ func TestRemoveAndMergeSorted(t *testing.T) {
 		}
 	}
 }
+
+// expandRuns writes every value of dst, whatever dst held: 0 before the
+// first run, each run's value up to the next.
+func TestExpandRunsOverwritesStaleValues(t *testing.T) {
+	of := func(r attribution.Int64Run) (int, int64) { return r.From, r.Value }
+	for _, tc := range []struct {
+		runs []attribution.Int64Run
+		want []int64
+	}{
+		{nil, []int64{0, 0, 0, 0, 0}},
+		{[]attribution.Int64Run{{From: 0, Value: 7}}, []int64{7, 7, 7, 7, 7}},
+		{[]attribution.Int64Run{{From: 2, Value: 7}, {From: 4, Value: 9}}, []int64{0, 0, 7, 7, 9}},
+	} {
+		dst := []int64{-1, -1, -1, -1, -1}
+		expandRuns(dst, tc.runs, of)
+		if !slices.Equal(dst, tc.want) {
+			t.Errorf("runs %v: %v, want %v", tc.runs, dst, tc.want)
+		}
+	}
+}

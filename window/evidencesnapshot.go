@@ -269,7 +269,12 @@ func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samp
 // expandRuns writes runs (a value from its index to the next run's; 0
 // before the first) into dst.
 func expandRuns[R any](dst []int64, runs []R, of func(R) (int, int64)) {
-	clear(dst)
+	if len(runs) == 0 {
+		clear(dst)
+		return
+	}
+	first, _ := of(runs[0])
+	clear(dst[:first])
 	for i, run := range runs {
 		from, v := of(run)
 		end := len(dst)
