@@ -52,6 +52,8 @@ type Ledger struct {
 	pending []pendingReport
 	// byRank is each rank's index in the input.
 	byRank map[int64]int
+	// gaps is reportInterval's memory.
+	gaps []int64
 }
 
 // rankLedger is one rank's state while its rows are read.
@@ -212,7 +214,9 @@ func (l *Ledger) prepare(rl *rankLedger) {
 		rl.intervalNs = resize(rl.intervalNs, len(rl.counted))
 		rl.staleNs = resize(rl.staleNs, len(rl.counted))
 		for k, ai := range rl.counted {
-			rl.intervalNs[k] = reportInterval(in.Accounting[ai].TimesNs)
+			times := in.Accounting[ai].TimesNs
+			l.gaps = resize(l.gaps, max(0, len(times)-1))
+			rl.intervalNs[k] = reportInterval(times, l.gaps)
 			rl.staleNs[k] = max(staleMinNs, staleReports*rl.intervalNs[k])
 		}
 		rl.spans = rl.spans[:0] // NCCL's own figures win over attribution
@@ -278,17 +282,16 @@ func (l *Ledger) prepare(rl *rankLedger) {
 }
 
 // reportInterval is a series' usual report interval: the median of its
-// intervals (staleMinNs/staleReports with fewer than two reports).
-func reportInterval(times []int64) int64 {
+// intervals (staleMinNs/staleReports with fewer than two reports),
+// computed in gaps (len(times)-1 long).
+func reportInterval(times []int64, gaps []int64) int64 {
 	if len(times) < 2 {
 		return staleMinNs / staleReports
 	}
-	gaps := make([]int64, len(times)-1)
 	for i := range gaps {
 		gaps[i] = times[i+1] - times[i]
 	}
-	slices.Sort(gaps)
-	return gaps[(len(gaps)-1)/2]
+	return lowerMedian(gaps)
 }
 
 // reports are the reports of counted communicator k that may hold for a
