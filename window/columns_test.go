@@ -285,3 +285,53 @@ func TestExpandRunsOverwritesStaleValues(t *testing.T) {
 		}
 	}
 }
+
+// The samples' totals are their runs' values, over rounds of an
+// EvidenceScratch, whether shared (one value throughout) or expanded
+// (several runs, more distinct totals than the shared columns hold), and a
+// later, longer rank never changes what an earlier one was given.
+func TestSamplesOfTotals(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var es EvidenceScratch
+	for range 50 {
+		var (
+			series []attribution.ColumnSeries
+			want   [][]int64
+		)
+		for range 1 + r.IntN(20) {
+			n := r.IntN(300)
+			cs := attribution.ColumnSeries{TimestampsNs: make([]int64, n), GapBytes: make([]int64, n)}
+			w := make([]int64, n)
+			switch k := r.IntN(4); {
+			case k == 0: // no total known
+			case k == 1 && n > 2: // the total changes, or is known from sample 2 on
+				from := r.IntN(2)
+				cs.Totals = []attribution.Int64Run{{From: from, Value: 80 << 30}, {From: 2, Value: 40 << 30}}
+				w[0], w[1] = 80<<30*int64(1-from), 80<<30
+				for i := 2; i < n; i++ {
+					w[i] = 40 << 30
+				}
+			default: // one of many device models
+				v := int64(1+r.IntN(12)) << 30
+				cs.Totals = []attribution.Int64Run{{From: 0, Value: v}}
+				for i := range w {
+					w[i] = v
+				}
+			}
+			series, want = append(series, cs), append(want, w)
+		}
+		es.totals, es.sessions = es.totals[:0], es.sessions[:0]
+		es.totals = slices.Grow(es.totals, 20*300)
+		got := make([][]int64, len(series))
+		for i := range series {
+			got[i] = es.samplesOf(&series[i]).TotalBytes
+		}
+		for i := range series {
+			require.Equal(t, len(want[i]), len(got[i]))
+			if len(want[i]) > 0 {
+				require.Equal(t, want[i], got[i], "rank %d", i)
+			}
+		}
+	}
+	require.LessOrEqual(t, len(es.uniform), maxUniformColumns)
+}
