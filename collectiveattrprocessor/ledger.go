@@ -182,9 +182,7 @@ func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide [
 		rank := ranks[ri].Rank
 		times := ranks[ri].Samples.TimesNs
 		l.SeekOf(ri, times[len(times)-1]-ledger.GrowthWindowNs)
-		for l.NextOf(ri, &g.row) {
-			g.growth.Add(&g.row)
-		}
+		l.ReadOf(ri, &g.growth, &g.row)
 		last := &g.row
 		unexplained, hidden := last.UnexplainedBytes, last.HiddenBytes
 		if nw := newest[ri]; nw[0] == last.TimestampNs {

@@ -86,9 +86,7 @@ func BenchmarkLedgerLatestMinute(b *testing.B) {
 					for ri := range in.Ranks {
 						times := in.Ranks[ri].Samples.TimesNs
 						l.SeekOf(ri, times[len(times)-1]-GrowthWindowNs)
-						for l.NextOf(ri, &row) {
-							g.Add(&row)
-						}
+						l.ReadOf(ri, &g, &row)
 						g.Detect()
 					}
 				}

@@ -38,9 +38,11 @@ type GrowthDetector struct {
 }
 
 // Add takes the rank's next row (time order).
-func (g *GrowthDetector) Add(r *Row) {
-	g.times = append(g.times, r.TimestampNs)
-	g.values = append(g.values, r.UnexplainedBytes)
+func (g *GrowthDetector) Add(r *Row) { g.add(r.TimestampNs, r.UnexplainedBytes) }
+
+func (g *GrowthDetector) add(t, unexplained int64) {
+	g.times = append(g.times, t)
+	g.values = append(g.values, unexplained)
 }
 
 // Detect judges the latest GrowthWindowNs of the rows added since the last

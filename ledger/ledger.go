@@ -457,6 +457,27 @@ func (l *Ledger) NextOf(ri int, row *Row) bool {
 	return true
 }
 
+// ReadOf reads the rows of rank index ri of the input from its next row
+// on (SeekOf), as NextOf reads them, into g (GrowthDetector.Add), and
+// fills last with the last of them; false when there is none. A caller
+// that needs only a rank's latest rows' growth and its last row spares
+// the copy of every row.
+func (l *Ledger) ReadOf(ri int, g *GrowthDetector, last *Row) bool {
+	rl := &l.ranks[ri]
+	n := rl.in.Samples.Len()
+	if rl.next >= n {
+		return false
+	}
+	var row Row
+	for ; rl.next < n; rl.next++ {
+		l.fill(rl, &row)
+		l.stats.count(&row)
+		g.add(row.TimestampNs, row.UnexplainedBytes)
+	}
+	*last = row
+	return true
+}
+
 // SeekOf moves rank index ri's next row (NextOf) forward to its first
 // sample at or after t: a caller that needs only the rank's latest rows
 // skips the cost of the others. It never moves backwards.

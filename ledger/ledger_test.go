@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -525,4 +526,50 @@ func TestLedgerRelease(t *testing.T) {
 		{0, gib, 0, SourceNone}, {gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
 		{0, gib, 0, SourceAttributed}, {-256 * mib, gib, 0, SourceAttributed},
 	})
+}
+
+// ReadOf reads a rank's rows from where SeekOf put it, as NextOf reads
+// them: the growth detector gets the same rows, the last row and the
+// counts are the same.
+func TestLedgerReadOfEqualsNextOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 300 {
+		in := randomInput(rng)
+		byNext, byRead := New(&in), New(&in)
+		for ri := range in.Ranks {
+			times := in.Ranks[ri].Samples.TimesNs
+			if len(times) > 0 && rng.IntN(2) == 0 {
+				from := times[rng.IntN(len(times))]
+				byNext.SeekOf(ri, from)
+				byRead.SeekOf(ri, from)
+			}
+			var (
+				want, got Row
+				wantG     GrowthDetector
+				gotG      GrowthDetector
+				rows      int
+			)
+			for byNext.NextOf(ri, &want) {
+				want.ByComm = slices.Clone(want.ByComm)
+				wantG.Add(&want)
+				rows++
+			}
+			ok := byRead.ReadOf(ri, &gotG, &got)
+			require.Equal(t, rows > 0, ok)
+			require.Equal(t, wantG.times, gotG.times)
+			require.Equal(t, wantG.values, gotG.values)
+			if ok {
+				if len(got.ByComm) == 0 {
+					got.ByComm = nil
+				}
+				if len(want.ByComm) == 0 {
+					want.ByComm = nil
+				}
+				require.Equal(t, want, got)
+			}
+			wantG.Detect()
+			gotG.Detect()
+		}
+		require.Equal(t, byNext.Stats(), byRead.Stats())
+	}
 }
