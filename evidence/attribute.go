@@ -83,15 +83,17 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
 			ep := &analyses[ri].episodes[ei]
-			r, ok := d.decide(int32(ri), ep)
-			if !ok {
+			// Decided in place: results holds a result per change.
+			results = append(results, attribution.Result{})
+			r := &results[len(results)-1]
+			if !d.decide(int32(ri), ep, r) {
+				results = results[:len(results)-1]
 				continue
 			}
-			phase(int32(ri), ep, &r)
+			phase(int32(ri), ep, r)
 			if d.unchecked {
-				d.waiting = append(d.waiting, uncheckedChange{ri: int32(ri), ep: ep, result: len(results)})
+				d.waiting = append(d.waiting, uncheckedChange{ri: int32(ri), ep: ep, result: len(results) - 1})
 			}
-			results = append(results, r)
 		}
 	}
 	if len(d.waiting) > 0 {
@@ -100,13 +102,12 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 		d.records = d.commRecords()
 		dropped := false
 		for _, w := range d.waiting {
-			r, ok := d.decide(w.ri, w.ep)
-			if ok {
-				phase(w.ri, w.ep, &r)
+			r := &results[w.result]
+			if d.decide(w.ri, w.ep, r) {
+				phase(w.ri, w.ep, r)
 			} else {
-				r, dropped = attribution.Result{Rank: -1}, true
+				*r, dropped = attribution.Result{Rank: -1}, true
 			}
-			results[w.result] = r
 		}
 		if dropped {
 			results = slices.DeleteFunc(results, func(r attribution.Result) bool { return r.Rank < 0 })
@@ -232,9 +233,9 @@ func (d *decider) better(a, b choice) bool {
 	return b.ratio > a.ratio
 }
 
-// decide turns one change into a result, or reports that it falls below
-// min_confidence.
-func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
+// decide turns one change into result r, or reports that it falls below
+// min_confidence (r is then unspecified).
+func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	d.unchecked = false
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
@@ -280,7 +281,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	})
 
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
-		return attribution.Result{}, false
+		return false
 	}
 	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
 		// The lower stair of a staircase that no first use explains is a
@@ -462,11 +463,11 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if ep.early && class != attribution.CollectiveConfident && class != attribution.CollectiveConfirmed {
 		// A level change in the rank's first samples that no first use of a
 		// communicator explains: the job's start, not NCCL.
-		return attribution.Result{}, false
+		return false
 	}
 	conf = roundTo(conf, 3)
 	if !(conf >= cfg.MinConfidence) {
-		return attribution.Result{}, false
+		return false
 	}
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
@@ -484,7 +485,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	slices.Sort(codes)
 	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
-	r := attribution.Result{
+	*r = attribution.Result{
 		Rank:            rd.Rank,
 		IntervalStartNs: start,
 		IntervalEndNs:   end,
@@ -516,7 +517,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if best.marker >= 0 && best.coll != NoCollective {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
-	return r, true
+	return true
 }
 
 // onsetWithin narrows where change ep, synchronized at marker mk, began:
