@@ -468,14 +468,34 @@ func (l *Ledger) ReadOf(ri int, g *GrowthDetector, last *Row) bool {
 	if rl.next >= n {
 		return false
 	}
+	s := &rl.in.Samples
 	var row Row
 	for ; rl.next < n; rl.next++ {
+		i, t := rl.next, s.TimesNs[rl.next]
+		if i < n-1 && rl.quiet(t) {
+			// As fill makes the row: its hidden memory less its context
+			// level.
+			for rl.segments[rl.seg].end <= i {
+				rl.seg++
+			}
+			hidden, flags := s.hidden(i)
+			l.stats.countFlags(flags)
+			g.add(t, hidden-rl.segments[rl.seg].context)
+			continue
+		}
 		l.fill(rl, &row)
 		l.stats.count(&row)
 		g.add(row.TimestampNs, row.UnexplainedBytes)
 	}
 	*last = row
 	return true
+}
+
+// quiet reports whether NCCL holds nothing at t on rank rl for certain: it
+// reports no tracked accounting, and no attributed change is active at t
+// or begins by then.
+func (rl *rankLedger) quiet(t int64) bool {
+	return !rl.tracked && len(rl.active) == 0 && (rl.spanNext == len(rl.spans) || rl.spans[rl.spanNext].lo > t)
 }
 
 // SeekOf moves rank index ri's next row (NextOf) forward to its first
@@ -505,14 +525,9 @@ func (l *Ledger) fill(rl *rankLedger, row *Row) {
 	seg := &rl.segments[rl.seg]
 	t := s.TimesNs[i]
 	*row = Row{Rank: rl.in.Rank, TimestampNs: t, DeviceUsedBytes: s.UsedBytes[i], ContextBytes: seg.context}
-	if s.noReserved(i) {
-		row.Flags |= FlagNoReserved
-	} else {
+	row.HiddenBytes, row.Flags = s.hidden(i)
+	if row.Flags&FlagNoReserved == 0 {
 		row.AllocatorReservedBytes = s.ReservedBytes[i]
-	}
-	row.HiddenBytes = row.DeviceUsedBytes - row.AllocatorReservedBytes
-	if row.HiddenBytes < 0 {
-		row.Flags |= FlagNegativeHidden
 	}
 	l.byComm = l.byComm[:0]
 	if rl.tracked {

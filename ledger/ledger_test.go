@@ -328,6 +328,15 @@ func randomInput(rng *rand.Rand) Input {
 			ri.Samples.ReservedBytes = append(ri.Samples.ReservedBytes, rng.Int64N(20*gib))
 			ri.Samples.Session = append(ri.Samples.Session, int32(rng.IntN(2)))
 		}
+		if rng.IntN(3) == 0 {
+			for i := range ri.Samples.ReservedBytes {
+				missing := rng.IntN(4) == 0
+				ri.Samples.NoReserved = append(ri.Samples.NoReserved, missing)
+				if missing {
+					ri.Samples.ReservedBytes[i] = 0
+				}
+			}
+		}
 		ri.Samples.SessionIDs = []string{"a", "b"}
 		for c := range rng.IntN(3) {
 			s := evidence.AccountingSeries{CommID: string(rune('a' + c))}
