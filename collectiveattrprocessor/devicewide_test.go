@@ -59,8 +59,8 @@ func rankMetric(md pmetric.Metrics, rank int64, name string, f func(m pmetric.Me
 
 // deviceWideResults is results (texts) of a job whose memory was
 // device-wide gauges: each with device_wide_memory among its reason codes,
-// sorted; but for a change only NCCL's accounting saw, which no memory
-// sample measured.
+// sorted; but for a change only NCCL's accounting saw (the rank's or its
+// members'), which no memory sample measured.
 func deviceWideResults(t *testing.T, results []string) []string {
 	t.Helper()
 	out := make([]string, len(results))
@@ -69,7 +69,7 @@ func deviceWideResults(t *testing.T, results []string) []string {
 			Codes []string `json:"reason_codes"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(s), &r))
-		if slices.Contains(r.Codes, evidence.ReasonAccountingOnly) {
+		if slices.Contains(r.Codes, evidence.ReasonAccountingOnly) || slices.Contains(r.Codes, evidence.ReasonAccountingMembersOnly) {
 			out[i] = s
 			continue
 		}

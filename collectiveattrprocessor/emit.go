@@ -64,10 +64,10 @@ func (m *resultMetrics) record(it *output.Item, nowNs int64) {
 
 // attributedBytes is the size the attributed_bytes gauge reports for a
 // result: its peak hidden-memory gap, or, for a change only NCCL's reports
-// saw (no sample measured a gap), NCCL's accounted growth.
+// saw (no sample measured a gap), the growth they show.
 func attributedBytes(r *attribution.Result) int64 {
-	if r.NCCLAccountedBytes != nil && slices.Contains(r.ReasonCodes, evidence.ReasonAccountingOnly) {
-		return *r.NCCLAccountedBytes
+	if evidence.Unsampled(r) {
+		return r.ExcessBytes
 	}
 	return r.Evidence.PeakGapBytes
 }

@@ -217,6 +217,8 @@ func TestLatestResultBytesOfAccountingOnly(t *testing.T) {
 			ReasonCodes: []string{evidence.ReasonAccountingCovers}}, 3 * gib},
 		{"accounting only", attribution.Result{ExcessBytes: gib, NCCLAccountedBytes: &accounted,
 			ReasonCodes: []string{evidence.ReasonCollectiveMarker, evidence.ReasonAccountingOnly}}, gib},
+		{"members' accounting only", attribution.Result{ExcessBytes: 2 * gib,
+			ReasonCodes: []string{evidence.ReasonCollectiveMarker, evidence.ReasonAccountingMembersOnly}}, 2 * gib},
 	} {
 		m := newResultMetrics()
 		tt.r.Rank, tt.r.Mode, tt.r.Classification = 3, attribution.ModeEvidence, attribution.CollectiveConfirmed

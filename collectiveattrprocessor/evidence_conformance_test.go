@@ -71,6 +71,8 @@ func TestEvidenceOnJobEndEqualsBatch(t *testing.T) {
 					// At 1–5 Hz some changes fall between two samples.
 					assert.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, evidence.ReasonAccountingOnly) }),
 						"some change only NCCL's reports saw")
+					assert.True(t, slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, evidence.ReasonAccountingMembersOnly) }),
+						"some change only the members' reports show")
 				}
 
 				cfg := createDefaultConfig().(*Config)

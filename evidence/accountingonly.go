@@ -79,7 +79,8 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		// The change lay between the reports around the raised ones, and
 		// within the op: NCCL holds a transient's buffers while it runs.
 		if r, ok := d.accountingOnlyResult(ri, int32(mi), max(a.TimesNs[first-1], from), min(a.TimesNs[last+1], to), peak-level); ok {
-			cands = append(cands, accountingCandidate{result: r, raisedFrom: raisedFrom, raisedTo: raisedTo})
+			cands = append(cands, accountingCandidate{result: r, coll: mk.Collective, raisedFrom: raisedFrom, raisedTo: raisedTo,
+				inOp: raisedFrom >= mk.StartNs && raisedFrom <= mk.EndNs})
 		}
 	}
 	return cands
@@ -163,7 +164,12 @@ func (d *decider) accountingOnlyResult(ri, mi int32, from, to, growth int64) (at
 // reports that saw the change raised.
 type accountingCandidate struct {
 	result               attribution.Result
+	coll                 int32 // the op's collective
 	raisedFrom, raisedTo int64
+	// inOp: the first raised report lies inside the op's own interval,
+	// not only within the match tolerance of it, where it may be a
+	// neighbouring op's.
+	inOp bool
 }
 
 // placeAccountingOnly adds the candidates to results (sorted by rank, then

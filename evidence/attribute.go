@@ -15,6 +15,11 @@ type scratch struct {
 	med    []int64
 	sides  sideScratch
 	window windowMedian
+	spans  [][2]int // BaselineCache.baseline's stretches to recompute
+	// rebased are the stretches whose baseline BaselineCache.baseline
+	// recomputed; above the samples above the weak level.
+	rebased [][2]int
+	above   []int
 }
 
 // sideColumns are the side medians' columns of a rank without a
@@ -122,11 +127,15 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 		slices.SortStableFunc(results, byRankAndStart)
 	}
 	separateSteps(results)
-	// Changes that only NCCL's reports saw (evidence-mode §2.4), placed
-	// apart from the results of the samples.
+	// Changes that only NCCL's reports saw (evidence-mode §2.4), then those
+	// only the members' reports show (§2.5), placed apart from the results
+	// of the samples.
 	var cands []accountingCandidate
 	for ri := range in.Ranks {
 		cands = d.accountingOnly(int32(ri), cands)
+	}
+	if cands = d.membersOnly(results, cands); len(cands) > 0 {
+		slices.SortStableFunc(cands, func(a, b accountingCandidate) int { return cmp.Compare(a.result.Rank, b.result.Rank) })
 	}
 	return placeAccountingOnly(results, cands)
 }
@@ -179,6 +188,10 @@ type decider struct {
 	// counted is accountingOnly's latest raised report per series of a
 	// rank, reused from rank to rank.
 	counted []int64
+	// membersVerdicts holds membersOnly's verdict per collective (nil until
+	// asked), shown the growth its members' reports show where they do.
+	membersVerdicts []membersVerdict
+	shown           map[int32][]int64
 }
 
 // maxReasonCodes is the most reason codes one result carries.

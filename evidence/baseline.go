@@ -3,6 +3,7 @@ package evidence
 import (
 	"math"
 	"slices"
+	"sort"
 )
 
 // madToSigma turns a median absolute deviation into a standard deviation
@@ -16,6 +17,13 @@ type windowMedian struct {
 }
 
 func (w *windowMedian) reset() { w.sorted = w.sorted[:0] }
+
+// fill makes vals the window's values: sorting them at once costs less
+// than inserting them one by one.
+func (w *windowMedian) fill(vals []int64) {
+	w.sorted = append(w.sorted[:0], vals...)
+	slices.Sort(w.sorted)
+}
 
 // lowerBound is the index of the first value >= v. The loop halves a
 // range of fixed length whatever the comparison says, which the compiler
@@ -211,9 +219,87 @@ func sideMedians(times, vals []int64, span int64, left, right []int64, leftN, ri
 	}
 }
 
+// leftMedians writes left and leftN of samples [from, to) as sideMedians
+// does: the median of vals over [lo, i), lo the first sample at or after
+// t_i - span.
+func leftMedians(times, vals []int64, from, to int, span int64, left []int64, leftN []int32, w *windowMedian) {
+	if from >= to {
+		return
+	}
+	lo := sort.Search(from, func(k int) bool { return times[k] >= satSub(times[from], span) })
+	w.fill(vals[lo:from])
+	for i := from; i < to; i++ {
+		// vals[i-1] enters the window, paired with one that leaves
+		// (replace), as in sideMedians.
+		entering := i > from
+		start := satSub(times[i], span)
+		for lo < i && times[lo] < start {
+			if entering {
+				w.replace(vals[lo], vals[i-1])
+				entering = false
+			} else {
+				w.remove(vals[lo])
+			}
+			lo++
+		}
+		if entering {
+			w.add(vals[i-1])
+		}
+		leftN[i] = int32(i - lo)
+		left[i] = 0
+		if i > lo {
+			left[i] = w.median()
+		}
+	}
+}
+
+// rightMedians writes right and rightN of samples [from, to) as
+// sideMedians does: the median of vals over [i, hi), hi the first sample
+// after t_i + span.
+func rightMedians(times, vals []int64, from, to int, span int64, right []int64, rightN []int32, w *windowMedian) {
+	if from >= to {
+		return
+	}
+	hi := from
+	stop := satAdd(times[from], span)
+	for hi < len(times) && times[hi] <= stop {
+		hi++
+	}
+	w.fill(vals[from:hi])
+	for i := from; i < to; i++ {
+		// vals[i-1] leaves the window, paired with one that enters.
+		leaving := i > from
+		stop := satAdd(times[i], span)
+		for hi < len(times) && times[hi] <= stop {
+			if leaving {
+				w.replace(vals[i-1], vals[hi])
+				leaving = false
+			} else {
+				w.add(vals[hi])
+			}
+			hi++
+		}
+		if leaving {
+			w.remove(vals[i-1])
+		}
+		rightN[i] = int32(hi - i)
+		right[i] = w.median()
+	}
+}
+
 // robustSigma is madToSigma times the median absolute residual of vals
 // around base, never below floor.
 func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
+	if len(vals) == 0 {
+		return floor
+	}
+	return sigmaOf(medianOf(absResiduals(vals, base, scratch)), floor)
+}
+
+func sigmaOf(mad int64, floor float64) float64 { return math.Max(floor, madToSigma*float64(mad)) }
+
+// absResiduals writes |vals[i] - base[i]| to scratch.
+func absResiduals(vals, base []int64, scratch []int64) []int64 {
 	scratch = scratch[:0]
 	for i, v := range vals {
 		d := v - base[i]
@@ -222,15 +308,71 @@ func robustSigma(vals, base []int64, floor float64, scratch []int64) float64 {
 		}
 		scratch = append(scratch, d)
 	}
-	if len(scratch) == 0 {
-		return floor
-	}
-	return math.Max(floor, madToSigma*float64(medianOf(scratch)))
+	return scratch
 }
 
 // medianOf is the lower median of a (reordered in place); a is not empty.
-func medianOf(a []int64) int64 {
+func medianOf(a []int64) int64 { return selectKth(a, (len(a)-1)/2) }
+
+// medianNear is medianOf(a) found faster when guess is the median or near
+// it (last evaluation's, of data that changed little): one pass counts the
+// values below and at guess, and only the side that holds the median, if
+// not guess itself, is selected in.
+func medianNear(a []int64, guess int64) int64 {
 	k := (len(a) - 1) / 2
+	below, at := 0, 0
+	for _, v := range a {
+		if v < guess {
+			below++
+		} else if v == guess {
+			at++
+		}
+	}
+	if k >= below && k < below+at {
+		return guess
+	}
+	w := 0
+	if k < below {
+		for _, v := range a {
+			if v < guess {
+				a[w] = v
+				w++
+			}
+		}
+		return selectKth(a[:w], k)
+	}
+	for _, v := range a {
+		if v > guess {
+			a[w] = v
+			w++
+		}
+	}
+	return selectKth(a[:w], k-below-at)
+}
+
+// madNear is the median of |vals[i] - base[i]| (vals not empty), found
+// without writing the residuals when guess is it.
+func madNear(vals, base []int64, guess int64, scratch []int64) int64 {
+	base = base[:len(vals)]
+	below, at := 0, 0
+	for i, v := range vals {
+		// Without branches: the residuals lie on both sides of guess
+		// about equally often, so a branch would be mispredicted half the
+		// time. d - guess cannot overflow (both are >= 0).
+		d := v - base[i]
+		d = max(d, -d)
+		below += int(uint64(d-guess) >> 63)
+		x := d ^ guess
+		at += int(1 - uint64(x|-x)>>63)
+	}
+	if k := (len(vals) - 1) / 2; k >= below && k < below+at {
+		return guess
+	}
+	return medianNear(absResiduals(vals, base, scratch), guess)
+}
+
+// selectKth is the k-th smallest value of a (reordered in place), 0 <= k < len(a).
+func selectKth(a []int64, k int) int64 {
 	lo, hi := 0, len(a)-1
 	for lo < hi {
 		pivot := a[lo+(hi-lo)/2]
@@ -276,11 +418,16 @@ func typicalInterval(times []int64, scratch []int64) int64 {
 	if regular {
 		return first
 	}
+	return medianOf(spacings(times, scratch))
+}
+
+// spacings writes the differences of consecutive times to scratch.
+func spacings(times []int64, scratch []int64) []int64 {
 	scratch = scratch[:0]
 	for i := 1; i < len(times); i++ {
 		scratch = append(scratch, times[i]-times[i-1])
 	}
-	return medianOf(scratch)
+	return scratch
 }
 
 func satAdd(a, b int64) int64 {

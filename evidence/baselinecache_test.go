@@ -82,7 +82,8 @@ func TestBaselineCacheEqualsFullComputation(t *testing.T) {
 			}
 			var sp int64
 			times, vals, sp = ch.apply(r, times, vals)
-			left, right, leftN, rightN := c.sides(times, vals, sp, &w, &ss)
+			c.sync(times, vals)
+			left, right, leftN, rightN := c.sides(sp, &w, &ss)
 
 			n := len(times)
 			wantL, wantR := make([]int64, n), make([]int64, n)
@@ -126,7 +127,8 @@ func BenchmarkBaselineCacheStreaming(b *testing.B) {
 	var c BaselineCache
 	var w windowMedian
 	var ss sideScratch
-	c.sides(times, vals, span, &w, &ss)
+	c.sync(times, vals)
+	c.sides(span, &w, &ss)
 	b.ReportAllocs()
 	for b.Loop() {
 		last := times[n-1]
@@ -136,6 +138,7 @@ func BenchmarkBaselineCacheStreaming(b *testing.B) {
 			last += step
 			times[i], vals[i] = last, noise(r)
 		}
-		c.sides(times, vals, span, &w, &ss)
+		c.sync(times, vals)
+		c.sides(span, &w, &ss)
 	}
 }

@@ -95,45 +95,20 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	}
 	p := &cfg.Evidence
 	times, gaps := s.TimesNs, s.GapBytes
-	ra.interval = typicalInterval(times, sc.ints(n))
-	if ra.interval <= 0 {
-		ra.interval = 1
+	lv := levelsOf(rd, cfg, sc)
+	ra.interval, ra.sigma = lv.interval, lv.sigma
+	if rd.Baseline != nil && rd.Baseline.episodes > 0 {
+		// About as many as last time: one allocation instead of a
+		// slice grown episode by episode.
+		ra.episodes = make([]episode, 0, rd.Baseline.episodes+rd.Baseline.episodes/4)
 	}
-	span := max(p.BaselineWindowNs, satMul(minBaselineSamples, ra.interval))
+	span, sigma0, steps, cuts := lv.span, lv.sigma0, lv.steps, lv.cuts
+	left, right, leftN, rightN, base := lv.left, lv.right, lv.leftN, lv.rightN, lv.base
 	k := 2 * cfg.RobustZscoreThreshold
 	floor := float64(p.SpreadFloorBytes)
-
-	// Level steps: the median of the span before each sample against the
-	// median of the span after it.
-	var left, right []int64
-	var leftN, rightN []int32
-	if rd.Baseline != nil {
-		left, right, leftN, rightN = rd.Baseline.sides(times, gaps, span, &sc.window, &sc.sides)
-	} else {
-		left, right, leftN, rightN = sc.sideColumns(n)
-		sideMedians(times, gaps, span, left, right, leftN, rightN, &sc.window)
-	}
-	// Steps are found down to the weak level (no size floor: NCCL's buffers
-	// at a communicator's first use may be a few pages); those below the
-	// strong threshold are reported only when members corroborate them.
-	sigma0 := robustSigma(gaps, right, floor, sc.ints(n))
-	weakStep := max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
-	steps, cuts := findSteps(times, gaps, left, right, leftN, rightN, span, weakStep, cfg.MinSamplesPerRank)
-	if starts := sessionStarts(s); len(starts) > 0 {
-		steps, cuts = splitSessions(times, steps, cuts, starts, span)
-	}
-
-	// The baseline is the level of the data around each sample, never
-	// across a step, so a step neither hides spikes after it nor counts as
-	// one.
-	base := sc.median(n)
-	levelBaseline(times, gaps, left, right, leftN, rightN, span, cuts, base, sc)
-	ra.sigma = robustSigma(gaps, base, floor, sc.ints(n))
 	ra.flat = ra.sigma <= floor
 	ra.threshold = max(p.MinExcessBytes, int64(math.Min(k*ra.sigma, math.MaxInt64/2)), 1)
-	// The weak level has no size floor: a change the collective's members
-	// corroborate is NCCL's however few pages it holds (evidence-mode §7.2).
-	ra.weakLevel = max(int64(math.Min(max(k/2, minWeakSpreads)*ra.sigma, math.MaxInt64/2)), 1)
+	ra.weakLevel = weakLevelOf(cfg, ra.sigma)
 
 	strongStep := max(p.MinExcessBytes, int64(math.Min(k*sigma0, math.MaxInt64/2)))
 	ended := make(map[int]bool)
@@ -170,10 +145,22 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ep.zscore = float64(st.height) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
 	}
+	nextCandidate := func(i int) int { return nextAbove(gaps, base, i, ra.weakLevel) }
+	if lv.aboveListed {
+		above := lv.above
+		nextCandidate = func(i int) int {
+			for len(above) > 0 && above[0] < i {
+				above = above[1:]
+			}
+			if len(above) == 0 {
+				return n
+			}
+			return above[0]
+		}
+	}
 	for i := 0; i < n; {
-		if gaps[i]-base[i] < ra.weakLevel {
-			i++
-			continue
+		if i = nextCandidate(i); i == n {
+			break
 		}
 		j := i
 		peak := i
@@ -217,7 +204,90 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		i = j + 1
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
+	if rd.Baseline != nil {
+		rd.Baseline.episodes = len(ra.episodes)
+	}
 	return ra
+}
+
+// rankLevels is what the per-rank pass learns of each sample before it
+// looks for episodes: the sides' medians, the steps, the baseline and the
+// spreads around them.
+type rankLevels struct {
+	interval, span int64
+	left, right    []int64
+	leftN, rightN  []int32
+	sigma0         float64 // spread around the medians after each sample
+	steps          []step
+	cuts           []int // step onsets and session starts: where the baseline is cut
+	base           []int64
+	sigma          float64 // spread around the baseline
+	// above lists the samples whose excess over the baseline reaches the
+	// weak level, when aboveListed (a BaselineCache keeps it).
+	above       []int
+	aboveListed bool
+}
+
+// levelsOf computes a rank's levels, with its BaselineCache when it has
+// one (the same results, from what changed since its last use).
+func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
+	if rd.Baseline != nil {
+		return rd.Baseline.levels(rd, cfg, sc)
+	}
+	s := &rd.Samples
+	n := s.Len()
+	p := &cfg.Evidence
+	times, gaps := s.TimesNs, s.GapBytes
+	floor := float64(p.SpreadFloorBytes)
+	var lv rankLevels
+	lv.interval = max(typicalInterval(times, sc.ints(n)), 1)
+	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
+
+	// Level steps: the median of the span before each sample against the
+	// median of the span after it.
+	lv.left, lv.right, lv.leftN, lv.rightN = sc.sideColumns(n)
+	sideMedians(times, gaps, lv.span, lv.left, lv.right, lv.leftN, lv.rightN, &sc.window)
+	// Steps are found down to the weak level (no size floor: NCCL's buffers
+	// at a communicator's first use may be a few pages); those below the
+	// strong threshold are reported only when members corroborate them.
+	lv.sigma0 = robustSigma(gaps, lv.right, floor, sc.ints(n))
+	lv.steps, lv.cuts = findSteps(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)
+	if starts := sessionStarts(s); len(starts) > 0 {
+		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
+	}
+
+	// The baseline is the level of the data around each sample, never
+	// across a step, so a step neither hides spikes after it nor counts as
+	// one.
+	lv.base = sc.median(n)
+	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
+	lv.sigma = robustSigma(gaps, lv.base, floor, sc.ints(n))
+	return lv
+}
+
+// weakLevelOf is the least excess of a spike that members corroborate. It
+// has no size floor: a change the collective's members corroborate is
+// NCCL's however few pages it holds (evidence-mode §7.2).
+func weakLevelOf(cfg *Config, sigma float64) int64 {
+	k := 2 * cfg.RobustZscoreThreshold
+	return max(int64(math.Min(max(k/2, minWeakSpreads)*sigma, math.MaxInt64/2)), 1)
+}
+
+// weakStepOf is the least height of a step: minWeakSpreads spreads.
+func weakStepOf(sigma0 float64) int64 {
+	return max(int64(math.Min(minWeakSpreads*sigma0, math.MaxInt64/2)), 1)
+}
+
+// nextAbove is the first sample from i on whose excess over base reaches
+// level, or len(gaps).
+func nextAbove(gaps, base []int64, i int, level int64) int {
+	base = base[:len(gaps)]
+	for ; i < len(gaps); i++ {
+		if gaps[i]-base[i] >= level {
+			return i
+		}
+	}
+	return i
 }
 
 // cutNear reports whether a step or session start lies within span of
@@ -318,9 +388,14 @@ func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch)
 // across a step; when both do (two steps close together), the median of
 // the sample's own level within ±span/2.
 func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
+	levelBaselineOf(0, len(times), times, gaps, left, right, leftN, rightN, span, cuts, out, sc)
+}
+
+// levelBaselineOf is levelBaseline of samples [from, to) only.
+func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
 	n := len(times)
-	next := 0 // index into cuts of the first cut after i
-	for i := 0; i < n; i++ {
+	next, _ := slices.BinarySearch(cuts, from+1) // index into cuts of the first cut after i
+	for i := from; i < to; i++ {
 		for next < len(cuts) && cuts[next] <= i {
 			next++
 		}
@@ -395,101 +470,144 @@ const minSamplesBeforeStep = 3
 // (staircase). It returns the steps, up and down, and their onsets as
 // segment starts for the baseline.
 func findSteps(times, gaps, left, right []int64, leftN, rightN []int32, span, threshold, minSamples int64) ([]step, []int) {
-	n := len(times)
-	var ups []step // every step, up or down
-	var cuts []int
-	delta := func(i int) int64 {
-		if leftN[i] < 1 || int64(rightN[i]) < afterNeeded(times, i, n, span, minSamples) {
-			return 0
-		}
-		return right[i] - left[i]
+	f := stepScan{times: times, gaps: gaps, left: left, right: right, leftN: leftN, rightN: rightN,
+		span: span, threshold: threshold, minSamples: minSamples}
+	f.scan(0, len(times))
+	return f.result()
+}
+
+// stepScan is findSteps' pass over a rank's samples: runs of samples
+// whose sides differ by threshold or more one way, each judged on its
+// own. When track is set it lists the runs it judged and the steps each
+// gave (BaselineCache keeps them).
+type stepScan struct {
+	times, gaps, left, right    []int64
+	leftN, rightN               []int32
+	span, threshold, minSamples int64
+
+	ups   []step // every step, up or down
+	track bool
+	runs  []stepRun
+}
+
+// stepRun is a run of samples [lo, hi] and its steps ups[s0:s1].
+type stepRun struct{ lo, hi, s0, s1 int }
+
+func (f *stepScan) delta(i int) int64 {
+	if f.leftN[i] < 1 || int64(f.rightN[i]) < afterNeeded(f.times, i, len(f.times), f.span, f.minSamples) {
+		return 0
 	}
-	for i := 0; i < n; {
-		d := delta(i)
-		if d < threshold && -d < threshold {
+	return f.right[i] - f.left[i]
+}
+
+// scan judges the runs that begin in [i, stop) and returns where the last
+// one ended (at least stop).
+func (f *stepScan) scan(i, stop int) int {
+	for i < stop {
+		d := f.delta(i)
+		if d < f.threshold && -d < f.threshold {
 			i++
 			continue
 		}
-		up := d > 0
-		lo, hi := i, i
-		before, height := left[i], d
-		for hi+1 < n {
-			d2 := delta(hi + 1)
-			if (up && d2 < threshold) || (!up && -d2 < threshold) {
-				break
-			}
-			hi++
-			if (up && d2 > height) || (!up && d2 < height) {
-				before, height = left[hi], d2
-			}
-		}
-		mid := before + height/2
-		var found []int // onsets of the steps found in this run
-		for j := hi; j >= lo; j-- {
-			if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, n, mid, up, span, minSamples) {
-				continue
-			}
-			if !up {
-				if !jumps(gaps, j, height) {
-					continue
-				}
-				cuts = append(cuts, j)
-				ups = append(ups, step{onset: j, height: height})
-				found = append(found, j)
-				break
-			}
-			// The stairs of a staircase are each a jump of their own, not
-			// one of the whole height.
-			settled := settle(times, gaps, j, before+height, mid, span, threshold)
-			stairs := staircase(times, gaps, right, settled, before, height, span, threshold)
-			if len(stairs) == 1 && !jumps(gaps, j, height) {
-				continue
-			}
-			for _, st := range stairs {
-				if st.onset == settled && settled != j {
-					st.hiddenFrom = j
-				}
-				st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
-				cuts = append(cuts, st.onset)
-				ups = append(ups, st)
-				found = append(found, st.onset)
-			}
-			break
-		}
-		// Two steps within a span of each other (a world communicator's
-		// first use, then a group's) make one run: each further jump of
-		// its own, clear of those found, is a step too (evidence-mode §7.2).
-		// It must hold its own level up to the next step found: a spike
-		// before a step, back on the old level in between, does not hold
-		// just because the next step's level follows within the span.
-		for j := lo; j <= hi; j++ {
-			if slices.ContainsFunc(found, func(f int) bool { return j > f-2*jumpSamples && j < f+2*jumpSamples }) {
-				continue
-			}
-			h, ok := localJump(gaps, j)
-			if !ok || (up && h < threshold) || (!up && -h < threshold) {
-				continue
-			}
-			next := n
-			for _, f := range found {
-				if f > j && f < next {
-					next = f
-				}
-			}
-			m := gaps[j-1] + h/2
-			if crosses(gaps, j, m, up) && holds(times, gaps, j, next, m, up, span, minSamples) {
-				cuts = append(cuts, j)
-				ups = append(ups, step{onset: j, height: h})
-				j += 2 * jumpSamples
-			}
-		}
-		i = hi + 1
+		i = f.run(i, d)
+	}
+	return i
+}
+
+// result is the steps and their onsets in onset order.
+func (f *stepScan) result() ([]step, []int) {
+	var cuts []int
+	for _, st := range f.ups {
+		cuts = append(cuts, st.onset)
 	}
 	if !slices.IsSorted(cuts) {
-		slices.SortFunc(ups, func(a, b step) int { return a.onset - b.onset })
+		slices.SortFunc(f.ups, func(a, b step) int { return a.onset - b.onset })
 		slices.Sort(cuts)
 	}
-	return ups, cuts
+	return f.ups, cuts
+}
+
+// run judges the run that begins at i (delta d) and returns the sample
+// after it.
+func (f *stepScan) run(i int, d int64) int {
+	times, gaps, left, right := f.times, f.gaps, f.left, f.right
+	span, threshold, minSamples := f.span, f.threshold, f.minSamples
+	n := len(times)
+	s0 := len(f.ups)
+	up := d > 0
+	lo, hi := i, i
+	before, height := left[i], d
+	for hi+1 < n {
+		d2 := f.delta(hi + 1)
+		if (up && d2 < threshold) || (!up && -d2 < threshold) {
+			break
+		}
+		hi++
+		if (up && d2 > height) || (!up && d2 < height) {
+			before, height = left[hi], d2
+		}
+	}
+	mid := before + height/2
+	var found []int // onsets of the steps found in this run
+	for j := hi; j >= lo; j-- {
+		if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, n, mid, up, span, minSamples) {
+			continue
+		}
+		if !up {
+			if !jumps(gaps, j, height) {
+				continue
+			}
+			f.ups = append(f.ups, step{onset: j, height: height})
+			found = append(found, j)
+			break
+		}
+		// The stairs of a staircase are each a jump of their own, not
+		// one of the whole height.
+		settled := settle(times, gaps, j, before+height, mid, span, threshold)
+		stairs := staircase(times, gaps, right, settled, before, height, span, threshold)
+		if len(stairs) == 1 && !jumps(gaps, j, height) {
+			continue
+		}
+		for _, st := range stairs {
+			if st.onset == settled && settled != j {
+				st.hiddenFrom = j
+			}
+			st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
+			f.ups = append(f.ups, st)
+			found = append(found, st.onset)
+		}
+		break
+	}
+	// Two steps within a span of each other (a world communicator's
+	// first use, then a group's) make one run: each further jump of
+	// its own, clear of those found, is a step too (evidence-mode §7.2).
+	// It must hold its own level up to the next step found: a spike
+	// before a step, back on the old level in between, does not hold
+	// just because the next step's level follows within the span.
+	for j := lo; j <= hi; j++ {
+		if slices.ContainsFunc(found, func(o int) bool { return j > o-2*jumpSamples && j < o+2*jumpSamples }) {
+			continue
+		}
+		h, ok := localJump(gaps, j)
+		if !ok || (up && h < threshold) || (!up && -h < threshold) {
+			continue
+		}
+		next := n
+		for _, o := range found {
+			if o > j && o < next {
+				next = o
+			}
+		}
+		m := gaps[j-1] + h/2
+		if crosses(gaps, j, m, up) && holds(times, gaps, j, next, m, up, span, minSamples) {
+			f.ups = append(f.ups, step{onset: j, height: h})
+			j += 2 * jumpSamples
+		}
+	}
+	if f.track {
+		f.runs = append(f.runs, stepRun{lo: lo, hi: hi, s0: s0, s1: len(f.ups)})
+	}
+	return hi + 1
 }
 
 // afterNeeded is how many samples from j on a level change needs to count

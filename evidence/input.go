@@ -56,9 +56,9 @@ type RankData struct {
 	// does not read it; the processor's ledger gauges report that sample's
 	// parts with it, so that they add up to its hidden memory exactly.
 	NewestHiddenNs, NewestHiddenBytes int64
-	// Baseline, when not nil, keeps the rank's baseline medians from one
-	// Attribute to the next, which then recomputes only those of the
-	// samples near what changed. A caller that evaluates the same ranks
+	// Baseline, when not nil, keeps the rank's analysis (baseline
+	// medians, steps, baseline, spreads) from one Attribute to the next,
+	// which then recomputes only what the samples' changes reach. A caller that evaluates the same ranks
 	// again and again (the processor) keeps one per rank; the results are
 	// the same with or without it.
 	Baseline *BaselineCache

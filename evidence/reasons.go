@@ -1,5 +1,11 @@
 package evidence
 
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
 // Reason codes of evidence-mode results: each says which evidence decided
 // the result (listed with their meaning in the README).
 const (
@@ -32,6 +38,10 @@ const (
 	// A change no memory sample saw, which NCCL's reports show inside an op
 	// of the communicator (evidence-mode §2.4).
 	ReasonAccountingOnly = "nccl_accounting_only" // NCCL's total rose above its level on both sides inside the op and no sample of the rank lies in the change: confirmed from the accounting alone, with no peak sample
+	// An op of the rank that neither its samples nor its reports could
+	// see, whose collective NCCL's reports on the other members show
+	// holding transient buffers (evidence-mode §2.5).
+	ReasonAccountingMembersOnly = "nccl_accounting_members_only" // no sample or report of the rank lies where the change could have been; NCCL's reports on the collective's members show its buffers, which a collective allocates on every member: confirmed from the members' accounting, with no peak sample
 
 	// What separates a collective cause from a co-timed one without
 	// accounting.
@@ -51,13 +61,20 @@ const (
 	ReasonDeviceWideMemory = "device_wide_memory" // the rank's used memory in the interval was the whole GPU's (DCGM, NVML device info, cudaMemGetInfo), which counts other processes' memory on it, such as other ranks' CUDA contexts on GPU 0: its hidden memory and peak may be inflated (docs/gpu-metrics-join.md)
 )
 
+// Unsampled reports whether no memory sample of r's rank measured its
+// change: NCCL's reports, its own or its members', made it, and its
+// ExcessBytes is the growth they show.
+func Unsampled(r *attribution.Result) bool {
+	return slices.Contains(r.ReasonCodes, ReasonAccountingOnly) || slices.Contains(r.ReasonCodes, ReasonAccountingMembersOnly)
+}
+
 // AllReasonCodes lists every evidence-mode reason code.
 var AllReasonCodes = []string{
 	ReasonExcessOverBaseline, ReasonPersistentStep, ReasonExcessCorroborated,
 	ReasonCollectiveMarker, ReasonNoCollectiveMarker, ReasonMarkerWithoutIdentity,
 	ReasonMemberSynchrony, ReasonInsufficientSynchrony, ReasonWorldSynchrony,
 	ReasonAccountingCovers, ReasonAccountingPartial, ReasonAccountingUncovered, ReasonAccountingUnsampled, ReasonAccountingUntracked,
-	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered, ReasonAccountingCommUncovered, ReasonAccountingOnly,
+	ReasonAccountingMembersCover, ReasonAccountingMembersUncovered, ReasonAccountingCommUncovered, ReasonAccountingOnly, ReasonAccountingMembersOnly,
 	ReasonStepAtFirstUse, ReasonResolvedInInterval, ReasonCotimedOnly, ReasonApproximateTiming,
 	ReasonCoarseSampling, ReasonOutlastsCollective, ReasonNewProcess, ReasonBaselineCreep, ReasonCommReleased,
 	ReasonDeviceWideMemory,

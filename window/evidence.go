@@ -25,8 +25,9 @@ type evidenceRank struct {
 	// (evidencespans.go).
 	spans     ring[SpanRef]
 	spanFront uint32
-	// baseline keeps the engine's baseline medians of the rank's samples
-	// between evaluations (40 bytes a sample). The engine checks it against
+	// baseline keeps the engine's analysis of the rank's samples (their
+	// baseline medians, steps, baseline) between evaluations (48 bytes a
+	// sample). The engine checks it against
 	// the samples it is given, so the buffers never update it; a restored
 	// store starts it empty and the first evaluation fills it.
 	baseline evidence.BaselineCache

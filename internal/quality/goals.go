@@ -159,16 +159,13 @@ var (
 // CadenceGoals are the goals of issue 24 on its families, at every preset, with and
 // without accounting. Recall counts the episodes some sample saw, and with accounting
 // also every episode: at 1–5 Hz a spike the length of a collective may fall between two
-// samples, and NCCL's reports alone then make its result (docs/evidence-mode.md §2.4).
-// An episode neither a sample nor a report saw bounds recall of all: the small and wide
-// sparse jobs (seed 1) have 5 of 64 and 17 of 224 such (rank, episode) pairs, so at most
-// 0.922 and 0.924 there (§5.1). cumem_off's accounting tracks none of NCCL's buffers, so
-// timing decides there and nothing is confirmed.
+// samples, and NCCL's reports alone then make its result (docs/evidence-mode.md §2.4),
+// or, where the rank's own reports missed it too, its members' reports (§2.5).
+// cumem_off's accounting tracks none of NCCL's buffers, so timing decides there and
+// nothing is confirmed.
 var CadenceGoals = []Goal{
 	atLeast(RecallSampled, 0.95, "every episode some sample saw, every preset", Rows{Families: cadenceFamilies}),
-	atLeast(Recall, 0.95, "every episode, with accounting", Rows{Shapes: []string{"default"}, Families: cadenceFamilies, NCCLStats: withStats}),
-	atLeast(Recall, 0.90, "every episode, with accounting, where a few were seen by neither a sample nor a report",
-		Rows{Shapes: []string{"small", "wide"}, Families: cadenceFamilies, NCCLStats: withStats}),
+	atLeast(Recall, 0.95, "every episode, with accounting", Rows{Families: cadenceFamilies, NCCLStats: withStats}),
 	atLeast(ConfidentPrecision, 0.95, "saying confident means being right, every preset", Rows{Families: cadenceFamilies}),
 	atMost(DecoysConfident, 0.05, "decoys confident, every preset", Rows{Families: cadenceFamilies}),
 	atLeast(Precision, 0.95, "claim precision without co-timed decoys, and everywhere with accounting",

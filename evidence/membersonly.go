@@ -1,0 +1,230 @@
+package evidence
+
+import (
+	"slices"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// membersOnlyConfidence is the confidence of a result the members'
+// accounting alone makes for a rank that nothing of its own saw: NCCL says
+// the collective held that memory on its members, and a collective's
+// buffers are allocated on every member, but neither a sample nor a report
+// of the rank measured it, so it stays below a change the rank's own
+// reports show (0.9).
+const membersOnlyConfidence = 0.85
+
+// membersVerdict is what NCCL's reports on a collective's members say of
+// its transient buffers, computed once per collective.
+type membersVerdict struct {
+	done   bool
+	shown  bool  // more members' reports show the buffers than deny them
+	growth int64 // the median growth of the members whose reports show them
+}
+
+// membersOnly appends to cands (accountingOnly's, in rank order) the
+// changes that neither a sample nor a report of their rank could see,
+// inside an op whose collective NCCL's reports on other members show
+// holding transient buffers (evidence-mode §2.5): the rank's samples
+// bracket the op with none inside it and no change of theirs there, the
+// rank's own reports cannot tell (none where the change could have been)
+// and do not show it either, and more members' reports show the buffers
+// than deny them. Each is one result per (op, rank): collective_confirmed,
+// its interval the op's, its bytes the members' median growth, no peak
+// sample. The candidates it appends follow cands in rank order.
+func (d *decider) membersOnly(results []attribution.Result, cands []accountingCandidate) []accountingCandidate {
+	if !(membersOnlyConfidence >= d.cfg.MinConfidence) {
+		return cands
+	}
+	own := len(cands) // accountingOnly's candidates, by rank
+	d.collectShown(results, cands)
+	if len(d.shown) == 0 {
+		return cands
+	}
+	next := 0 // the first of accountingOnly's candidates of rank ri
+	for ri := range d.in.Ranks {
+		rd := &d.in.Ranks[ri]
+		from := next
+		for next < own && cands[next].result.Rank == rd.Rank {
+			next++
+		}
+		if len(rd.Markers) == 0 || rd.Samples.Len() < 2 {
+			continue
+		}
+		for mi := range rd.Markers {
+			mk := &rd.Markers[mi]
+			if mk.Collective == NoCollective || mk.Approximate || len(d.m.members[mk.Collective]) < 2 {
+				continue
+			}
+			v := d.membersVerdictOf(mk.Collective)
+			if !v.shown || !d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
+				continue
+			}
+			cands = append(cands, accountingCandidate{result: d.membersOnlyResult(int32(ri), int32(mi), v.growth),
+				coll: mk.Collective, raisedFrom: mk.StartNs, raisedTo: mk.EndNs})
+		}
+	}
+	return cands
+}
+
+// unsampled reports whether rank ri's samples bracket [from, to] with none
+// inside it. A change of the rank's whose possible onset spans it (seen by
+// a sample after it) does not make it seen: a collective's transient
+// buffers live within its op, so a sample after the op saw something
+// else, and that change is judged on its own; where its result covers
+// the op, the members' result is dropped (placeAccountingOnly).
+func (d *decider) unsampled(ri int32, from, to int64) bool {
+	times := d.in.Ranks[ri].Samples.TimesNs
+	i, _ := slices.BinarySearch(times, from)
+	return i > 0 && i < len(times) && times[i] > to
+}
+
+// ownAccountingTells reports whether rank ri's own reports of marker mk's
+// communicator can speak to a change in its op: they show growth there, or
+// enough of them lie where it could have been that their silence denies it.
+// Untracked accounting (cuMem off) tells nothing.
+func (d *decider) ownAccountingTells(ri int32, mk *Marker) bool {
+	v := d.m.accountingOf(ri, d.opChange(mk), CanonicalCommID(d.in.Collectives[mk.Collective].CommID), nil)
+	if !v.present || v.untracked {
+		return false
+	}
+	return v.growth > 0 || v.miss <= accountingMissLimit
+}
+
+// opChange is a transient change spanning op mk, its start and end known to
+// within the match tolerance: the window a member without a sample in its
+// op is judged over (memberAccounting).
+func (d *decider) opChange(mk *Marker) *episode {
+	tol := d.cfg.Evidence.MatchToleranceNs
+	op := episode{riseLo: satSub(mk.StartNs, tol), riseHi: satAdd(mk.StartNs, tol)}
+	op.fallLo = max(op.riseHi, satSub(mk.EndNs, tol))
+	op.fallHi = satAdd(op.fallLo, 2*tol)
+	return &op
+}
+
+// opCandidate reports whether cands (one rank's) already hold a result of
+// the op of marker mk.
+func opCandidate(cands []accountingCandidate, mk *Marker) bool {
+	for i := range cands {
+		if mt := cands[i].result.MarkerTimesNs; len(mt) == 1 && mt[0] == mk.StartNs {
+			return true
+		}
+	}
+	return false
+}
+
+// collectShown gathers, per collective, the growth NCCL's reports show on
+// members where the member's change was attributed to it: a transient
+// result its rank's reports cover, or one they alone made (cands) whose
+// first raised report lies inside the op itself (inside its match
+// tolerance only, it may be the next op's: a reduce_scatter ending 20 ms
+// before an all_reduce).
+func (d *decider) collectShown(results []attribution.Result, cands []accountingCandidate) {
+	d.shown = make(map[int32][]int64)
+	var collOf map[*attribution.CollectiveMatch]int32
+	for i := range results {
+		r := &results[i]
+		if r.Collective == nil || r.Kind != attribution.KindTransient || r.NCCLAccountedBytes == nil ||
+			!slices.Contains(r.ReasonCodes, ReasonAccountingCovers) {
+			continue
+		}
+		if collOf == nil {
+			collOf = make(map[*attribution.CollectiveMatch]int32)
+			for c, m := range d.matches {
+				if m != nil {
+					collOf[m] = int32(c)
+				}
+			}
+		}
+		if c, ok := collOf[r.Collective]; ok {
+			d.shown[c] = append(d.shown[c], *r.NCCLAccountedBytes)
+		}
+	}
+	for i := range cands {
+		if cands[i].inOp {
+			d.shown[cands[i].coll] = append(d.shown[cands[i].coll], cands[i].result.ExcessBytes)
+		}
+	}
+}
+
+// membersVerdictOf judges collective c by its members' reports. A member
+// shows the buffers when a transient change of its own attributed to c is
+// covered by its reports, or its reports alone made a result of the op
+// (collectShown); it denies them when its reports over the op's interval
+// surely would have shown them and show less than its spike threshold.
+// The op, not the member's change: a change whose samples merged the op's
+// buffers with another cause's after it is judged by its reports as a
+// whole, which says nothing of the op. Growth in the reports around an op
+// that no change attributed to it explains counts neither way: it may be a
+// neighbouring op's, or a step's.
+func (d *decider) membersVerdictOf(c int32) membersVerdict {
+	if d.membersVerdicts == nil {
+		d.membersVerdicts = make([]membersVerdict, len(d.in.Collectives))
+	}
+	mv := &d.membersVerdicts[c]
+	if mv.done {
+		return *mv
+	}
+	mv.done = true
+	growths := d.shown[c]
+	if len(growths) == 0 {
+		return *mv
+	}
+	s := d.m.synchronyOf(c)
+	comm := CanonicalCommID(d.in.Collectives[c].CommID)
+	deny := 0
+	for i, ref := range d.m.members[c] {
+		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
+		if mk.Approximate {
+			continue
+		}
+		if ei := s.episode[i]; ei >= 0 && d.m.analyses[ref.rank].episodes[ei].persistent {
+			continue // its first use, not this op's transient
+		}
+		threshold := max(d.m.analyses[ref.rank].threshold, 1)
+		v := d.m.accountingOf(ref.rank, d.opChange(mk), comm, nil)
+		if v.present && !v.untracked && v.growth < threshold && v.miss <= accountingMissLimit {
+			deny++
+		}
+	}
+	if len(growths) > deny {
+		slices.Sort(growths)
+		mv.shown, mv.growth = true, growths[(len(growths)-1)/2]
+	}
+	return *mv
+}
+
+// membersOnlyResult is the result of rank ri's op of marker mi, which the
+// members' reports show holding growth bytes.
+func (d *decider) membersOnlyResult(ri, mi int32, growth int64) attribution.Result {
+	rd := &d.in.Ranks[ri]
+	mk := &rd.Markers[mi]
+	codes := take(&d.codes, 2)
+	codes[0], codes[1] = ReasonCollectiveMarker, ReasonAccountingMembersOnly
+	markerTimes := take(&d.ints, 1)
+	markerTimes[0] = mk.StartNs
+	sync := d.m.synchronyOf(mk.Collective)
+	ratio := 0.0
+	if sync.observed > 0 {
+		ratio = float64(sync.synced) / float64(sync.observed)
+	}
+	return attribution.Result{
+		Rank:            rd.Rank,
+		IntervalStartNs: mk.StartNs,
+		IntervalEndNs:   uint64(mk.EndNs),
+		Classification:  attribution.CollectiveConfirmed,
+		Confidence:      membersOnlyConfidence,
+		ReasonCodes:     codes,
+		Evidence: attribution.Evidence{
+			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], mk.StartNs, mk.EndNs)),
+			SynchronizedRanks: int64(sync.synced),
+			ExpectedWorldSize: d.in.ExpectedWorldSize,
+			SynchronyRatio:    roundTo(ratio, 4),
+		},
+		MarkerTimesNs: markerTimes,
+		Mode:          attribution.ModeEvidence,
+		Kind:          attribution.KindTransient,
+		ExcessBytes:   growth,
+		Collective:    d.collectiveMatch(mk.Collective),
+	}
+}

@@ -1,0 +1,188 @@
+package evidence
+
+import (
+	"testing"
+
+	"github.com/collectiveattr/collectiveattr/attribution"
+)
+
+// membersOnlyAt returns the results of rank at true time at that say the
+// members' accounting alone made them.
+func membersOnlyAt(j *simJob, results []attribution.Result, rank int, at int64) []attribution.Result {
+	var out []attribution.Result
+	for _, r := range j.resultsAt(results, rank, at) {
+		if hasCode(r, ReasonAccountingMembersOnly) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sparseReportTimes are report times every 2 s at .1 s: none falls inside
+// an op (.6–.9 s of each second), so such a rank's reports cannot tell a
+// change there.
+func sparseReportTimes(duration int64) []int64 {
+	var out []int64
+	for t := 100 * ms; t < duration; t += 2 * sec {
+		out = append(out, t)
+	}
+	return out
+}
+
+// At 2 Hz a spike the length of a collective falls between two samples.
+// Ranks 0–3 report NCCL's totals every 100 ms, which show the op's buffers;
+// ranks 4–7 report every 2 s, never inside an op: nothing of theirs saw the
+// spike, but a collective allocates its buffers on every member, so their
+// members' reports make their results (evidence-mode §2.5).
+func TestMembersOnlyUnseenChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.collectiveSpike(rankList(0, 8), 20, gib) // not NCCL's: no report shows it
+	j.accounting(rankList(0, 4), "world", 300<<20, []overlay{caused})
+	j.accountingAt(rankList(4, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 8; r++ {
+		at := 10*sec + 700*ms
+		got := membersOnlyAt(j, results, r, at)
+		if r < 4 {
+			if len(got) != 0 || len(accountingOnlyAt(j, results, r, at)) != 1 {
+				t.Errorf("rank %d: %d members-only results, %d accounting-only, want its own reports' result alone",
+					r, len(got), len(accountingOnlyAt(j, results, r, at)))
+			}
+			continue
+		}
+		if len(got) != 1 {
+			t.Fatalf("rank %d: %d members-only results at the unseen NCCL spike, want 1: %+v", r, len(got), j.resultsAt(results, r, at))
+		}
+		c := got[0]
+		if c.Classification != attribution.CollectiveConfirmed || c.Confidence != membersOnlyConfidence || c.Kind != attribution.KindTransient {
+			t.Errorf("rank %d: %s %v %s, want confirmed %v transient", r, c.Classification, c.Confidence, c.Kind, membersOnlyConfidence)
+		}
+		if c.ExcessBytes != gib || c.NCCLAccountedBytes != nil || c.Evidence.PeakGapBytes != 0 {
+			t.Errorf("rank %d: excess %d accounted %v peak %d, want the members' 1 GiB, no accounting or peak sample of its own",
+				r, c.ExcessBytes, c.NCCLAccountedBytes, c.Evidence.PeakGapBytes)
+		}
+		// The op on ranks 4–7 is launched 0, 3, 6, 9 ms late (r%4) and
+		// lasts 300 ms: the result is that interval.
+		opStart := t0 + 10*sec + 600*ms + int64(r%4)*3*ms
+		if c.IntervalStartNs != opStart || c.IntervalEndNs != uint64(opStart+300*ms) {
+			t.Errorf("rank %d: interval [%d, %d] ms, want the op's [%d, %d]", r, (c.IntervalStartNs-t0)/ms,
+				(int64(c.IntervalEndNs)-t0)/ms, (opStart-t0)/ms, (opStart+300*ms-t0)/ms)
+		}
+		if c.Collective == nil || c.Collective.CommID != "world" || c.Collective.Seq != 10 {
+			t.Errorf("rank %d: collective %+v, want world #10", r, c.Collective)
+		}
+		if n := len(j.resultsAt(results, r, 20*sec+700*ms)); n != 0 {
+			t.Errorf("rank %d: %d results at the unseen spike no member's reports show, want none", r, n)
+		}
+		// Every other op of the job: no member's reports show buffers.
+		if n := len(membersOnlyAt(j, results, r, 5*sec+700*ms)); n != 0 {
+			t.Errorf("rank %d: %d members-only results at an op without growth, want none", r, n)
+		}
+	}
+}
+
+// The members' accounting speaks for a rank only where nothing of the rank
+// could see the change, and only where more members show the buffers than
+// deny them.
+func TestMembersOnlyGuards(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(j *simJob, caused overlay)
+		want  int // members-only results on rank 7 at 10.7 s
+	}{
+		{"shown by the members", func(j *simJob, caused overlay) {
+			j.accounting(rankList(0, 7), "world", 300<<20, []overlay{caused})
+		}, 1},
+		{"the rank's own reports deny it", func(j *simJob, caused overlay) {
+			j.accounting(rankList(0, 7), "world", 300<<20, []overlay{caused})
+			j.accounting([]int{7}, "world", 300<<20, nil)
+		}, 0},
+		{"more members deny it than show it", func(j *simJob, caused overlay) {
+			j.accounting(rankList(0, 2), "world", 300<<20, []overlay{caused})
+			j.accounting(rankList(2, 7), "world", 300<<20, nil)
+		}, 0},
+		{"untracked members (cuMem off) show nothing", func(j *simJob, caused overlay) {
+			j.accountingAt(rankList(0, 7), "world", UntrackedBytes, nil, []int64{39 * sec})
+		}, 0},
+		{"the members' growth is a step that stays, not this op's", func(j *simJob, _ overlay) {
+			j.accounting(rankList(0, 7), "world", 300<<20, []overlay{{10*sec + 605*ms, -1, gib}})
+		}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			j := trainingJob(8, 500*ms)
+			j.worldAllReduces()
+			caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+			tt.setup(j, caused)
+			if j.acct[7] == nil { // rank 7's reports, none inside an op
+				j.accountingAt([]int{7}, "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+			}
+			results := Attribute(j.input(), mediumConfig(t), nil)
+			if got := membersOnlyAt(j, results, 7, 10*sec+700*ms); len(got) != tt.want {
+				t.Errorf("%d members-only results on rank 7, want %d: %+v", len(got), tt.want, j.resultsAt(results, 7, 10*sec+700*ms))
+			}
+		})
+	}
+}
+
+// A rank whose samples lie inside the op saw what was there: the members'
+// reports do not speak for it.
+func TestMembersOnlyNotWhereSampled(t *testing.T) {
+	j := trainingJob(8, 100*ms)
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 7), 10, gib) // rank 7 sampled flat through the op
+	j.accounting(rankList(0, 7), "world", 300<<20, []overlay{caused})
+	j.accountingAt([]int{7}, "world", 300<<20, nil, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	if got := membersOnlyAt(j, results, 7, 10*sec+700*ms); len(got) != 0 {
+		t.Errorf("%d members-only results on a rank sampled through the op, want none: %+v", len(got), got)
+	}
+}
+
+// A report raised right after a reduce_scatter ended (within the match
+// tolerance of it) and inside the all_reduce launched 20 ms later may be
+// either op's: the members' reports speak only for the op a raised report
+// lies inside, so no rank gets a result at the reduce_scatter.
+func TestMembersOnlyNotFromANeighbouringOp(t *testing.T) {
+	j := trainingJob(8, 500*ms)
+	j.worldAllReduces() // .6–.9 s of each second
+	j.collective("world", 10, "reduce_scatter", rankList(0, 8), 10*sec+500*ms, 80*ms, false)
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib) // the all_reduce's, from .605 s
+	// Ranks 0–3 report at .45, .61 (raised) and .95 s; ranks 4–7 every 2 s.
+	j.accountingAt(rankList(0, 4), "world", 300<<20, []overlay{caused}, []int64{10*sec + 450*ms, 10*sec + 610*ms, 10*sec + 950*ms})
+	j.accountingAt(rankList(4, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 4; r < 8; r++ {
+		for _, x := range membersOnlyAt(j, results, r, 10*sec+540*ms) {
+			if x.Collective != nil && x.Collective.Op == "reduce_scatter" {
+				t.Errorf("rank %d: a members-only result at the reduce_scatter %+v, want none", r, x)
+			}
+		}
+	}
+}
+
+// A sample after the op that sees another cause's change (a workspace
+// allocated right after the all_reduce) does not make the op seen: the
+// op's buffers lived within the op, the change is judged on its own (here
+// NCCL's reports inside it deny it), and the members' reports speak for the
+// op.
+func TestMembersOnlyBesideALaterChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.change([]int{7}, 10*sec+950*ms, 11*sec+200*ms, gib/2) // seen at 11.0 s only
+	j.accounting(rankList(0, 7), "world", 300<<20, []overlay{caused})
+	var times []int64 // rank 7: every 2 s at .1, and one inside the workspace
+	for _, t := range sparseReportTimes(j.duration) {
+		times = append(times, t)
+		if t == 10*sec+100*ms {
+			times = append(times, 11*sec+100*ms)
+		}
+	}
+	j.accountingAt([]int{7}, "world", 300<<20, []overlay{caused}, times)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	if got := membersOnlyAt(j, results, 7, 10*sec+700*ms); len(got) != 1 {
+		t.Errorf("%d members-only results on rank 7 at the op, want 1: %+v", len(got), j.resultsAt(results, 7, 10*sec+700*ms))
+	}
+}
