@@ -71,31 +71,68 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		maxDur:   make([]int64, len(in.Ranks)),
 		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
+	// Each collective's (communicator, op) and communicator as small
+	// numbers, so that a rank's markers are told apart by index rather
+	// than by hashing their names, and each collective's members counted
+	// to be listed in one allocation.
 	type commOp struct{ comm, op string }
-	seen, seenComm := map[commOp]bool{}, map[string]bool{}
+	pairs, comms := map[commOp]int32{}, map[string]int32{}
+	pairOf, commOf := make([]int32, len(in.Collectives)), make([]int32, len(in.Collectives))
+	for c := range in.Collectives {
+		col := &in.Collectives[c]
+		key := commOp{col.CommID, col.Op}
+		id, ok := pairs[key]
+		if !ok {
+			id = int32(len(pairs))
+			pairs[key] = id
+		}
+		pairOf[c] = id
+		if id, ok = comms[col.CommID]; !ok {
+			id = int32(len(comms))
+			comms[col.CommID] = id
+		}
+		commOf[c] = id
+	}
+	count := make([]int32, len(in.Collectives))
+	nMarkers, nMembers := 0, 0
+	for ri := range in.Ranks {
+		nMarkers += len(in.Ranks[ri].Markers)
+		for _, mk := range in.Ranks[ri].Markers {
+			if mk.Collective != NoCollective {
+				count[mk.Collective]++
+				nMembers++
+			}
+		}
+	}
+	refs := make([]memberRef, nMembers)
+	for c, n := range count {
+		if n > 0 {
+			m.members[c], refs = refs[:0:n], refs[n:]
+		}
+	}
+	uses := make([]bool, 2*nMarkers)
+	seen, seenComm := make([]int32, len(pairs)), make([]int32, len(comms)) // the rank index + 1 that saw each
 	for ri := range in.Ranks {
 		markers := in.Ranks[ri].Markers
-		clear(seen)
-		first := make([]bool, len(markers))
+		stamp := int32(ri + 1)
+		first := uses[:len(markers):len(markers)]
+		last := uses[len(markers) : 2*len(markers) : 2*len(markers)]
+		uses = uses[2*len(markers):]
 		for mi, mk := range markers {
 			m.maxDur[ri] = max(m.maxDur[ri], mk.EndNs-mk.StartNs)
 			if mk.Collective == NoCollective {
 				continue
 			}
-			c := &in.Collectives[mk.Collective]
-			key := commOp{c.CommID, c.Op}
-			if !seen[key] {
-				seen[key] = true
+			if id := pairOf[mk.Collective]; seen[id] != stamp {
+				seen[id] = stamp
 				first[mi] = true
 			}
 			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
 		}
 		m.firstUse[ri] = first
-		last := make([]bool, len(markers))
-		clear(seenComm)
 		for mi := len(markers) - 1; mi >= 0; mi-- {
-			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
-				seenComm[in.Collectives[c].CommID] = true
+			if c := markers[mi].Collective; c != NoCollective && seenComm[commOf[c]] != stamp {
+				seenComm[commOf[c]] = stamp
 				last[mi] = true
 			}
 		}
