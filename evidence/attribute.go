@@ -495,7 +495,7 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
-	slices.Sort(codes)
+	sortCodes(codes)
 	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	*r = attribution.Result{
@@ -531,6 +531,16 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return true
+}
+
+// sortCodes sorts a result's few reason codes (maxReasonCodes at most) by
+// insertion, as slices.Sort would for so few.
+func sortCodes(codes []string) {
+	for i := 1; i < len(codes); i++ {
+		for j := i; j > 0 && codes[j] < codes[j-1]; j-- {
+			codes[j], codes[j-1] = codes[j-1], codes[j]
+		}
+	}
 }
 
 // onsetWithin narrows where change ep, synchronized at marker mk, began:

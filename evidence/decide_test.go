@@ -382,3 +382,27 @@ func TestPowersOf10(t *testing.T) {
 		}
 	}
 }
+
+// sortCodes orders reason codes as slices.Sort does.
+func TestSortCodes(t *testing.T) {
+	all := []string{ReasonPersistentStep, ReasonExcessOverBaseline, ReasonCollectiveMarker, ReasonMemberSynchrony,
+		ReasonCotimedOnly, ReasonCoarseSampling, ReasonAccountingCovers, ReasonDeviceWideMemory, ReasonNewProcess,
+		ReasonBaselineCreep, ReasonAccountingUnsampled}
+	for n := range len(all) + 1 {
+		for shift := range len(all) {
+			codes := make([]string, 0, n)
+			for i := range n {
+				codes = append(codes, all[(i*7+shift)%len(all)])
+			}
+			if n > 2 {
+				codes[n-1] = codes[0] // a repeated code
+			}
+			want := slices.Clone(codes)
+			slices.Sort(want)
+			sortCodes(codes)
+			if !slices.Equal(codes, want) {
+				t.Errorf("%v, want %v", codes, want)
+			}
+		}
+	}
+}

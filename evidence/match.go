@@ -3,6 +3,7 @@ package evidence
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
 
 // memberRef is one member rank's marker of a collective.
@@ -220,7 +221,8 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 		polled = satAdd(mk.EndNs, tol.after)
 	}
 	lo := satSub(mk.StartNs, tol.before)
-	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int { return cmp.Compare(e.riseHi, t) })
+	// By index: a comparison of two episodes passed by value copies them.
+	i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi >= lo })
 	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]
