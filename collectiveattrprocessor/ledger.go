@@ -50,6 +50,8 @@ type ledgerFlagCounts [2]int64
 // ledgerGroup is a run of ranks read by one worker, with what it found,
 // joined in rank order afterwards.
 type ledgerGroup struct {
+	ledger  ledger.Ledger
+	input   ledger.Input
 	growth  ledger.GrowthDetector
 	row     ledger.Row
 	points  []output.LedgerPoint
@@ -173,14 +175,14 @@ func (ls *ledgers) evaluate(jobID string, in *evidence.Input, results []attribut
 func (g *ledgerGroup) read(jl *jobLedger, ranks []ledger.RankInput, deviceWide []int64, newest [][2]int64, results []attribution.Result, padding int64, jobID string, worldSize int64) {
 	g.points, g.growths, g.contexts, g.growthEnds = g.points[:0], g.growths[:0], g.contexts[:0], g.growthEnds[:0]
 	g.flagged = ledgerFlagCounts{}
-	l := ledger.New(&ledger.Input{Ranks: ranks, Results: results, PaddingNs: padding})
+	g.input = ledger.Input{Ranks: ranks, Results: results, PaddingNs: padding}
+	l := &g.ledger
+	l.Reset(&g.input)
 	for ri := range ranks {
 		rank := ranks[ri].Rank
 		times := ranks[ri].Samples.TimesNs
 		l.SeekOf(ri, times[len(times)-1]-ledger.GrowthWindowNs)
-		for l.NextOf(ri, &g.row) {
-			g.growth.Add(&g.row)
-		}
+		l.ReadOf(ri, &g.growth, &g.row)
 		last := &g.row
 		unexplained, hidden := last.UnexplainedBytes, last.HiddenBytes
 		if nw := newest[ri]; nw[0] == last.TimestampNs {

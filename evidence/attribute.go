@@ -88,15 +88,17 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
 			ep := &analyses[ri].episodes[ei]
-			r, ok := d.decide(int32(ri), ep)
-			if !ok {
+			// Decided in place: results holds a result per change.
+			results = append(results, attribution.Result{})
+			r := &results[len(results)-1]
+			if !d.decide(int32(ri), ep, r) {
+				results = results[:len(results)-1]
 				continue
 			}
-			phase(int32(ri), ep, &r)
+			phase(int32(ri), ep, r)
 			if d.unchecked {
-				d.waiting = append(d.waiting, uncheckedChange{ri: int32(ri), ep: ep, result: len(results)})
+				d.waiting = append(d.waiting, uncheckedChange{ri: int32(ri), ep: ep, result: len(results) - 1})
 			}
-			results = append(results, r)
 		}
 	}
 	if len(d.waiting) > 0 {
@@ -105,21 +107,25 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 		d.records = d.commRecords()
 		dropped := false
 		for _, w := range d.waiting {
-			r, ok := d.decide(w.ri, w.ep)
-			if ok {
-				phase(w.ri, w.ep, &r)
+			r := &results[w.result]
+			if d.decide(w.ri, w.ep, r) {
+				phase(w.ri, w.ep, r)
 			} else {
-				r, dropped = attribution.Result{Rank: -1}, true
+				*r, dropped = attribution.Result{Rank: -1}, true
 			}
-			results[w.result] = r
 		}
 		if dropped {
 			results = slices.DeleteFunc(results, func(r attribution.Result) bool { return r.Rank < 0 })
 		}
 	}
-	slices.SortStableFunc(results, func(a, b attribution.Result) int {
+	byRankAndStart := func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
-	})
+	}
+	// The ranks' changes come in order, or nearly: moving thousands of
+	// results to find so would cost more than checking.
+	if !slices.IsSortedFunc(results, byRankAndStart) {
+		slices.SortStableFunc(results, byRankAndStart)
+	}
 	separateSteps(results)
 	// Changes that only NCCL's reports saw (evidence-mode §2.4), then those
 	// only the members' reports show (§2.5), placed apart from the results
@@ -240,9 +246,9 @@ func (d *decider) better(a, b choice) bool {
 	return b.ratio > a.ratio
 }
 
-// decide turns one change into a result, or reports that it falls below
-// min_confidence.
-func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
+// decide turns one change into result r, or reports that it falls below
+// min_confidence (r is then unspecified).
+func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	d.unchecked = false
 	rd := &d.in.Ranks[ri]
 	cfg := d.cfg
@@ -288,7 +294,7 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	})
 
 	if (ep.weak || ep.down) && !(best.marker >= 0 && best.coll != NoCollective && best.ok) {
-		return attribution.Result{}, false
+		return false
 	}
 	if ep.stairLast > 0 && best.marker >= 0 && best.coll != NoCollective && !best.first {
 		// The lower stair of a staircase that no first use explains is a
@@ -470,11 +476,11 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if ep.early && class != attribution.CollectiveConfident && class != attribution.CollectiveConfirmed {
 		// A level change in the rank's first samples that no first use of a
 		// communicator explains: the job's start, not NCCL.
-		return attribution.Result{}, false
+		return false
 	}
 	conf = roundTo(conf, 3)
 	if !(conf >= cfg.MinConfidence) {
-		return attribution.Result{}, false
+		return false
 	}
 	times := rd.Samples.TimesNs
 	pad := cfg.IntervalPaddingNs
@@ -489,10 +495,10 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
-	slices.Sort(codes)
+	sortCodes(codes)
 	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
-	r := attribution.Result{
+	*r = attribution.Result{
 		Rank:            rd.Rank,
 		IntervalStartNs: start,
 		IntervalEndNs:   end,
@@ -524,7 +530,17 @@ func (d *decider) decide(ri int32, ep *episode) (attribution.Result, bool) {
 	if best.marker >= 0 && best.coll != NoCollective {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
-	return r, true
+	return true
+}
+
+// sortCodes sorts a result's few reason codes (maxReasonCodes at most) by
+// insertion, as slices.Sort would for so few.
+func sortCodes(codes []string) {
+	for i := 1; i < len(codes); i++ {
+		for j := i; j > 0 && codes[j] < codes[j-1]; j-- {
+			codes[j], codes[j-1] = codes[j-1], codes[j]
+		}
+	}
 }
 
 // onsetWithin narrows where change ep, synchronized at marker mk, began:
@@ -672,6 +688,10 @@ func markersIn(markers []Marker, maxDur, start, end int64) int {
 }
 
 func roundTo(x float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
+	p := powersOf10[digits]
 	return math.Round(x*p) / p
 }
+
+// powersOf10 are math.Pow(10, digits) for the digits results are rounded
+// to, exactly (powers of 10 up to 10^22 are exact in a float64).
+var powersOf10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -368,6 +369,39 @@ func TestWeakChangeCorroboratedOnlyAsTheMembersRise(t *testing.T) {
 		for r := 0; r < 8; r++ {
 			if got := j.resultsAt(results, r, at+400*ms); len(got) == 0 || got[0].Classification != attribution.CollectiveLikely {
 				t.Errorf("rank %d: the collective spike after %d ms: %+v, want likely", r, at/ms, got)
+			}
+		}
+	}
+}
+
+// roundTo's powers of 10 are math.Pow's.
+func TestPowersOf10(t *testing.T) {
+	for d, p := range powersOf10 {
+		if want := math.Pow(10, float64(d)); p != want {
+			t.Errorf("10^%d: %v, math.Pow says %v", d, p, want)
+		}
+	}
+}
+
+// sortCodes orders reason codes as slices.Sort does.
+func TestSortCodes(t *testing.T) {
+	all := []string{ReasonPersistentStep, ReasonExcessOverBaseline, ReasonCollectiveMarker, ReasonMemberSynchrony,
+		ReasonCotimedOnly, ReasonCoarseSampling, ReasonAccountingCovers, ReasonDeviceWideMemory, ReasonNewProcess,
+		ReasonBaselineCreep, ReasonAccountingUnsampled}
+	for n := range len(all) + 1 {
+		for shift := range len(all) {
+			codes := make([]string, 0, n)
+			for i := range n {
+				codes = append(codes, all[(i*7+shift)%len(all)])
+			}
+			if n > 2 {
+				codes[n-1] = codes[0] // a repeated code
+			}
+			want := slices.Clone(codes)
+			slices.Sort(want)
+			sortCodes(codes)
+			if !slices.Equal(codes, want) {
+				t.Errorf("%v, want %v", codes, want)
 			}
 		}
 	}

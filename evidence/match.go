@@ -3,6 +3,7 @@ package evidence
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
 
 // memberRef is one member rank's marker of a collective.
@@ -46,11 +47,12 @@ type matcher struct {
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
 	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
-	world    []worldRise   // every episode's rise, by time (bare markers)
 	acct     []rankAccounting
-	// skew is the ranks' clock offsets (evidence-mode §7.5), estimated
-	// and applied to world's rises when a bare marker's change is first
-	// judged (aligned).
+	// world is every episode's rise, by time on the job's common time:
+	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
+	// applied when a bare marker's change is first judged (aligned), the
+	// only changes that need them.
+	world   []worldRise
 	skew    *clockSkew
 	aligned bool
 }
@@ -70,64 +72,93 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		maxDur:   make([]int64, len(in.Ranks)),
 		acct:     make([]rankAccounting, len(in.Ranks)),
 	}
+	// Each collective's (communicator, op) and communicator as small
+	// numbers, so that a rank's markers are told apart by index rather
+	// than by hashing their names, and each collective's members counted
+	// to be listed in one allocation.
 	type commOp struct{ comm, op string }
+	pairs, comms := map[commOp]int32{}, map[string]int32{}
+	pairOf, commOf := make([]int32, len(in.Collectives)), make([]int32, len(in.Collectives))
+	for c := range in.Collectives {
+		col := &in.Collectives[c]
+		key := commOp{col.CommID, col.Op}
+		id, ok := pairs[key]
+		if !ok {
+			id = int32(len(pairs))
+			pairs[key] = id
+		}
+		pairOf[c] = id
+		if id, ok = comms[col.CommID]; !ok {
+			id = int32(len(comms))
+			comms[col.CommID] = id
+		}
+		commOf[c] = id
+	}
+	count := make([]int32, len(in.Collectives))
+	nMarkers, nMembers := 0, 0
+	for ri := range in.Ranks {
+		nMarkers += len(in.Ranks[ri].Markers)
+		for _, mk := range in.Ranks[ri].Markers {
+			if mk.Collective != NoCollective {
+				count[mk.Collective]++
+				nMembers++
+			}
+		}
+	}
+	refs := make([]memberRef, nMembers)
+	for c, n := range count {
+		if n > 0 {
+			m.members[c], refs = refs[:0:n], refs[n:]
+		}
+	}
+	uses := make([]bool, 2*nMarkers)
+	seen, seenComm := make([]int32, len(pairs)), make([]int32, len(comms)) // the rank index + 1 that saw each
 	for ri := range in.Ranks {
 		markers := in.Ranks[ri].Markers
-		seen := map[commOp]bool{}
-		first := make([]bool, len(markers))
+		stamp := int32(ri + 1)
+		first := uses[:len(markers):len(markers)]
+		last := uses[len(markers) : 2*len(markers) : 2*len(markers)]
+		uses = uses[2*len(markers):]
 		for mi, mk := range markers {
 			m.maxDur[ri] = max(m.maxDur[ri], mk.EndNs-mk.StartNs)
 			if mk.Collective == NoCollective {
 				continue
 			}
-			c := &in.Collectives[mk.Collective]
-			key := commOp{c.CommID, c.Op}
-			if !seen[key] {
-				seen[key] = true
+			if id := pairOf[mk.Collective]; seen[id] != stamp {
+				seen[id] = stamp
 				first[mi] = true
 			}
 			m.members[mk.Collective] = append(m.members[mk.Collective], memberRef{int32(ri), int32(mi)})
 		}
 		m.firstUse[ri] = first
-		last := make([]bool, len(markers))
-		seenComm := map[string]bool{}
 		for mi := len(markers) - 1; mi >= 0; mi-- {
-			if c := markers[mi].Collective; c != NoCollective && !seenComm[in.Collectives[c].CommID] {
-				seenComm[in.Collectives[c].CommID] = true
+			if c := markers[mi].Collective; c != NoCollective && seenComm[commOf[c]] != stamp {
+				seenComm[commOf[c]] = stamp
 				last[mi] = true
 			}
 		}
 		m.lastUse[ri] = last
-		for _, ep := range analyses[ri].episodes {
-			if !ep.weak && !ep.down {
-				m.world = append(m.world, worldRise{ep.riseHi, int32(ri)})
-			}
-		}
 	}
-	sortWorld(m.world)
 	return m
 }
 
-func sortWorld(world []worldRise) {
-	slices.SortFunc(world, func(a, b worldRise) int { return cmp.Compare(a.t, b.t) })
-}
-
-// alignClocks estimates the ranks' clock skew and puts the world's rises
+// alignClocks estimates the ranks' clock skew and lists the world's rises
 // on the job's common time, once per evaluation: only changes matched to
-// bare markers need it.
+// bare markers need them.
 func (m *matcher) alignClocks() {
 	if m.aligned {
 		return
 	}
 	m.aligned = true
-	if m.skew = estimateSkew(m.in, m.members); m.skew == nil {
-		return
+	m.skew = estimateSkew(m.in, m.members)
+	for ri := range m.analyses {
+		for _, ep := range m.analyses[ri].episodes {
+			if !ep.weak && !ep.down {
+				m.world = append(m.world, worldRise{m.skew.common(int32(ri), ep.riseHi), int32(ri)})
+			}
+		}
 	}
-	for i := range m.world {
-		w := &m.world[i]
-		w.t = m.skew.common(w.rank, w.t)
-	}
-	sortWorld(m.world)
+	slices.SortFunc(m.world, func(a, b worldRise) int { return cmp.Compare(a.t, b.t) })
 }
 
 // widening is how far a marker's interval is widened before and after it
@@ -190,7 +221,8 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 		polled = satAdd(mk.EndNs, tol.after)
 	}
 	lo := satSub(mk.StartNs, tol.before)
-	i, _ := slices.BinarySearchFunc(eps, lo, func(e episode, t int64) int { return cmp.Compare(e.riseHi, t) })
+	// By index: a comparison of two episodes passed by value copies them.
+	i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi >= lo })
 	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]

@@ -64,3 +64,68 @@ func BenchmarkLedger(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLedgerLatestMinute reads a job as the processor reads it at
+// every evaluation, by ranks and samples per rank (10 Hz): per rank the
+// rows of its latest GrowthWindowNs, judged for growth, from a Ledger
+// reset for the input.
+func BenchmarkLedgerLatestMinute(b *testing.B) {
+	for _, ranks := range []int{16, 256} {
+		for _, samples := range []int{1000, 3000} {
+			in := benchInput(ranks)
+			in = stretchInput(in, samples)
+			b.Run(fmt.Sprintf("ranks=%d/samples=%d", ranks, samples), func(b *testing.B) {
+				var (
+					l   Ledger
+					g   GrowthDetector
+					row Row
+				)
+				b.ReportAllocs()
+				for b.Loop() {
+					l.Reset(in)
+					for ri := range in.Ranks {
+						times := in.Ranks[ri].Samples.TimesNs
+						l.SeekOf(ri, times[len(times)-1]-GrowthWindowNs)
+						l.ReadOf(ri, &g, &row)
+						g.Detect()
+					}
+				}
+			})
+		}
+	}
+}
+
+// stretchInput repeats benchInput's samples, accounting and results of
+// every rank to n samples.
+func stretchInput(in *Input, n int) *Input {
+	out := &Input{PaddingNs: in.PaddingNs}
+	period := 1000 * 100 * ms
+	for _, ri := range in.Ranks {
+		o := RankInput{Rank: ri.Rank}
+		s := &ri.Samples
+		for i := range n {
+			k, shift := i%s.Len(), int64(i/s.Len())*period
+			o.Samples.TimesNs = append(o.Samples.TimesNs, s.TimesNs[k]+shift)
+			o.Samples.UsedBytes = append(o.Samples.UsedBytes, s.UsedBytes[k])
+			o.Samples.ReservedBytes = append(o.Samples.ReservedBytes, s.ReservedBytes[k])
+		}
+		for _, a := range ri.Accounting {
+			oa := evidence.AccountingSeries{CommID: a.CommID}
+			for i := range n {
+				k, shift := i%len(a.TimesNs), int64(i/len(a.TimesNs))*period
+				oa.TimesNs = append(oa.TimesNs, a.TimesNs[k]+shift)
+				oa.Bytes = append(oa.Bytes, a.Bytes[k])
+			}
+			o.Accounting = append(o.Accounting, oa)
+		}
+		out.Ranks = append(out.Ranks, o)
+	}
+	for rep := int64(0); rep*1000 < int64(n); rep++ {
+		for _, r := range in.Results {
+			r.IntervalStartNs += rep * period
+			r.IntervalEndNs += uint64(rep * period)
+			out.Results = append(out.Results, r)
+		}
+	}
+	return out
+}

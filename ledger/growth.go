@@ -38,9 +38,11 @@ type GrowthDetector struct {
 }
 
 // Add takes the rank's next row (time order).
-func (g *GrowthDetector) Add(r *Row) {
-	g.times = append(g.times, r.TimestampNs)
-	g.values = append(g.values, r.UnexplainedBytes)
+func (g *GrowthDetector) Add(r *Row) { g.add(r.TimestampNs, r.UnexplainedBytes) }
+
+func (g *GrowthDetector) add(t, unexplained int64) {
+	g.times = append(g.times, t)
+	g.values = append(g.values, unexplained)
 }
 
 // Detect judges the latest GrowthWindowNs of the rows added since the last
@@ -59,29 +61,80 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 		return Growth{}, false
 	}
 	from, _ := slices.BinarySearch(g.times, start)
-	var medians [4]int64
-	lo := from
+	var (
+		bounds      [5]int
+		least, most [4]int64
+	)
+	bounds[0] = from
 	for q := range 4 {
 		bound := start + GrowthWindowNs*int64(q+1)/4
-		hi := lo
+		lo, hi := bounds[q], bounds[q]
 		for hi < n && (g.times[hi] < bound || q == 3) {
 			hi++
 		}
 		if hi-lo < growthMinRows {
 			return Growth{}, false
 		}
-		g.med = append(g.med[:0], g.values[lo:hi]...)
-		slices.Sort(g.med)
-		medians[q] = g.med[(len(g.med)-1)/2]
+		bounds[q+1] = hi
+		least[q], most[q] = slices.Min(g.values[lo:hi]), slices.Max(g.values[lo:hi])
+	}
+	// A quarter's median lies between its least and most values: most
+	// rows have no rise, and the bounds tell so without the medians.
+	if most[3]-least[0] < GrowthMinBytes {
+		return Growth{}, false
+	}
+	for q := 1; q < 4; q++ {
+		if most[q] < least[q-1]-growthSlackBytes {
+			return Growth{}, false
+		}
+	}
+	var medians [4]int64
+	for q := range 4 {
+		g.med = append(g.med[:0], g.values[bounds[q]:bounds[q+1]]...)
+		medians[q] = lowerMedian(g.med)
 		if q > 0 && medians[q] < medians[q-1]-growthSlackBytes {
 			return Growth{}, false
 		}
-		lo = hi
 	}
 	if medians[3]-medians[0] < GrowthMinBytes {
 		return Growth{}, false
 	}
 	return Growth{StartNs: g.times[from], EndNs: end, FromBytes: medians[0], ToBytes: medians[3]}, true
+}
+
+// lowerMedian is the ((len(v)-1)/2)-th smallest of v (not empty), found by
+// selection; it reorders v.
+func lowerMedian(v []int64) int64 {
+	k := (len(v) - 1) / 2
+	lo, hi := 0, len(v) // v[:lo] <= v[k] <= v[hi:]
+	for hi-lo > 1 {
+		// Three-way partition of v[lo:hi] around the median of three.
+		a, b, c := v[lo], v[lo+(hi-lo)/2], v[hi-1]
+		pivot := max(min(a, b), min(max(a, b), c))
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch x := v[i]; {
+			case x < pivot:
+				v[lt], v[i] = x, v[lt]
+				lt++
+				i++
+			case x > pivot:
+				gt--
+				v[gt], v[i] = x, v[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return pivot
+		}
+	}
+	return v[k]
 }
 
 // The result a sustained rise of unexplained memory gives (evidence mode's

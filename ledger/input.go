@@ -81,3 +81,19 @@ func (s *Samples) session(i int) int32 {
 }
 
 func (s *Samples) noReserved(i int) bool { return s.NoReserved != nil && s.NoReserved[i] }
+
+// hidden is sample i's hidden memory (device used less allocator reserved,
+// or device used when it has none) and the flags that say which.
+func (s *Samples) hidden(i int) (int64, Flag) {
+	var f Flag
+	hidden := s.UsedBytes[i]
+	if s.noReserved(i) {
+		f |= FlagNoReserved
+	} else {
+		hidden -= s.ReservedBytes[i]
+	}
+	if hidden < 0 {
+		f |= FlagNegativeHidden
+	}
+	return hidden, f
+}

@@ -50,6 +50,10 @@ type Ledger struct {
 	stats   Stats
 	byComm  []CommBytes
 	pending []pendingReport
+	// byRank is each rank's index in the input.
+	byRank map[int64]int
+	// gaps is reportInterval's memory.
+	gaps []int64
 }
 
 // rankLedger is one rank's state while its rows are read.
@@ -72,6 +76,9 @@ type rankLedger struct {
 	// of the spans active at the last row read.
 	spanNext int
 	active   []int
+	// activeEnd is the earliest end of the active spans: no row before it
+	// drops one.
+	activeEnd int64
 }
 
 // segment is a run of samples of one session (a restart starts another):
@@ -103,14 +110,33 @@ type span struct {
 // New prepares the ledger of in. It keeps in and reads it as rows are
 // read: do not modify it meanwhile.
 func New(in *Input) *Ledger {
-	l := &Ledger{ranks: make([]rankLedger, len(in.Ranks))}
-	byRank := make(map[int64]int, len(in.Ranks))
+	l := &Ledger{}
+	l.Reset(in)
+	return l
+}
+
+// Reset prepares l as New prepares a ledger of in, reusing the memory of
+// l's last input: a caller that reads a job's ledger at every evaluation
+// keeps one Ledger.
+func (l *Ledger) Reset(in *Input) {
+	if cap(l.ranks) < len(in.Ranks) {
+		l.ranks = append(l.ranks[:cap(l.ranks)], make([]rankLedger, len(in.Ranks)-cap(l.ranks))...)
+	}
+	l.ranks = l.ranks[:len(in.Ranks)]
+	for i := range l.ranks {
+		l.ranks[i].reset(&in.Ranks[i])
+	}
+	l.order, l.stats = l.order[:0], Stats{}
+	if l.byRank == nil {
+		l.byRank = make(map[int64]int, len(in.Ranks))
+	}
+	clear(l.byRank)
 	for i := range in.Ranks {
-		byRank[in.Ranks[i].Rank] = i
+		l.byRank[in.Ranks[i].Rank] = i
 	}
 	for i := range in.Results {
 		r := &in.Results[i]
-		ri, ok := byRank[r.Rank]
+		ri, ok := l.byRank[r.Rank]
 		if !ok || !countsAsNCCL(r) {
 			continue
 		}
@@ -118,7 +144,6 @@ func New(in *Input) *Ledger {
 	}
 	for i := range in.Ranks {
 		rl := &l.ranks[i]
-		rl.in = &in.Ranks[i]
 		l.prepare(rl)
 		if rl.in.Samples.Len() > 0 {
 			l.order = append(l.order, cursor{t: rl.in.Samples.TimesNs[0], rank: int32(i)})
@@ -127,7 +152,13 @@ func New(in *Input) *Ledger {
 	for i := len(l.order)/2 - 1; i >= 0; i-- {
 		l.down(i)
 	}
-	return l
+}
+
+// reset empties rl for rank in, keeping its buffers.
+func (rl *rankLedger) reset(in *RankInput) {
+	*rl = rankLedger{in: in, segments: rl.segments[:0], counted: rl.counted[:0], cursor: rl.cursor[:0],
+		intervalNs: rl.intervalNs[:0], staleNs: rl.staleNs[:0], spans: rl.spans[:0], active: rl.active[:0],
+		activeEnd: math.MaxInt64}
 }
 
 // countsAsNCCL reports whether a result's change counts as NCCL's memory:
@@ -178,21 +209,27 @@ func (l *Ledger) prepare(rl *rankLedger) {
 			}
 			rl.counted = append(rl.counted, k)
 		}
-		rl.cursor = make([]int, len(rl.counted))
-		rl.intervalNs = make([]int64, len(rl.counted))
-		rl.staleNs = make([]int64, len(rl.counted))
+		rl.cursor = resize(rl.cursor, len(rl.counted))
+		clear(rl.cursor)
+		rl.intervalNs = resize(rl.intervalNs, len(rl.counted))
+		rl.staleNs = resize(rl.staleNs, len(rl.counted))
 		for k, ai := range rl.counted {
-			rl.intervalNs[k] = reportInterval(in.Accounting[ai].TimesNs)
+			times := in.Accounting[ai].TimesNs
+			l.gaps = resize(l.gaps, max(0, len(times)-1))
+			rl.intervalNs[k] = reportInterval(times, l.gaps)
 			rl.staleNs[k] = max(staleMinNs, staleReports*rl.intervalNs[k])
 		}
-		rl.spans = nil // NCCL's own figures win over attribution
+		rl.spans = rl.spans[:0] // NCCL's own figures win over attribution
 	} else if len(in.Accounting) > 0 {
 		l.stats.UntrackedRanks++
 	}
 	for i := 0; i < s.Len(); {
-		j := i + 1
-		for j < s.Len() && s.session(j) == s.session(i) {
-			j++
+		j := s.Len()
+		if s.Session != nil {
+			j = i + 1
+			for j < s.Len() && s.Session[j] == s.Session[i] {
+				j++
+			}
 		}
 		from := int64(math.MinInt64)
 		if i > 0 {
@@ -245,17 +282,16 @@ func (l *Ledger) prepare(rl *rankLedger) {
 }
 
 // reportInterval is a series' usual report interval: the median of its
-// intervals (staleMinNs/staleReports with fewer than two reports).
-func reportInterval(times []int64) int64 {
+// intervals (staleMinNs/staleReports with fewer than two reports),
+// computed in gaps (len(times)-1 long).
+func reportInterval(times []int64, gaps []int64) int64 {
 	if len(times) < 2 {
 		return staleMinNs / staleReports
 	}
-	gaps := make([]int64, len(times)-1)
 	for i := range gaps {
 		gaps[i] = times[i+1] - times[i]
 	}
-	slices.Sort(gaps)
-	return gaps[(len(gaps)-1)/2]
+	return lowerMedian(gaps)
 }
 
 // reports are the reports of counted communicator k that may hold for a
@@ -421,6 +457,47 @@ func (l *Ledger) NextOf(ri int, row *Row) bool {
 	return true
 }
 
+// ReadOf reads the rows of rank index ri of the input from its next row
+// on (SeekOf), as NextOf reads them, into g (GrowthDetector.Add), and
+// fills last with the last of them; false when there is none. A caller
+// that needs only a rank's latest rows' growth and its last row spares
+// the copy of every row.
+func (l *Ledger) ReadOf(ri int, g *GrowthDetector, last *Row) bool {
+	rl := &l.ranks[ri]
+	n := rl.in.Samples.Len()
+	if rl.next >= n {
+		return false
+	}
+	s := &rl.in.Samples
+	var row Row
+	for ; rl.next < n; rl.next++ {
+		i, t := rl.next, s.TimesNs[rl.next]
+		if i < n-1 && rl.quiet(t) {
+			// As fill makes the row: its hidden memory less its context
+			// level.
+			for rl.segments[rl.seg].end <= i {
+				rl.seg++
+			}
+			hidden, flags := s.hidden(i)
+			l.stats.countFlags(flags)
+			g.add(t, hidden-rl.segments[rl.seg].context)
+			continue
+		}
+		l.fill(rl, &row)
+		l.stats.count(&row)
+		g.add(row.TimestampNs, row.UnexplainedBytes)
+	}
+	*last = row
+	return true
+}
+
+// quiet reports whether NCCL holds nothing at t on rank rl for certain: it
+// reports no tracked accounting, and no attributed change is active at t
+// or begins by then.
+func (rl *rankLedger) quiet(t int64) bool {
+	return !rl.tracked && len(rl.active) == 0 && (rl.spanNext == len(rl.spans) || rl.spans[rl.spanNext].lo > t)
+}
+
 // SeekOf moves rank index ri's next row (NextOf) forward to its first
 // sample at or after t: a caller that needs only the rank's latest rows
 // skips the cost of the others. It never moves backwards.
@@ -448,14 +525,9 @@ func (l *Ledger) fill(rl *rankLedger, row *Row) {
 	seg := &rl.segments[rl.seg]
 	t := s.TimesNs[i]
 	*row = Row{Rank: rl.in.Rank, TimestampNs: t, DeviceUsedBytes: s.UsedBytes[i], ContextBytes: seg.context}
-	if s.noReserved(i) {
-		row.Flags |= FlagNoReserved
-	} else {
+	row.HiddenBytes, row.Flags = s.hidden(i)
+	if row.Flags&FlagNoReserved == 0 {
 		row.AllocatorReservedBytes = s.ReservedBytes[i]
-	}
-	row.HiddenBytes = row.DeviceUsedBytes - row.AllocatorReservedBytes
-	if row.HiddenBytes < 0 {
-		row.Flags |= FlagNegativeHidden
 	}
 	l.byComm = l.byComm[:0]
 	if rl.tracked {
@@ -517,11 +589,21 @@ func (l *Ledger) accounted(rl *rankLedger, seg *segment, t int64, row *Row) {
 func (l *Ledger) attributed(rl *rankLedger, t int64, row *Row) {
 	for rl.spanNext < len(rl.spans) && rl.spans[rl.spanNext].lo <= t {
 		rl.active = append(rl.active, rl.spanNext)
+		rl.activeEnd = min(rl.activeEnd, rl.spans[rl.spanNext].hi)
 		rl.spanNext++
 	}
-	rl.active = slices.DeleteFunc(rl.active, func(k int) bool { return rl.spans[k].hi < t })
 	if len(rl.active) == 0 {
 		return
+	}
+	if rl.activeEnd < t {
+		rl.active = slices.DeleteFunc(rl.active, func(k int) bool { return rl.spans[k].hi < t })
+		rl.activeEnd = math.MaxInt64
+		for _, k := range rl.active {
+			rl.activeEnd = min(rl.activeEnd, rl.spans[k].hi)
+		}
+		if len(rl.active) == 0 {
+			return
+		}
 	}
 	row.NCCLSource = SourceAttributed
 	var steps int64
@@ -595,6 +677,14 @@ func (l *Ledger) down(i int) {
 type pendingReport struct {
 	comm          int
 	before, after int64
+}
+
+// resize returns s with length n, its values unspecified.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func absDiff(a, b int64) uint64 {

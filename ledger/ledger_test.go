@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -301,41 +302,7 @@ func TestLedgerSeekOf(t *testing.T) {
 func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
-		var in Input
-		for r := range int64(1 + rng.IntN(4)) {
-			n := rng.IntN(30)
-			ri := RankInput{Rank: r}
-			ts := int64(0)
-			for range n {
-				ts += rng.Int64N(200 * ms)
-				ri.Samples.TimesNs = append(ri.Samples.TimesNs, ts)
-				ri.Samples.UsedBytes = append(ri.Samples.UsedBytes, rng.Int64N(20*gib))
-				ri.Samples.ReservedBytes = append(ri.Samples.ReservedBytes, rng.Int64N(20*gib))
-				ri.Samples.Session = append(ri.Samples.Session, int32(rng.IntN(2)))
-			}
-			ri.Samples.SessionIDs = []string{"a", "b"}
-			for c := range rng.IntN(3) {
-				s := evidence.AccountingSeries{CommID: string(rune('a' + c))}
-				at := int64(0)
-				for range rng.IntN(20) {
-					at += rng.Int64N(300 * ms)
-					s.TimesNs = append(s.TimesNs, at)
-					s.Bytes = append(s.Bytes, rng.Int64N(4*gib))
-				}
-				ri.Accounting = append(ri.Accounting, s)
-			}
-			for range rng.IntN(4) {
-				st := rng.Int64N(ts + 1)
-				kind := attribution.KindTransient
-				if rng.IntN(3) == 0 {
-					kind = attribution.KindPersistent
-				}
-				in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
-					Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
-			}
-			in.Ranks = append(in.Ranks, ri)
-		}
-		in.PaddingNs = rng.Int64N(100 * ms)
+		in := randomInput(rng)
 		got, st := rows(t, &in)
 		n := 0
 		for _, ri := range in.Ranks {
@@ -343,6 +310,79 @@ func TestLedgerSumsHoldOnRandomInput(t *testing.T) {
 		}
 		require.Len(t, got, n)
 		require.Equal(t, n, st.Rows)
+	}
+}
+
+// randomInput is a job of random samples, reservations, sessions,
+// accounting and results.
+func randomInput(rng *rand.Rand) Input {
+	var in Input
+	for r := range int64(1 + rng.IntN(4)) {
+		n := rng.IntN(30)
+		ri := RankInput{Rank: r}
+		ts := int64(0)
+		for range n {
+			ts += rng.Int64N(200 * ms)
+			ri.Samples.TimesNs = append(ri.Samples.TimesNs, ts)
+			ri.Samples.UsedBytes = append(ri.Samples.UsedBytes, rng.Int64N(20*gib))
+			ri.Samples.ReservedBytes = append(ri.Samples.ReservedBytes, rng.Int64N(20*gib))
+			ri.Samples.Session = append(ri.Samples.Session, int32(rng.IntN(2)))
+		}
+		if rng.IntN(3) == 0 {
+			for i := range ri.Samples.ReservedBytes {
+				missing := rng.IntN(4) == 0
+				ri.Samples.NoReserved = append(ri.Samples.NoReserved, missing)
+				if missing {
+					ri.Samples.ReservedBytes[i] = 0
+				}
+			}
+		}
+		ri.Samples.SessionIDs = []string{"a", "b"}
+		for c := range rng.IntN(3) {
+			s := evidence.AccountingSeries{CommID: string(rune('a' + c))}
+			at := int64(0)
+			for range rng.IntN(20) {
+				at += rng.Int64N(300 * ms)
+				s.TimesNs = append(s.TimesNs, at)
+				s.Bytes = append(s.Bytes, rng.Int64N(4*gib))
+			}
+			ri.Accounting = append(ri.Accounting, s)
+		}
+		for range rng.IntN(4) {
+			st := rng.Int64N(ts + 1)
+			kind := attribution.KindTransient
+			if rng.IntN(3) == 0 {
+				kind = attribution.KindPersistent
+			}
+			in.Results = append(in.Results, attribution.Result{Rank: r, IntervalStartNs: st, IntervalEndNs: uint64(st + rng.Int64N(sec)),
+				Classification: attribution.CollectiveConfident, Mode: attribution.ModeEvidence, Kind: kind, ExcessBytes: rng.Int64N(2 * gib)})
+		}
+		in.Ranks = append(in.Ranks, ri)
+	}
+	in.PaddingNs = rng.Int64N(100 * ms)
+	return in
+}
+
+// TestLedgerResetEqualsNew: a Ledger reset for input after input (more
+// ranks, fewer, other accounting) reads the rows a new one reads.
+func TestLedgerResetEqualsNew(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var reused Ledger
+	for range 300 {
+		in := randomInput(rng)
+		want, wantStats := rows(t, &in)
+		reused.Reset(&in)
+		var got []Row
+		var r Row
+		for reused.Next(&r) {
+			r.ByComm = append([]CommBytes(nil), r.ByComm...)
+			got = append(got, r)
+		}
+		require.Equal(t, want, got)
+		require.Equal(t, wantStats, reused.Stats())
+		for ri := range in.Ranks {
+			require.Equal(t, New(&in).Contexts(ri), reused.Contexts(ri))
+		}
 	}
 }
 
@@ -495,4 +535,50 @@ func TestLedgerRelease(t *testing.T) {
 		{0, gib, 0, SourceNone}, {gib, gib, 0, SourceAttributed}, {gib, gib, 0, SourceAttributed},
 		{0, gib, 0, SourceAttributed}, {-256 * mib, gib, 0, SourceAttributed},
 	})
+}
+
+// ReadOf reads a rank's rows from where SeekOf put it, as NextOf reads
+// them: the growth detector gets the same rows, the last row and the
+// counts are the same.
+func TestLedgerReadOfEqualsNextOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 300 {
+		in := randomInput(rng)
+		byNext, byRead := New(&in), New(&in)
+		for ri := range in.Ranks {
+			times := in.Ranks[ri].Samples.TimesNs
+			if len(times) > 0 && rng.IntN(2) == 0 {
+				from := times[rng.IntN(len(times))]
+				byNext.SeekOf(ri, from)
+				byRead.SeekOf(ri, from)
+			}
+			var (
+				want, got Row
+				wantG     GrowthDetector
+				gotG      GrowthDetector
+				rows      int
+			)
+			for byNext.NextOf(ri, &want) {
+				want.ByComm = slices.Clone(want.ByComm)
+				wantG.Add(&want)
+				rows++
+			}
+			ok := byRead.ReadOf(ri, &gotG, &got)
+			require.Equal(t, rows > 0, ok)
+			require.Equal(t, wantG.times, gotG.times)
+			require.Equal(t, wantG.values, gotG.values)
+			if ok {
+				if len(got.ByComm) == 0 {
+					got.ByComm = nil
+				}
+				if len(want.ByComm) == 0 {
+					want.ByComm = nil
+				}
+				require.Equal(t, want, got)
+			}
+			wantG.Detect()
+			gotG.Detect()
+		}
+		require.Equal(t, byNext.Stats(), byRead.Stats())
+	}
 }

@@ -89,15 +89,18 @@ type Stats struct {
 	SharedComms int
 }
 
-func (s *Stats) count(r *Row) {
+func (s *Stats) count(r *Row) { s.countFlags(r.Flags) }
+
+// countFlags counts a row with flags f.
+func (s *Stats) countFlags(f Flag) {
 	s.Rows++
-	if r.Flags&FlagNoReserved != 0 {
+	if f&FlagNoReserved != 0 {
 		s.NoReserved++
 	}
-	if r.Flags&FlagNegativeHidden != 0 {
+	if f&FlagNegativeHidden != 0 {
 		s.NegativeHidden++
 	}
-	if r.Flags&FlagAccountingAboveHidden != 0 {
+	if f&FlagAccountingAboveHidden != 0 {
 		s.AccountingAboveHidden++
 	}
 }

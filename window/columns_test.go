@@ -265,3 +265,73 @@ func TestRemoveAndMergeSorted(t *testing.T) {
 		}
 	}
 }
+
+// expandRuns writes every value of dst, whatever dst held: 0 before the
+// first run, each run's value up to the next.
+func TestExpandRunsOverwritesStaleValues(t *testing.T) {
+	of := func(r attribution.Int64Run) (int, int64) { return r.From, r.Value }
+	for _, tc := range []struct {
+		runs []attribution.Int64Run
+		want []int64
+	}{
+		{nil, []int64{0, 0, 0, 0, 0}},
+		{[]attribution.Int64Run{{From: 0, Value: 7}}, []int64{7, 7, 7, 7, 7}},
+		{[]attribution.Int64Run{{From: 2, Value: 7}, {From: 4, Value: 9}}, []int64{0, 0, 7, 7, 9}},
+	} {
+		dst := []int64{-1, -1, -1, -1, -1}
+		expandRuns(dst, tc.runs, of)
+		if !slices.Equal(dst, tc.want) {
+			t.Errorf("runs %v: %v, want %v", tc.runs, dst, tc.want)
+		}
+	}
+}
+
+// The samples' totals are their runs' values, over rounds of an
+// EvidenceScratch, whether shared (one value throughout) or expanded
+// (several runs, more distinct totals than the shared columns hold), and a
+// later, longer rank never changes what an earlier one was given.
+func TestSamplesOfTotals(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var es EvidenceScratch
+	for range 50 {
+		var (
+			series []attribution.ColumnSeries
+			want   [][]int64
+		)
+		for range 1 + r.IntN(20) {
+			n := r.IntN(300)
+			cs := attribution.ColumnSeries{TimestampsNs: make([]int64, n), GapBytes: make([]int64, n)}
+			w := make([]int64, n)
+			switch k := r.IntN(4); {
+			case k == 0: // no total known
+			case k == 1 && n > 2: // the total changes, or is known from sample 2 on
+				from := r.IntN(2)
+				cs.Totals = []attribution.Int64Run{{From: from, Value: 80 << 30}, {From: 2, Value: 40 << 30}}
+				w[0], w[1] = 80<<30*int64(1-from), 80<<30
+				for i := 2; i < n; i++ {
+					w[i] = 40 << 30
+				}
+			default: // one of many device models
+				v := int64(1+r.IntN(12)) << 30
+				cs.Totals = []attribution.Int64Run{{From: 0, Value: v}}
+				for i := range w {
+					w[i] = v
+				}
+			}
+			series, want = append(series, cs), append(want, w)
+		}
+		es.totals, es.sessions = es.totals[:0], es.sessions[:0]
+		es.totals = slices.Grow(es.totals, 20*300)
+		got := make([][]int64, len(series))
+		for i := range series {
+			got[i] = es.samplesOf(&series[i]).TotalBytes
+		}
+		for i := range series {
+			require.Equal(t, len(want[i]), len(got[i]))
+			if len(want[i]) > 0 {
+				require.Equal(t, want[i], got[i], "rank %d", i)
+			}
+		}
+	}
+	require.LessOrEqual(t, len(es.uniform), maxUniformColumns)
+}

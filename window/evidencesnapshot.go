@@ -27,7 +27,22 @@ type EvidenceScratch struct {
 	// sessions are still to be expanded from their series' runs, and
 	// those series.
 	expand []seriesOf
+	// uniform holds columns of one value each: the totals of the ranks
+	// whose device total is one value throughout (most ranks, the same
+	// for every rank of a device model) share one, read only.
+	uniform []uniformColumn
 }
+
+// uniformColumn is a column of value, as long as the longest one asked of
+// it; slices of it are handed out, so its values never change.
+type uniformColumn struct {
+	value int64
+	col   []int64
+}
+
+// maxUniformColumns bounds the uniform columns kept: a job whose ranks
+// report more distinct device totals has its other ranks' totals expanded.
+const maxUniformColumns = 8
 
 // seriesOf is a rank of an EvidenceSnapshot and its reference series.
 type seriesOf struct {
@@ -218,10 +233,15 @@ func (es *EvidenceScratch) ExpandSamples(snap *EvidenceSnapshot) {
 func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samples {
 	n := len(cs.TimestampsNs)
 	smp := evidence.Samples{TimesNs: cs.TimestampsNs, GapBytes: cs.GapBytes}
-	t0 := len(es.totals)
-	es.totals = es.totals[:t0+n]
-	smp.TotalBytes = es.totals[t0 : t0+n : t0+n]
-	expandRuns(smp.TotalBytes, cs.Totals, func(r attribution.Int64Run) (int, int64) { return r.From, r.Value })
+	if total, ok := uniformTotal(cs.Totals); ok {
+		smp.TotalBytes = es.uniformColumn(total, n)
+	}
+	if smp.TotalBytes == nil {
+		t0 := len(es.totals)
+		es.totals = es.totals[:t0+n]
+		smp.TotalBytes = es.totals[t0 : t0+n : t0+n]
+		expandRuns(smp.TotalBytes, cs.Totals, func(r attribution.Int64Run) (int, int64) { return r.From, r.Value })
+	}
 	switch len(cs.Sessions) {
 	case 0:
 	case 1:
@@ -266,10 +286,46 @@ func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samp
 	return smp
 }
 
+// uniformTotal is the one value of every sample whose totals are runs
+// (0 before the first run); false when they differ.
+func uniformTotal(runs []attribution.Int64Run) (int64, bool) {
+	switch {
+	case len(runs) == 0:
+		return 0, true
+	case len(runs) == 1 && runs[0].From == 0:
+		return runs[0].Value, true
+	}
+	return 0, false
+}
+
+// uniformColumn returns n values v from a column es keeps for v, or nil
+// when es keeps maxUniformColumns columns of other values.
+func (es *EvidenceScratch) uniformColumn(v int64, n int) []int64 {
+	i := slices.IndexFunc(es.uniform, func(u uniformColumn) bool { return u.value == v })
+	if i < 0 {
+		if len(es.uniform) == maxUniformColumns {
+			return nil
+		}
+		es.uniform = append(es.uniform, uniformColumn{value: v})
+		i = len(es.uniform) - 1
+	}
+	u := &es.uniform[i]
+	for len(u.col) < n {
+		// Beyond the slices handed out: appending in place changes none.
+		u.col = append(u.col, v)
+	}
+	return u.col[:n:n]
+}
+
 // expandRuns writes runs (a value from its index to the next run's; 0
 // before the first) into dst.
 func expandRuns[R any](dst []int64, runs []R, of func(R) (int, int64)) {
-	clear(dst)
+	if len(runs) == 0 {
+		clear(dst)
+		return
+	}
+	first, _ := of(runs[0])
+	clear(dst[:first])
 	for i, run := range runs {
 		from, v := of(run)
 		end := len(dst)
