@@ -125,12 +125,20 @@ func (d *decider) accountingOnlyResult(ri, mi int32, from, to, growth int64) (at
 	if !(accountingOnlyConfidence >= d.cfg.MinConfidence) {
 		return attribution.Result{}, false
 	}
+	accounted := &take(&d.ints, 1)[0]
+	*accounted = growth
+	return d.unsampledResult(ri, mi, ReasonAccountingOnly, accountingOnlyConfidence, from, to, growth, accounted), true
+}
+
+// unsampledResult is the result of a change of rank ri in [from, to]
+// inside its op of marker mi that no sample of the rank measured, which
+// NCCL's reports (reason says whose) show holding growth bytes:
+// collective_confirmed at conf, with no peak sample.
+func (d *decider) unsampledResult(ri, mi int32, reason string, conf float64, from, to, growth int64, accounted *int64) attribution.Result {
 	rd := &d.in.Ranks[ri]
 	mk := &rd.Markers[mi]
 	codes := take(&d.codes, 2)
-	codes[0], codes[1] = ReasonCollectiveMarker, ReasonAccountingOnly
-	accounted := &take(&d.ints, 1)[0]
-	*accounted = growth
+	codes[0], codes[1] = ReasonCollectiveMarker, reason
 	markerTimes := take(&d.ints, 1)
 	markerTimes[0] = mk.StartNs
 	sync := d.m.synchronyOf(mk.Collective)
@@ -143,7 +151,7 @@ func (d *decider) accountingOnlyResult(ri, mi int32, from, to, growth int64) (at
 		IntervalStartNs: from,
 		IntervalEndNs:   uint64(to),
 		Classification:  attribution.CollectiveConfirmed,
-		Confidence:      accountingOnlyConfidence,
+		Confidence:      conf,
 		ReasonCodes:     codes,
 		Evidence: attribution.Evidence{
 			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], from, to)),
@@ -157,7 +165,7 @@ func (d *decider) accountingOnlyResult(ri, mi int32, from, to, growth int64) (at
 		ExcessBytes:        growth,
 		Collective:         d.collectiveMatch(mk.Collective),
 		NCCLAccountedBytes: accounted,
-	}, true
+	}
 }
 
 // accountingCandidate is a result NCCL's accounting alone makes, with the

@@ -60,7 +60,7 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 			if !v.shown || !d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
 			}
-			cands = append(cands, accountingCandidate{result: d.membersOnlyResult(int32(ri), int32(mi), v.growth),
+			cands = append(cands, accountingCandidate{result: d.unsampledResult(int32(ri), int32(mi), ReasonAccountingMembersOnly, membersOnlyConfidence, mk.StartNs, mk.EndNs, v.growth, nil),
 				coll: mk.Collective, raisedFrom: mk.StartNs, raisedTo: mk.EndNs})
 		}
 	}
@@ -196,39 +196,4 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 		mv.shown, mv.growth = true, growths[(len(growths)-1)/2]
 	}
 	return *mv
-}
-
-// membersOnlyResult is the result of rank ri's op of marker mi, which the
-// members' reports show holding growth bytes.
-func (d *decider) membersOnlyResult(ri, mi int32, growth int64) attribution.Result {
-	rd := &d.in.Ranks[ri]
-	mk := &rd.Markers[mi]
-	codes := take(&d.codes, 2)
-	codes[0], codes[1] = ReasonCollectiveMarker, ReasonAccountingMembersOnly
-	markerTimes := take(&d.ints, 1)
-	markerTimes[0] = mk.StartNs
-	sync := d.m.synchronyOf(mk.Collective)
-	ratio := 0.0
-	if sync.observed > 0 {
-		ratio = float64(sync.synced) / float64(sync.observed)
-	}
-	return attribution.Result{
-		Rank:            rd.Rank,
-		IntervalStartNs: mk.StartNs,
-		IntervalEndNs:   uint64(mk.EndNs),
-		Classification:  attribution.CollectiveConfirmed,
-		Confidence:      membersOnlyConfidence,
-		ReasonCodes:     codes,
-		Evidence: attribution.Evidence{
-			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], mk.StartNs, mk.EndNs)),
-			SynchronizedRanks: int64(sync.synced),
-			ExpectedWorldSize: d.in.ExpectedWorldSize,
-			SynchronyRatio:    roundTo(ratio, 4),
-		},
-		MarkerTimesNs: markerTimes,
-		Mode:          attribution.ModeEvidence,
-		Kind:          attribution.KindTransient,
-		ExcessBytes:   growth,
-		Collective:    d.collectiveMatch(mk.Collective),
-	}
 }
