@@ -37,6 +37,11 @@ type BaselineCache struct {
 	before, after       int64
 	hasBefore, hasAfter bool
 
+	// seq numbers the first of the last samples, when sequenced
+	// (Samples.FirstSeq).
+	seq       uint64
+	sequenced bool
+
 	span int64 // of the side columns (0: none computed)
 	// [p, q) are the samples whose side medians were kept by the last
 	// sides: their spans hold the same samples as before.
@@ -89,10 +94,17 @@ func (s *sideScratch) grow(n int) {
 	s.leftN, s.rightN = s.leftN[:n], s.rightN[:n]
 }
 
-// sync makes times and vals the cache's samples, keeping in place the run
-// of them that the last ones held too.
-func (c *BaselineCache) sync(times, vals []int64) {
-	d, m := c.commonRun(times, vals)
+// sync makes s's samples the cache's, keeping in place the run of them
+// that the last ones held too.
+func (c *BaselineCache) sync(s *Samples) {
+	times, vals := s.TimesNs, s.GapBytes
+	var d, m int
+	if s.Sequenced && c.sequenced {
+		d, m = c.numberedRun(s.FirstSeq, times, vals)
+	} else {
+		d, m = c.commonRun(times, vals)
+	}
+	c.seq, c.sequenced = s.FirstSeq, s.Sequenced
 	old := liveOf(c, c.times)
 	c.m = m
 	// Regular samples stay regular while the new ones keep the spacing.
@@ -135,6 +147,25 @@ func (c *BaselineCache) sync(times, vals []int64) {
 	c.off, c.n = off, n
 	copy(c.times[off+m:off+n], times[m:])
 	copy(c.vals[off+m:off+n], vals[m:])
+}
+
+// numberedRun is commonRun for samples numbered from first, the last ones
+// from c.seq: the run they share is the samples whose numbers both hold,
+// which one number naming one sample makes equal without comparing them.
+// Its ends are compared all the same, and where they differ (numbers that
+// do not name what Samples promises) every sample is.
+func (c *BaselineCache) numberedRun(first uint64, times, vals []int64) (d, m int) {
+	oldT, oldV := liveOf(c, c.times), liveOf(c, c.vals)
+	old, n := len(oldT), len(times)
+	if n == 0 || old == 0 || first < c.seq || first-c.seq >= uint64(old) {
+		return old, 0
+	}
+	d = int(first - c.seq)
+	m = min(n, old-d)
+	if times[0] != oldT[d] || vals[0] != oldV[d] || times[m-1] != oldT[d+m-1] || vals[m-1] != oldV[d+m-1] {
+		return c.commonRun(times, vals)
+	}
+	return d, m
 }
 
 // moveRun returns s with its run [off, off+m) at the front, of length
@@ -298,7 +329,7 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	times, gaps := s.TimesNs, s.GapBytes
 	floor := float64(p.SpreadFloorBytes)
 	var lv rankLevels
-	c.sync(times, gaps)
+	c.sync(s)
 	lv.interval = max(c.typicalInterval(sc.ints(n)), 1)
 	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
 	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)

@@ -82,7 +82,7 @@ func TestBaselineCacheEqualsFullComputation(t *testing.T) {
 			}
 			var sp int64
 			times, vals, sp = ch.apply(r, times, vals)
-			c.sync(times, vals)
+			c.sync(&Samples{TimesNs: times, GapBytes: vals})
 			left, right, leftN, rightN := c.sides(sp, &w, &ss)
 
 			n := len(times)
@@ -127,7 +127,7 @@ func BenchmarkBaselineCacheStreaming(b *testing.B) {
 	var c BaselineCache
 	var w windowMedian
 	var ss sideScratch
-	c.sync(times, vals)
+	c.sync(&Samples{TimesNs: times, GapBytes: vals})
 	c.sides(span, &w, &ss)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -138,7 +138,7 @@ func BenchmarkBaselineCacheStreaming(b *testing.B) {
 			last += step
 			times[i], vals[i] = last, noise(r)
 		}
-		c.sync(times, vals)
+		c.sync(&Samples{TimesNs: times, GapBytes: vals})
 		c.sides(span, &w, &ss)
 	}
 }

@@ -75,6 +75,13 @@ type Samples struct {
 	// has session SessionIDs[0] or there are none.
 	Session    []int32
 	SessionIDs []string
+	// FirstSeq, when Sequenced, numbers TimesNs[0] in the order the rank's
+	// samples were pushed: sample i is push FirstSeq+i, and one number
+	// names one sample (its time and gap) for as long as the caller keeps
+	// the rank's BaselineCache. The cache then finds the samples it holds
+	// by their numbers instead of comparing every one.
+	FirstSeq  uint64
+	Sequenced bool
 }
 
 // Len is the number of samples.

@@ -16,10 +16,17 @@ type rankStream struct {
 	times   []int64
 	vals    []int64
 	session []int32
+	// nums numbers the samples as a window does: a push or an insert
+	// takes the next number, a rewritten sample a new one (it is another
+	// sample); they are Sequenced while consecutive.
+	nums    []uint64
+	nextNum uint64
 	level   int64
 	sess    int32
 	jitter  bool
-	busy    int // steps come busy times as often
+	// numbered: rankData numbers the samples where they are consecutive.
+	numbered bool
+	busy     int // steps come busy times as often
 	// stairIn counts the samples to the level change by stairBy that
 	// follows a step (a staircase or a plateau), when > 0.
 	stairIn int
@@ -68,11 +75,14 @@ func (s *rankStream) next() (int64, int64) {
 func (s *rankStream) push() {
 	ts, v := s.next()
 	s.times, s.vals, s.session = append(s.times, ts), append(s.vals, v), append(s.session, s.sess)
+	s.nums = append(s.nums, s.nextNum)
+	s.nextNum++
 }
 
 func (s *rankStream) drop(k int) {
 	k = min(k, len(s.times))
 	s.times, s.vals, s.session = slices.Clone(s.times[k:]), slices.Clone(s.vals[k:]), slices.Clone(s.session[k:])
+	s.nums = slices.Clone(s.nums[k:])
 }
 
 // change applies one of the changes a window makes between evaluations
@@ -105,15 +115,20 @@ func (s *rankStream) change(kind int) string {
 		s.times = slices.Insert(slices.Clone(s.times), j, ts)
 		s.vals = slices.Insert(slices.Clone(s.vals), j, s.level)
 		s.session = slices.Insert(slices.Clone(s.session), j, s.sess)
+		s.nums = slices.Insert(slices.Clone(s.nums), j, s.nextNum)
+		s.nextNum++
 		return "out of order insert"
 	case 4:
 		if len(s.vals) > 0 {
-			s.vals = slices.Clone(s.vals)
-			s.vals[s.r.IntN(len(s.vals))] += int64(s.r.IntN(3)-1) * 512 * mibTest
+			s.vals, s.nums = slices.Clone(s.vals), slices.Clone(s.nums)
+			i := s.r.IntN(len(s.vals))
+			s.vals[i] += int64(s.r.IntN(3)-1) * 512 * mibTest
+			s.nums[i] = s.nextNum
+			s.nextNum++
 		}
 		return "value rewritten"
 	case 5:
-		s.times, s.vals, s.session = nil, nil, nil
+		s.times, s.vals, s.session, s.nums = nil, nil, nil, nil
 		return "emptied"
 	default:
 		for range 200 {
@@ -125,6 +140,10 @@ func (s *rankStream) change(kind int) string {
 
 func (s *rankStream) rankData() RankData {
 	rd := RankData{Samples: Samples{TimesNs: s.times, GapBytes: s.vals}}
+	if s.numbered && len(s.nums) > 0 && s.nums[len(s.nums)-1]-s.nums[0] == uint64(len(s.nums)-1) &&
+		slices.IsSorted(s.nums) {
+		rd.Samples.FirstSeq, rd.Samples.Sequenced = s.nums[0], true
+	}
 	if slices.ContainsFunc(s.session, func(v int32) bool { return v != s.session[0] }) {
 		rd.Samples.Session = s.session
 		rd.Samples.SessionIDs = make([]string, s.sess+1)
@@ -144,7 +163,7 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 	var withSteps, withSessions, withEpisodes int
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 31))
-		s := &rankStream{r: r, level: 4 << 30, jitter: seed%3 == 1, busy: 1 + int(seed%4)*2}
+		s := &rankStream{r: r, level: 4 << 30, jitter: seed%3 == 1, busy: 1 + int(seed%4)*2, numbered: seed%2 == 0}
 		cfg := mediumConfig(t)
 		var c BaselineCache
 		var scC, scF scratch

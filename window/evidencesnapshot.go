@@ -128,6 +128,15 @@ func (job *Job) EvidenceRead(sc *Scratch, es *EvidenceScratch) EvidenceSnapshot 
 			NewestHiddenNs: rb.newestHiddenNs, NewestHiddenBytes: rb.newestHidden}
 		if next < len(series) && series[next].Rank == r {
 			rd.Samples = evidence.Samples{TimesNs: series[next].TimestampsNs, GapBytes: series[next].GapBytes}
+			if next < len(sc.read) {
+				if read := sc.read[next]; read.rep != nil && len(sc.read) == len(series) {
+					// The replica's entries are the rank's samples in push
+					// order, numbered from its base: the cache takes the
+					// ones it holds by number.
+					rd.Samples.FirstSeq = read.rep.base + uint64(read.from-read.rep.start)
+					rd.Samples.Sequenced = true
+				}
+			}
 			es.expand = append(es.expand, seriesOf{rank: len(es.ranks), series: &series[next]})
 			if !job.cfg.Stream {
 				rd.Baseline = &rb.evidence().baseline
@@ -223,7 +232,10 @@ func (es *EvidenceScratch) ExpandSamples(snap *EvidenceSnapshot) {
 	es.sessions = slices.Grow(es.sessions[:0], n)
 	es.sessionIDs = es.sessionIDs[:0]
 	for _, e := range es.expand {
-		snap.Input.Ranks[e.rank].Samples = es.samplesOf(e.series)
+		rd := &snap.Input.Ranks[e.rank]
+		first, sequenced := rd.Samples.FirstSeq, rd.Samples.Sequenced
+		rd.Samples = es.samplesOf(e.series)
+		rd.Samples.FirstSeq, rd.Samples.Sequenced = first, sequenced
 	}
 	es.expand = es.expand[:0]
 }
