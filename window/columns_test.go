@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
+	"github.com/collectiveattr/collectiveattr/evidence"
 )
 
 // TestSampleRunsFollowEviction: the total and session runs cover the
@@ -324,7 +325,9 @@ func TestSamplesOfTotals(t *testing.T) {
 		es.totals = slices.Grow(es.totals, 20*300)
 		got := make([][]int64, len(series))
 		for i := range series {
-			got[i] = es.samplesOf(&series[i]).TotalBytes
+			var smp evidence.Samples
+			es.expandSeries(&smp, &series[i])
+			got[i] = smp.TotalBytes
 		}
 		for i := range series {
 			require.Equal(t, len(want[i]), len(got[i]))

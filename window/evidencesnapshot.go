@@ -232,19 +232,16 @@ func (es *EvidenceScratch) ExpandSamples(snap *EvidenceSnapshot) {
 	es.sessions = slices.Grow(es.sessions[:0], n)
 	es.sessionIDs = es.sessionIDs[:0]
 	for _, e := range es.expand {
-		rd := &snap.Input.Ranks[e.rank]
-		first, sequenced := rd.Samples.FirstSeq, rd.Samples.Sequenced
-		rd.Samples = es.samplesOf(e.series)
-		rd.Samples.FirstSeq, rd.Samples.Sequenced = first, sequenced
+		es.expandSeries(&snap.Input.Ranks[e.rank].Samples, e.series)
 	}
 	es.expand = es.expand[:0]
 }
 
-// samplesOf is a reference column series as evidence samples: the time and
-// gap columns shared, the totals and sessions expanded from their runs.
-func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samples {
+// expandSeries gives smp, the evidence samples of reference column series
+// cs (sharing its time and gap columns), the totals and sessions expanded
+// from cs's runs.
+func (es *EvidenceScratch) expandSeries(smp *evidence.Samples, cs *attribution.ColumnSeries) {
 	n := len(cs.TimestampsNs)
-	smp := evidence.Samples{TimesNs: cs.TimestampsNs, GapBytes: cs.GapBytes}
 	if total, ok := uniformTotal(cs.Totals); ok {
 		smp.TotalBytes = es.uniformColumn(total, n)
 	}
@@ -295,7 +292,6 @@ func (es *EvidenceScratch) samplesOf(cs *attribution.ColumnSeries) evidence.Samp
 		}
 		smp.SessionIDs = ids
 	}
-	return smp
 }
 
 // uniformTotal is the one value of every sample whose totals are runs
