@@ -101,9 +101,7 @@ func managerOf(series []AccountingSeries, manager []int, comm string) int {
 // the rank's samples bracket it, none lies in it, and no change the
 // samples show could have been there.
 func (d *decider) unseen(ri int32, from, to int64) bool {
-	times := d.in.Ranks[ri].Samples.TimesNs
-	i, _ := slices.BinarySearch(times, from)
-	if i == 0 || i == len(times) || times[i] <= to {
+	if !d.unsampled(ri, from, to) {
 		return false
 	}
 	for k := range d.m.analyses[ri].episodes {
@@ -117,6 +115,14 @@ func (d *decider) unseen(ri int32, from, to int64) bool {
 		}
 	}
 	return true
+}
+
+// unsampled reports whether rank ri's samples bracket [from, to] with none
+// inside it.
+func (d *decider) unsampled(ri int32, from, to int64) bool {
+	times := d.in.Ranks[ri].Samples.TimesNs
+	i, _ := slices.BinarySearch(times, from)
+	return i > 0 && i < len(times) && times[i] > to
 }
 
 // accountingOnlyResult is the result of growth bytes that NCCL's reports

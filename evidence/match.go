@@ -349,7 +349,6 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 	s.accountingDone = true
 	s.accountMissAll = 1
 	comm := CanonicalCommID(m.in.Collectives[c].CommID)
-	tol := m.cfg.Evidence.MatchToleranceNs
 	for i, ref := range m.members[c] {
 		ra := &m.analyses[ref.rank]
 		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
@@ -362,10 +361,7 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 			// member whose samples missed the change is judged over the
 			// op's own interval, its start and end known to within the
 			// match tolerance.
-			op := episode{riseLo: satSub(mk.StartNs, tol), riseHi: satAdd(mk.StartNs, tol)}
-			op.fallLo = max(op.riseHi, satSub(mk.EndNs, tol))
-			op.fallHi = satAdd(op.fallLo, 2*tol)
-			v := m.accountingOf(ref.rank, &op, comm, nil)
+			v := m.accountingOf(ref.rank, m.opChange(mk), comm, nil)
 			switch {
 			case !v.present || v.untracked:
 			case v.growth >= ra.threshold:
@@ -391,6 +387,17 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 		}
 	}
 	return s
+}
+
+// opChange is a transient change spanning op mk, its start and end known
+// to within the match tolerance: the window a member without a sample in
+// its op is judged over.
+func (m *matcher) opChange(mk *Marker) *episode {
+	tol := m.cfg.Evidence.MatchToleranceNs
+	op := episode{riseLo: satSub(mk.StartNs, tol), riseHi: satAdd(mk.StartNs, tol)}
+	op.fallLo = max(op.riseHi, satSub(mk.EndNs, tol))
+	op.fallHi = satAdd(op.fallLo, 2*tol)
+	return &op
 }
 
 // worldSynchrony counts the distinct ranks with a change rising within

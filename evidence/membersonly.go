@@ -26,10 +26,9 @@ type membersVerdict struct {
 // changes that neither a sample nor a report of their rank could see,
 // inside an op whose collective NCCL's reports on other members show
 // holding transient buffers (evidence-mode §2.5): the rank's samples
-// bracket the op with none inside it and no change of theirs there, the
-// rank's own reports cannot tell (none where the change could have been)
-// and do not show it either, and more members' reports show the buffers
-// than deny them. Each is one result per (op, rank): collective_confirmed,
+// bracket the op with none inside it (unsampled), the rank's own reports
+// cannot tell (none where the change could have been) and do not show it
+// either, and more members' reports show the buffers than deny them. Each is one result per (op, rank): collective_confirmed,
 // its interval the op's, its bytes the members' median growth, no peak
 // sample. The candidates it appends follow cands in rank order.
 func (d *decider) membersOnly(results []attribution.Result, cands []accountingCandidate) []accountingCandidate {
@@ -56,6 +55,12 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 			if mk.Collective == NoCollective || mk.Approximate || len(d.m.members[mk.Collective]) < 2 {
 				continue
 			}
+			// A change of the rank's whose possible onset spans the op (seen
+			// by a sample after it) does not make the op seen: a
+			// collective's transient buffers live within its op, so that
+			// sample saw something else, and the change is judged on its
+			// own; where its result covers the op, the members' result is
+			// dropped (placeAccountingOnly).
 			v := d.membersVerdictOf(mk.Collective)
 			if !v.shown || !d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
@@ -67,39 +72,16 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 	return cands
 }
 
-// unsampled reports whether rank ri's samples bracket [from, to] with none
-// inside it. A change of the rank's whose possible onset spans it (seen by
-// a sample after it) does not make it seen: a collective's transient
-// buffers live within its op, so a sample after the op saw something
-// else, and that change is judged on its own; where its result covers
-// the op, the members' result is dropped (placeAccountingOnly).
-func (d *decider) unsampled(ri int32, from, to int64) bool {
-	times := d.in.Ranks[ri].Samples.TimesNs
-	i, _ := slices.BinarySearch(times, from)
-	return i > 0 && i < len(times) && times[i] > to
-}
-
 // ownAccountingTells reports whether rank ri's own reports of marker mk's
 // communicator can speak to a change in its op: they show growth there, or
 // enough of them lie where it could have been that their silence denies it.
 // Untracked accounting (cuMem off) tells nothing.
 func (d *decider) ownAccountingTells(ri int32, mk *Marker) bool {
-	v := d.m.accountingOf(ri, d.opChange(mk), CanonicalCommID(d.in.Collectives[mk.Collective].CommID), nil)
+	v := d.m.accountingOf(ri, d.m.opChange(mk), CanonicalCommID(d.in.Collectives[mk.Collective].CommID), nil)
 	if !v.present || v.untracked {
 		return false
 	}
 	return v.growth > 0 || v.miss <= accountingMissLimit
-}
-
-// opChange is a transient change spanning op mk, its start and end known to
-// within the match tolerance: the window a member without a sample in its
-// op is judged over (memberAccounting).
-func (d *decider) opChange(mk *Marker) *episode {
-	tol := d.cfg.Evidence.MatchToleranceNs
-	op := episode{riseLo: satSub(mk.StartNs, tol), riseHi: satAdd(mk.StartNs, tol)}
-	op.fallLo = max(op.riseHi, satSub(mk.EndNs, tol))
-	op.fallHi = satAdd(op.fallLo, 2*tol)
-	return &op
 }
 
 // opCandidate reports whether cands (one rank's) already hold a result of
@@ -183,7 +165,7 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 			continue // its first use, not this op's transient
 		}
 		threshold := max(d.m.analyses[ref.rank].threshold, 1)
-		v := d.m.accountingOf(ref.rank, d.opChange(mk), comm, nil)
+		v := d.m.accountingOf(ref.rank, d.m.opChange(mk), comm, nil)
 		if v.present && !v.untracked && v.growth < threshold && v.miss <= accountingMissLimit {
 			deny++
 		}
