@@ -632,7 +632,7 @@ func (d *decider) newProcess(rd *RankData, ep *episode) bool {
 	if s.Session == nil {
 		return false
 	}
-	span := max(d.cfg.Evidence.BaselineWindowNs, satMul(minBaselineSamples, d.m.analyses[ep.rank].interval))
+	span := baselineSpan(&d.cfg.Evidence, d.m.analyses[ep.rank].interval)
 	for i := ep.first; i > 0 && s.TimesNs[i] >= satSub(s.TimesNs[ep.first], span); i-- {
 		if s.Session[i] != s.Session[i-1] {
 			return true

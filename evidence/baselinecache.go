@@ -331,7 +331,7 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	var lv rankLevels
 	c.sync(s)
 	lv.interval = max(c.typicalInterval(sc.ints(n)), 1)
-	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
+	lv.span = baselineSpan(p, lv.interval)
 	lv.left, lv.right, lv.leftN, lv.rightN = c.sides(lv.span, &sc.window, &sc.sides)
 	lv.sigma0 = sigmaOf(c.res0.median(gaps, lv.right, sc.ints(n)), floor)
 	lv.steps, lv.cuts = c.findSteps(&lv, times, gaps, weakStepOf(lv.sigma0), cfg.MinSamplesPerRank)

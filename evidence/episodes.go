@@ -78,6 +78,12 @@ const (
 // of its intervals instead of BaselineWindowNs.
 const minBaselineSamples = 10
 
+// baselineSpan is the span of a rank sampled every interval: the baseline
+// window, or minBaselineSamples intervals where that is longer.
+func baselineSpan(p *Params, interval int64) int64 {
+	return max(p.BaselineWindowNs, satMul(minBaselineSamples, interval))
+}
+
 // jumpSamples is how many samples on each side of a level change's onset
 // must already sit on the old and the new level: a step is a jump, while
 // a leak creeping at MiB/s moves the level by a fraction of its height
@@ -241,7 +247,7 @@ func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
 	floor := float64(p.SpreadFloorBytes)
 	var lv rankLevels
 	lv.interval = max(typicalInterval(times, sc.ints(n)), 1)
-	lv.span = max(p.BaselineWindowNs, satMul(minBaselineSamples, lv.interval))
+	lv.span = baselineSpan(p, lv.interval)
 
 	// Level steps: the median of the span before each sample against the
 	// median of the span after it.
