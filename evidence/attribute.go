@@ -74,7 +74,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
 		matches:  make([]*attribution.CollectiveMatch, len(in.Collectives)),
 		outcomes: make([]accountingOutcome, len(in.Collectives)),
-		codes:    make([]string, 0, maxReasonCodes*changes),
+		codes:    make([]string, 0, codesPerChange*changes),
 		ints:     make([]int64, 0, 2*changes),
 		ratios:   make([]float64, 0, changes)}
 	results := make([]attribution.Result, 0, changes)
@@ -194,8 +194,13 @@ type decider struct {
 	shown           map[int32][]int64
 }
 
-// maxReasonCodes is the most reason codes one result carries.
-const maxReasonCodes = 11
+// maxReasonCodes is the most reason codes one result carries;
+// codesPerChange is about as many as a result carries (the pool they are
+// kept in grows when they are more).
+const (
+	maxReasonCodes = 11
+	codesPerChange = 5
+)
 
 // take returns n elements of *pool as a slice of its own (appending to it
 // cannot reach the next one), growing the pool when it is used up.
@@ -309,7 +314,10 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 			ep = &spike
 		}
 	}
-	codes := take(&d.codes, maxReasonCodes)[:0]
+	// The codes are gathered here and kept in d.codes at the size they
+	// come to: most results carry a few of maxReasonCodes.
+	var gathered [maxReasonCodes]string
+	codes := gathered[:0]
 	kind := attribution.KindTransient
 	if ep.persistent {
 		kind = attribution.KindPersistent
@@ -495,7 +503,8 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
-	sortCodes(codes)
+	kept := take(&d.codes, len(codes))
+	sortCodesInto(kept, codes)
 	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	*r = attribution.Result{
@@ -504,7 +513,7 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		IntervalEndNs:   end,
 		Classification:  class,
 		Confidence:      conf,
-		ReasonCodes:     codes,
+		ReasonCodes:     kept,
 		Evidence: attribution.Evidence{
 			MarkerHits:        int64(markersIn(rd.Markers, d.m.maxDur[ri], start, int64(min(end, math.MaxInt64)))),
 			SynchronizedRanks: synced,
@@ -533,14 +542,49 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	return true
 }
 
-// sortCodes sorts a result's few reason codes (maxReasonCodes at most) by
-// insertion, as slices.Sort would for so few.
-func sortCodes(codes []string) {
+// sortCodesInto writes a result's few reason codes (maxReasonCodes at
+// most) to dst in order, as slices.Sort would order them. Every result of
+// a round sorts its codes: they are told apart by their first eight bytes
+// (codePrefix) and compared whole only where those are equal, and sorted
+// by index, so that each code is written once.
+func sortCodesInto(dst, codes []string) {
+	var keys [maxReasonCodes]uint64
+	var order [maxReasonCodes]uint8
+	if len(codes) > len(keys) {
+		copy(dst, codes)
+		slices.Sort(dst[:len(codes)])
+		return
+	}
+	for i, c := range codes {
+		keys[i], order[i] = codePrefix(c), uint8(i)
+	}
 	for i := 1; i < len(codes); i++ {
-		for j := i; j > 0 && codes[j] < codes[j-1]; j-- {
-			codes[j], codes[j-1] = codes[j-1], codes[j]
+		for j := i; j > 0 && (keys[j] < keys[j-1] || keys[j] == keys[j-1] && codes[order[j]] < codes[order[j-1]]); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
+	for i := range codes {
+		dst[i] = codes[order[i]]
+	}
+}
+
+// codePrefix is the first eight bytes of c as a big-endian number, padded
+// with zeros: codes whose prefixes differ are in the order of their
+// prefixes, as strings are.
+func codePrefix(c string) uint64 {
+	if len(c) >= 8 {
+		return uint64(c[0])<<56 | uint64(c[1])<<48 | uint64(c[2])<<40 | uint64(c[3])<<32 |
+			uint64(c[4])<<24 | uint64(c[5])<<16 | uint64(c[6])<<8 | uint64(c[7])
+	}
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(c) {
+			k |= uint64(c[i])
+		}
+	}
+	return k
 }
 
 // onsetWithin narrows where change ep, synchronized at marker mk, began:
@@ -672,9 +716,7 @@ func (d *decider) collectiveMatch(c int32) *attribution.CollectiveMatch {
 // markersIn counts the markers whose interval meets [start, end]; no
 // marker lasts longer than maxDur.
 func markersIn(markers []Marker, maxDur, start, end int64) int {
-	first, _ := slices.BinarySearchFunc(markers, satSub(start, maxDur), func(mk Marker, t int64) int {
-		return cmp.Compare(mk.StartNs, t)
-	})
+	first := firstStartingAt(markers, satSub(start, maxDur))
 	n := 0
 	for i := first; i < len(markers); i++ {
 		if markers[i].StartNs > end {

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -383,7 +384,7 @@ func TestPowersOf10(t *testing.T) {
 	}
 }
 
-// sortCodes orders reason codes as slices.Sort does.
+// sortCodesInto orders reason codes as slices.Sort does.
 func TestSortCodes(t *testing.T) {
 	all := []string{ReasonPersistentStep, ReasonExcessOverBaseline, ReasonCollectiveMarker, ReasonMemberSynchrony,
 		ReasonCotimedOnly, ReasonCoarseSampling, ReasonAccountingCovers, ReasonDeviceWideMemory, ReasonNewProcess,
@@ -399,10 +400,30 @@ func TestSortCodes(t *testing.T) {
 			}
 			want := slices.Clone(codes)
 			slices.Sort(want)
-			sortCodes(codes)
-			if !slices.Equal(codes, want) {
-				t.Errorf("%v, want %v", codes, want)
+			got := make([]string, len(codes))
+			if sortCodesInto(got, codes); !slices.Equal(got, want) {
+				t.Errorf("%v, want %v", got, want)
 			}
+		}
+	}
+}
+
+// sortCodesInto orders any codes as slices.Sort does: random draws of every
+// reason code and of strings shorter than, equal to and sharing the eight
+// bytes it tells codes apart by, up to more codes than a result carries.
+func TestSortCodesByPrefix(t *testing.T) {
+	pool := append(slices.Clone(AllReasonCodes), "", "a", "ab", "nccl_ac", "nccl_acc", "nccl_acc\x00", "nccl_accz", "nccl_acca", "z")
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 5000 {
+		codes := make([]string, r.IntN(maxReasonCodes+3))
+		for i := range codes {
+			codes[i] = pool[r.IntN(len(pool))]
+		}
+		want := slices.Clone(codes)
+		slices.Sort(want)
+		got := make([]string, len(codes))
+		if sortCodesInto(got, codes); !slices.Equal(got, want) {
+			t.Fatalf("%q, want %q", got, want)
 		}
 	}
 }

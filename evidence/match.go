@@ -3,7 +3,6 @@ package evidence
 import (
 	"cmp"
 	"slices"
-	"sort"
 )
 
 // memberRef is one member rank's marker of a collective.
@@ -47,6 +46,10 @@ type matcher struct {
 	firstUse [][]bool      // per rank, per marker: first marker of its (comm, op) on that rank
 	lastUse  [][]bool      // per rank, per marker: last marker of its communicator on that rank
 	maxDur   []int64       // per rank: longest marker
+	// rises is, per rank, its episodes' riseHi in their order: the
+	// members' changes are searched by it, and in the episodes themselves
+	// the search would read a cache line per step.
+	rises [][]int64
 	acct     []rankAccounting
 	// world is every episode's rise, by time on the job's common time:
 	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
@@ -71,6 +74,19 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		lastUse:  make([][]bool, len(in.Ranks)),
 		maxDur:   make([]int64, len(in.Ranks)),
 		acct:     make([]rankAccounting, len(in.Ranks)),
+		rises:    make([][]int64, len(in.Ranks)),
+	}
+	nEpisodes := 0
+	for ri := range analyses {
+		nEpisodes += len(analyses[ri].episodes)
+	}
+	rises := make([]int64, nEpisodes)
+	for ri := range analyses {
+		eps := analyses[ri].episodes
+		m.rises[ri], rises = rises[:len(eps):len(eps)], rises[len(eps):]
+		for i := range eps {
+			m.rises[ri][i] = eps[i].riseHi
+		}
 	}
 	// Each collective's (communicator, op) and communicator as small
 	// numbers, so that a rank's markers are told apart by index rather
@@ -195,7 +211,7 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 	markers := m.in.Ranks[ri].Markers
 	p := &m.cfg.Evidence
 	widest := max(p.ApproximateToleranceNs, p.MatchToleranceNs, m.cfg.MarkerWindowNs)
-	hi, _ := slices.BinarySearchFunc(markers, satAdd(ep.riseHi, widest)+1, func(mk Marker, t int64) int { return cmp.Compare(mk.StartNs, t) })
+	hi := firstStartingAt(markers, satAdd(ep.riseHi, widest)+1)
 	lowest := satSub(satSub(ep.riseLo, widest), m.maxDur[ri])
 	for mi := hi - 1; mi >= 0 && markers[mi].StartNs >= lowest; mi-- {
 		mk := &markers[mi]
@@ -203,6 +219,23 @@ func (m *matcher) candidates(ri int32, ep *episode, fn func(mi int32)) {
 			fn(int32(mi))
 		}
 	}
+}
+
+// firstStartingAt is the index of the first of markers (sorted by StartNs)
+// that starts at or after t, or len(markers): slices.BinarySearchFunc's,
+// without calling a comparison per step (every change of a round searches
+// its rank's markers, twice).
+func firstStartingAt(markers []Marker, t int64) int {
+	lo, hi := 0, len(markers)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if markers[mid].StartNs < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // memberEpisode is the index of rank ri's change that rose during marker
@@ -221,8 +254,7 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 		polled = satAdd(mk.EndNs, tol.after)
 	}
 	lo := satSub(mk.StartNs, tol.before)
-	// By index: a comparison of two episodes passed by value copies them.
-	i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi >= lo })
+	i, _ := slices.BinarySearch(m.rises[ri], lo)
 	found := int32(-1)
 	for ; i < len(eps); i++ {
 		e := &eps[i]
