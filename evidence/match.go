@@ -50,7 +50,7 @@ type matcher struct {
 	// members' changes are searched by it, and in the episodes themselves
 	// the search would read a cache line per step.
 	rises [][]int64
-	acct     []rankAccounting
+	acct  []rankAccounting
 	// world is every episode's rise, by time on the job's common time:
 	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
 	// applied when a bare marker's change is first judged (aligned), the
