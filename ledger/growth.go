@@ -88,11 +88,24 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 			return Growth{}, false
 		}
 	}
+	// The first quarter's median, then whether the last one's can be
+	// GrowthMinBytes above it, by counting: most ranks' spikes defeat the
+	// bounds above, and most ranks have no rise. Where no value is near
+	// the ends of int64 (any bytes of memory), no difference below wraps,
+	// so the checks' order does not change what they say.
 	var medians [4]int64
-	for q := range 4 {
+	median := func(q int) int64 {
 		g.med = append(g.med[:0], g.values[bounds[q]:bounds[q+1]]...)
-		medians[q] = lowerMedian(g.med)
-		if q > 0 && medians[q] < medians[q-1]-growthSlackBytes {
+		return lowerMedian(g.med)
+	}
+	medians[0] = median(0)
+	if slices.Min(least[:]) >= -1<<61 && slices.Max(most[:]) <= 1<<61 &&
+		!lowerMedianAtLeast(g.values[bounds[3]:bounds[4]], medians[0]+GrowthMinBytes) {
+		return Growth{}, false
+	}
+	for q := 1; q < 4; q++ {
+		medians[q] = median(q)
+		if medians[q] < medians[q-1]-growthSlackBytes {
 			return Growth{}, false
 		}
 	}
@@ -100,6 +113,19 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 		return Growth{}, false
 	}
 	return Growth{StartNs: g.times[from], EndNs: end, FromBytes: medians[0], ToBytes: medians[3]}, true
+}
+
+// lowerMedianAtLeast reports whether lowerMedian(v) >= x (v not empty),
+// counting instead of selecting: the ((len(v)-1)/2)-th smallest is at
+// least x when at most that many values are below x.
+func lowerMedianAtLeast(v []int64, x int64) bool {
+	below := 0
+	for _, y := range v {
+		if y < x {
+			below++
+		}
+	}
+	return below <= (len(v)-1)/2
 }
 
 // lowerMedian is the ((len(v)-1)/2)-th smallest of v (not empty), found by

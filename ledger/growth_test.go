@@ -148,3 +148,18 @@ func TestLowerMedian(t *testing.T) {
 		require.Equal(t, sorted[(len(v)-1)/2], lowerMedian(v), "%v", sorted)
 	}
 }
+
+func TestLowerMedianAtLeast(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 5000 {
+		v := make([]int64, 1+r.IntN(200))
+		spread := 1 + r.Int64N(int64(len(v))*2)
+		for i := range v {
+			v[i] = r.Int64N(spread)
+		}
+		median := slices.Sorted(slices.Values(v))[(len(v)-1)/2]
+		for _, x := range []int64{median - 1, median, median + 1, r.Int64N(spread + 2)} {
+			require.Equal(t, median >= x, lowerMedianAtLeast(v, x), "median %d, x %d", median, x)
+		}
+	}
+}
