@@ -75,8 +75,9 @@ type BaselineCache struct {
 	aboveLevel int64
 	above      []int
 
-	// episodes is the number of episodes the last analysis found.
-	episodes int
+	// episodes holds the episodes the last analysis found, its memory
+	// reused by the next.
+	episodes []episode
 }
 
 // sideScratch is the memory the cache recomputes a stretch of samples in.

@@ -103,10 +103,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	times, gaps := s.TimesNs, s.GapBytes
 	lv := levelsOf(rd, cfg, sc)
 	ra.interval, ra.sigma = lv.interval, lv.sigma
-	if rd.Baseline != nil && rd.Baseline.episodes > 0 {
-		// About as many as last time: one allocation instead of a
-		// slice grown episode by episode.
-		ra.episodes = make([]episode, 0, rd.Baseline.episodes+rd.Baseline.episodes/4)
+	if rd.Baseline != nil {
+		// Last time's memory: nothing holds a rank's episodes once the
+		// call that found them returns.
+		ra.episodes = rd.Baseline.episodes[:0]
 	}
 	span, sigma0, steps, cuts := lv.span, lv.sigma0, lv.steps, lv.cuts
 	left, right, leftN, rightN, base := lv.left, lv.right, lv.leftN, lv.rightN, lv.base
@@ -211,7 +211,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
 	if rd.Baseline != nil {
-		rd.Baseline.episodes = len(ra.episodes)
+		rd.Baseline.episodes = ra.episodes
 	}
 	return ra
 }

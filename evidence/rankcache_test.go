@@ -208,7 +208,7 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 			}
 			gotA := analyzeRank(3, &rd, &cfg, &scC)
 			if len(gotA.episodes) == 0 {
-				gotA.episodes = nil // the cache's capacity hint makes it empty, not nil
+				gotA.episodes = nil // the cache's reused memory makes it empty, not nil
 			}
 			if len(gotA.episodes) > 0 {
 				withEpisodes++
