@@ -85,6 +85,10 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 			}
 		}
 	}
+	// sorted: the results so far are in (rank, interval start) order, as
+	// the ranks' changes come, or nearly; checking each as it comes costs
+	// less than comparing them (by value) once all are in.
+	sorted := true
 	for ri := range in.Ranks {
 		for ei := range analyses[ri].episodes {
 			ep := &analyses[ri].episodes[ei]
@@ -94,6 +98,10 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 			if !d.decide(int32(ri), ep, r) {
 				results = results[:len(results)-1]
 				continue
+			}
+			if n := len(results); n > 1 {
+				prev := &results[n-2]
+				sorted = sorted && (prev.Rank < r.Rank || prev.Rank == r.Rank && prev.IntervalStartNs <= r.IntervalStartNs)
 			}
 			phase(int32(ri), ep, r)
 			if d.unchecked {
@@ -121,9 +129,9 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	byRankAndStart := func(a, b attribution.Result) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.IntervalStartNs, b.IntervalStartNs))
 	}
-	// The ranks' changes come in order, or nearly: moving thousands of
-	// results to find so would cost more than checking.
-	if !slices.IsSortedFunc(results, byRankAndStart) {
+	// Moving thousands of results to find them in order would cost more
+	// than checking; the changes decided again may have moved.
+	if !sorted || len(d.waiting) > 0 && !slices.IsSortedFunc(results, byRankAndStart) {
 		slices.SortStableFunc(results, byRankAndStart)
 	}
 	separateSteps(results)
