@@ -468,27 +468,50 @@ func (l *Ledger) ReadOf(ri int, g *GrowthDetector, last *Row) bool {
 	if rl.next >= n {
 		return false
 	}
-	s := &rl.in.Samples
 	var row Row
-	for ; rl.next < n; rl.next++ {
-		i, t := rl.next, s.TimesNs[rl.next]
-		if i < n-1 && rl.quiet(t) {
-			// As fill makes the row: its hidden memory less its context
-			// level.
-			for rl.segments[rl.seg].end <= i {
-				rl.seg++
-			}
-			hidden, flags := s.hidden(i)
-			l.stats.countFlags(flags)
-			g.add(t, hidden-rl.segments[rl.seg].context)
+	for rl.next < n {
+		if l.readQuiet(rl, g, n) > 0 {
 			continue
 		}
 		l.fill(rl, &row)
 		l.stats.count(&row)
 		g.add(row.TimestampNs, row.UnexplainedBytes)
+		rl.next++
 	}
 	*last = row
 	return true
+}
+
+// readQuiet reads into g the run of rows of rl from its next one on that
+// are quiet (but not its last of n, which ReadOf fills), in one segment,
+// and returns how many: each row is its hidden memory less its context
+// level, as fill makes it. While no accounting is tracked and no
+// attributed change is active, every row before the next change begins
+// is quiet, so the run is found once rather than row by row.
+func (l *Ledger) readQuiet(rl *rankLedger, g *GrowthDetector, n int) int {
+	s := &rl.in.Samples
+	from := rl.next
+	if from >= n-1 || !rl.quiet(s.TimesNs[from]) {
+		return 0
+	}
+	for rl.segments[rl.seg].end <= from {
+		rl.seg++
+	}
+	to := min(n-1, rl.segments[rl.seg].end)
+	if rl.spanNext < len(rl.spans) {
+		// quiet(t) holds while t < the next span's lo.
+		lo := rl.spans[rl.spanNext].lo
+		k, _ := slices.BinarySearch(s.TimesNs[from:to], lo)
+		to = from + k
+	}
+	context := rl.segments[rl.seg].context
+	for i := from; i < to; i++ {
+		hidden, flags := s.hidden(i)
+		l.stats.countFlags(flags)
+		g.add(s.TimesNs[i], hidden-context)
+	}
+	rl.next = to
+	return to - from
 }
 
 // quiet reports whether NCCL holds nothing at t on rank rl for certain: it
