@@ -78,6 +78,20 @@ type BaselineCache struct {
 	// episodes holds the episodes the last analysis found, its memory
 	// reused by the next.
 	episodes []episode
+
+	// The strong spikes of the last analysis, at spikeLevels (spikesKept:
+	// there was one), and those of the analysis under way; spikesOK: the
+	// levels are the same, so the last ones may be taken (takeSpike, from
+	// spikeAt on, the stretches rebased from rebasedAt on ruling them out).
+	spikes, spikesNext []keptSpike
+	spikeLevels        spikeLevels
+	spikesKept         bool
+	spikesOK           bool
+	spikeAt, rebasedAt int
+	rebased            [][2]int
+	// syncs counts the syncs, spikesSynced was the count when the spikes
+	// were kept.
+	syncs, spikesSynced uint64
 }
 
 // sideScratch is the memory the cache recomputes a stretch of samples in.
@@ -98,6 +112,7 @@ func (s *sideScratch) grow(n int) {
 // sync makes s's samples the cache's, keeping in place the run of them
 // that the last ones held too.
 func (c *BaselineCache) sync(s *Samples) {
+	c.syncs++
 	times, vals := s.TimesNs, s.GapBytes
 	var d, m int
 	if s.Sequenced && c.sequenced {
@@ -360,6 +375,10 @@ func (c *BaselineCache) shift(k int) {
 	}
 	for i := range c.above {
 		c.above[i] += k
+	}
+	for i := range c.spikes {
+		ks := &c.spikes[i]
+		ks.start, ks.end, ks.ep = ks.start+k, ks.end+k, shiftEpisode(ks.ep, k)
 	}
 }
 

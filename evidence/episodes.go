@@ -164,9 +164,24 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			return above[0]
 		}
 	}
+	c := rd.Baseline
+	if c != nil {
+		c.beginSpikes(spikeLevels{ra.weakLevel, ra.threshold, ra.sigma}, sc.rebased)
+	}
 	for i := 0; i < n; {
 		if i = nextCandidate(i); i == n {
 			break
+		}
+		if c != nil {
+			if ks, ok := c.takeSpike(i); ok {
+				ep := ks.ep
+				ep.rank = idx
+				ep.creep = ks.moved && !cutNearTime(times, cuts, ks.peakNs, span)
+				ra.episodes = append(ra.episodes, ep)
+				c.keepSpike(ks)
+				i = ks.end + 1
+				continue
+			}
 		}
 		j := i
 		peak := i
@@ -201,17 +216,20 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
 			excess: gaps[peak] - base[peak],
 		}
-		if moved := right[peak] - left[peak]; leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel &&
-			!cutNear(times, cuts, peak, span) {
-			ep.creep = true
-		}
+		moved := right[peak] - left[peak]
+		movedWeak := leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel
+		ep.creep = movedWeak && !cutNear(times, cuts, peak, span)
 		ep.zscore = float64(ep.excess) / ra.sigma
 		ra.episodes = append(ra.episodes, ep)
+		if c != nil && !weak {
+			c.keepSpike(keptSpike{start: i, end: j, ep: ep, peakNs: times[peak], moved: movedWeak})
+		}
 		i = j + 1
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
-	if rd.Baseline != nil {
-		rd.Baseline.episodes = ra.episodes
+	if c != nil {
+		c.endSpikes()
+		c.episodes = ra.episodes
 	}
 	return ra
 }
@@ -299,8 +317,14 @@ func nextAbove(gaps, base []int64, i int, level int64) int {
 // cutNear reports whether a step or session start lies within span of
 // sample i.
 func cutNear(times []int64, cuts []int, i int, span int64) bool {
+	return cutNearTime(times, cuts, times[i], span)
+}
+
+// cutNearTime reports whether a step or session start lies within span of
+// time t.
+func cutNearTime(times []int64, cuts []int, t, span int64) bool {
 	for _, c := range cuts {
-		if d := times[c] - times[i]; d >= -span && d <= span {
+		if d := times[c] - t; d >= -span && d <= span {
 			return true
 		}
 	}
