@@ -283,10 +283,10 @@ func (c *BaselineCache) reusable(span int64) (p, e int) {
 	}
 	e = m
 	if m < len(times) {
-		e = sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
+		e = searchFrom(m, m, func(i int) bool { return satAdd(times[i], span) >= times[m] })
 	}
 	if c.hasAfter {
-		e = min(e, sort.Search(m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
+		e = min(e, searchFrom(m, m, func(i int) bool { return satAdd(times[i], span) >= c.after }))
 	}
 	return p, e
 }
@@ -299,9 +299,9 @@ func (c *BaselineCache) recompute(from, to int, span int64, w *windowMedian, ss 
 	}
 	times, vals := liveOf(c, c.times), liveOf(c, c.vals)
 	start := satSub(times[from], span)
-	lo := sort.Search(from, func(k int) bool { return times[k] >= start })
+	lo := searchFrom(from, from, func(k int) bool { return times[k] >= start })
 	stop := satAdd(times[to-1], span)
-	hi := to + sort.Search(len(times)-to, func(k int) bool { return times[to+k] > stop })
+	hi := to + searchFrom(len(times)-to, 0, func(k int) bool { return times[to+k] > stop })
 	ss.grow(hi - lo)
 	sideMedians(times[lo:hi], vals[lo:hi], span, ss.left, ss.right, ss.leftN, ss.rightN, w)
 	copy(liveOf(c, c.left)[from:to], ss.left[from-lo:to-lo])
@@ -449,8 +449,8 @@ func (c *BaselineCache) stepZone(times []int64, span int64) (a, b int) {
 		return 0, 0
 	}
 	margin := 2*jumpSamples + 2
-	a = max(p+margin, sort.Search(len(times), func(j int) bool { return times[j] > satAdd(times[p], span) }))
-	b = min(q-margin, sort.Search(len(times), func(j int) bool { return satAdd(times[j], satMul(2, span)) >= times[q-1] }))
+	a = max(p+margin, searchFrom(len(times), p, func(j int) bool { return times[j] > satAdd(times[p], span) }))
+	b = min(q-margin, searchFrom(len(times), q-1, func(j int) bool { return satAdd(times[j], satMul(2, span)) >= times[q-1] }))
 	for _, r := range c.runs {
 		lo, hi := r.lo-c.off, r.hi-c.off
 		if lo < a && a <= hi {

@@ -533,8 +533,20 @@ func (f *stepScan) delta(i int) int64 {
 // scan judges the runs that begin in [i, stop) and returns where the last
 // one ended (at least stop).
 func (f *stepScan) scan(i, stop int) int {
+	// Before full, the span after a sample ends by the last sample, so a
+	// step needs minSamples after it (afterNeeded): most samples are
+	// judged by their sides alone.
+	n := len(f.times)
+	full := searchFrom(n, n, func(j int) bool { return f.times[n-1] < satAdd(f.times[j], f.span) })
 	for i < stop {
-		d := f.delta(i)
+		var d int64
+		if i < full {
+			if f.leftN[i] >= 1 && int64(f.rightN[i]) >= f.minSamples {
+				d = f.right[i] - f.left[i]
+			}
+		} else {
+			d = f.delta(i)
+		}
 		if d < f.threshold && -d < f.threshold {
 			i++
 			continue
