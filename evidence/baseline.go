@@ -71,13 +71,20 @@ func (w *windowMedian) lowerBound2(a, b int64) (int, int) {
 	return ba, bb
 }
 
+// add and remove move the values above v by hand: slices.Insert and
+// slices.Delete would check their arguments' overlap and clear the slot
+// left behind, for each of a round's thousands of moves.
 func (w *windowMedian) add(v int64) {
-	w.sorted = slices.Insert(w.sorted, w.lowerBound(v), v)
+	i := w.lowerBound(v)
+	w.sorted = append(w.sorted, 0)
+	copy(w.sorted[i+1:], w.sorted[i:])
+	w.sorted[i] = v
 }
 
 func (w *windowMedian) remove(v int64) {
 	if i := w.lowerBound(v); i < len(w.sorted) && w.sorted[i] == v {
-		w.sorted = slices.Delete(w.sorted, i, i+1)
+		copy(w.sorted[i:], w.sorted[i+1:])
+		w.sorted = w.sorted[:len(w.sorted)-1]
 	}
 }
 
