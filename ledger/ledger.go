@@ -134,9 +134,14 @@ func (l *Ledger) Reset(in *Input) {
 	for i := range in.Ranks {
 		l.byRank[in.Ranks[i].Rank] = i
 	}
+	// The results come by rank: each rank is looked up once per run.
+	lastRank, ri, ok := int64(0), 0, false
 	for i := range in.Results {
 		r := &in.Results[i]
-		ri, ok := l.byRank[r.Rank]
+		if i == 0 || r.Rank != lastRank {
+			lastRank = r.Rank
+			ri, ok = l.byRank[r.Rank]
+		}
 		if !ok || !countsAsNCCL(r) {
 			continue
 		}
