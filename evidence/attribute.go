@@ -47,8 +47,9 @@ func (s *scratch) median(n int) []int64 {
 // configuration; resolver may be nil (no phase attribution). Every change
 // found (a transient spike or the onset of a persistent step) gives one
 // result whose confidence reaches cfg.MinConfidence; results are sorted by
-// (rank, interval start). It does not modify in, apart from the ranks'
-// Baseline caches, so two calls must not share a cache concurrently.
+// (rank, interval start); their ReasonCodes share read-only backing arrays.
+// It does not modify in, apart from the ranks' Baseline caches, so two
+// calls must not share a cache concurrently.
 func Attribute(in *Input, cfg Config, resolver attribution.PhaseResolver) []attribution.Result {
 	return AttributeParallel(in, cfg, resolver, 1)
 }
@@ -74,7 +75,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
 		matches:  make([]*attribution.CollectiveMatch, len(in.Collectives)),
 		outcomes: make([]accountingOutcome, len(in.Collectives)),
-		codes:    make([]string, 0, codesPerChange*changes),
+		codes:    make([]string, 0, codesPerSet*maxCodeSets),
 		ints:     make([]int64, 0, 2*changes),
 		ratios:   make([]float64, 0, changes)}
 	results := make([]attribution.Result, 0, changes)
@@ -185,6 +186,8 @@ type decider struct {
 	codes  []string
 	ints   []int64
 	ratios []float64
+	// codeSets are the sets of codes in d.codes that results share.
+	codeSets [][]string
 	// outcomes holds, per collective, what NCCL's accounting said of its
 	// co-timed transient changes; records sums them per communicator once
 	// every change has been judged (nil until then), for the changes
@@ -203,11 +206,11 @@ type decider struct {
 }
 
 // maxReasonCodes is the most reason codes one result carries;
-// codesPerChange is about as many as a result carries (the pool they are
+// codesPerSet is about as many as a result carries (the pool the sets are
 // kept in grows when they are more).
 const (
 	maxReasonCodes = 11
-	codesPerChange = 5
+	codesPerSet    = 5
 )
 
 // take returns n elements of *pool as a slice of its own (appending to it
@@ -511,8 +514,7 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
-	kept := take(&d.codes, len(codes))
-	sortCodesInto(kept, codes)
+	kept := d.codeSet(codes)
 	end := uint64(onsetHi) + uint64(pad)
 	gap := rd.Samples.GapBytes[ep.peak]
 	*r = attribution.Result{
@@ -548,6 +550,35 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		r.Collective = d.collectiveMatch(best.coll)
 	}
 	return true
+}
+
+// maxCodeSets is how many distinct sets of reason codes a decider shares
+// among its results; a job's results carry a handful.
+const maxCodeSets = 16
+
+// codeSet is codes sorted, as a slice of d.codes that results with the
+// same codes share (read-only, as the reference mode's results share
+// theirs): thousands of results a round carry a few sets of codes.
+func (d *decider) codeSet(codes []string) []string {
+	var sorted [maxReasonCodes]string
+	if len(codes) > len(sorted) {
+		kept := take(&d.codes, len(codes))
+		sortCodesInto(kept, codes)
+		return kept
+	}
+	in := sorted[:len(codes)]
+	sortCodesInto(in, codes)
+	for i := len(d.codeSets) - 1; i >= 0; i-- {
+		if set := d.codeSets[i]; slices.Equal(set, in) {
+			return set
+		}
+	}
+	kept := take(&d.codes, len(in))
+	copy(kept, in)
+	if len(d.codeSets) < maxCodeSets {
+		d.codeSets = append(d.codeSets, kept)
+	}
+	return kept
 }
 
 // sortCodesInto writes a result's few reason codes (maxReasonCodes at

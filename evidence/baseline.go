@@ -235,6 +235,12 @@ func leftMedians(times, vals []int64, from, to int, span int64, left []int64, le
 	}
 	lo := sort.Search(from, func(k int) bool { return times[k] >= satSub(times[from], span) })
 	w.fill(vals[lo:from])
+	leftMediansFilled(times, vals, lo, from, to, span, left, leftN, w)
+}
+
+// leftMediansFilled is leftMedians with w holding vals[lo:from] already,
+// lo the first sample at or after t_from - span.
+func leftMediansFilled(times, vals []int64, lo, from, to int, span int64, left []int64, leftN []int32, w *windowMedian) {
 	for i := from; i < to; i++ {
 		// vals[i-1] enters the window, paired with one that leaves
 		// (replace), as in sideMedians.
@@ -267,12 +273,24 @@ func rightMedians(times, vals []int64, from, to int, span int64, right []int64, 
 	if from >= to {
 		return
 	}
+	hi := rightEnd(times, from, span)
+	w.fill(vals[from:hi])
+	rightMediansFilled(times, vals, from, hi, to, span, right, rightN, w)
+}
+
+// rightEnd is the first sample after t_from + span.
+func rightEnd(times []int64, from int, span int64) int {
 	hi := from
 	stop := satAdd(times[from], span)
 	for hi < len(times) && times[hi] <= stop {
 		hi++
 	}
-	w.fill(vals[from:hi])
+	return hi
+}
+
+// rightMediansFilled is rightMedians with w holding vals[from:hi] already,
+// hi = rightEnd(times, from, span).
+func rightMediansFilled(times, vals []int64, from, hi, to int, span int64, right []int64, rightN []int32, w *windowMedian) {
 	for i := from; i < to; i++ {
 		// vals[i-1] leaves the window, paired with one that enters.
 		leaving := i > from

@@ -98,6 +98,8 @@ type BaselineCache struct {
 type sideScratch struct {
 	left, right   []int64
 	leftN, rightN []int32
+	// window holds the new samples' first left window (endSides).
+	window windowMedian
 }
 
 func (s *sideScratch) grow(n int) {
@@ -256,11 +258,10 @@ func (c *BaselineCache) sides(span int64, w *windowMedian, ss *sideScratch) (lef
 		c.res0.ok = false
 	} else {
 		leftMedians(times, vals, 0, p, span, left, leftN, w)
-		leftMedians(times, vals, c.m, n, span, left, leftN, w)
 		for i := e; i < c.m; i++ {
 			c.res0.count(vals[i], right[i], -1)
 		}
-		rightMedians(times, vals, e, n, span, right, rightN, w)
+		c.endSides(e, span, w, &ss.window)
 		for i := e; i < n; i++ {
 			c.res0.count(vals[i], right[i], 1)
 		}
@@ -268,6 +269,33 @@ func (c *BaselineCache) sides(span int64, w *windowMedian, ss *sideScratch) (lef
 	c.span = span
 	c.p, c.q = p, max(p, e)
 	return left, right, leftN, rightN
+}
+
+// endSides writes the left medians of the new samples [m, n) and the
+// right medians of [e, n). The left span of the first new sample usually
+// begins at e, the first sample whose right span reaches it: then the
+// right medians' window at e, sorted once, less the samples from m on,
+// is the left medians' first window (w2), instead of a second sort.
+func (c *BaselineCache) endSides(e int, span int64, w, w2 *windowMedian) {
+	times, vals := liveOf(c, c.times), liveOf(c, c.vals)
+	left, right := liveOf(c, c.left), liveOf(c, c.right)
+	leftN, rightN := liveOf(c, c.leftN), liveOf(c, c.rightN)
+	m, n := c.m, c.n
+	if m < n && e < m {
+		lo := sort.Search(m, func(k int) bool { return times[k] >= satSub(times[m], span) })
+		if hi := rightEnd(times, e, span); lo == e && hi > m {
+			w.fill(vals[e:hi])
+			w2.sorted = append(w2.sorted[:0], w.sorted...)
+			for k := m; k < hi; k++ {
+				w2.remove(vals[k])
+			}
+			leftMediansFilled(times, vals, lo, m, n, span, left, leftN, w2)
+			rightMediansFilled(times, vals, e, hi, n, span, right, rightN, w)
+			return
+		}
+	}
+	leftMedians(times, vals, m, n, span, left, leftN, w)
+	rightMedians(times, vals, e, n, span, right, rightN, w)
 }
 
 // reusable bounds the run synced last where the side medians stay: from
