@@ -50,7 +50,12 @@ type matcher struct {
 	// members' changes are searched by it, and in the episodes themselves
 	// the search would read a cache line per step.
 	rises [][]int64
-	acct  []rankAccounting
+	// changeAt is, per rank, per marker of a collective, memberEpisode of
+	// it: found rank by rank while the rank's episodes are at hand, where
+	// a collective's members, asked in turn, would each read another
+	// rank's.
+	changeAt [][]int32
+	acct     []rankAccounting
 	// world is every episode's rise, by time on the job's common time:
 	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
 	// applied when a bare marker's change is first judged (aligned), the
@@ -154,6 +159,17 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 			}
 		}
 		m.lastUse[ri] = last
+	}
+	changes := make([]int32, nMarkers)
+	m.changeAt = make([][]int32, len(in.Ranks))
+	for ri := range in.Ranks {
+		markers := in.Ranks[ri].Markers
+		m.changeAt[ri], changes = changes[:len(markers):len(markers)], changes[len(markers):]
+		for mi := range markers {
+			if markers[mi].Collective != NoCollective {
+				m.changeAt[ri][mi] = m.memberEpisode(int32(ri), &markers[mi])
+			}
+		}
 	}
 	return m
 }
@@ -292,7 +308,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 			continue // too few samples to judge this member
 		}
 		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
-		ei := m.memberEpisode(ref.rank, mk)
+		ei := m.changeAt[ref.rank][ref.marker]
 		s.episode[i] = ei
 		if ei < 0 {
 			s.resolved = false
