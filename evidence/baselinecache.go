@@ -579,11 +579,18 @@ func (r *residualCount) count(v, ref int64, sign int) {
 	}
 	d := v - ref
 	d = max(d, -d)
-	if d < r.guess {
-		r.below += sign
-	} else if d == r.guess {
-		r.at += sign
+	// Without branches: residuals fall on both sides of the guess about
+	// equally often.
+	r.below += sign * b2i(d < r.guess)
+	r.at += sign * b2i(d == r.guess)
+}
+
+// b2i is 1 for true, 0 for false (a flag set, not a branch).
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
+	return 0
 }
 
 // median is the lower median of |vals[i] - ref[i]| (vals not empty): the
