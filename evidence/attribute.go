@@ -75,7 +75,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
 		matches:  make([]*attribution.CollectiveMatch, len(in.Collectives)),
 		outcomes: make([]accountingOutcome, len(in.Collectives)),
-		codes:    make([]string, 0, codesPerSet*maxCodeSets),
+		codes:    make([]string, 0, 2*codesPerSet*maxCodeSets),
 		ints:     make([]int64, 0, 2*changes),
 		ratios:   make([]float64, 0, changes)}
 	results := make([]attribution.Result, 0, changes)
@@ -187,7 +187,7 @@ type decider struct {
 	ints   []int64
 	ratios []float64
 	// codeSets are the sets of codes in d.codes that results share.
-	codeSets [][]string
+	codeSets []codeSet
 	// outcomes holds, per collective, what NCCL's accounting said of its
 	// co-timed transient changes; records sums them per communicator once
 	// every change has been judged (nil until then), for the changes
@@ -501,22 +501,24 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 	if !(conf >= cfg.MinConfidence) {
 		return false
 	}
-	times := rd.Samples.TimesNs
+	// The change's first and last high samples' times are riseHi and
+	// fallLo, and its peak's gap is kept in it: the rank's columns are not
+	// read again here.
 	pad := cfg.IntervalPaddingNs
 	// The change began in (riseLo, riseHi]: a rank sampled every second or
 	// more knows its onset only to within that interval, and the claim
 	// covers all of it (evidence-mode §7.6).
-	riseLo, onsetHi := ep.riseLo, times[ep.last]
+	riseLo, onsetHi := ep.riseLo, ep.fallLo
 	if polled && best.ok && (ep.persistent || best.live) {
-		riseLo, onsetHi = d.onsetWithin(ep, &rd.Markers[best.marker], times[ep.first])
+		riseLo, onsetHi = d.onsetWithin(ep, &rd.Markers[best.marker], ep.riseHi)
 	}
-	start := max(0, d.in.TraceStartNs, min(satSub(times[ep.first], pad), riseLo))
+	start := max(0, d.in.TraceStartNs, min(satSub(ep.riseHi, pad), riseLo))
 	if start <= rd.DeviceWideThroughNs {
 		codes = append(codes, ReasonDeviceWideMemory)
 	}
 	kept := d.codeSet(codes)
 	end := uint64(onsetHi) + uint64(pad)
-	gap := rd.Samples.GapBytes[ep.peak]
+	gap := ep.gap
 	*r = attribution.Result{
 		Rank:            rd.Rank,
 		IntervalStartNs: start,
@@ -558,28 +560,28 @@ const maxCodeSets = 16
 
 // codeSet is codes sorted, as a slice of d.codes that results with the
 // same codes share (read-only, as the reference mode's results share
-// theirs): thousands of results a round carry a few sets of codes.
+// theirs): thousands of results a round carry a few sets of codes, most
+// of them gathered in the same order, so a set is found by the codes as
+// gathered and sorted only when new.
 func (d *decider) codeSet(codes []string) []string {
-	var sorted [maxReasonCodes]string
-	if len(codes) > len(sorted) {
-		kept := take(&d.codes, len(codes))
-		sortCodesInto(kept, codes)
-		return kept
-	}
-	in := sorted[:len(codes)]
-	sortCodesInto(in, codes)
 	for i := len(d.codeSets) - 1; i >= 0; i-- {
-		if set := d.codeSets[i]; slices.Equal(set, in) {
-			return set
+		if set := &d.codeSets[i]; slices.Equal(set.gathered, codes) {
+			return set.sorted
 		}
 	}
-	kept := take(&d.codes, len(in))
-	copy(kept, in)
+	sorted := take(&d.codes, len(codes))
+	sortCodesInto(sorted, codes)
 	if len(d.codeSets) < maxCodeSets {
-		d.codeSets = append(d.codeSets, kept)
+		gathered := take(&d.codes, len(codes))
+		copy(gathered, codes)
+		d.codeSets = append(d.codeSets, codeSet{gathered: gathered, sorted: sorted})
 	}
-	return kept
+	return sorted
 }
+
+// codeSet is a set of reason codes as a change's decision gathered them
+// and sorted.
+type codeSet struct{ gathered, sorted []string }
 
 // sortCodesInto writes a result's few reason codes (maxReasonCodes at
 // most) to dst in order, as slices.Sort would order them. Every result of
@@ -637,7 +639,7 @@ func codePrefix(c string) uint64 {
 func (d *decider) onsetWithin(ep *episode, mk *Marker, firstHigh int64) (riseLo, onsetHi int64) {
 	pad := d.cfg.IntervalPaddingNs
 	riseLo = max(ep.riseLo, satSub(mk.StartNs, pad))
-	onsetHi = d.in.Ranks[ep.rank].Samples.TimesNs[ep.last]
+	onsetHi = ep.fallLo // the last high sample's time
 	if ep.persistent && mk.EndNs > mk.StartNs {
 		onsetHi = min(firstHigh, max(mk.EndNs, ep.riseLo+1))
 	}

@@ -16,11 +16,15 @@ type episode struct {
 	last       int // last high sample (a step: the onset sample)
 	peak       int // sample of the largest excess (a step: the onset)
 	// The change began in (riseLo, riseHi] and (transient) ended in
-	// (fallLo, fallHi].
+	// (fallLo, fallHi]: riseHi is the time of sample first, fallLo that
+	// of sample last.
 	riseLo, riseHi int64
 	fallLo, fallHi int64
 	excess         int64
 	zscore         float64
+	// gap is the hidden memory of the peak sample, read here, where the
+	// rank's samples are at hand, for the result's peak.
+	gap int64
 	// weak: the excess reaches only the rank's lower threshold. A weak
 	// change is reported only as part of a collective whose members show
 	// it too: alone it is within the rank's noise.
@@ -125,7 +129,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 				ra.episodes = append(ra.episodes, episode{
 					rank: idx, persistent: true, down: true, first: i, last: i, peak: i,
 					riseLo: prevTime(times, i, ra.interval), riseHi: times[i],
-					fallLo: times[i], fallHi: times[i],
+					fallLo: times[i], fallHi: times[i], gap: gaps[i],
 					excess: st.height, weak: -st.height < strongStep,
 					zscore: float64(st.height) / ra.sigma,
 				})
@@ -136,7 +140,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		ep := episode{
 			rank: idx, persistent: true, first: i, last: i, peak: i,
 			riseLo: prevTime(times, cmp.Or(st.hiddenFrom, i), ra.interval), riseHi: times[i],
-			fallLo: times[i], fallHi: times[i],
+			fallLo: times[i], fallHi: times[i], gap: gaps[i],
 			excess: st.height, early: st.early, stairLast: st.stairLast,
 			weak: st.height < strongStep,
 		}
@@ -214,7 +218,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			rank: idx, first: first, last: last, peak: peak, weak: weak,
 			riseLo: prevTime(times, first, ra.interval), riseHi: times[first],
 			fallLo: times[last], fallHi: nextTime(times, last, ra.interval),
-			excess: gaps[peak] - base[peak],
+			excess: gaps[peak] - base[peak], gap: gaps[peak],
 		}
 		moved := right[peak] - left[peak]
 		movedWeak := leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel

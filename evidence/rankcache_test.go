@@ -192,6 +192,13 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 			}
 			fresh := levelsOf(&rd, &cfg, &scF)
 			wantA := analyzeRank(3, &rd, &cfg, &scF)
+			// What the decisions read of a change instead of the columns.
+			for _, ep := range wantA.episodes {
+				if times := rd.Samples.TimesNs; ep.riseHi != times[ep.first] || ep.fallLo != times[ep.last] || ep.gap != rd.Samples.GapBytes[ep.peak] {
+					t.Fatalf("seed %d round %d: episode %+v: first at %d, last at %d, peak gap %d", seed, round, ep,
+						times[ep.first], times[ep.last], rd.Samples.GapBytes[ep.peak])
+				}
+			}
 			rd.Baseline = &c
 			// Every other round the analysis alone uses the cache, as the
 			// processor does: its spikes are kept from one analysis to the
