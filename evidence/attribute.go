@@ -299,7 +299,7 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 			// churn shortly before it (inside a wide approximate tolerance)
 			// is not that rise.
 			if c.ok && ep.weak {
-				own := d.m.changeAt[ri][mi]
+				own := d.m.changeAt[ri][mi].episode
 				c.ok = own >= 0 && &d.m.analyses[ri].episodes[own] == ep
 			}
 			c.first = d.m.firstUse[ri][mi]

@@ -177,13 +177,13 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 			break
 		}
 		if c != nil {
-			if ks, ok := c.takeSpike(i); ok {
-				ep := ks.ep
+			if ks := c.takeSpike(i); ks != nil {
+				ra.episodes = append(ra.episodes, shiftEpisode(ks.ep, -c.off))
+				ep := &ra.episodes[len(ra.episodes)-1]
 				ep.rank = idx
 				ep.creep = ks.moved && !cutNearTime(times, cuts, ks.peakNs, span)
-				ra.episodes = append(ra.episodes, ep)
-				c.keepSpike(ks)
-				i = ks.end + 1
+				c.keepTaken(ks)
+				i = ks.end - c.off + 1
 				continue
 			}
 		}

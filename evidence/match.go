@@ -50,11 +50,11 @@ type matcher struct {
 	// members' changes are searched by it, and in the episodes themselves
 	// the search would read a cache line per step.
 	rises [][]int64
-	// changeAt is, per rank, per marker of a collective, memberEpisode of
-	// it: found rank by rank while the rank's episodes are at hand, where
-	// a collective's members, asked in turn, would each read another
+	// changeAt is, per rank, per marker of a collective, the rank's change
+	// at it: found rank by rank while the rank's episodes are at hand,
+	// where a collective's members, asked in turn, would each read another
 	// rank's.
-	changeAt [][]int32
+	changeAt [][]memberChange
 	acct     []rankAccounting
 	// world is every episode's rise, by time on the job's common time:
 	// the ranks' clock offsets (evidence-mode §7.5) are estimated and
@@ -160,14 +160,14 @@ func newMatcher(in *Input, cfg *Config, analyses []rankAnalysis) *matcher {
 		}
 		m.lastUse[ri] = last
 	}
-	changes := make([]int32, nMarkers)
-	m.changeAt = make([][]int32, len(in.Ranks))
+	changes := make([]memberChange, nMarkers)
+	m.changeAt = make([][]memberChange, len(in.Ranks))
 	for ri := range in.Ranks {
 		markers := in.Ranks[ri].Markers
 		m.changeAt[ri], changes = changes[:len(markers):len(markers)], changes[len(markers):]
 		for mi := range markers {
 			if markers[mi].Collective != NoCollective {
-				m.changeAt[ri][mi] = m.memberEpisode(int32(ri), &markers[mi])
+				m.changeAt[ri][mi] = m.changeOf(int32(ri), &markers[mi])
 			}
 		}
 	}
@@ -300,18 +300,17 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	s.episode = make([]int32, len(members))
 	s.resolved = true
 	s.flat = true
-	tol := m.cfg.Evidence.MatchToleranceNs
 	for i, ref := range members {
 		s.episode[i] = -1
 		ra := &m.analyses[ref.rank]
 		if ra.interval == 0 {
 			continue // too few samples to judge this member
 		}
-		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
-		ei := m.changeAt[ref.rank][ref.marker]
-		s.episode[i] = ei
-		if ei < 0 {
+		mc := m.changeAt[ref.rank][ref.marker]
+		s.episode[i] = mc.episode
+		if mc.episode < 0 {
 			s.resolved = false
+			mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 			from, to := m.observable(mk, ra.interval)
 			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, from, to) {
 				s.unseen++
@@ -322,18 +321,11 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		}
 		s.observed++
 		s.synced++
-		e := &ra.episodes[ei]
 		s.flat = s.flat && ra.flat
-		if !e.weak {
+		if mc.strong {
 			s.strong++
 		}
-		iv := ra.interval
-		dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv)
-		resolved := dense && !e.persistent && !mk.Approximate &&
-			e.riseLo >= satSub(mk.StartNs, tol) && e.riseHi <= satAdd(mk.StartNs, tol+iv) &&
-			e.fallHi >= satSub(mk.EndNs, tol) && e.fallLo <= satAdd(mk.EndNs, tol) &&
-			e.fallHi <= satAdd(mk.EndNs, tol+iv)
-		if !resolved {
+		if !mc.resolved {
 			s.resolved = false
 		}
 	}
@@ -341,6 +333,34 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		s.resolved = false
 	}
 	return s
+}
+
+// memberChange is what a collective's synchrony reads of a member's change
+// at its marker, found rank by rank (matcher.changeAt).
+type memberChange struct {
+	episode int32 // memberEpisode, or -1
+	// strong: the change clears its rank's threshold on its own;
+	// resolved: it rose at the launch and fell at the end of the op,
+	// densely sampled.
+	strong, resolved bool
+}
+
+// changeOf is rank ri's memberChange at its marker mk.
+func (m *matcher) changeOf(ri int32, mk *Marker) memberChange {
+	mc := memberChange{episode: m.memberEpisode(ri, mk)}
+	if mc.episode < 0 {
+		return mc
+	}
+	ra := &m.analyses[ri]
+	e := &ra.episodes[mc.episode]
+	mc.strong = !e.weak
+	tol, iv := m.cfg.Evidence.MatchToleranceNs, ra.interval
+	dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv)
+	mc.resolved = dense && !e.persistent && !mk.Approximate &&
+		e.riseLo >= satSub(mk.StartNs, tol) && e.riseHi <= satAdd(mk.StartNs, tol+iv) &&
+		e.fallHi >= satSub(mk.EndNs, tol) && e.fallLo <= satAdd(mk.EndNs, tol) &&
+		e.fallHi <= satAdd(mk.EndNs, tol+iv)
+	return mc
 }
 
 // observable is the interval in which a member's sample would surely have

@@ -38,31 +38,30 @@ func (c *BaselineCache) beginSpikes(lv spikeLevels, rebased [][2]int) {
 // takeSpike returns the spike whose run began at sample i last time, when
 // it read nothing that changed: every sample from i-1 to the sample after
 // its run kept, the baseline of the run and that sample not recomputed,
-// the side medians at its peak kept.
-func (c *BaselineCache) takeSpike(i int) (keptSpike, bool) {
+// the side medians at its peak kept. It points into the cache, valid until
+// endSpikes; its indices are column indices, which a kept sample keeps.
+func (c *BaselineCache) takeSpike(i int) *keptSpike {
 	if !c.spikesOK {
-		return keptSpike{}, false
+		return nil
 	}
 	for c.spikeAt < len(c.spikes) && c.spikes[c.spikeAt].start-c.off < i {
 		c.spikeAt++
 	}
 	if c.spikeAt == len(c.spikes) || c.spikes[c.spikeAt].start-c.off != i {
-		return keptSpike{}, false
+		return nil
 	}
-	ks := c.spikes[c.spikeAt]
+	ks := &c.spikes[c.spikeAt]
 	end, peak := ks.end-c.off, ks.ep.peak-c.off
 	if i < 1 || end+1 >= c.m || peak < c.p || peak >= c.q {
-		return keptSpike{}, false
+		return nil
 	}
 	for c.rebasedAt < len(c.rebased) && c.rebased[c.rebasedAt][1] <= i {
 		c.rebasedAt++
 	}
 	if c.rebasedAt < len(c.rebased) && c.rebased[c.rebasedAt][0] <= end+1 {
-		return keptSpike{}, false
+		return nil
 	}
-	ks.start, ks.end = i, end
-	ks.ep = shiftEpisode(ks.ep, -c.off)
-	return ks, true
+	return ks
 }
 
 // keepSpike keeps spike ks (sample indices) for the next analysis.
@@ -71,6 +70,9 @@ func (c *BaselineCache) keepSpike(ks keptSpike) {
 	ks.ep = shiftEpisode(ks.ep, c.off)
 	c.spikesNext = append(c.spikesNext, ks)
 }
+
+// keepTaken keeps spike ks, taken from the last analysis, for the next.
+func (c *BaselineCache) keepTaken(ks *keptSpike) { c.spikesNext = append(c.spikesNext, *ks) }
 
 // endSpikes makes the spikes kept by this analysis the next one's.
 func (c *BaselineCache) endSpikes() {
