@@ -68,15 +68,16 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 	bounds[0] = from
 	for q := range 4 {
 		bound := start + GrowthWindowNs*int64(q+1)/4
-		lo, hi := bounds[q], bounds[q]
-		for hi < n && (g.times[hi] < bound || q == 3) {
-			hi++
+		lo, hi := bounds[q], n
+		if q < 3 {
+			k, _ := slices.BinarySearch(g.times[lo:], bound)
+			hi = lo + k
 		}
 		if hi-lo < growthMinRows {
 			return Growth{}, false
 		}
 		bounds[q+1] = hi
-		least[q], most[q] = slices.Min(g.values[lo:hi]), slices.Max(g.values[lo:hi])
+		least[q], most[q] = minMax(g.values[lo:hi])
 	}
 	// A quarter's median lies between its least and most values: most
 	// rows have no rise, and the bounds tell so without the medians.
@@ -113,6 +114,15 @@ func (g *GrowthDetector) Detect() (out Growth, ok bool) {
 		return Growth{}, false
 	}
 	return Growth{StartNs: g.times[from], EndNs: end, FromBytes: medians[0], ToBytes: medians[3]}, true
+}
+
+// minMax is slices.Min and slices.Max of v (not empty) in one pass.
+func minMax(v []int64) (lo, hi int64) {
+	lo, hi = v[0], v[0]
+	for _, x := range v[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
 }
 
 // lowerMedianAtLeast reports whether lowerMedian(v) >= x (v not empty),

@@ -510,10 +510,15 @@ func (l *Ledger) readQuiet(rl *rankLedger, g *GrowthDetector, n int) int {
 		to = from + k
 	}
 	context := rl.segments[rl.seg].context
-	for i := from; i < to; i++ {
-		hidden, flags := s.hidden(i)
+	// The run's times as they are, and its values written in place.
+	g.times = append(g.times, s.TimesNs[from:to]...)
+	at := len(g.values)
+	g.values = slices.Grow(g.values, to-from)[:at+to-from]
+	values := g.values[at:]
+	for k := range values {
+		hidden, flags := s.hidden(from + k)
 		l.stats.countFlags(flags)
-		g.add(s.TimesNs[i], hidden-context)
+		values[k] = hidden - context
 	}
 	rl.next = to
 	return to - from
