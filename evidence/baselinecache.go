@@ -305,9 +305,7 @@ func (c *BaselineCache) endSides(e int, span int64, w, w2 *windowMedian) {
 func (c *BaselineCache) reusable(span int64) (p, e int) {
 	times, m := liveOf(c, c.times), c.m
 	if c.hasBefore {
-		for p < m && satSub(times[p], span) <= c.before {
-			p++
-		}
+		p = searchFrom(m, 0, func(i int) bool { return satSub(times[i], span) > c.before })
 	}
 	e = m
 	if m < len(times) {
