@@ -190,10 +190,10 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 // members that show the change were seen holding it after theirs (the
 // median of them: one whose change merged with a later cause's would
 // stretch it). A member sampled only before the launch or after that saw
-// nothing of it, and one whose samples then lie in a change that rose
-// before the op (another cause's, merged with the op's by sparse sampling)
-// cannot tell whether the op's buffers were on top: neither counts
-// (evidence-mode §2.5).
+// nothing of it, and one whose samples then lie in a change of its own not
+// matched to the op (one that rose before it: another cause's, merged with
+// the op's buffers by sparse sampling) cannot tell whether the buffers were
+// on top: neither counts (evidence-mode §2.5).
 func (d *decider) sampledFlat(c int32, s *synchrony) int {
 	members := d.m.members[c]
 	var held []int64 // per member showing a transient: how long past its op's end
