@@ -72,7 +72,7 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 			continue
 		}
 		raisedFrom, raisedTo := a.TimesNs[first], a.TimesNs[last]
-		if !d.unseen(ri, raisedFrom, raisedTo) {
+		if !d.unseen(ri, raisedFrom, raisedTo, from, to) {
 			continue
 		}
 		counted[mgr] = raisedTo
@@ -97,10 +97,14 @@ func managerOf(series []AccountingSeries, manager []int, comm string) int {
 	return -1
 }
 
-// unseen reports whether no sample of rank ri saw a change in [from, to]:
-// the rank's samples bracket it, none lies in it, and no change the
-// samples show could have been there.
-func (d *decider) unseen(ri int32, from, to int64) bool {
+// unseen reports whether no sample of rank ri saw a change in [from, to]
+// inside the op widened to [opFrom, opTo]: the rank's samples bracket it,
+// none lies in it, and no change the samples show could have been there. A
+// transient could only where it was seen high inside the widened op, or
+// across it: NCCL's transient buffers of the op live within the op, so a
+// change whose possible onset or end spans the op but whose high samples
+// all lie before or after it saw something else (evidence-mode §2.4).
+func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 	if !d.unsampled(ri, from, to) {
 		return false
 	}
@@ -110,7 +114,7 @@ func (d *decider) unseen(ri int32, from, to int64) bool {
 		if ep.persistent {
 			hi = ep.riseHi
 		}
-		if ep.riseLo < to && hi > from {
+		if ep.riseLo < to && hi > from && (ep.persistent || ep.riseHi <= opTo && ep.fallLo >= opFrom) {
 			return false
 		}
 	}

@@ -166,3 +166,27 @@ func TestPlaceAccountingOnly(t *testing.T) {
 		t.Errorf("%d results, want the %d of the samples and %d placed", len(got), 4, len(want))
 	}
 }
+
+// A change the samples saw before the op, ending before its launch, may
+// have ended anywhere up to the next sample, after the op: its possible end
+// spans the op, but NCCL's buffers of the op live within the op, and no
+// sample of the rank saw them there. NCCL's reports inside the op still make
+// their result (evidence-mode §2.4).
+func TestAccountingOnlyBesideAnEarlierChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.change([]int{7}, 10*sec+300*ms, 10*sec+580*ms, gib/2) // seen at 10.5 s only
+	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 8; r++ {
+		got := accountingOnlyAt(j, results, r, 10*sec+700*ms)
+		if len(got) != 1 {
+			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
+			continue
+		}
+		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
+			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
+		}
+	}
+}

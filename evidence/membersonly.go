@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
 )
@@ -170,12 +171,77 @@ func (d *decider) membersVerdictOf(c int32) membersVerdict {
 			deny++
 		}
 	}
-	// Most members whose samples could have seen the op's change must have:
-	// where most saw none, its buffers are not on every member (a tensor-
-	// parallel group's spike at an op of the world's communicator).
-	if len(growths) > deny && (s.observed == 0 || 2*s.synced > s.observed) {
+	// Most members sampled while the op's change would have been there must
+	// show it: where as many were sampled flat then as show it, its buffers
+	// are not on every member (a tensor-parallel group's spike at an op of
+	// the world's communicator). Where none was sampled flat then, the
+	// members' reports decide alone.
+	if flat := d.sampledFlat(c, s); len(growths) > deny && (flat == 0 || s.synced > flat) {
 		slices.Sort(growths)
 		mv.shown, mv.growth = true, growths[(len(growths)-1)/2]
 	}
 	return *mv
+}
+
+// sampledFlat counts the members of collective c with no change matched to
+// it (s) that were sampled only at their baseline while the op's change
+// would have been there: from their launch (NCCL allocates a collective's
+// buffers when it begins) to their op's end, or past it by as long as the
+// members that show the change were seen holding it after theirs (the
+// median of them: one whose change merged with a later cause's would
+// stretch it). A member sampled only before the launch or after that saw
+// nothing of it, and one whose samples then lie in a change of its own not
+// matched to the op (one that rose before it: another cause's, merged with
+// the op's buffers by sparse sampling) cannot tell whether the buffers were
+// on top: neither counts (evidence-mode §2.5).
+func (d *decider) sampledFlat(c int32, s *synchrony) int {
+	members := d.m.members[c]
+	var held []int64 // per member showing a transient: how long past its op's end
+	for i, ref := range members {
+		if ei := s.episode[i]; ei >= 0 {
+			mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
+			ra := &d.m.analyses[ref.rank]
+			if e := &ra.episodes[ei]; !e.persistent && !mk.Approximate && !d.m.polledPast(mk, ra.interval) {
+				held = append(held, max(0, e.fallLo-mk.EndNs))
+			}
+		}
+	}
+	past := int64(0)
+	if len(held) > 0 {
+		slices.Sort(held)
+		past = held[(len(held)-1)/2]
+	}
+	flat := 0
+	for i, ref := range members {
+		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
+		if s.episode[i] >= 0 || mk.Approximate || d.m.analyses[ref.rank].interval == 0 {
+			continue
+		}
+		times := d.in.Ranks[ref.rank].Samples.TimesNs
+		end := satAdd(mk.EndNs, past)
+		k, _ := slices.BinarySearch(times, mk.StartNs)
+		if k == len(times) || times[k] > end {
+			continue // not sampled then
+		}
+		eps := d.m.analyses[ref.rank].episodes
+		for k < len(times) && times[k] <= end && !inChange(eps, times[k]) {
+			k++
+		}
+		if k == len(times) || times[k] > end {
+			flat++
+		}
+	}
+	return flat
+}
+
+// inChange reports whether the sample at t is one of the high samples of a
+// change in eps (sorted by riseHi): between a transient's first and last
+// high sample, or a step's onset sample.
+func inChange(eps []episode, t int64) bool {
+	for i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi > t }) - 1; i >= 0; i-- {
+		if eps[i].fallLo >= t {
+			return true
+		}
+	}
+	return false
 }

@@ -209,3 +209,59 @@ func TestMembersOnlyNotWhereMostSampledMembersAreFlat(t *testing.T) {
 		}
 	}
 }
+
+// At sparse sampling a member's one sample inside the op can lie in a
+// change that rose before it (a workspace held up to the launch, merged
+// with the op's buffers between two samples): it neither shows the op's
+// change at its marker nor was seen flat while the op ran, so it does not
+// count against the members' reports, which speak for the members no
+// sample of whose fell inside the op (evidence-mode §2.5).
+func TestMembersOnlyNotDeniedByMembersInAnEarlierChange(t *testing.T) {
+	j := trainingJob(8, 500*ms) // the op runs .6–.9 s
+	j.phase = map[int]int64{0: 200 * ms, 1: 200 * ms, 2: 150 * ms, 3: 150 * ms, 4: 150 * ms}
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	// Ranks 2–4: a workspace from 10.05 s to the op's launch, seen at 10.15
+	// s; their sample at 10.65 s shows the op's buffers, one change with it.
+	j.change(rankList(2, 5), 10*sec+50*ms, 10*sec+600*ms, gib/2)
+	j.accounting(rankList(0, 2), "world", 300<<20, []overlay{caused})
+	j.accountingAt(rankList(2, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 2; r++ {
+		if got := j.resultsAt(results, r, 10*sec+700*ms); len(got) != 1 || !hasCode(got[0], ReasonAccountingCovers) {
+			t.Fatalf("rank %d: %+v at the op, want its sample's change confirmed by its reports (the test's premise)", r, got)
+		}
+	}
+	for r := 5; r < 8; r++ {
+		if got := membersOnlyAt(j, results, r, 10*sec+700*ms); len(got) != 1 {
+			t.Errorf("rank %d: %d members-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
+		}
+	}
+}
+
+// A member sampled just before the launch and just after the op's buffers
+// were freed (within the match tolerance on both sides, none inside the op)
+// saw nothing of them: it does not count against the members' reports,
+// which speak for it (evidence-mode §2.5).
+func TestMembersOnlyNotDeniedByMembersSampledAroundTheOp(t *testing.T) {
+	j := trainingJob(8, 350*ms) // the op runs .6–.9 s, its buffers to .92 s
+	j.phase = map[int]int64{0: 220 * ms, 1: 220 * ms}
+	for r := 2; r < 8; r++ {
+		j.phase[r] = 80 * ms // samples at 10.58 and 10.93 s
+	}
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	j.accounting(rankList(0, 2), "world", 300<<20, []overlay{caused})
+	j.accountingAt(rankList(2, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 2; r++ {
+		if got := j.resultsAt(results, r, 10*sec+700*ms); len(got) != 1 || !hasCode(got[0], ReasonAccountingCovers) {
+			t.Fatalf("rank %d: %+v at the op, want its sample's change confirmed by its reports (the test's premise)", r, got)
+		}
+	}
+	for r := 2; r < 8; r++ {
+		if got := membersOnlyAt(j, results, r, 10*sec+700*ms); len(got) != 1 {
+			t.Errorf("rank %d: %d members-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
+		}
+	}
+}
