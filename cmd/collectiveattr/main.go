@@ -206,11 +206,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeResults prints the results as one JSON array and a newline.
 // resultsPiece is how much of the results writeResults encodes before it
 // writes them.
 const resultsPiece = 32 << 10
 
+// writeResults prints the results as one JSON array and a newline.
 func writeResults(results []attribution.Result, withPhase bool, stdout, stderr io.Writer) int {
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	// The array is written as it is encoded, a piece at a time: a job of
