@@ -124,12 +124,17 @@ const (
 	kString
 	kObject
 	kArray
+	// kRankText is a session id or host left as its text, data[i:end]
+	// without the quotes, for decodeInto to take from its rank's strings
+	// (rankstrings.go): a kString once the record is scanned.
+	kRankText
 )
 
 type slot struct {
 	present bool
 	kind    kind
 	i       int64
+	end     int // kRankText: the text's end
 	s       string
 	meta    map[string]any // metadata object
 	text    metadataText   // metadata object's text (lazy decoders)
@@ -162,6 +167,10 @@ type Decoder struct {
 	// lazy: keep metadata as its text (Stream's decoders).
 	lazy         bool
 	lastMetaText metadataText // the previous non-empty metadata text (lazy)
+
+	// ranks, when set, holds the session ids and hosts by rank
+	// (rankstrings.go), which scanField leaves as text (kRankText).
+	ranks *rankStrings
 }
 
 // DecodeRecord decodes and validates one JSON object holding a TelemetryEvent
@@ -208,6 +217,9 @@ func (d *Decoder) decodeInto(data []byte, e *Event) error {
 	}
 	d.sc.data, d.sc.pos, d.sc.depth = data, 0, 0
 	isObject, err := d.scanRecord()
+	if err == nil && d.ranks != nil {
+		d.stringsByRank()
+	}
 	d.sc.data = nil
 	if err != nil {
 		return err
@@ -319,6 +331,11 @@ func (d *Decoder) scanField(f field) error {
 		}
 		if last := d.last[f]; string(b) == last {
 			sl.s = last
+		} else if d.ranks != nil && (f == fSessionID || f == fHost) && len(b) > 0 && &b[0] == &s.data[start+1] {
+			// The value is its text (no escapes): its rank's strings
+			// have it when the rank's records repeat it.
+			sl.kind, sl.i, sl.end = kRankText, int64(start+1), s.pos-1
+			return nil
 		} else {
 			sl.s = s.internBytes(b)
 			d.last[f] = sl.s

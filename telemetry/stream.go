@@ -184,9 +184,10 @@ func newPipeline(lazy bool, decode func(d *Decoder, b *batch)) *pipeline {
 	for range inFlight {
 		p.free <- &batch{done: make(chan struct{}, 1)}
 	}
+	ranks := new(rankStrings)
 	for range workers {
 		p.wg.Go(func() {
-			d := Decoder{lazy: lazy}
+			d := Decoder{lazy: lazy, ranks: ranks}
 			for b := range p.work {
 				decode(&d, b)
 				b.done <- struct{}{}

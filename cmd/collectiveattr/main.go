@@ -206,12 +206,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// resultsPiece is how much of the results writeResults encodes before it
+// writes them.
+const resultsPiece = 32 << 10
+
 // writeResults prints the results as one JSON array and a newline.
 func writeResults(results []attribution.Result, withPhase bool, stdout, stderr io.Writer) int {
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	out := attribution.AppendResultsJSON(nil, results, withPhase)
-	out = append(out, '\n')
-	_, err := w.Write(out)
+	// The array is written as it is encoded, a piece at a time: a job of
+	// thousands of ranks has megabytes of results, which one slice would
+	// be grown to, copied and its new memory touched at each doubling.
+	out := append(make([]byte, 0, resultsPiece+4<<10), '[')
+	var err error
+	for i := range results {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = attribution.AppendResultJSON(out, &results[i], withPhase)
+		if len(out) >= resultsPiece {
+			if _, err = w.Write(out); err != nil {
+				break
+			}
+			out = out[:0]
+		}
+	}
+	if err == nil {
+		_, err = w.Write(append(out, ']', '\n'))
+	}
 	if err == nil {
 		err = w.Flush()
 	}
