@@ -13,8 +13,9 @@ import (
 // identityResolver resolves the (job, rank, host, device) of the items of
 // every signal: it scans identity attributes (item over resource), checks
 // the identity limits, interns the strings and learns or joins the device
-// mapping. Its memo caches (idMemo, resCache, attrMemo) exist because one
-// batch mostly repeats a few identities. The per-signal converters share
+// mapping. Its memo caches (idMemo, resCache, attrMemo, and the resource
+// readings of metricsRes and tracesRes) exist because one batch mostly
+// repeats a few identities, and one batch the resources of the last. The per-signal converters share
 // one resolver, so a device claimed by a rank's metrics joins its DCGM
 // points and a stormlog record's device claim counts for the metrics.
 //
