@@ -265,7 +265,8 @@ type consumeBench[T any] struct {
 // least per-item work. With wire true every batch is first decoded from
 // OTLP protobuf, as the OTLP receiver does before any processor runs, and
 // the baseline forwards it untouched: what the processor adds to a
-// pipeline's cost per item. Decoding allocates, and how often the garbage
+// pipeline's cost per item; walk is the walking processor on the decoded
+// batches, the least a processor that reads every item adds. Decoding allocates, and how often the garbage
 // collector runs depends on the live heap, which the processor's buffers
 // make far larger than the baseline's: left alone, the baseline would pay
 // for many more collections and look slower than the processor. So in this
@@ -339,7 +340,14 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 		w := &walkingProcessor{metrics: consumertest.NewNop(), traces: consumertest.NewNop()}
 		return func(batch T) error { return cb.baseline(w, batch) }, func() {}
 	})
-	if !wire {
+	if wire {
+		// The floor of any processor that looks at every item: the
+		// walking processor on the decoded batches.
+		measure("walk", 0, func(*testing.B) (func(T) error, func()) {
+			w := &walkingProcessor{metrics: consumertest.NewNop(), traces: consumertest.NewNop()}
+			return func(batch T) error { return cb.baseline(w, batch) }, func() {}
+		})
+	} else {
 		measure("converter", 0, func(*testing.B) (func(T) error, func()) {
 			cfg := cb.cfg()
 			conv := ingest.NewConverter(cfg.ingestConfig(strategyOf(b, cfg)), time.Now)
@@ -428,7 +436,8 @@ func BenchmarkConsumeTraces(b *testing.B) { tracesBench.run(b, false) }
 func BenchmarkConsumeTracesPhases(b *testing.B) { phaseTracesBench.run(b, false) }
 
 // BenchmarkPipelineMetrics reports ns per data point of OTLP decode plus the
-// processor against OTLP decode plus a bare forward.
+// processor against OTLP decode plus a bare forward, and plus the walking
+// processor (walk: what reading every point once costs after the decode).
 func BenchmarkPipelineMetrics(b *testing.B) { metricsBench.run(b, true) }
 
 // BenchmarkPipelineTraces reports ns per span of OTLP decode plus the

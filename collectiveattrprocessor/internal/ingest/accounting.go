@@ -15,13 +15,13 @@ import (
 const AccountingMetric = "nccl.comm.memory.total"
 
 // convertAccounting hands each valid point of the accounting metric m of
-// resource rm to emit as a KindAccounting Record. A point without a
+// resource rm, the i-th of its batch, to emit as a KindAccounting Record. A point without a
 // communicator, with a value that is no byte count, or without a rank is
 // skipped with its reason. A point whose own or resource attributes say cuMem
 // is off (nccl.cumem_enabled false) carries evidence.UntrackedBytes: its
 // total does not follow NCCL's buffers. begun says the resource's identity state is
 // begun; it returns whether it is now.
-func (c *metricsConverter) convertAccounting(rm pmetric.ResourceMetrics, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
+func (c *metricsConverter) convertAccounting(rm pmetric.ResourceMetrics, i int, m pmetric.Metric, begun bool, nowNs, limit int64, emit func(*Record), skip func(Skip)) bool {
 	var dps pmetric.NumberDataPointSlice
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
@@ -44,7 +44,7 @@ func (c *metricsConverter) convertAccounting(rm pmetric.ResourceMetrics, m pmetr
 		return begun
 	}
 	if !begun {
-		c.ids.startResource(rm.Resource().Attributes())
+		c.ids.startResource(rm.Resource().Attributes(), &c.ids.metricsRes, i)
 	}
 	unit := unitBytes
 	if isMiB(m) {

@@ -271,6 +271,13 @@ func TestNoInputReferenceOutlivesACall(t *testing.T) {
 		require.Equal(t, rawIdentity{}, c.ids.resID, what)
 		require.Equal(t, rawIdentity{}, c.ids.itemID, what)
 		require.Empty(t, c.ids.attrMemo.attrs, what)
+		require.Nil(t, c.ids.res, what)
+		require.Equal(t, resourceReading{}, c.ids.resRead, what)
+		for _, m := range []*resourceMemo{&c.ids.metricsRes, &c.ids.tracesRes} {
+			for i := range m.entries {
+				require.Equal(t, pcommon.Map{}, m.entries[i].seen, what)
+			}
+		}
 	}
 	dcgm := gaugeBatch(map[string]any{"host.name": "h"},
 		gaugePoint{name: "DCGM_FI_DEV_FB_USED", ts: t0, value: 1, attrs: map[string]any{"gpu": "0", "Hostname": "h"}})

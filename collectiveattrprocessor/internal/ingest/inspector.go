@@ -334,50 +334,29 @@ func (c *inspectorConverter) learnStormlogProcess(ev *telemetry.Event, job strin
 
 // learnResourceProcess maps the (host, pid) of an OTLP resource that names
 // both, and a rank, to that job and rank.
-func (c *inspectorConverter) learnResourceProcess(attrs pcommon.Map) {
-	pid, ok := int64(-1), false
-	for _, k := range c.cfg.PIDKeys {
-		if v, found := attrs.Get(k); found {
-			pid, ok = intValue(v)
-			break
-		}
-	}
-	if !ok || pid < 0 {
+func (c *inspectorConverter) learnResourceProcess(rd *resourceReading) {
+	if !rd.procOK || rd.detail != "" || !rd.id.hasRank {
 		return
 	}
-	host := ""
-	for _, k := range c.cfg.HostKeys {
-		if v, found := attrs.Get(k); found && v.Type() == pcommon.ValueTypeStr {
-			host = v.Str()
-			break
-		}
-	}
-	if host == "" {
-		return
-	}
-	var raw, none rawIdentity
-	raw.scan(c.ids.keys, attrs)
-	var id identity
-	if resolve(&none, &raw, &id) != "" || !id.hasRank {
-		return
-	}
-	c.joiner.Learn(host, pid, inspector.Owner{
+	id := &rd.id
+	c.joiner.Learn(rd.procHost, rd.procPID, inspector.Owner{
 		JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex,
 	})
 }
 
 // learnMetricsProcesses and learnTracesProcesses learn the (host, pid) of
-// every resource of a batch.
+// every resource of a batch, reading the resources through the memo the
+// conversion of the batch reads them through next.
 func (c *inspectorConverter) learnMetricsProcesses(md pmetric.Metrics) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
-		c.learnResourceProcess(rms.At(i).Resource().Attributes())
+		c.learnResourceProcess(c.ids.readResource(&c.ids.metricsRes, i, rms.At(i).Resource().Attributes()))
 	}
 }
 
 func (c *inspectorConverter) learnTracesProcesses(td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
-		c.learnResourceProcess(rss.At(i).Resource().Attributes())
+		c.learnResourceProcess(c.ids.readResource(&c.ids.tracesRes, i, rss.At(i).Resource().Attributes()))
 	}
 }

@@ -170,7 +170,7 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 				switch kind {
 				case notMemory:
 					if accounting && m.Name() == AccountingMetric {
-						resStarted = c.convertAccounting(rm, m, resStarted, nowNs, limit, emitAccounting, skip)
+						resStarted = c.convertAccounting(rm, i, m, resStarted, nowNs, limit, emitAccounting, skip)
 					}
 					continue
 				case deltaSum:
@@ -185,7 +185,7 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 					continue
 				}
 				if !resStarted {
-					c.ids.startResource(rm.Resource().Attributes())
+					c.ids.startResource(rm.Resource().Attributes(), &c.ids.metricsRes, i)
 					resStarted = true
 				}
 				unit := unitBytes

@@ -33,6 +33,7 @@ type Read struct {
 func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
+		c.ids.metricsRes.next()
 		c.insp.learnMetricsProcesses(md)
 		c.metrics.convertMetricsAccounting(md, y.sampleRun, y.record, y.skip)
 		c.insp.convertInspectorMetrics(md, y.record, y.skip)
@@ -44,6 +45,7 @@ func (c *Converter) Metrics(md pmetric.Metrics) iter.Seq[Read] {
 func (c *Converter) Traces(td ptrace.Traces) iter.Seq[Read] {
 	return func(yield func(Read) bool) {
 		y := reads{yield: yield}
+		c.ids.tracesRes.next()
 		c.insp.learnTracesProcesses(td)
 		c.traces.convertTraces(td, y.record, y.markerRun, y.skip)
 	}

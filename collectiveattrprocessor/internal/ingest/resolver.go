@@ -13,8 +13,9 @@ import (
 // identityResolver resolves the (job, rank, host, device) of the items of
 // every signal: it scans identity attributes (item over resource), checks
 // the identity limits, interns the strings and learns or joins the device
-// mapping. Its memo caches (idMemo, resCache, attrMemo) exist because one
-// batch mostly repeats a few identities. The per-signal converters share
+// mapping. Its memo caches (idMemo, resCache, attrMemo, and the resource
+// readings of metricsRes and tracesRes) exist because one batch mostly
+// repeats a few identities, and one batch the resources of the last. The per-signal converters share
 // one resolver, so a device claimed by a rank's metrics joins its DCGM
 // points and a stormlog record's device claim counts for the metrics.
 //
@@ -55,6 +56,19 @@ type identityResolver struct {
 	// resID holds their scan (done on first need).
 	resAttrs   pcommon.Map
 	resScanned bool
+	// res is the current resource's reading (nil until needed), read
+	// through resMemo at position resIndex of the call when resMemo is
+	// set; resRead holds a reading the memo does not.
+	res      *resourceReading
+	resMemo  *resourceMemo
+	resIndex int
+	resRead  resourceReading
+	// metricsRes and tracesRes memoise the readings of the resources of
+	// the previous metrics and traces batch.
+	metricsRes, tracesRes resourceMemo
+	// procHostKeys and procPIDKeys are the Inspector's process keys
+	// (InspectorConfig.HostKeys, PIDKeys).
+	procHostKeys, procPIDKeys []string
 	// idIsRes says id holds resCache: items of one resource without
 	// identity attributes of their own then reuse id as is.
 	idGen   uint64
@@ -76,21 +90,89 @@ func newIdentityResolver(cfg *Config) *identityResolver {
 		keys:             newKeyIndex(cfg.Identity),
 		names:            newInterner(4 * cfg.MaxSeries),
 		dev:              newDeviceMap(int64(cfg.IdentityTTL), cfg.MaxIdentityMappings),
+		procHostKeys:     cfg.Inspector.HostKeys,
+		procPIDKeys:      cfg.Inspector.PIDKeys,
 	}
 }
 
 // beginResource scans a resource's identity attributes for the items that
 // follow.
 func (c *identityResolver) beginResource(attrs pcommon.Map) {
-	c.startResource(attrs)
+	c.startResource(attrs, nil, 0)
 	c.scanResource()
 }
 
-// startResource makes attrs the current resource's, not yet scanned.
-func (c *identityResolver) startResource(attrs pcommon.Map) {
+// startResource makes attrs the current resource's, not yet scanned nor
+// read; memo (nil: none) memoises its reading as the resource at position
+// i of its batch.
+func (c *identityResolver) startResource(attrs pcommon.Map, memo *resourceMemo, i int) {
 	c.resAttrs, c.resScanned = attrs, false
+	c.res, c.resMemo, c.resIndex = nil, memo, i
 	c.resCached, c.idIsRes = false, false
 	c.resSeq++
+}
+
+// resource returns the current resource's reading.
+func (c *identityResolver) resource() *resourceReading {
+	if c.res == nil {
+		c.res = c.readResource(c.resMemo, c.resIndex, c.resAttrs)
+	}
+	return c.res
+}
+
+// readResource returns the reading of a resource with attributes attrs,
+// through memo (nil: none) as the resource at position i of its batch.
+// What it returns is valid until the next call.
+func (c *identityResolver) readResource(memo *resourceMemo, i int, attrs pcommon.Map) *resourceReading {
+	if memo != nil {
+		if rd := memo.lookup(i, attrs); rd != nil {
+			return rd
+		}
+	}
+	rd := &c.resRead
+	var raw, none rawIdentity
+	raw.scan(c.keys, attrs)
+	rd.detail = resolve(&none, &raw, &rd.id)
+	rd.procHost, rd.procPID, rd.procOK = c.resourceProcess(attrs)
+	// Only identities within the limits, of a job the store has room for,
+	// are interned and memoised: a flood of huge or new ones must cost
+	// nothing beyond the request that carried them.
+	if memo == nil || c.identityTooLong(rd.id.job, rd.id.host, rd.id.devOpaque, rd.id.procStart, rd.procHost) != "" || !c.admits(rd.id.job) {
+		return rd
+	}
+	id := &rd.id
+	id.job, id.host = c.names.intern(id.job), c.names.intern(id.host)
+	id.devOpaque, id.procStart = c.names.intern(id.devOpaque), c.names.intern(id.procStart)
+	rd.procHost = c.names.intern(rd.procHost)
+	if memo.store(i, attrs, rd) {
+		return &memo.entries[i].reading
+	}
+	return rd
+}
+
+// resourceProcess is the process a resource names by the Inspector's keys:
+// the first pid key present decides the pid (a valid one, or none), the
+// first host key with a string value the host.
+func (c *identityResolver) resourceProcess(attrs pcommon.Map) (host string, pid int64, ok bool) {
+	for _, k := range c.procPIDKeys {
+		if v, found := attrs.Get(k); found {
+			pid, ok = intValue(v)
+			break
+		}
+	}
+	if !ok || pid < 0 {
+		return "", -1, false
+	}
+	for _, k := range c.procHostKeys {
+		if v, found := attrs.Get(k); found && v.Type() == pcommon.ValueTypeStr {
+			host = v.Str()
+			break
+		}
+	}
+	if host == "" {
+		return "", -1, false
+	}
+	return host, pid, true
 }
 
 // dropRequest lets go of the call's input, which the per-call identity
@@ -100,6 +182,9 @@ func (c *identityResolver) startResource(attrs pcommon.Map) {
 func (c *identityResolver) dropRequest() {
 	c.attrMemo.forget()
 	c.resAttrs = pcommon.Map{}
+	c.res, c.resMemo, c.resRead = nil, nil, resourceReading{}
+	c.metricsRes.drop()
+	c.tracesRes.drop()
 	c.resID.drop()
 	c.itemID.drop()
 }
@@ -167,12 +252,19 @@ func (c *identityResolver) identifyByResource(nowNs int64) (SkipReason, string) 
 // into c.id, learning or joining the device mapping. It returns a Skip
 // reason when the item cannot be attributed to a rank.
 func (c *identityResolver) identify(nowNs int64) (SkipReason, string) {
-	c.scanResource()
 	c.idGen++
 	c.idIsRes = false
 	id := &c.id
-	if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
-		return SkipInvalidValue, detail
+	if c.itemID.any() {
+		c.scanResource()
+		if detail := resolve(&c.itemID, &c.resID, id); detail != "" {
+			return SkipInvalidValue, detail
+		}
+	} else if rd := c.resource(); rd.detail != "" {
+		*id = rd.id
+		return SkipInvalidValue, rd.detail
+	} else {
+		*id = rd.id
 	}
 	if detail := c.identityTooLong(id.job, id.host, id.devOpaque, id.procStart); detail != "" {
 		return SkipInvalidValue, detail

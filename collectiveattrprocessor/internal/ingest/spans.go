@@ -122,7 +122,7 @@ func (c *tracesConverter) convertTraces(td ptrace.Traces, emit func(*Record), em
 					continue
 				}
 				if !resStarted {
-					c.ids.startResource(rs.Resource().Attributes())
+					c.ids.startResource(rs.Resource().Attributes(), &c.ids.tracesRes, i)
 					resStarted = true
 				}
 				if reason, detail := c.ids.identifyScanned(nowNs); reason != "" {
