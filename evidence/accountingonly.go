@@ -142,7 +142,9 @@ func managerOf(series []AccountingSeries, manager []int, comm string) int {
 // transient could only where it was seen high inside the widened op, or
 // across it: NCCL's transient buffers of the op live within the op, so a
 // change whose possible onset or end spans the op but whose high samples
-// all lie before or after it saw something else (evidence-mode §2.4).
+// all lie before or after it saw something else. A step could only where
+// first seen inside the widened op: the raised reports fell back after it,
+// so a step first seen later is not what they show (evidence-mode §2.4).
 func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 	if !d.unsampled(ri, from, to) {
 		return false
@@ -153,7 +155,8 @@ func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 		if ep.persistent {
 			hi = ep.riseHi
 		}
-		if ep.riseLo < to && hi > from && (ep.persistent || ep.riseHi <= opTo && ep.fallLo >= opFrom) {
+		if ep.riseLo < to && hi > from && (ep.persistent && ep.riseHi >= opFrom && ep.riseHi <= opTo ||
+			!ep.persistent && ep.riseHi <= opTo && ep.fallLo >= opFrom) {
 			return false
 		}
 	}

@@ -236,3 +236,25 @@ func TestAccountingOnlyLevelBesideOtherOps(t *testing.T) {
 		}
 	}
 }
+
+// A step the samples first see after an op, whose possible onset spans the
+// op, does not hide NCCL's transient inside it: NCCL's reports fell back
+// after the op, so what they show is no step (evidence-mode §2.4).
+func TestAccountingOnlyBesideAStepSeenAfterTheOp(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 11, gib)
+	j.change(rankList(0, 8), 11*sec+970*ms, -1, gib/2) // first sampled at 12.0 s
+	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 8; r++ {
+		got := accountingOnlyAt(j, results, r, 11*sec+700*ms)
+		if len(got) != 1 {
+			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 11*sec+700*ms))
+			continue
+		}
+		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
+			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
+		}
+	}
+}
