@@ -89,9 +89,10 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 
 // restingLevel is NCCL's level of series a (manager mgr of rank ri) beside
 // the op of marker mi, read from report k on, going by step (-1 earlier, +1
-// later) while within limit: the least of the reports up to the first that
-// lies inside no other op of the rank on that manager (widened by the match
-// tolerance). A report taken while another op of the manager ran may hold
+// later) while within limit (and within the accounting lookback of the
+// report before, while those lie in other ops): the least of the reports up
+// to the first that lies inside no other op of the rank on that manager
+// (widened by the match tolerance). A report taken while another op of the manager ran may hold
 // that op's transient buffers (reports polled about once a step fall in the
 // ops of the steps around), so it bounds the level only from above.
 func (d *decider) restingLevel(ri int32, a *AccountingSeries, mgr, mi, k, step int, limit int64) int64 {
@@ -100,6 +101,12 @@ func (d *decider) restingLevel(ri int32, a *AccountingSeries, mgr, mi, k, step i
 		level = min(level, a.Bytes[j])
 		if !d.inOtherOp(ri, mgr, mi, a.TimesNs[j]) {
 			break
+		}
+		// Reports in a run of ops each reach the lookback further.
+		if step < 0 {
+			limit = satSub(a.TimesNs[j], accountingLookbackNs)
+		} else {
+			limit = satAdd(a.TimesNs[j], accountingLookbackNs)
 		}
 	}
 	return level

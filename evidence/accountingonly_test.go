@@ -209,6 +209,11 @@ func TestAccountingOnlyLevelBesideOtherOps(t *testing.T) {
 		want    int // accounting-only results per rank at each of the two ops
 	}{
 		{"transients at two consecutive ops", []overlay{{10*sec + 605*ms, 10*sec + 920*ms, gib}, {11*sec + 605*ms, 11*sec + 920*ms, gib}}, 1},
+		// The reports inside ops 11–13 all hold their buffers: the level
+		// after op 10 is the first report past that run (14.7 s), more than
+		// the 2 s lookback after it.
+		{"transients at four consecutive ops", []overlay{{10*sec + 605*ms, 10*sec + 920*ms, gib}, {11*sec + 605*ms, 11*sec + 920*ms, gib},
+			{12*sec + 605*ms, 12*sec + 920*ms, gib}, {13*sec + 605*ms, 13*sec + 920*ms, gib}}, 1},
 		{"a rise at the op that stays", []overlay{{10*sec + 605*ms, -1, gib}}, 0},
 	} {
 		j := trainingJob(8, 500*ms) // samples at .0 and .5 s: no sample inside an op
