@@ -58,7 +58,8 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 			a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) || a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
 			continue // no report inside, or none near on a side
 		}
-		level := max(a.Bytes[lo-1], a.Bytes[hi])
+		level := max(d.restingLevel(ri, a, mgr, mi, lo-1, -1, satSub(from, accountingLookbackNs)),
+			d.restingLevel(ri, a, mgr, mi, hi, 1, satAdd(to, accountingLookbackNs)))
 		first, last, peak := -1, -1, int64(0)
 		for k := lo; k < hi; k++ {
 			if a.Bytes[k]-level >= threshold {
@@ -86,6 +87,51 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 	return cands
 }
 
+// restingLevel is NCCL's level of series a (manager mgr of rank ri) beside
+// the op of marker mi, read from report k on, going by step (-1 earlier, +1
+// later) while within limit (and within the accounting lookback of the
+// report before, while those lie in other ops): the least of the reports up
+// to the first that lies inside no other op of the rank on that manager
+// (widened by the match tolerance). A report taken while another op of the manager ran may hold
+// that op's transient buffers (reports polled about once a step fall in the
+// ops of the steps around), so it bounds the level only from above.
+func (d *decider) restingLevel(ri int32, a *AccountingSeries, mgr, mi, k, step int, limit int64) int64 {
+	level := a.Bytes[k]
+	for j := k; j >= 0 && j < len(a.TimesNs) && (step < 0 && a.TimesNs[j] >= limit || step > 0 && a.TimesNs[j] <= limit); j += step {
+		level = min(level, a.Bytes[j])
+		if !d.inOtherOp(ri, mgr, mi, a.TimesNs[j]) {
+			break
+		}
+		// Reports in a run of ops each reach the lookback further.
+		if step < 0 {
+			limit = satSub(a.TimesNs[j], accountingLookbackNs)
+		} else {
+			limit = satAdd(a.TimesNs[j], accountingLookbackNs)
+		}
+	}
+	return level
+}
+
+// inOtherOp reports whether t lies inside the interval of an op of rank ri
+// other than marker mi whose communicator's memory manager is mgr.
+func (d *decider) inOtherOp(ri int32, mgr, mi int, t int64) bool {
+	rd := &d.in.Ranks[ri]
+	markers := rd.Markers
+	manager := d.m.rankAccounting(ri).manager
+	tol := d.cfg.Evidence.MatchToleranceNs
+	i, _ := slices.BinarySearchFunc(markers, satSub(t, satAdd(d.m.maxDur[ri], tol)), func(x Marker, at int64) int { return cmp.Compare(x.StartNs, at) })
+	for ; i < len(markers) && markers[i].StartNs <= satAdd(t, tol); i++ {
+		x := &markers[i]
+		if i == mi || x.Collective == NoCollective || x.Approximate || t < satSub(x.StartNs, tol) || t > satAdd(x.EndNs, tol) {
+			continue
+		}
+		if managerOf(rd.Accounting, manager, CanonicalCommID(d.in.Collectives[x.Collective].CommID)) == mgr {
+			return true
+		}
+	}
+	return false
+}
+
 // managerOf is the series standing for the memory manager of communicator
 // comm (canonical) among a rank's series, or -1 when it has none.
 func managerOf(series []AccountingSeries, manager []int, comm string) int {
@@ -103,7 +149,9 @@ func managerOf(series []AccountingSeries, manager []int, comm string) int {
 // transient could only where it was seen high inside the widened op, or
 // across it: NCCL's transient buffers of the op live within the op, so a
 // change whose possible onset or end spans the op but whose high samples
-// all lie before or after it saw something else (evidence-mode §2.4).
+// all lie before or after it saw something else. A step could only where
+// first seen inside the widened op: the raised reports fell back after it,
+// so a step first seen later is not what they show (evidence-mode §2.4).
 func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 	if !d.unsampled(ri, from, to) {
 		return false
@@ -114,7 +162,8 @@ func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 		if ep.persistent {
 			hi = ep.riseHi
 		}
-		if ep.riseLo < to && hi > from && (ep.persistent || ep.riseHi <= opTo && ep.fallLo >= opFrom) {
+		if ep.riseLo < to && hi > from && (ep.persistent && ep.riseHi >= opFrom && ep.riseHi <= opTo ||
+			!ep.persistent && ep.riseHi <= opTo && ep.fallLo >= opFrom) {
 			return false
 		}
 	}

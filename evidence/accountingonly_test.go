@@ -190,3 +190,76 @@ func TestAccountingOnlyBesideAnEarlierChange(t *testing.T) {
 		}
 	}
 }
+
+// NCCL's reports polled about once a step fall inside the ops of the steps
+// around: a report taken while another op of the communicator ran may hold
+// that op's buffers and is no level. With changes of NCCL's at two
+// consecutive all_reduces that no sample saw, the report inside the second
+// op does not hide the first's growth (nor the first's the second's); a rise
+// that stays is still no transient however the reports fall (evidence-mode
+// §2.4).
+func TestAccountingOnlyLevelBesideOtherOps(t *testing.T) {
+	reports := make([]int64, 0, 40)
+	for k := int64(0); k < 40; k++ {
+		reports = append(reports, k*sec+700*ms) // inside every op (.6–.9 s)
+	}
+	for _, tt := range []struct {
+		name    string
+		changes []overlay
+		want    int // accounting-only results per rank at each of the two ops
+	}{
+		{"transients at two consecutive ops", []overlay{{10*sec + 605*ms, 10*sec + 920*ms, gib}, {11*sec + 605*ms, 11*sec + 920*ms, gib}}, 1},
+		// The reports inside ops 11–13 all hold their buffers: the level
+		// after op 10 is the first report past that run (14.7 s), more than
+		// the 2 s lookback after it.
+		{"transients at four consecutive ops", []overlay{{10*sec + 605*ms, 10*sec + 920*ms, gib}, {11*sec + 605*ms, 11*sec + 920*ms, gib},
+			{12*sec + 605*ms, 12*sec + 920*ms, gib}, {13*sec + 605*ms, 13*sec + 920*ms, gib}}, 1},
+		{"a rise at the op that stays", []overlay{{10*sec + 605*ms, -1, gib}}, 0},
+	} {
+		j := trainingJob(8, 500*ms) // samples at .0 and .5 s: no sample inside an op
+		j.worldAllReduces()
+		for _, o := range tt.changes {
+			if o.end > 0 {
+				j.change(rankList(0, 8), o.start, o.end, o.bytes)
+			}
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, tt.changes, reports)
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := 0; r < 8; r++ {
+			for _, at := range []int64{10*sec + 700*ms, 11*sec + 700*ms} {
+				got := accountingOnlyAt(j, results, r, at)
+				if len(got) != tt.want {
+					t.Errorf("%s, rank %d at %d ms: %d accounting-only results, want %d: %+v", tt.name, r, at/ms, len(got), tt.want, j.resultsAt(results, r, at))
+					continue
+				}
+				for _, c := range got {
+					if c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != gib {
+						t.Errorf("%s, rank %d at %d ms: accounted %v, want 1 GiB", tt.name, r, at/ms, c.NCCLAccountedBytes)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A step the samples first see after an op, whose possible onset spans the
+// op, does not hide NCCL's transient inside it: NCCL's reports fell back
+// after the op, so what they show is no step (evidence-mode §2.4).
+func TestAccountingOnlyBesideAStepSeenAfterTheOp(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 11, gib)
+	j.change(rankList(0, 8), 11*sec+970*ms, -1, gib/2) // first sampled at 12.0 s
+	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 0; r < 8; r++ {
+		got := accountingOnlyAt(j, results, r, 11*sec+700*ms)
+		if len(got) != 1 {
+			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 11*sec+700*ms))
+			continue
+		}
+		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
+			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
+		}
+	}
+}
