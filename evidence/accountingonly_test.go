@@ -18,6 +18,22 @@ func accountingOnlyAt(j *simJob, results []attribution.Result, rank int, at int6
 	return out
 }
 
+// wantAccountingOnly checks ranks [0, n) each have one accounting-only
+// result at the op at time at, accounting 1 GiB.
+func wantAccountingOnly(t *testing.T, j *simJob, results []attribution.Result, n int, at int64) {
+	t.Helper()
+	for r := 0; r < n; r++ {
+		got := accountingOnlyAt(j, results, r, at)
+		if len(got) != 1 {
+			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, at))
+			continue
+		}
+		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
+			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
+		}
+	}
+}
+
 // At 2 Hz a spike the length of a collective falls between two samples; NCCL's
 // reports every 100 ms see its growth inside the op and the level back after it:
 // the change is NCCL's, although no sample saw it (evidence-mode §2.4).
@@ -179,16 +195,7 @@ func TestAccountingOnlyBesideAnEarlierChange(t *testing.T) {
 	j.change([]int{7}, 10*sec+300*ms, 10*sec+580*ms, gib/2) // seen at 10.5 s only
 	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
 	results := Attribute(j.input(), mediumConfig(t), nil)
-	for r := 0; r < 8; r++ {
-		got := accountingOnlyAt(j, results, r, 10*sec+700*ms)
-		if len(got) != 1 {
-			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
-			continue
-		}
-		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
-			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
-		}
-	}
+	wantAccountingOnly(t, j, results, 8, 10*sec+700*ms)
 }
 
 // NCCL's reports polled about once a step fall inside the ops of the steps
@@ -252,14 +259,5 @@ func TestAccountingOnlyBesideAStepSeenAfterTheOp(t *testing.T) {
 	j.change(rankList(0, 8), 11*sec+970*ms, -1, gib/2) // first sampled at 12.0 s
 	j.accounting(rankList(0, 8), "world", 300<<20, []overlay{caused})
 	results := Attribute(j.input(), mediumConfig(t), nil)
-	for r := 0; r < 8; r++ {
-		got := accountingOnlyAt(j, results, r, 11*sec+700*ms)
-		if len(got) != 1 {
-			t.Errorf("rank %d: %d accounting-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 11*sec+700*ms))
-			continue
-		}
-		if got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib {
-			t.Errorf("rank %d: accounted %v, want 1 GiB", r, got[0].NCCLAccountedBytes)
-		}
-	}
+	wantAccountingOnly(t, j, results, 8, 11*sec+700*ms)
 }
