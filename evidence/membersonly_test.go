@@ -224,19 +224,7 @@ func TestMembersOnlyNotDeniedByMembersInAnEarlierChange(t *testing.T) {
 	// Ranks 2–4: a workspace from 10.05 s to the op's launch, seen at 10.15
 	// s; their sample at 10.65 s shows the op's buffers, one change with it.
 	j.change(rankList(2, 5), 10*sec+50*ms, 10*sec+600*ms, gib/2)
-	j.accounting(rankList(0, 2), "world", 300<<20, []overlay{caused})
-	j.accountingAt(rankList(2, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
-	results := Attribute(j.input(), mediumConfig(t), nil)
-	for r := 0; r < 2; r++ {
-		if got := j.resultsAt(results, r, 10*sec+700*ms); len(got) != 1 || !hasCode(got[0], ReasonAccountingCovers) {
-			t.Fatalf("rank %d: %+v at the op, want its sample's change confirmed by its reports (the test's premise)", r, got)
-		}
-	}
-	for r := 5; r < 8; r++ {
-		if got := membersOnlyAt(j, results, r, 10*sec+700*ms); len(got) != 1 {
-			t.Errorf("rank %d: %d members-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
-		}
-	}
+	wantMembersOnlyFrom(t, j, caused, 5)
 }
 
 // A member sampled just before the launch and just after the op's buffers
@@ -251,6 +239,16 @@ func TestMembersOnlyNotDeniedByMembersSampledAroundTheOp(t *testing.T) {
 	}
 	j.worldAllReduces()
 	caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+	wantMembersOnlyFrom(t, j, caused, 2)
+}
+
+// wantMembersOnlyFrom reports NCCL's accounting of change caused at the
+// world op of second 10 (.6–.9 s) on ranks 0–1 (inside the op) and on ranks
+// 2–7 every 2 s (never inside it), checks ranks 0–1 confirm their sampled
+// change by their reports (the test's premise), and wants one members-only
+// result at the op on each of ranks lo–7.
+func wantMembersOnlyFrom(t *testing.T, j *simJob, caused overlay, lo int) {
+	t.Helper()
 	j.accounting(rankList(0, 2), "world", 300<<20, []overlay{caused})
 	j.accountingAt(rankList(2, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
 	results := Attribute(j.input(), mediumConfig(t), nil)
@@ -259,7 +257,7 @@ func TestMembersOnlyNotDeniedByMembersSampledAroundTheOp(t *testing.T) {
 			t.Fatalf("rank %d: %+v at the op, want its sample's change confirmed by its reports (the test's premise)", r, got)
 		}
 	}
-	for r := 2; r < 8; r++ {
+	for r := lo; r < 8; r++ {
 		if got := membersOnlyAt(j, results, r, 10*sec+700*ms); len(got) != 1 {
 			t.Errorf("rank %d: %d members-only results at the op, want 1: %+v", r, len(got), j.resultsAt(results, r, 10*sec+700*ms))
 		}
