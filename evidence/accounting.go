@@ -1,9 +1,6 @@
 package evidence
 
-import (
-	"cmp"
-	"slices"
-)
+import "slices"
 
 // accountingLookbackNs is how far before a change NCCL's reported memory
 // is read for its level before the change: long enough to hold a few
@@ -235,7 +232,7 @@ func (m *matcher) betweenOps(ri int32, mk *Marker, ep *episode, t int64) bool {
 	comm := m.in.Collectives[mk.Collective].CommID
 	rd := &m.in.Ranks[ri]
 	markers := rd.Markers
-	first, _ := slices.BinarySearchFunc(markers, t+1, func(x Marker, at int64) int { return cmp.Compare(x.StartNs, at) })
+	first := firstStartingAt(markers, t+1)
 	later := false
 	for k := ep.first; k <= ep.last; k++ {
 		s := rd.Samples.TimesNs[k]
@@ -268,9 +265,7 @@ func (m *matcher) opsWithChange(ri int32, mk *Marker, ep *episode, tol widening)
 		if s >= from && s <= to {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(markers, satSub(s, satAdd(m.maxDur[ri], tol.after)), func(x Marker, at int64) int {
-			return cmp.Compare(x.StartNs, at)
-		})
+		i := firstStartingAt(markers, satSub(s, satAdd(m.maxDur[ri], tol.after)))
 		for ; i < len(markers) && markers[i].StartNs <= satAdd(s, tol.before); i++ {
 			x := &markers[i]
 			if x.Collective == NoCollective || x.Approximate || m.in.Collectives[x.Collective].CommID != comm ||

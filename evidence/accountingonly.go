@@ -119,7 +119,7 @@ func (d *decider) inOtherOp(ri int32, mgr, mi int, t int64) bool {
 	markers := rd.Markers
 	manager := d.m.rankAccounting(ri).manager
 	tol := d.cfg.Evidence.MatchToleranceNs
-	i, _ := slices.BinarySearchFunc(markers, satSub(t, satAdd(d.m.maxDur[ri], tol)), func(x Marker, at int64) int { return cmp.Compare(x.StartNs, at) })
+	i := firstStartingAt(markers, satSub(t, satAdd(d.m.maxDur[ri], tol)))
 	for ; i < len(markers) && markers[i].StartNs <= satAdd(t, tol); i++ {
 		x := &markers[i]
 		if i == mi || x.Collective == NoCollective || x.Approximate || t < satSub(x.StartNs, tol) || t > satAdd(x.EndNs, tol) {
