@@ -60,6 +60,10 @@ type rankAnalysis struct {
 	// no noise.
 	flat     bool
 	episodes []episode
+	// longest is the longest time from a change's first high sample to its
+	// last: no change whose first high sample came earlier than that
+	// before t holds a sample at t (inChange).
+	longest int64
 }
 
 // minWeakSpreads is the least excess, in spreads, of a spike that members
@@ -231,6 +235,9 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		i = j + 1
 	}
 	slices.SortFunc(ra.episodes, func(a, b episode) int { return cmp.Compare(a.riseHi, b.riseHi) })
+	for i := range ra.episodes {
+		ra.longest = max(ra.longest, ra.episodes[i].fallLo-ra.episodes[i].riseHi)
+	}
 	if c != nil {
 		c.endSpikes()
 		c.episodes = ra.episodes

@@ -223,8 +223,8 @@ func (d *decider) sampledFlat(c int32, s *synchrony) int {
 		if k == len(times) || times[k] > end {
 			continue // not sampled then
 		}
-		eps := d.m.analyses[ref.rank].episodes
-		for k < len(times) && times[k] <= end && !inChange(eps, times[k]) {
+		ra := &d.m.analyses[ref.rank]
+		for k < len(times) && times[k] <= end && !inChange(ra.episodes, ra.longest, times[k]) {
 			k++
 		}
 		if k == len(times) || times[k] > end {
@@ -236,9 +236,12 @@ func (d *decider) sampledFlat(c int32, s *synchrony) int {
 
 // inChange reports whether the sample at t is one of the high samples of a
 // change in eps (sorted by riseHi): between a transient's first and last
-// high sample, or a step's onset sample.
-func inChange(eps []episode, t int64) bool {
-	for i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi > t }) - 1; i >= 0; i-- {
+// high sample, or a step's onset sample. No change lasts longer than
+// longest from its first high sample to its last, so only those whose
+// first came within longest before t are read, not every earlier one.
+func inChange(eps []episode, longest, t int64) bool {
+	from := satSub(t, longest)
+	for i := sort.Search(len(eps), func(k int) bool { return eps[k].riseHi > t }) - 1; i >= 0 && eps[i].riseHi >= from; i-- {
 		if eps[i].fallLo >= t {
 			return true
 		}
