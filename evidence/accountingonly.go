@@ -54,12 +54,18 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		from, to := satSub(mk.StartNs, tol.before), satAdd(mk.EndNs, tol.after)
 		lo, _ := slices.BinarySearch(a.TimesNs, from)
 		hi, _ := slices.BinarySearch(a.TimesNs, to+1)
-		if lo == hi || lo == 0 || hi == len(a.TimesNs) ||
-			a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) || a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
+		// The series' first report inside the op (reporting began there, in
+		// a job's first seconds) has no level before it: a transient of
+		// NCCL's leaves its total where it was, so the level after it
+		// stands alone (the level before would only raise it).
+		if lo == hi || hi == len(a.TimesNs) || lo > 0 && a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) ||
+			a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
 			continue // no report inside, or none near on a side
 		}
-		level := max(d.restingLevel(ri, a, mgr, mi, lo-1, -1, satSub(from, accountingLookbackNs)),
-			d.restingLevel(ri, a, mgr, mi, hi, 1, satAdd(to, accountingLookbackNs)))
+		level := d.restingLevel(ri, a, mgr, mi, hi, 1, satAdd(to, accountingLookbackNs))
+		if lo > 0 {
+			level = max(level, d.restingLevel(ri, a, mgr, mi, lo-1, -1, satSub(from, accountingLookbackNs)))
+		}
 		first, last, peak := -1, -1, int64(0)
 		for k := lo; k < hi; k++ {
 			if a.Bytes[k]-level >= threshold {
@@ -79,7 +85,11 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		counted[mgr] = raisedTo
 		// The change lay between the reports around the raised ones, and
 		// within the op: NCCL holds a transient's buffers while it runs.
-		if r, ok := d.accountingOnlyResult(ri, int32(mi), max(a.TimesNs[first-1], from), min(a.TimesNs[last+1], to), peak-level); ok {
+		before := from
+		if first > 0 {
+			before = max(a.TimesNs[first-1], from)
+		}
+		if r, ok := d.accountingOnlyResult(ri, int32(mi), before, min(a.TimesNs[last+1], to), peak-level); ok {
 			cands = append(cands, accountingCandidate{result: r, coll: mk.Collective, raisedFrom: raisedFrom, raisedTo: raisedTo,
 				inOp: raisedFrom >= mk.StartNs && raisedFrom <= mk.EndNs})
 		}

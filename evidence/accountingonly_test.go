@@ -261,3 +261,41 @@ func TestAccountingOnlyBesideAStepSeenAfterTheOp(t *testing.T) {
 	results := Attribute(j.input(), mediumConfig(t), nil)
 	wantAccountingOnly(t, j, results, 8, 11*sec+700*ms)
 }
+
+// Reporting that begins inside an op (a job's first seconds: the rank's
+// first NCCL report falls in the op, before any report to read the level
+// from) shows the op's transient against the level after it alone: a
+// transient of NCCL's leaves its total where it was. A step that stays is
+// in the level after, so it shows no growth.
+func TestAccountingOnlyFirstReportInsideTheOp(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change overlay
+		want   int // accounting-only results per rank at the op
+	}{
+		{"a transient of the op", overlay{2*sec + 605*ms, 2*sec + 920*ms, gib}, 1},
+		{"a step at the op that stays", overlay{2*sec + 605*ms, -1, gib}, 0},
+	} {
+		j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+		j.worldAllReduces()
+		var times []int64 // once a second from inside op #2 on
+		for k := int64(2); k < 40; k++ {
+			times = append(times, k*sec+700*ms)
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, []overlay{tt.change}, times)
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := range 8 {
+			got := accountingOnlyAt(j, results, r, 2*sec+750*ms)
+			if len(got) != tt.want {
+				t.Errorf("%s, rank %d: %d accounting-only results at the op, want %d: %+v", tt.name, r, len(got), tt.want,
+					j.resultsAt(results, r, 2*sec+750*ms))
+				continue
+			}
+			if tt.want == 1 && (got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib ||
+				got[0].Collective == nil || got[0].Collective.Seq != 2) {
+				t.Errorf("%s, rank %d: accounted %v collective %+v, want 1 GiB at world #2", tt.name, r,
+					got[0].NCCLAccountedBytes, got[0].Collective)
+			}
+		}
+	}
+}

@@ -63,7 +63,10 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 			// own; where its result covers the op, the members' result is
 			// dropped (placeAccountingOnly).
 			v := d.membersVerdictOf(mk.Collective)
-			if !v.shown || !d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
+			// An op before the rank's first sample (its host's first poll,
+			// in a job's first seconds) is as unseen as one between two.
+			unseen := d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || rd.Samples.TimesNs[0] > mk.EndNs
+			if !v.shown || !unseen || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
 			}
 			cands = append(cands, accountingCandidate{result: d.unsampledResult(int32(ri), int32(mi), ReasonAccountingMembersOnly, membersOnlyConfidence, mk.StartNs, mk.EndNs, v.growth, nil),

@@ -263,3 +263,34 @@ func wantMembersOnlyFrom(t *testing.T, j *simJob, caused overlay, lo int) {
 		}
 	}
 }
+
+// In a job's first seconds a host's first poll can come after an op: ranks
+// 4–7 are first sampled at 3 s and first report at 3.7 s, after the
+// all_reduce of 2.6–2.9 s whose buffers ranks 0–3's reports show. Nothing
+// of theirs could have seen the op, as if it fell between two samples: the
+// members speak for them (evidence-mode §2.5). A spike no member's reports
+// show gets nothing there.
+func TestMembersOnlyBeforeTheRanksFirstSample(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 2, gib)
+	j.collectiveSpike(rankList(0, 8), 1, gib) // not NCCL's: no report shows it
+	j.phase = map[int]int64{4: 3 * sec, 5: 3 * sec, 6: 3 * sec, 7: 3 * sec}
+	j.accounting(rankList(0, 4), "world", 300<<20, []overlay{caused})
+	var late []int64
+	for k := int64(3); k < 40; k++ {
+		late = append(late, k*sec+700*ms)
+	}
+	j.accountingAt(rankList(4, 8), "world", 300<<20, []overlay{caused}, late)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := 4; r < 8; r++ {
+		got := membersOnlyAt(j, results, r, 2*sec+700*ms)
+		if len(got) != 1 || got[0].ExcessBytes != gib || got[0].Collective == nil || got[0].Collective.Seq != 2 {
+			t.Errorf("rank %d: members-only results at the op before its first sample %+v, want one of world #2, 1 GiB",
+				r, j.resultsAt(results, r, 2*sec+700*ms))
+		}
+		if n := len(j.resultsAt(results, r, 1*sec+700*ms)); n != 0 {
+			t.Errorf("rank %d: %d results at the spike no member's reports show, want none", r, n)
+		}
+	}
+}
