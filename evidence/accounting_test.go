@@ -379,8 +379,9 @@ func (j *simJob) accountingAt(ranks []int, comm string, base int64, covered []ov
 // A co-timed change that too few reports could have seen is judged by what
 // NCCL's reports said of the communicator's other co-timed changes in the
 // job: where they denied them, it is more likely not NCCL's either; where
-// they confirmed them, the timing's verdict stands; and a change no report
-// came near at all is not denied on the record alone.
+// they confirmed them, the timing's verdict stands. Reports outside the op
+// cannot see its buffers, so one in the tolerance around it decides no more
+// than none near it.
 func TestAccountingCommunicatorRecord(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -390,7 +391,7 @@ func TestAccountingCommunicatorRecord(t *testing.T) {
 	}{
 		{"NCCL's, a report in the launch's tolerance", true, 580 * ms, attribution.CollectiveLikely},
 		{"not NCCL's, a report in the launch's tolerance", false, 580 * ms, attribution.CollectiveSuspect},
-		{"not NCCL's, no report near", false, 100 * ms, attribution.CollectiveLikely},
+		{"not NCCL's, no report near", false, 100 * ms, attribution.CollectiveSuspect},
 	} {
 		j := trainingJob(8, 250*ms)
 		j.worldAllReduces()
@@ -538,6 +539,59 @@ func TestAccountingStepBeforeTransient(t *testing.T) {
 		c := one(t, j, results, r, 6*sec+100*ms)
 		if c.Classification != attribution.CollectiveConfirmed || c.NCCLAccountedBytes == nil || *c.NCCLAccountedBytes != spike {
 			t.Errorf("rank %d: all_gather on the raised level %s %v accounted %v, want confirmed with its 300 MiB", r, c.Classification, c.ReasonCodes, c.NCCLAccountedBytes)
+		}
+	}
+}
+
+// The communicator's record is read by size: NCCL sizes an op's buffers the
+// same from op to op, a co-timed workspace by its own needs. NCCL's reports
+// confirmed its 1 GiB changes at 4 and 7 s and denied 600 MiB workspaces at
+// 10, 13 and 16 s, so the record leans not; an unchecked change at 25 s is
+// judged by the changes of its size: of NCCL's size, the timing's verdict
+// stands (a report 11–20 ms after the op's end saw nothing of its buffers,
+// which were freed), of the workspaces' size it is denied, with no report
+// near as with one.
+func TestAccountingCommunicatorRecordBySize(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		nccl  bool
+		bytes int64
+		phase int64 // of the reports after 20 s, in each second
+		want  string
+	}{
+		{"NCCL's size, a report just after the op", true, gib, 920 * ms, attribution.CollectiveLikely},
+		{"NCCL's size, no report near", true, gib, 100 * ms, attribution.CollectiveLikely},
+		{"a workspace's size, a report just after the op", false, 600 << 20, 920 * ms, attribution.CollectiveSuspect},
+		{"a workspace's size, no report near", false, 600 << 20, 100 * ms, attribution.CollectiveSuspect},
+	} {
+		j := trainingJob(8, 250*ms)
+		j.worldAllReduces()
+		covered := []overlay{j.collectiveSpike(rankList(0, 8), 4, gib), j.collectiveSpike(rankList(0, 8), 7, gib)}
+		for _, k := range []int64{10, 13, 16} {
+			j.collectiveSpike(rankList(0, 8), k, 600<<20) // not NCCL's
+		}
+		unchecked := j.collectiveSpike(rankList(0, 8), 25, tt.bytes)
+		if tt.nccl {
+			covered = append(covered, unchecked)
+		}
+		var times []int64 // inside the ops for the first 20 s, then at the phase
+		for k := int64(0); k < 20; k++ {
+			times = append(times, k*sec+700*ms)
+		}
+		for k := int64(20); k < 40; k++ {
+			times = append(times, k*sec+tt.phase)
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, covered, times)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := range 8 {
+			u := one(t, j, results, r, 25*sec+750*ms)
+			wantCode := ReasonAccountingUnsampled
+			if tt.want == attribution.CollectiveSuspect {
+				wantCode = ReasonAccountingCommUncovered
+			}
+			if u.Classification != tt.want || !hasCode(u, wantCode) {
+				t.Errorf("%s, rank %d: %s %v; want %s with %s", tt.name, r, u.Classification, u.ReasonCodes, tt.want, wantCode)
+			}
 		}
 	}
 }

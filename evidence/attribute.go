@@ -75,6 +75,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	d := decider{m: m, cfg: &cfg, in: in, stamp: make([]int32, len(in.Ranks)),
 		matches:  make([]*attribution.CollectiveMatch, len(in.Collectives)),
 		outcomes: make([]accountingOutcome, len(in.Collectives)),
+		sizes:    make([]changeSize, len(in.Collectives)),
 		codes:    make([]string, 0, 2*codesPerSet*maxCodeSets),
 		ints:     make([]int64, 0, 2*changes),
 		ratios:   make([]float64, 0, changes)}
@@ -189,10 +190,12 @@ type decider struct {
 	// codeSets are the sets of codes in d.codes that results share.
 	codeSets []codeSet
 	// outcomes holds, per collective, what NCCL's accounting said of its
-	// co-timed transient changes; records sums them per communicator once
-	// every change has been judged (nil until then), for the changes
-	// waiting on them. unchecked says the last change decided waits.
+	// co-timed transient changes, and sizes the size of the change it was
+	// said of; records sums them per communicator once every change has
+	// been judged (nil until then), for the changes waiting on them.
+	// unchecked says the last change decided waits.
 	outcomes  []accountingOutcome
+	sizes     []changeSize
 	records   map[string]commRecord
 	waiting   []uncheckedChange
 	unchecked bool
@@ -457,28 +460,28 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		case acct.covers(ep, threshold):
 			codes = append(codes, ReasonAccountingCovers)
 			class, conf = attribution.CollectiveConfirmed, 0.95
-			d.note(cotimed, outcomeConfirmed)
+			d.note(cotimed, outcomeConfirmed, ep.excess, d.m.analyses[ri].weakLevel)
 		case acct.growth >= threshold:
 			codes = append(codes, ReasonAccountingPartial)
 			class, conf = attribution.CollectiveLikely, 0.7
 		case acct.miss == 0:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
-			d.note(cotimed, outcomeDenied)
+			d.note(cotimed, outcomeDenied, ep.excess, d.m.analyses[ri].weakLevel)
 		case members != nil && members.accountCovers > members.accountDeny:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersCover)
 			class, conf = attribution.CollectiveConfirmed, 0.9
-			d.note(cotimed, outcomeConfirmed)
+			d.note(cotimed, outcomeConfirmed, ep.excess, d.m.analyses[ri].weakLevel)
 		case silent && members.accountMissAll <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingMembersUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
-			d.note(cotimed, outcomeDenied)
+			d.note(cotimed, outcomeDenied, ep.excess, d.m.analyses[ri].weakLevel)
 		case acct.miss <= accountingMissLimit:
 			codes = append(codes, ReasonAccountingUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.25
-			d.note(cotimed, outcomeDenied)
+			d.note(cotimed, outcomeDenied, ep.excess, d.m.analyses[ri].weakLevel)
 		case silent && cotimed != NoCollective && d.records != nil &&
-			d.records[comm].leansNot() && members.accountMissAll < 1:
+			d.records[comm].leansNot(changeSize{ep.excess, d.m.analyses[ri].weakLevel}):
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingCommUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.3
 		default:
