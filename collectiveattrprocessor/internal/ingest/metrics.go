@@ -52,6 +52,15 @@ type metricsConverter struct {
 	rec Record
 	run SampleRun
 
+	// directs are the call's resources whose points are held aside to
+	// form their samples without the join rows, with their samples'
+	// times and their points' bytes (directjoin.go); joinOnly turns that
+	// way off, so that tests can compare it with the join.
+	directs    []directBatch
+	directTs   []int64
+	directVals []int64
+	joinOnly   bool
+
 	stats Stats
 	// orphaned counts partner points that expire dropped (takeOrphaned).
 	orphaned int
@@ -161,6 +170,12 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 		rm := rms.At(i)
 		resStarted := false
 		var resSeries seriesOf // see convertPoints
+		if c.addNow && !c.joinOnly {
+			var held bool
+			if held, resStarted, resSeries = c.readDirect(rm, i, nowNs, limit, accounting); held {
+				continue
+			}
+		}
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -197,8 +212,13 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 		}
 	}
 	for _, s := range c.touched {
-		c.joinBatch(s, nowNs, emit, skip)
+		if s.direct != 0 {
+			c.formDirect(s, nowNs, emit, skip)
+		} else {
+			c.joinBatch(s, nowNs, emit, skip)
+		}
 	}
+	c.endDirects()
 	clear(c.touched)
 	c.touched = c.touched[:0]
 	c.ids.dropRequest()
@@ -310,6 +330,9 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 				resSeries = seriesOf{s, session}
 			}
 		}
+		if s.direct != 0 {
+			c.spill(s, nowNs)
+		}
 		if s.late(r, ts) {
 			c.refuseLate(skip)
 			continue
@@ -352,24 +375,33 @@ func (c *metricsConverter) pointSession(s *series) uint8 {
 // current resource and returns its (job, rank) join buffer; nil when the
 // point is skipped.
 func (c *metricsConverter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) *series {
+	s, refused := c.resolveSeries(attrs, nowNs)
+	if s == nil {
+		skip(refused)
+	}
+	return s
+}
+
+// resolveSeries is itemSeries that returns the skip rather than hand it
+// over.
+func (c *metricsConverter) resolveSeries(attrs pcommon.Map, nowNs int64) (*series, Skip) {
 	if reason, detail := c.ids.identifyItem(attrs, nowNs); reason != "" {
-		skip(Skip{Reason: reason, Detail: detail})
-		return nil
+		return nil, Skip{Reason: reason, Detail: detail}
 	}
 	s := c.lastSeries
 	if s == nil || c.lastSeriesGen != c.ids.idGen {
 		id := &c.ids.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
-			if s = c.seriesFor(key, skip); s == nil {
-				return nil
+			if s = c.seriesFor(key); s == nil {
+				return nil, Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"}
 			}
 			c.lastSeries = s
 		}
 		s.updateIdentity(id)
 		c.lastSeriesGen = c.ids.idGen
 	}
-	return s
+	return s, Skip{}
 }
 
 // refuseLate reports a device-used point before its series' horizon.
@@ -398,12 +430,12 @@ func (c *metricsConverter) shed(n int, skip func(Skip)) {
 	}
 }
 
-// seriesFor returns the join buffer of key, creating it within MaxSeries.
-func (c *metricsConverter) seriesFor(key seriesKey, skip func(Skip)) *series {
+// seriesFor returns the join buffer of key, creating it within MaxSeries
+// (nil past it).
+func (c *metricsConverter) seriesFor(key seriesKey) *series {
 	s, ok := c.series[key]
 	if !ok {
 		if len(c.series) >= c.cfg.MaxSeries {
-			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
 			return nil
 		}
 		key.job = c.ids.names.intern(key.job)
