@@ -23,8 +23,8 @@ import (
 // have. TestDirectEqualsJoin keeps the two ways equal.
 
 // directBatch is one resource's memory points held aside until the end of
-// the call: n samples, the points of metric k (role order[k]) at
-// directVals[vals+k*n:][:n], the samples' times at directTs[ts:][:n].
+// the call: n samples, at directTs[first:][:n] and directVals[first:][:n]
+// (by role), of the roles in roles, whose metrics came in the order order.
 type directBatch struct {
 	s       *series
 	session uint8
@@ -32,8 +32,7 @@ type directBatch struct {
 	order   [numRoles]role
 	metrics int
 	n       int
-	ts      int
-	vals    int
+	first   int
 }
 
 // directRoles are the roles joined reads from a sample's own row whatever
@@ -81,9 +80,9 @@ func (c *metricsConverter) readDirect(rm pmetric.ResourceMetrics, i int, nowNs, 
 	if d.roles&needed != needed || d.n == 0 {
 		return false, false, seriesOf{}
 	}
-	d.ts, d.vals = len(c.directTs), len(c.directVals)
+	d.first = len(c.directTs)
 	drop := func() {
-		c.directTs, c.directVals = c.directTs[:d.ts], c.directVals[:d.vals]
+		c.directTs, c.directVals = c.directTs[:d.first], c.directVals[:d.first]
 	}
 	if !c.readDirectPoints(&d, &dps, &units, limit) {
 		drop()
@@ -121,18 +120,20 @@ func (c *metricsConverter) readDirectPoints(d *directBatch, dps *[numRoles]pmetr
 		prev = ts
 		c.directTs = append(c.directTs, ts)
 	}
-	times := c.directTs[d.ts:]
-	c.directVals = slices.Grow(c.directVals, d.metrics*d.n)
+	times := c.directTs[d.first:]
+	c.directVals = slices.Grow(c.directVals, d.n)[:d.first+d.n]
+	vals := c.directVals[d.first:]
+	clear(vals)
 	for k := range d.metrics {
-		pts, unit := dps[k], units[k]
-		for l := range d.n {
+		pts, unit, r := dps[k], units[k], d.order[k]
+		for l := range vals {
 			dp := pts.At(l)
 			v := dp.IntValue()
 			if int64(dp.Timestamp()) != times[l] || dp.ValueType() != pmetric.NumberDataPointValueTypeInt ||
 				uint64(v) > uint64(unit.maxInt) || dp.Flags().NoRecordedValue() || dp.Attributes().Len() != 0 {
 				return false
 			}
-			c.directVals = append(c.directVals, v*unit.scale)
+			vals[l][r] = v * unit.scale
 		}
 	}
 	return true
@@ -146,7 +147,7 @@ func (c *metricsConverter) readDirectPoints(d *directBatch, dps *[numRoles]pmetr
 // newer than the rows is past it, but the rule is the horizon's); and its
 // rows have room for them all (no row is shed on the way).
 func (c *metricsConverter) directFits(s *series, d *directBatch) bool {
-	first := c.directTs[d.ts]
+	first := c.directTs[d.first]
 	var held uint16
 	for r, n := range s.roleCount {
 		if n != 0 {
@@ -160,17 +161,23 @@ func (c *metricsConverter) directFits(s *series, d *directBatch) bool {
 		len(s.rows)+d.n <= c.cfg.MaxPendingRows
 }
 
-// spill buffers s's points held aside into its rows, as convertPoints
-// would have when it read them: s gets other points in this call.
+// spill buffers s's points held aside into its rows (or its batch, see
+// metricsConverter.addNow), as convertPoints would have when it read
+// them: s gets other points in this call. None is late: directFits saw
+// them past the horizon.
 func (c *metricsConverter) spill(s *series, nowNs int64) {
 	d := &c.directs[s.direct-1]
 	s.direct = 0
-	times := c.directTs[d.ts : d.ts+d.n]
+	times := c.directTs[d.first:][:d.n]
+	vals := c.directVals[d.first:][:d.n]
 	for k := range d.metrics {
-		r := s.bufferedRole(d.order[k])
-		vals := c.directVals[d.vals+k*d.n:][:d.n]
+		r := d.order[k]
 		for l, ts := range times {
-			s.shedUsed += s.add(r, ts, vals[l], nowNs, d.session, c.cfg.MaxPendingRows)
+			if c.addNow {
+				s.shedUsed += s.add(s.bufferedRole(r), ts, vals[l][r], nowNs, d.session, c.cfg.MaxPendingRows)
+			} else {
+				s.batch = append(s.batch, batchPoint{tsNs: ts, bytes: vals[l][r], role: r, session: d.session})
+			}
 		}
 	}
 }
@@ -182,8 +189,8 @@ func (c *metricsConverter) formDirect(s *series, nowNs int64, emit func(*SampleR
 	d := &c.directs[s.direct-1]
 	s.direct = 0
 	tol := c.tolNs
-	times := c.directTs[d.ts : d.ts+d.n]
-	vals := c.directVals[d.vals : d.vals+d.metrics*d.n]
+	times := c.directTs[d.first:][:d.n]
+	vals := c.directVals[d.first:][:d.n]
 	first, last := times[0], times[d.n-1]
 	if !s.hasReserved || last > s.maxReservedTs {
 		s.maxReservedTs, s.hasReserved = last, true
@@ -200,13 +207,11 @@ func (c *metricsConverter) formDirect(s *series, nowNs int64, emit func(*SampleR
 		has |= d.roles & directWithoutTotal
 	}
 	run := c.startRun(s, d.session)
+	run.Samples = slices.Grow(run.Samples, d.n)
 	for l, ts := range times {
-		var v [numRoles]int64
-		for k := range d.metrics {
-			v[d.order[k]] = vals[k*d.n+l]
-		}
+		v := vals[l] // formSample writes to it
 		n := len(run.Samples)
-		run.Samples = slices.Grow(run.Samples, 1)[:n+1]
+		run.Samples = run.Samples[:n+1]
 		p := &run.Samples[n]
 		p.TimestampNs = ts
 		if !c.formSample(p, &v, has, skip) {
@@ -232,9 +237,7 @@ func (c *metricsConverter) formDirect(s *series, nowNs int64, emit func(*SampleR
 		row.arrivalNs = max(0, nowNs)
 		row.has = d.roles &^ (1 << roleDeviceUsed)
 		row.formed, row.served, row.session = true, true, d.session
-		for k := range d.metrics {
-			row.vals[d.order[k]] = vals[k*d.n+l]
-		}
+		row.vals = vals[l]
 		kept++
 	}
 	for r := range numRoles {

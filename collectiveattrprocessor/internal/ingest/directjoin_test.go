@@ -18,7 +18,8 @@ var exporterNames = []string{"gpu.memory.device.used", "gpu.memory.device.free",
 // directBatchGen makes random metrics batches, mostly of the in-process
 // exporter's shape (a resource per rank, its gauges sharing each
 // collection's timestamp), with every way a resource can fail to be that
-// shape, or its rank's rows can take part in its samples.
+// shape, or its rank's rows can take part in its samples, and resources of
+// ranks that report their process's memory.
 type directBatchGen struct {
 	rng *rand.Rand
 	t0  int64
@@ -29,6 +30,12 @@ func (g *directBatchGen) batch(b int) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	for range 1 + g.rng.IntN(6) {
 		rank := g.rng.Int64N(4)
+		// A rank reporting its process's memory sends the batch's points
+		// through series.batch; one of the ranks above, rarely, as well.
+		process := g.rng.IntN(12) == 0
+		if process && g.rng.IntN(8) != 0 {
+			rank = 4 + g.rng.Int64N(2)
+		}
 		rm := md.ResourceMetrics().AppendEmpty()
 		_ = rm.Resource().Attributes().FromRaw(map[string]any{"training.job.id": "j", "training.rank": rank, "host.name": "h", "process.pid": int64(100 + g.rng.IntN(2))})
 		names := slices.Clone(exporterNames)
@@ -47,6 +54,9 @@ func (g *directBatchGen) batch(b int) pmetric.Metrics {
 			names = []string{"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "gpu.memory.allocator.reserved"}
 		case 5:
 			g.rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+		}
+		if process {
+			names = []string{"gpu.memory.process.used", "gpu.memory.allocator.reserved"}
 		}
 		n := 1 + g.rng.IntN(5)
 		if g.rng.IntN(10) == 0 {

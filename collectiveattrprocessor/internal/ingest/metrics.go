@@ -37,7 +37,10 @@ type metricsConverter struct {
 	// (roleProcessUsed): a rank's first such point decides, before any of
 	// the batch's points is buffered, how its device-used points are, so
 	// that batch's points wait in series.batch for the end of the call.
-	addNow bool
+	// Points held aside (directjoin.go) need neither, so it is found out
+	// only once a resource is not held aside (addNowKnown).
+	addNow      bool
+	addNowKnown bool
 	// processRoles says some metric name feeds roleProcessUsed.
 	processRoles bool
 	// touched are the join buffers the current call added to.
@@ -54,11 +57,11 @@ type metricsConverter struct {
 
 	// directs are the call's resources whose points are held aside to
 	// form their samples without the join rows, with their samples'
-	// times and their points' bytes (directjoin.go); joinOnly turns that
-	// way off, so that tests can compare it with the join.
+	// times and values by role (directjoin.go); joinOnly turns that way
+	// off, so that tests can compare it with the join.
 	directs    []directBatch
 	directTs   []int64
-	directVals []int64
+	directVals [][numRoles]int64
 	joinOnly   bool
 
 	stats Stats
@@ -164,17 +167,20 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 	c.gen++
 	c.touched = c.touched[:0]
 	limit := c.cfg.futureLimit(nowNs)
-	c.addNow = !c.holdsProcessPoints(md)
+	c.addNowKnown = false
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
 		var resSeries seriesOf // see convertPoints
-		if c.addNow && !c.joinOnly {
+		if !c.joinOnly {
 			var held bool
 			if held, resStarted, resSeries = c.readDirect(rm, i, nowNs, limit, accounting); held {
 				continue
 			}
+		}
+		if !c.addNowKnown {
+			c.addNow, c.addNowKnown = !c.holdsProcessPoints(md), true
 		}
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
@@ -230,10 +236,13 @@ func (c *metricsConverter) holdsProcessPoints(md pmetric.Metrics) bool {
 	if !c.processRoles {
 		return false
 	}
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, sm := range rm.ScopeMetrics().All() {
-			for k, m := range sm.Metrics().All() {
-				if r, ok := c.roleOf(k, m.Name()); ok && r == roleProcessUsed {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				if r, ok := c.roleOf(k, ms.At(k).Name()); ok && r == roleProcessUsed {
 					return true
 				}
 			}
