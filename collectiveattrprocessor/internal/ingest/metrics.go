@@ -37,7 +37,10 @@ type metricsConverter struct {
 	// (roleProcessUsed): a rank's first such point decides, before any of
 	// the batch's points is buffered, how its device-used points are, so
 	// that batch's points wait in series.batch for the end of the call.
-	addNow bool
+	// Points held aside (directjoin.go) need neither, so it is found out
+	// only once a resource is not held aside (addNowKnown).
+	addNow      bool
+	addNowKnown bool
 	// processRoles says some metric name feeds roleProcessUsed.
 	processRoles bool
 	// touched are the join buffers the current call added to.
@@ -51,6 +54,15 @@ type metricsConverter struct {
 	// emit reads them during the call and copies what it keeps.
 	rec Record
 	run SampleRun
+
+	// directs are the call's resources whose points are held aside to
+	// form their samples without the join rows, with their samples'
+	// times and values by role (directjoin.go); joinOnly turns that way
+	// off, so that tests can compare it with the join.
+	directs    []directBatch
+	directTs   []int64
+	directVals [][numRoles]int64
+	joinOnly   bool
 
 	stats Stats
 	// orphaned counts partner points that expire dropped (takeOrphaned).
@@ -155,12 +167,21 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 	c.gen++
 	c.touched = c.touched[:0]
 	limit := c.cfg.futureLimit(nowNs)
-	c.addNow = !c.holdsProcessPoints(md)
+	c.addNowKnown = false
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		resStarted := false
 		var resSeries seriesOf // see convertPoints
+		if !c.joinOnly {
+			var held bool
+			if held, resStarted, resSeries = c.readDirect(rm, i, nowNs, limit, accounting); held {
+				continue
+			}
+		}
+		if !c.addNowKnown {
+			c.addNow, c.addNowKnown = !c.holdsProcessPoints(md), true
+		}
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
@@ -197,8 +218,13 @@ func (c *metricsConverter) convertMetricsAccounting(md pmetric.Metrics, emit fun
 		}
 	}
 	for _, s := range c.touched {
-		c.joinBatch(s, nowNs, emit, skip)
+		if s.direct != 0 {
+			c.formDirect(s, nowNs, emit, skip)
+		} else {
+			c.joinBatch(s, nowNs, emit, skip)
+		}
 	}
+	c.endDirects()
 	clear(c.touched)
 	c.touched = c.touched[:0]
 	c.ids.dropRequest()
@@ -210,10 +236,13 @@ func (c *metricsConverter) holdsProcessPoints(md pmetric.Metrics) bool {
 	if !c.processRoles {
 		return false
 	}
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, sm := range rm.ScopeMetrics().All() {
-			for k, m := range sm.Metrics().All() {
-				if r, ok := c.roleOf(k, m.Name()); ok && r == roleProcessUsed {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				if r, ok := c.roleOf(k, ms.At(k).Name()); ok && r == roleProcessUsed {
 					return true
 				}
 			}
@@ -310,6 +339,9 @@ func (c *metricsConverter) convertPoints(dps pmetric.NumberDataPointSlice, r rol
 				resSeries = seriesOf{s, session}
 			}
 		}
+		if s.direct != 0 {
+			c.spill(s, nowNs)
+		}
 		if s.late(r, ts) {
 			c.refuseLate(skip)
 			continue
@@ -352,24 +384,33 @@ func (c *metricsConverter) pointSession(s *series) uint8 {
 // current resource and returns its (job, rank) join buffer; nil when the
 // point is skipped.
 func (c *metricsConverter) itemSeries(attrs pcommon.Map, nowNs int64, skip func(Skip)) *series {
+	s, refused := c.resolveSeries(attrs, nowNs)
+	if s == nil {
+		skip(refused)
+	}
+	return s
+}
+
+// resolveSeries is itemSeries that returns the skip rather than hand it
+// over.
+func (c *metricsConverter) resolveSeries(attrs pcommon.Map, nowNs int64) (*series, Skip) {
 	if reason, detail := c.ids.identifyItem(attrs, nowNs); reason != "" {
-		skip(Skip{Reason: reason, Detail: detail})
-		return nil
+		return nil, Skip{Reason: reason, Detail: detail}
 	}
 	s := c.lastSeries
 	if s == nil || c.lastSeriesGen != c.ids.idGen {
 		id := &c.ids.id
 		key := seriesKey{job: id.job, rank: id.rank}
 		if s == nil || s.key != key {
-			if s = c.seriesFor(key, skip); s == nil {
-				return nil
+			if s = c.seriesFor(key); s == nil {
+				return nil, Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"}
 			}
 			c.lastSeries = s
 		}
 		s.updateIdentity(id)
 		c.lastSeriesGen = c.ids.idGen
 	}
-	return s
+	return s, Skip{}
 }
 
 // refuseLate reports a device-used point before its series' horizon.
@@ -398,12 +439,12 @@ func (c *metricsConverter) shed(n int, skip func(Skip)) {
 	}
 }
 
-// seriesFor returns the join buffer of key, creating it within MaxSeries.
-func (c *metricsConverter) seriesFor(key seriesKey, skip func(Skip)) *series {
+// seriesFor returns the join buffer of key, creating it within MaxSeries
+// (nil past it).
+func (c *metricsConverter) seriesFor(key seriesKey) *series {
 	s, ok := c.series[key]
 	if !ok {
 		if len(c.series) >= c.cfg.MaxSeries {
-			skip(Skip{Reason: SkipOverLimit, Detail: "too many (job, rank) join buffers"})
 			return nil
 		}
 		key.job = c.ids.names.intern(key.job)

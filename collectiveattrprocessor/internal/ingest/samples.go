@@ -113,6 +113,9 @@ type series struct {
 	// touchedGen is the metricsConverter call (gen) that last added a point, so that
 	// each batch forms samples only for the series it touched.
 	touchedGen uint64
+	// direct is 1 + the index in metricsConverter.directs of the points of
+	// the current call held aside for it (directjoin.go), 0 when none.
+	direct int
 	// batch is the points of the current call, in arrival order, buffered
 	// at its end (joinBatch) when they cannot be as they are read
 	// (metricsConverter.addNow).

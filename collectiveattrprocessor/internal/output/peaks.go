@@ -32,12 +32,16 @@ type PeakPoint struct {
 type HiddenPeaks struct {
 	intervalNs int64
 	series     map[peakKey]*peakSeries
-	// last is the series Observe found last: the samples of one OTLP
-	// resource are one rank's, so most lookups repeat the previous one
-	// and skip hashing the job id.
-	last    *peakSeries
-	lastKey peakKey
+	// byRank is, for the job observed last (byRankJob), its series by rank
+	// (ranks below maxIndexedRank): a batch's runs go through one job's
+	// ranks in turn, and an index costs less than hashing (job, rank) for
+	// each.
+	byRankJob string
+	byRank    []*peakSeries
 }
+
+// maxIndexedRank bounds the ranks HiddenPeaks indexes (a pointer each).
+const maxIndexedRank = 1 << 14
 
 type peakKey struct {
 	job  string
@@ -68,16 +72,7 @@ func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
 // bytes (device used − allocator reserved) and device used bytes, and the
 // newest device total known (> 0; 0 when none is).
 func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
-	k := peakKey{job, rank}
-	s := p.last
-	if s == nil || p.lastKey != k {
-		s = p.series[k]
-		if s == nil {
-			s = &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
-			p.series[k] = s
-		}
-		p.last, p.lastKey = s, k
-	}
+	s := p.seriesOf(job, rank)
 	if !s.pending {
 		s.pending = true
 		s.point.HiddenBytes, s.point.DeviceUsedBytes = hidden, used
@@ -90,6 +85,31 @@ func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
 	}
 }
 
+// seriesOf returns the series of (job, rank), creating it.
+func (p *HiddenPeaks) seriesOf(job string, rank int64) *peakSeries {
+	indexed := uint64(rank) < maxIndexedRank
+	if indexed && job == p.byRankJob && rank < int64(len(p.byRank)) && p.byRank[rank] != nil {
+		return p.byRank[rank]
+	}
+	k := peakKey{job, rank}
+	s := p.series[k]
+	if s == nil {
+		s = &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
+		p.series[k] = s
+	}
+	if indexed {
+		if job != p.byRankJob {
+			clear(p.byRank)
+			p.byRankJob = job
+		}
+		if rank >= int64(len(p.byRank)) {
+			p.byRank = append(p.byRank, make([]*peakSeries, int(rank)+1-len(p.byRank))...)
+		}
+		p.byRank[rank] = s
+	}
+	return s
+}
+
 // Due returns, in (job, rank) order, the peaks of the series that received
 // samples and were last reported at least the interval before nowNs, and
 // starts their next interval. The series of the ending jobs (finalised and
@@ -100,8 +120,9 @@ func (p *HiddenPeaks) Due(nowNs int64, ending []string) []PeakPoint {
 		ends := slices.Contains(ending, k.job)
 		if ends {
 			delete(p.series, k)
-			if p.last == s {
-				p.last = nil
+			if k.job == p.byRankJob {
+				clear(p.byRank)
+				p.byRankJob = ""
 			}
 		}
 		if !s.pending || (!ends && s.reportedNs != 0 && nowNs-s.reportedNs < p.intervalNs) {

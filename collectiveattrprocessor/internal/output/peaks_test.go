@@ -1,7 +1,12 @@
 package output
 
 import (
+	"cmp"
+	"maps"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
@@ -105,4 +110,53 @@ func TestHiddenPeaksEndedSeriesStartsAnew(t *testing.T) {
 	p.Observe("a", 1, 6*gib, gib, 0)
 	assert.Equal(t, 1, p.Len(), "the new sample is held in a series of its own")
 	assert.Equal(t, []PeakPoint{{JobID: "a", Rank: 1, HiddenBytes: 5 * gib, DeviceUsedBytes: 6 * gib}}, p.Due(2*sec, nil))
+}
+
+// TestHiddenPeaksFollowEveryRank: observations that alternate between jobs
+// and ranks (indexed and not: negative, past maxIndexedRank), with jobs
+// ending between reports, are reported as a plain per-(job, rank)
+// account of them has it: the peaks since the last report, and the newest
+// total the series learned since it began.
+func TestHiddenPeaksFollowEveryRank(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	p := NewHiddenPeaks(0)
+	pending, totals, live := map[peakKey]PeakPoint{}, map[peakKey]int64{}, map[peakKey]bool{}
+	jobs := []string{"a", "b", "c"}
+	ranks := []int64{0, 1, 2, 5, 63, -1, maxIndexedRank - 1, maxIndexedRank, 1 << 40}
+	for round := range 300 {
+		for range rng.IntN(40) {
+			job, rank := jobs[rng.IntN(len(jobs))], ranks[rng.IntN(len(ranks))]
+			hidden, used, total := rng.Int64N(10*gib)-gib, rng.Int64N(80*gib), rng.Int64N(3)*40*gib
+			p.ObserveMax(job, rank, hidden, used, total)
+			k := peakKey{job, rank}
+			live[k] = true
+			w, ok := pending[k]
+			if !ok {
+				w = PeakPoint{JobID: job, Rank: rank, HiddenBytes: hidden, DeviceUsedBytes: used}
+			}
+			w.HiddenBytes, w.DeviceUsedBytes = max(w.HiddenBytes, hidden), max(w.DeviceUsedBytes, used)
+			if total > 0 {
+				totals[k] = total
+			}
+			w.DeviceTotalBytes = totals[k]
+			pending[k] = w
+		}
+		var ending []string
+		if rng.IntN(4) == 0 {
+			ending = []string{jobs[rng.IntN(len(jobs))]}
+		}
+		want := slices.SortedFunc(maps.Values(pending), func(a, b PeakPoint) int {
+			return cmp.Or(strings.Compare(a.JobID, b.JobID), cmp.Compare(a.Rank, b.Rank))
+		})
+		got := p.Due(int64(round+1)*sec, ending)
+		require.Equal(t, len(want), len(got), "round %d", round)
+		if len(got) > 0 {
+			require.Equal(t, want, got, "round %d", round)
+		}
+		clear(pending)
+		ended := func(k peakKey, _ bool) bool { return slices.Contains(ending, k.job) }
+		maps.DeleteFunc(live, ended)
+		maps.DeleteFunc(totals, func(k peakKey, _ int64) bool { return ended(k, true) })
+		require.Equal(t, len(live), p.Len(), "round %d", round)
+	}
 }
