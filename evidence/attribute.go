@@ -65,7 +65,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	analyses := make([]rankAnalysis, len(in.Ranks))
 	scratches := make([]scratch, max(1, min(workers, len(in.Ranks))))
 	parallel.For(len(in.Ranks), len(scratches), func(w, ri int) {
-		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &scratches[w])
+		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], in.Collectives, &cfg, &scratches[w])
 	})
 	m := newMatcher(in, &cfg, analyses)
 	changes := 0
