@@ -431,11 +431,20 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		}
 	}
 	var acct accountingVerdict
-	if !ep.down { // a release leaves nothing for NCCL to report
+	if !ep.down { // a release is read against the communicator's last report
 		acct = d.m.accountingOf(ri, ep, comm, onset)
 	}
 	var accounted *int64
 	switch {
+	case ep.down && class == attribution.CollectiveConfident:
+		// The communicator's last report is what its release freed
+		// (evidence-mode §7.1).
+		if freed, ok := d.m.releasedTotal(ri, ep, comm); ok {
+			codes = append(codes, ReasonAccountingCovers)
+			class, conf = attribution.CollectiveConfirmed, 0.95
+			accounted = &take(&d.ints, 1)[0]
+			*accounted = -freed
+		}
 	case !acct.present:
 	case acct.untracked:
 		codes = append(codes, ReasonAccountingUntracked)

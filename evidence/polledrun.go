@@ -1,7 +1,5 @@
 package evidence
 
-import "slices"
-
 // perOpRun reports whether the run of high samples first..last of a rank
 // sampled every interval may be one change per op of a stream of ops of
 // one communicator that the rank was polled past (evidence-mode §7.6): its
@@ -81,15 +79,7 @@ func oneOpHolds(markers []Marker, a, b, longest, tol int64) bool {
 
 // startingBy is the number of markers (sorted by start) that start at or
 // before t.
-func startingBy(markers []Marker, t int64) int {
-	n, _ := slices.BinarySearchFunc(markers, t, func(m Marker, at int64) int {
-		if m.StartNs <= at {
-			return -1
-		}
-		return 1
-	})
-	return n
-}
+func startingBy(markers []Marker, t int64) int { return firstStartingAt(markers, satAdd(t, 1)) }
 
 func longestOp(markers []Marker) int64 {
 	var d int64
