@@ -65,7 +65,7 @@ func AttributeParallel(in *Input, cfg Config, resolver attribution.PhaseResolver
 	analyses := make([]rankAnalysis, len(in.Ranks))
 	scratches := make([]scratch, max(1, min(workers, len(in.Ranks))))
 	parallel.For(len(in.Ranks), len(scratches), func(w, ri int) {
-		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], &cfg, &scratches[w])
+		analyses[ri] = analyzeRank(int32(ri), &in.Ranks[ri], in.Collectives, &cfg, &scratches[w])
 	})
 	m := newMatcher(in, &cfg, analyses)
 	changes := 0
@@ -434,11 +434,20 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 		}
 	}
 	var acct accountingVerdict
-	if !ep.down { // a release leaves nothing for NCCL to report
+	if !ep.down { // a release is read against the communicator's last report
 		acct = d.m.accountingOf(ri, ep, comm, onset)
 	}
 	var accounted *int64
 	switch {
+	case ep.down && class == attribution.CollectiveConfident:
+		// The communicator's last report is what its release freed
+		// (evidence-mode §7.1).
+		if freed, ok := d.m.releasedTotal(ri, ep, comm); ok {
+			codes = append(codes, ReasonAccountingCovers)
+			class, conf = attribution.CollectiveConfirmed, 0.95
+			accounted = &take(&d.ints, 1)[0]
+			*accounted = -freed
+		}
 	case !acct.present:
 	case acct.untracked:
 		codes = append(codes, ReasonAccountingUntracked)

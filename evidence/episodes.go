@@ -100,7 +100,7 @@ const jumpSamples = 3
 
 // analyzeRank finds a rank's steps and spikes. scratch buffers are reused
 // between ranks.
-func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis {
+func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *scratch) rankAnalysis {
 	s := &rd.Samples
 	n := s.Len()
 	var ra rankAnalysis
@@ -182,10 +182,10 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		}
 		if c != nil {
 			if ks := c.takeSpike(i); ks != nil {
-				ra.episodes = append(ra.episodes, shiftEpisode(ks.ep, -c.off))
-				ep := &ra.episodes[len(ra.episodes)-1]
+				ep := shiftEpisode(ks.ep, -c.off)
 				ep.rank = idx
 				ep.creep = ks.moved && !cutNearTime(times, cuts, ks.peakNs, span)
+				ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
 				c.keepTaken(ks)
 				i = ks.end - c.off + 1
 				continue
@@ -228,7 +228,7 @@ func analyzeRank(idx int32, rd *RankData, cfg *Config, sc *scratch) rankAnalysis
 		movedWeak := leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel
 		ep.creep = movedWeak && !cutNear(times, cuts, peak, span)
 		ep.zscore = float64(ep.excess) / ra.sigma
-		ra.episodes = append(ra.episodes, ep)
+		ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
 		if c != nil && !weak {
 			c.keepSpike(keptSpike{start: i, end: j, ep: ep, peakNs: times[peak], moved: movedWeak})
 		}

@@ -183,3 +183,45 @@ func TestCloseStepsBothFound(t *testing.T) {
 		}
 	}
 }
+
+// The watchdog's abort frees every buffer the communicator's memory manager
+// tracked, and the communicator reports no more: a step down at the release
+// by its last reported total is NCCL's own figure, confirmed. Where the
+// last report differs from the fall by more than a quarter (rank 3's total
+// held 1 GiB, its fall is 256 MiB) NCCL's figure does not explain it, and
+// the timing's verdict stands.
+func TestReleaseConfirmedByLastReport(t *testing.T) {
+	j := trainingJob(4, 100*ms)
+	for k := int64(0); k < 15; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
+	}
+	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
+	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	for r := range 4 {
+		total := int64(256 << 20)
+		if r == 3 {
+			total = gib
+		}
+		j.acct[r] = map[string][]acctPoint{}
+		for at := int64(0); at < 25*sec+600*ms; at += 100 * ms {
+			j.acct[r]["world"] = append(j.acct[r]["world"], acctPoint{t0 + at + 37*ms, total})
+		}
+	}
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want one release per member: %+v", len(results), results)
+	}
+	for _, r := range results {
+		want, acct := attribution.CollectiveConfirmed, int64(-256<<20)
+		if r.Rank == 3 {
+			want = attribution.CollectiveConfident
+		}
+		if r.Kind != attribution.KindPersistent || r.Classification != want || !hasCode(r, ReasonCommReleased) ||
+			hasCode(r, ReasonAccountingCovers) != (want == attribution.CollectiveConfirmed) || r.ExcessBytes >= 0 {
+			t.Errorf("rank %d: %s %s %d %v, want a %s step down", r.Rank, r.Kind, r.Classification, r.ExcessBytes, r.ReasonCodes, want)
+		}
+		if want == attribution.CollectiveConfirmed && (r.NCCLAccountedBytes == nil || *r.NCCLAccountedBytes != acct) {
+			t.Errorf("rank %d: nccl_accounted_bytes %v, want %d", r.Rank, r.NCCLAccountedBytes, acct)
+		}
+	}
+}

@@ -164,3 +164,82 @@ func TestPolledChangesOffAShortOp(t *testing.T) {
 		}
 	}
 }
+
+// pollsInsideOps is sweptHostsJob at 1 Hz with 150 ms all_reduces from
+// k s + 600 ms: the first host polls at k s + 700 ms, inside every op, the
+// second at k s + 200 ms, between them.
+func pollsInsideOps() *simJob {
+	j := newSim(8, sec, 60*sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 700 * ms
+		if r >= 4 {
+			j.phase[r] = 200 * ms
+		}
+	}
+	for k := int64(0); k < 60; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 8), k*sec+600*ms, 150*ms, false)
+	}
+	return j
+}
+
+// Spikes at two consecutive all_reduces, each seen by the first host's one
+// poll inside it: the two high polls a second apart are one run of the
+// samples, but NCCL's buffers of each op live within it, and no poll fell
+// between the ops to see the memory fall back. They are two changes, each
+// its op's: without accounting a claim at each op, not one change that
+// outlasts the op it began in.
+func TestPolledRunInsideConsecutiveOps(t *testing.T) {
+	j := pollsInsideOps()
+	j.change(rankList(0, 8), 30*sec+603*ms, 30*sec+760*ms, gib)
+	j.change(rankList(0, 8), 31*sec+603*ms, 31*sec+760*ms, gib)
+	for _, preset := range []string{"low", "medium", "high"} {
+		cfg, err := ResolveConfig(preset, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := Attribute(j.input(), cfg, nil)
+		for r := range 4 {
+			for k, seq := range []int64{30, 31} {
+				got := j.resultsAt(results, r, int64(30+k)*sec+700*ms)
+				if len(got) != 1 || got[0].Classification != attribution.CollectiveLikely || got[0].Collective == nil ||
+					got[0].Collective.Seq != seq || got[0].Collective.SynchronizedCommRanks != 4 {
+					t.Errorf("%s: rank %d at op %d: %+v, want a likely claim of that op, 4 members synchronized", preset, r, seq, got)
+				}
+			}
+		}
+	}
+}
+
+// Another tenant on the first host's GPUs for 2.3 s: two of its three polls
+// fall inside all_reduces, the third between ops (the op it would have
+// needed was moved). A high poll outside every op shows memory held between
+// them: one change, which outlasts the op it began in, and no claim.
+func TestPolledRunHeldBetweenOps(t *testing.T) {
+	j := newSim(8, sec, 60*sec)
+	j.phase = map[int]int64{}
+	for r := range 8 {
+		j.phase[r] = 700 * ms
+		if r >= 4 {
+			j.phase[r] = 200 * ms
+		}
+	}
+	for k := int64(0); k < 60; k++ {
+		start := k*sec + 600*ms
+		if k == 32 {
+			start = k*sec + 300*ms
+		}
+		j.collective("world", k, "all_reduce", rankList(0, 8), start, 150*ms, false)
+	}
+	j.change(rankList(0, 4), 30*sec+650*ms, 32*sec+950*ms, gib)
+	results := Attribute(j.input(), mediumConfig(t), nil)
+	for r := range 4 {
+		for _, at := range []int64{30*sec + 700*ms, 31*sec + 700*ms, 32*sec + 700*ms} {
+			for _, x := range j.resultsAt(results, r, at) {
+				if x.Classification != attribution.CollectiveSuspect {
+					t.Errorf("rank %d at %d ms: %s %v %+v, want no claim", r, at/ms, x.Classification, x.ReasonCodes, x.Collective)
+				}
+			}
+		}
+	}
+}

@@ -191,7 +191,7 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 				continue
 			}
 			fresh := levelsOf(&rd, &cfg, &scF)
-			wantA := analyzeRank(3, &rd, &cfg, &scF)
+			wantA := analyzeRank(3, &rd, nil, &cfg, &scF)
 			// What the decisions read of a change instead of the columns.
 			for _, ep := range wantA.episodes {
 				if times := rd.Samples.TimesNs; ep.riseHi != times[ep.first] || ep.fallLo != times[ep.last] || ep.gap != rd.Samples.GapBytes[ep.peak] {
@@ -218,7 +218,7 @@ func TestRankCacheEqualsFullAnalysis(t *testing.T) {
 			if rd.Samples.Session != nil {
 				withSessions++
 			}
-			gotA := analyzeRank(3, &rd, &cfg, &scC)
+			gotA := analyzeRank(3, &rd, nil, &cfg, &scC)
 			if c.spikesOK && len(c.spikes) > 0 {
 				spikesKept++
 			}
@@ -314,14 +314,14 @@ func benchAnalyzeRankStreaming(b *testing.B, n, perRound int, cached bool) {
 	if cached {
 		rd.Baseline = &c
 	}
-	analyzeRank(0, &rd, &cfg, &sc)
+	analyzeRank(0, &rd, nil, &cfg, &sc)
 	from := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		from += perRound
 		more(perRound)
 		rd.Samples = Samples{TimesNs: times[from : from+n], GapBytes: vals[from : from+n]}
-		analyzeRank(0, &rd, &cfg, &sc)
+		analyzeRank(0, &rd, nil, &cfg, &sc)
 	}
 }
 
