@@ -76,7 +76,7 @@ func TestAnalyzeRankLongestChange(t *testing.T) {
 	in := j.input()
 	cfg := mediumConfig(t)
 	var sc scratch
-	ra := analyzeRank(0, &in.Ranks[0], &cfg, &sc)
+	ra := analyzeRank(0, &in.Ranks[0], in.Collectives, &cfg, &sc)
 	if len(ra.episodes) == 0 {
 		t.Fatal("no change found on rank 0")
 	}
