@@ -10,9 +10,15 @@
 # density as well as the records (docs/sizing.md § The CLI). A 64-rank run takes about
 # 0.15 s of CPU and GNU time counts 10 ms, so it is timed REPEAT times in a row.
 #
+# A run also costs a fixed amount whatever its records (the process's start: about 10 ms of
+# CPU, 0.13 us a record of the 60 s 64-rank job, 0.004 at 2 048 ranks). Each round times a
+# run of the 64-rank job's first 200 records too (TINY_REPEAT times) and also gives the
+# per-record figures net of it: (CPU of a run - CPU of the 200-record run) / (records - 200).
+#
 # Prints, per round, each CLI's user + system CPU per record by ranks and mode; then the
 # medians and the ratio 2 048 / 64 per CLI and mode (of the medians, and the median of
-# the rounds' ratios). DIR keeps the files between runs (generated when absent).
+# the rounds' ratios), as measured and net of the fixed cost. DIR keeps the files between
+# runs (generated when absent).
 #
 #   BASE=6d5168f ROUNDS=7 DIR=/tmp/ranks bash cmd/collectiveattr/bench-ranks.sh
 set -euo pipefail
@@ -22,6 +28,7 @@ BASE=${BASE:-main}
 ROUNDS=${ROUNDS:-7}
 DURATION=${DURATION:-60s}
 REPEAT=${REPEAT:-8}
+TINY_REPEAT=${TINY_REPEAT:-40}
 DIR=${DIR:-$(mktemp -d)}
 GO=${GO:-go}
 [[ -x /usr/bin/time ]] || { echo "bench-ranks: needs /usr/bin/time (GNU time)" >&2; exit 1; }
@@ -44,7 +51,7 @@ for ranks in 64 2048; do
   [[ -s $f ]] || "$DIR/gpujobsim" -ranks "$ranks" -rate 10 -duration "$DURATION" -fast -member-lists every \
     -epoch 2026-01-01T00:00:00Z -otlp-endpoint "" -stormlog "$f" -quiet
   records[$ranks]=$(wc -l <"$f")
-  echo "r$ranks: ${records[$ranks]} records, $(($(stat -c %s "$f") / ${records[$ranks]})) B a record"
+  echo "r$ranks: ${records[$ranks]} records, $(($(stat -L -c %s "$f") / ${records[$ranks]})) B a record"
   for mode in reference evidence; do
     "$DIR/collectiveattr-new" attribute -q --mode "$mode" "$f" >"$DIR/out-new"
     for b in "${bases[@]}"; do
@@ -54,15 +61,17 @@ for ranks in 64 2048; do
   done
 done
 echo "results identical"
+head -n 200 "$DIR/r64-$DURATION.jsonl" >"$DIR/tiny.jsonl"
 
-# cpu NAME RANKS MODE: microseconds of user + system CPU per record.
+# cpu NAME FILE REPEAT MODE: seconds of user + system CPU of one run.
 cpu() {
-  local f=$DIR/r$2-$DURATION.jsonl n=1
-  [[ $2 == 64 ]] && n=$REPEAT
   /usr/bin/time -f '%U %S' -o "$DIR/time" sh -c \
-    "for i in \$(seq $n); do '$DIR/collectiveattr-$1' attribute -q --mode $3 '$f' >/dev/null; done"
-  awk -v r="${records[$2]}" -v n="$n" '{ printf "%.3f", ($1 + $2) * 1e6 / (r * n) }' "$DIR/time"
+    "for i in \$(seq $3); do '$DIR/collectiveattr-$1' attribute -q --mode $4 '$2' >/dev/null; done"
+  awk -v n="$3" '{ printf "%.6f", ($1 + $2) / n }' "$DIR/time"
 }
+
+# per RUN_S FIXED_S RECORDS: microseconds a record, of the run and net of the fixed cost.
+per() { awk -v c="$1" -v f="$2" -v r="$3" 'BEGIN { printf "%.3f %.3f\n", c * 1e6 / r, (c - f) * 1e6 / (r - 200) }'; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
@@ -72,10 +81,11 @@ for r in $(seq 1 "$ROUNDS"); do
   for mode in reference evidence; do
     for i in "${!names[@]}"; do
       n=${names[$(((i + r) % ${#names[@]}))]}
-      a=$(cpu "$n" 64 "$mode")
-      b=$(cpu "$n" 2048 "$mode")
-      echo "$a $b $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')" >>"$DIR/series-$n-$mode"
-      echo "round $r load $load $mode $n: 64 ranks $a us, 2048 ranks $b us a record"
+      fixed=$(cpu "$n" "$DIR/tiny.jsonl" "$TINY_REPEAT" "$mode")
+      read -r a an < <(per "$(cpu "$n" "$DIR/r64-$DURATION.jsonl" "$REPEAT" "$mode")" "$fixed" "${records[64]}")
+      read -r b bn < <(per "$(cpu "$n" "$DIR/r2048-$DURATION.jsonl" 1 "$mode")" "$fixed" "${records[2048]}")
+      awk -v a="$a" -v b="$b" -v an="$an" -v bn="$bn" 'BEGIN { printf "%s %s %.3f %s %s %.3f\n", a, b, b / a, an, bn, bn / an }' >>"$DIR/series-$n-$mode"
+      echo "round $r load $load $mode $n: fixed $(awk -v f="$fixed" 'BEGIN { printf "%.1f", f * 1e3 }') ms; us a record: 64 ranks $a (net $an), 2048 ranks $b (net $bn)"
     done
   done
 done
@@ -84,7 +94,9 @@ echo "medians over $ROUNDS rounds, us a record (2048/64: ratio of the medians; m
 for mode in reference evidence; do
   for n in "${names[@]}"; do
     s=$DIR/series-$n-$mode
-    a=$(cut -d' ' -f1 "$s" | median) b=$(cut -d' ' -f2 "$s" | median) q=$(cut -d' ' -f3 "$s" | median)
-    printf '  %-9s %-10s 64: %s  2048: %s  2048/64: %.2f; %s\n' "$mode" "$n" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print b / a }')" "$q"
+    m() { cut -d' ' -f"$1" "$s" | median; }
+    printf '  %-9s %-10s 64: %s  2048: %s  2048/64: %.2f; %s   net of the fixed cost: 64: %s  2048: %s  2048/64: %.2f; %s\n' \
+      "$mode" "$n" "$(m 1)" "$(m 2)" "$(awk -v a="$(m 1)" -v b="$(m 2)" 'BEGIN { print b / a }')" "$(m 3)" \
+      "$(m 4)" "$(m 5)" "$(awk -v a="$(m 4)" -v b="$(m 5)" 'BEGIN { print b / a }')" "$(m 6)"
   done
 done
