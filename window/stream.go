@@ -47,5 +47,12 @@ func (s *Stream) Add(e *telemetry.Event) {
 	}
 }
 
+// AddEvents buffers events in order.
+func (s *Stream) AddEvents(events []telemetry.Event) {
+	for i := range events {
+		s.Add(&events[i])
+	}
+}
+
 // Job is the stream's window, to snapshot once the last record is added.
 func (s *Stream) Job() *Job { return s.job }
