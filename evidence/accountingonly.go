@@ -157,12 +157,32 @@ func (d *decider) inOtherOp(ri int32, mgr, mi int, t int64) bool {
 // managerOf is the series standing for the memory manager of communicator
 // comm (canonical) among a rank's series, or -1 when it has none.
 func managerOf(series []AccountingSeries, manager []int, comm string) int {
+	if i := seriesOf(series, comm); i >= 0 {
+		return manager[i]
+	}
+	return -1
+}
+
+// seriesOf is the index of communicator comm's (canonical) series among a
+// rank's series, or -1 when it has none.
+func seriesOf(series []AccountingSeries, comm string) int {
 	for i := range series {
 		if CanonicalCommID(series[i].CommID) == comm {
-			return manager[i]
+			return i
 		}
 	}
 	return -1
+}
+
+// sharesManager reports whether series i shares its memory manager with
+// another series (manager: AccountingManagers).
+func sharesManager(manager []int, i int) bool {
+	for j, m := range manager {
+		if j != i && m == manager[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // unseen reports whether no sample of rank ri saw a change in [from, to]

@@ -172,6 +172,11 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 			return above[0]
 		}
 	}
+	// perOpRun reads the rank's longest marker for every run it judges.
+	var opLongest int64
+	if len(colls) > 0 {
+		opLongest = longestOp(rd.Markers)
+	}
 	c := rd.Baseline
 	if c != nil {
 		c.beginSpikes(spikeLevels{ra.weakLevel, ra.threshold, ra.sigma}, sc.rebased)
@@ -185,7 +190,7 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 				ep := shiftEpisode(ks.ep, -c.off)
 				ep.rank = idx
 				ep.creep = ks.moved && !cutNearTime(times, cuts, ks.peakNs, span)
-				ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
+				ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, opLongest, p.MatchToleranceNs)
 				c.keepTaken(ks)
 				i = ks.end - c.off + 1
 				continue
@@ -228,7 +233,7 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 		movedWeak := leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel
 		ep.creep = movedWeak && !cutNear(times, cuts, peak, span)
 		ep.zscore = float64(ep.excess) / ra.sigma
-		ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
+		ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, opLongest, p.MatchToleranceNs)
 		if c != nil && !weak {
 			c.keepSpike(keptSpike{start: i, end: j, ep: ep, peakNs: times[peak], moved: movedWeak})
 		}

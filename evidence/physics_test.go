@@ -267,3 +267,40 @@ func TestFirstUseStepAfterTheDeadProcessIsFreed(t *testing.T) {
 		}
 	}
 }
+
+// A communicator split with shared resources reports its memory manager's
+// total, which another communicator's series follows in lock step: the
+// manager and its buffers outlive the released communicator, so its last
+// total does not say what the release freed, and the release stays
+// confident (evidence-mode §7.1).
+func TestReleaseOfASharedManagerStaysConfident(t *testing.T) {
+	j := trainingJob(4, 100*ms)
+	for k := int64(0); k < 15; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
+	}
+	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
+	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	for r := range 4 {
+		j.acct[r] = map[string][]acctPoint{}
+		for at := int64(0); at < j.duration; at += 100 * ms {
+			total := int64(256 << 20)
+			if at < 5*sec {
+				total = 192 << 20 // the manager grew once: the two series move together
+			}
+			if at < 25*sec+600*ms {
+				j.acct[r]["world"] = append(j.acct[r]["world"], acctPoint{t0 + at + 37*ms, total})
+			}
+			j.acct[r]["world.split"] = append(j.acct[r]["world.split"], acctPoint{t0 + at + 37*ms, total})
+		}
+	}
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want one release per member: %+v", len(results), results)
+	}
+	for _, r := range results {
+		if r.Kind != attribution.KindPersistent || r.Classification != attribution.CollectiveConfident || !hasCode(r, ReasonCommReleased) ||
+			hasCode(r, ReasonAccountingCovers) || r.ExcessBytes >= 0 {
+			t.Errorf("rank %d: %s %s %d %v, want a confident step down", r.Rank, r.Kind, r.Classification, r.ExcessBytes, r.ReasonCodes)
+		}
+	}
+}
