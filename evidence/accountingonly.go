@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -15,7 +16,8 @@ const accountingOnlyConfidence = 0.9
 // accountingOnly appends the changes of rank ri that NCCL's reports show and
 // no memory sample of the rank saw (evidence-mode §2.4): inside an op of the
 // rank (its interval widened by the match tolerance), reports of the op's
-// communicator above the level of the reports on both sides of them, by at
+// communicator above the level of the reports on both sides of them (on
+// one side where reporting began or ended inside the op), by at
 // least the rank's spike threshold, where the rank's samples bracket the
 // raised reports and no change of theirs could have been there. Only where
 // the rank's accounting follows NCCL's buffers, once per memory manager (a
@@ -57,12 +59,19 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 		// The series' first report inside the op (reporting began there, in
 		// a job's first seconds) has no level before it: a transient of
 		// NCCL's leaves its total where it was, so the level after it
-		// stands alone (the level before would only raise it).
-		if lo == hi || hi == len(a.TimesNs) || lo > 0 && a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) ||
-			a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
+		// stands alone (the level before would only raise it). Its last
+		// report inside the op (reporting ended there: the job's end) has
+		// no level after it: the level before stands alone where the
+		// rank's samples show that nothing stayed (fellBack).
+		ended := hi == len(a.TimesNs)
+		if lo == hi || ended && lo == 0 || lo > 0 && a.TimesNs[lo-1] < satSub(from, accountingLookbackNs) ||
+			!ended && a.TimesNs[hi] > satAdd(to, accountingLookbackNs) {
 			continue // no report inside, or none near on a side
 		}
-		level := d.restingLevel(ri, a, mgr, mi, hi, 1, satAdd(to, accountingLookbackNs))
+		level := int64(math.MinInt64)
+		if !ended {
+			level = d.restingLevel(ri, a, mgr, mi, hi, 1, satAdd(to, accountingLookbackNs))
+		}
 		if lo > 0 {
 			level = max(level, d.restingLevel(ri, a, mgr, mi, lo-1, -1, satSub(from, accountingLookbackNs)))
 		}
@@ -79,19 +88,22 @@ func (d *decider) accountingOnly(ri int32, cands []accountingCandidate) []accoun
 			continue
 		}
 		raisedFrom, raisedTo := a.TimesNs[first], a.TimesNs[last]
-		if !d.unseen(ri, raisedFrom, raisedTo, from, to) {
+		if !d.unseen(ri, raisedFrom, raisedTo, from, to) || ended && !d.fellBack(ri, raisedFrom, raisedTo, threshold) {
 			continue
 		}
 		counted[mgr] = raisedTo
 		// The change lay between the reports around the raised ones, and
 		// within the op: NCCL holds a transient's buffers while it runs.
-		before := from
+		before, after := from, to
 		if first > 0 {
 			before = max(a.TimesNs[first-1], from)
 		}
-		if r, ok := d.accountingOnlyResult(ri, int32(mi), before, min(a.TimesNs[last+1], to), peak-level); ok {
+		if last+1 < len(a.TimesNs) {
+			after = min(a.TimesNs[last+1], to)
+		}
+		if r, ok := d.accountingOnlyResult(ri, int32(mi), before, after, peak-level); ok {
 			cands = append(cands, accountingCandidate{result: r, coll: mk.Collective, raisedFrom: raisedFrom, raisedTo: raisedTo,
-				inOp: raisedFrom >= mk.StartNs && raisedFrom <= mk.EndNs})
+				inOp: raisedFrom >= mk.StartNs && raisedFrom <= mk.EndNs || !d.inOtherOp(ri, mgr, mi, raisedFrom)})
 		}
 	}
 	return cands
@@ -145,12 +157,32 @@ func (d *decider) inOtherOp(ri int32, mgr, mi int, t int64) bool {
 // managerOf is the series standing for the memory manager of communicator
 // comm (canonical) among a rank's series, or -1 when it has none.
 func managerOf(series []AccountingSeries, manager []int, comm string) int {
+	if i := seriesOf(series, comm); i >= 0 {
+		return manager[i]
+	}
+	return -1
+}
+
+// seriesOf is the index of communicator comm's (canonical) series among a
+// rank's series, or -1 when it has none.
+func seriesOf(series []AccountingSeries, comm string) int {
 	for i := range series {
 		if CanonicalCommID(series[i].CommID) == comm {
-			return manager[i]
+			return i
 		}
 	}
 	return -1
+}
+
+// sharesManager reports whether series i shares its memory manager with
+// another series (manager: AccountingManagers).
+func sharesManager(manager []int, i int) bool {
+	for j, m := range manager {
+		if j != i && m == manager[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // unseen reports whether no sample of rank ri saw a change in [from, to]
@@ -178,6 +210,18 @@ func (d *decider) unseen(ri int32, from, to, opFrom, opTo int64) bool {
 		}
 	}
 	return true
+}
+
+// fellBack reports whether rank ri's first sample after [from, to] reads
+// less than threshold above its last sample before (the samples bracket
+// it): NCCL's memory is part of the hidden memory the samples measure, so
+// growth of NCCL's there that stayed (a step at the op) would have raised
+// the sample after by as much.
+func (d *decider) fellBack(ri int32, from, to, threshold int64) bool {
+	s := &d.in.Ranks[ri].Samples
+	i, _ := slices.BinarySearch(s.TimesNs, from)
+	k, _ := slices.BinarySearch(s.TimesNs, to+1)
+	return i > 0 && k < s.Len() && s.GapBytes[k]-s.GapBytes[i-1] < threshold
 }
 
 // unsampled reports whether rank ri's samples bracket [from, to] with none
@@ -243,9 +287,10 @@ type accountingCandidate struct {
 	result               attribution.Result
 	coll                 int32 // the op's collective
 	raisedFrom, raisedTo int64
-	// inOp: the first raised report lies inside the op's own interval,
-	// not only within the match tolerance of it, where it may be a
-	// neighbouring op's.
+	// inOp: the first raised report lies inside the op's own interval, or
+	// within the match tolerance of it where no other op of the memory
+	// manager lies (within the tolerance only, it may be a neighbouring
+	// op's: a reduce_scatter ending 20 ms before an all_reduce).
 	inOp bool
 }
 

@@ -299,3 +299,48 @@ func TestAccountingOnlyFirstReportInsideTheOp(t *testing.T) {
 		}
 	}
 }
+
+// Reporting that ends inside an op (the job's end: the rank's last NCCL
+// report falls in its last op, before any report to read the level after
+// from) shows the op's transient against the level before it alone, where
+// the rank's samples after the op read no higher than before it: NCCL's
+// memory is part of the hidden memory they measure, so a step at the op
+// that stayed would have raised them.
+func TestAccountingOnlyLastReportInsideTheOp(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change overlay
+		want   int // accounting-only results per rank at the op
+	}{
+		{"a transient of the op", overlay{37*sec + 605*ms, 37*sec + 920*ms, gib}, 1},
+		{"a step at the op that stays", overlay{37*sec + 605*ms, -1, gib}, 0},
+	} {
+		j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+		j.worldAllReduces()
+		if tt.change.end < 0 {
+			j.change(rankList(0, 8), tt.change.start, tt.change.end, tt.change.bytes)
+		}
+		var times []int64 // once a second up to inside op #37
+		for k := int64(0); k <= 37; k++ {
+			times = append(times, k*sec+700*ms)
+		}
+		j.accountingAt(rankList(0, 8), "world", 300<<20, []overlay{tt.change}, times)
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := range 8 {
+			got := accountingOnlyAt(j, results, r, 37*sec+750*ms)
+			if len(got) != tt.want {
+				t.Errorf("%s, rank %d: %d accounting-only results at the op, want %d: %+v", tt.name, r, len(got), tt.want,
+					j.resultsAt(results, r, 37*sec+750*ms))
+				continue
+			}
+			// No report before the raised one inside the op, none after it:
+			// the op's interval widened by the match tolerance.
+			from := t0 + 37*sec + 550*ms + int64(r%4)*3*ms
+			if tt.want == 1 && (got[0].NCCLAccountedBytes == nil || *got[0].NCCLAccountedBytes != gib || got[0].Collective == nil ||
+				got[0].Collective.Seq != 37 || got[0].IntervalStartNs != from || got[0].IntervalEndNs != uint64(from+400*ms)) {
+				t.Errorf("%s, rank %d: accounted %v at world #%d over [%d, %d] ms, want 1 GiB at world #37 over the widened op", tt.name, r,
+					got[0].NCCLAccountedBytes, got[0].Collective.Seq, (got[0].IntervalStartNs-t0)/ms, (int64(got[0].IntervalEndNs)-t0)/ms)
+			}
+		}
+	}
+}

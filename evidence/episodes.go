@@ -172,6 +172,11 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 			return above[0]
 		}
 	}
+	// perOpRun reads the rank's longest marker for every run it judges.
+	var opLongest int64
+	if len(colls) > 0 {
+		opLongest = longestOp(rd.Markers)
+	}
 	c := rd.Baseline
 	if c != nil {
 		c.beginSpikes(spikeLevels{ra.weakLevel, ra.threshold, ra.sigma}, sc.rebased)
@@ -185,7 +190,7 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 				ep := shiftEpisode(ks.ep, -c.off)
 				ep.rank = idx
 				ep.creep = ks.moved && !cutNearTime(times, cuts, ks.peakNs, span)
-				ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
+				ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, opLongest, p.MatchToleranceNs)
 				c.keepTaken(ks)
 				i = ks.end - c.off + 1
 				continue
@@ -228,7 +233,7 @@ func analyzeRank(idx int32, rd *RankData, colls []Collective, cfg *Config, sc *s
 		movedWeak := leftN[peak] > 0 && rightN[peak] > 0 && max(moved, -moved) >= ra.weakLevel
 		ep.creep = movedWeak && !cutNear(times, cuts, peak, span)
 		ep.zscore = float64(ep.excess) / ra.sigma
-		ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, p.MatchToleranceNs)
+		ra.episodes = splitPerOp(ra.episodes, ep, rd, colls, base, &ra, opLongest, p.MatchToleranceNs)
 		if c != nil && !weak {
 			c.keepSpike(keptSpike{start: i, end: j, ep: ep, peakNs: times[peak], moved: movedWeak})
 		}
@@ -529,16 +534,45 @@ type stepScan struct {
 	ups   []step // every step, up or down
 	track bool
 	runs  []stepRun
+
+	// After a step down at onset fall (> 0), the samples up to fallEnd
+	// whose left span reaches back past it read their left side from the
+	// fall on: fallLeft[i-fall-1] is the median of gaps[fall:i] (afterFall).
+	fall, fallEnd int
+	fallLeft      []int64
 }
 
 // stepRun is a run of samples [lo, hi] and its steps ups[s0:s1].
 type stepRun struct{ lo, hi, s0, s1 int }
 
 func (f *stepScan) delta(i int) int64 {
-	if f.leftN[i] < 1 || int64(f.rightN[i]) < afterNeeded(f.times, i, len(f.times), f.span, f.minSamples) {
+	left, leftN := f.leftOf(i)
+	if leftN < 1 || int64(f.rightN[i]) < afterNeeded(f.times, i, len(f.times), f.span, f.minSamples) {
 		return 0
 	}
-	return f.right[i] - f.left[i]
+	return f.right[i] - left
+}
+
+// leftOf is the median of sample i's left span and the number of samples
+// it holds, as the scan reads them: within a fall's reach, from the fall
+// on, and nothing until jumpSamples samples show the level it left.
+func (f *stepScan) leftOf(i int) (int64, int32) {
+	if f.fall > 0 && i > f.fall && i <= f.fallEnd {
+		if i-f.fall < jumpSamples {
+			return 0, 0
+		}
+		return f.fallLeft[i-f.fall-1], int32(i - f.fall)
+	}
+	return f.left[i], f.leftN[i]
+}
+
+// from is the first sample the level before sample j may be read from:
+// the onset of the fall the scan judges the samples after, or 0.
+func (f *stepScan) from(j int) int {
+	if f.fall > 0 && j > f.fall {
+		return f.fall
+	}
+	return 0
 }
 
 // scan judges the runs that begin in [i, stop) and returns where the last
@@ -581,15 +615,27 @@ func (f *stepScan) result() ([]step, []int) {
 }
 
 // run judges the run that begins at i (delta d) and returns the sample
-// after it.
+// after it (and after the samples a fall it found reaches).
 func (f *stepScan) run(i int, d int64) int {
-	times, gaps, left, right := f.times, f.gaps, f.left, f.right
+	s0 := len(f.ups)
+	hi := f.judge(i, d)
+	if f.track {
+		f.runs = append(f.runs, stepRun{lo: i, hi: hi, s0: s0, s1: len(f.ups)})
+	}
+	return hi + 1
+}
+
+// judge finds the steps of the run that begins at i (delta d) and returns
+// its last sample, or the last sample afterFall judged when it found a
+// fall.
+func (f *stepScan) judge(i int, d int64) int {
+	times, gaps, right := f.times, f.gaps, f.right
 	span, threshold, minSamples := f.span, f.threshold, f.minSamples
 	n := len(times)
-	s0 := len(f.ups)
 	up := d > 0
 	lo, hi := i, i
-	before, height := left[i], d
+	before, _ := f.leftOf(i)
+	height := d
 	for hi+1 < n {
 		d2 := f.delta(hi + 1)
 		if (up && d2 < threshold) || (!up && -d2 < threshold) {
@@ -597,35 +643,39 @@ func (f *stepScan) run(i int, d int64) int {
 		}
 		hi++
 		if (up && d2 > height) || (!up && d2 < height) {
-			before, height = left[hi], d2
+			before, _ = f.leftOf(hi)
+			height = d2
 		}
 	}
 	mid := before + height/2
 	var found []int // onsets of the steps found in this run
+	fall := -1
 	for j := hi; j >= lo; j-- {
-		if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, n, mid, up, span, minSamples) {
+		from := f.from(j)
+		if !crosses(gaps, j, mid, up) || !holds(times, gaps, j, from, n, mid, up, span, minSamples) {
 			continue
 		}
 		if !up {
-			if !jumps(gaps, j, height) {
+			if !jumps(gaps, j, from, height) {
 				continue
 			}
 			f.ups = append(f.ups, step{onset: j, height: height})
 			found = append(found, j)
+			fall = j
 			break
 		}
 		// The stairs of a staircase are each a jump of their own, not
 		// one of the whole height.
 		settled := settle(times, gaps, j, before+height, mid, span, threshold)
-		stairs := staircase(times, gaps, right, settled, before, height, span, threshold)
-		if len(stairs) == 1 && !jumps(gaps, j, height) {
+		stairs := staircase(times, gaps, right, settled, from, before, height, span, threshold)
+		if len(stairs) == 1 && !jumps(gaps, j, from, height) {
 			continue
 		}
 		for _, st := range stairs {
 			if st.onset == settled && settled != j {
 				st.hiddenFrom = j
 			}
-			st.early = countBefore(times, st.onset, span) < minSamplesBeforeStep
+			st.early = countBefore(times, st.onset, f.from(st.onset), span) < minSamplesBeforeStep
 			f.ups = append(f.ups, st)
 			found = append(found, st.onset)
 		}
@@ -636,12 +686,18 @@ func (f *stepScan) run(i int, d int64) int {
 	// its own, clear of those found, is a step too (evidence-mode §7.2).
 	// It must hold its own level up to the next step found: a spike
 	// before a step, back on the old level in between, does not hold
-	// just because the next step's level follows within the span.
-	for j := lo; j <= hi; j++ {
+	// just because the next step's level follows within the span. The
+	// samples after a fall are afterFall's.
+	last := hi
+	if fall >= 0 {
+		last = fall - 1
+	}
+	for j := lo; j <= last; j++ {
 		if slices.ContainsFunc(found, func(o int) bool { return j > o-2*jumpSamples && j < o+2*jumpSamples }) {
 			continue
 		}
-		h, ok := localJump(gaps, j)
+		from := f.from(j)
+		h, ok := localJump(gaps, j, from)
 		if !ok || (up && h < threshold) || (!up && -h < threshold) {
 			continue
 		}
@@ -652,15 +708,56 @@ func (f *stepScan) run(i int, d int64) int {
 			}
 		}
 		m := gaps[j-1] + h/2
-		if crosses(gaps, j, m, up) && holds(times, gaps, j, next, m, up, span, minSamples) {
+		if crosses(gaps, j, m, up) && holds(times, gaps, j, from, next, m, up, span, minSamples) {
 			f.ups = append(f.ups, step{onset: j, height: h})
 			j += 2 * jumpSamples
 		}
 	}
-	if f.track {
-		f.runs = append(f.runs, stepRun{lo: lo, hi: hi, s0: s0, s1: len(f.ups)})
+	if fall < 0 {
+		return hi
 	}
-	return hi + 1
+	return max(hi, f.afterFall(fall))
+}
+
+// afterFall judges the samples after a step down at onset fo whose left
+// span reaches back past it, reading their left side from fo on, and
+// returns the last sample it judged. Memory freed is gone: the fall ended
+// the level before it, so a change after it is judged against the level it
+// left. A restarted rank's new process starts with the dead one's memory
+// still on the device; freed a few seconds later, then the re-created
+// communicator's first use a second or two after that: read against spans
+// reaching back over the dead process's memory, that step is a fall
+// (evidence-mode §7.1).
+func (f *stepScan) afterFall(fo int) int {
+	times, n := f.times, len(f.times)
+	end := fo
+	for end+1 < n && times[fo-1] >= satSub(times[end+1], f.span) {
+		end++
+	}
+	if end == fo {
+		return fo
+	}
+	outer, outerEnd, outerLeft := f.fall, f.fallEnd, f.fallLeft
+	var w windowMedian
+	left := make([]int64, end-fo)
+	for i := fo + 1; i <= end; i++ {
+		w.add(f.gaps[i-1])
+		left[i-fo-1] = w.median()
+	}
+	f.fall, f.fallEnd, f.fallLeft = fo, end, left
+	last := end
+	for i := fo + 1; i <= end; {
+		d := f.delta(i)
+		if d < f.threshold && -d < f.threshold {
+			i++
+			continue
+		}
+		hi := f.judge(i, d)
+		last = max(last, hi)
+		i = hi + 1
+	}
+	f.fall, f.fallEnd, f.fallLeft = outer, outerEnd, outerLeft
+	return last
 }
 
 // afterNeeded is how many samples from j on a level change needs to count
@@ -677,9 +774,10 @@ func afterNeeded(times []int64, j, n int, span, minSamples int64) int64 {
 }
 
 // localJump is the median of the jumpSamples samples from j less that of
-// the jumpSamples before j; ok is false too near either end.
-func localJump(gaps []int64, j int) (int64, bool) {
-	if j < jumpSamples || j+jumpSamples > len(gaps) {
+// the jumpSamples before j; ok is false too near either end (or sample
+// from, before which the level is not read).
+func localJump(gaps []int64, j, from int) (int64, bool) {
+	if j-from < jumpSamples || j+jumpSamples > len(gaps) {
 		return 0, false
 	}
 	var a, b [jumpSamples]int64
@@ -691,16 +789,17 @@ func localJump(gaps []int64, j int) (int64, bool) {
 // jumps reports whether the median of the jumpSamples samples from j lies
 // at least half of height (> 0 up, < 0 down) past the old level: the median
 // of the jumpSamples before j, or of the jumpSamples before those when it
-// is nearer the old level (a spike just before the step).
-func jumps(gaps []int64, j int, height int64) bool {
-	if j < jumpSamples || j+jumpSamples > len(gaps) {
+// is nearer the old level (a spike just before the step). Nothing before
+// sample from is read.
+func jumps(gaps []int64, j, from int, height int64) bool {
+	if j-from < jumpSamples || j+jumpSamples > len(gaps) {
 		return true // too close to an end to tell: holds has judged it
 	}
 	var a, b [jumpSamples]int64
 	copy(a[:], gaps[j-jumpSamples:j])
 	copy(b[:], gaps[j:j+jumpSamples])
 	before, after := medianOf(a[:]), medianOf(b[:])
-	if j >= 2*jumpSamples {
+	if j-from >= 2*jumpSamples {
 		copy(a[:], gaps[j-2*jumpSamples:j-jumpSamples])
 		if earlier := medianOf(a[:]); (height > 0) == (earlier < before) {
 			before = earlier
@@ -717,18 +816,19 @@ func jumps(gaps []int64, j int, height int64) bool {
 // least threshold from each: an earlier step where the run ends at j, a
 // later one where it begins there. Runs are looked for within span of j;
 // the later step rises from the run's level to the level after it
-// (right, the median of the span after each sample).
-func staircase(times, gaps, right []int64, j int, before, height, span, threshold int64) []step {
+// (right, the median of the span after each sample). No stair begins at
+// or before sample from.
+func staircase(times, gaps, right []int64, j, from int, before, height, span, threshold int64) []step {
 	after := before + height
 	// A stair is a level of its own: apart from each side by the step
 	// threshold and by an eighth of the whole step, not noise on a ramp.
 	apart := max(threshold, height/8)
 	between := func(k int) bool { return gaps[k] >= before+apart && gaps[k] <= after-apart }
 	k := j
-	for k > 0 && between(k-1) && times[k-1] >= satSub(times[j], span) {
+	for k > from && between(k-1) && times[k-1] >= satSub(times[j], span) {
 		k--
 	}
-	if k < j && k > 0 {
+	if k < j && k > from {
 		level := medianOf(slices.Clone(gaps[k:j]))
 		return []step{{onset: k, height: level - before, stairLast: j - 1}, {onset: j, height: right[j] - level}}
 	}
@@ -768,11 +868,12 @@ func settle(times, gaps []int64, j int, after, mid, span, threshold int64) int {
 	return j
 }
 
-// countBefore is the number of samples in (t_j - span, t_j).
-func countBefore(times []int64, j int, span int64) int {
+// countBefore is the number of samples in (t_j - span, t_j) from sample
+// from on.
+func countBefore(times []int64, j, from int, span int64) int {
 	start := satSub(times[j], span)
 	c := 0
-	for k := j - 1; k >= 0 && times[k] > start; k-- {
+	for k := j - 1; k >= from && times[k] > start; k-- {
 		c++
 	}
 	return c
@@ -792,8 +893,9 @@ func crosses(gaps []int64, j int, mid int64, up bool) bool {
 // holds reports whether the series sits on the new level after j (holdShare
 // of the samples in [t_j, t_j+span] before sample limit) and was mostly off
 // it before (under priorShare of (t_j-span, t_j)), with at least minSamples
-// samples after (all those before limit, when fewer) and one before.
-func holds(times, gaps []int64, j, limit int, mid int64, up bool, span, minSamples int64) bool {
+// samples after (all those before limit, when fewer) and one before. The
+// samples before sample from are not read.
+func holds(times, gaps []int64, j, from, limit int, mid int64, up bool, span, minSamples int64) bool {
 	on := func(k int) bool {
 		if up {
 			return gaps[k] >= mid
@@ -809,7 +911,7 @@ func holds(times, gaps []int64, j, limit int, mid int64, up bool, span, minSampl
 		}
 	}
 	start := satSub(times[j], span)
-	for k := j - 1; k >= 0 && times[k] > start; k-- {
+	for k := j - 1; k >= from && times[k] > start; k-- {
 		before++
 		if on(k) {
 			beforeOn++

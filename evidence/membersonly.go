@@ -64,8 +64,10 @@ func (d *decider) membersOnly(results []attribution.Result, cands []accountingCa
 			// dropped (placeAccountingOnly).
 			v := d.membersVerdictOf(mk.Collective)
 			// An op before the rank's first sample (its host's first poll,
-			// in a job's first seconds) is as unseen as one between two.
-			unseen := d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || rd.Samples.TimesNs[0] > mk.EndNs
+			// in a job's first seconds) or after its last (its host's last
+			// poll, at the job's end) is as unseen as one between two.
+			times := rd.Samples.TimesNs
+			unseen := d.unsampled(int32(ri), mk.StartNs, mk.EndNs) || times[0] > mk.EndNs || times[len(times)-1] < mk.StartNs
 			if !v.shown || !unseen || d.ownAccountingTells(int32(ri), mk) || opCandidate(cands[from:next], mk) {
 				continue
 			}
@@ -102,9 +104,9 @@ func opCandidate(cands []accountingCandidate, mk *Marker) bool {
 // collectShown gathers, per collective, the growth NCCL's reports show on
 // members where the member's change was attributed to it: a transient
 // result its rank's reports cover, or one they alone made (cands) whose
-// first raised report lies inside the op itself (inside its match
-// tolerance only, it may be the next op's: a reduce_scatter ending 20 ms
-// before an all_reduce).
+// first raised report lies inside the op itself, or inside its match
+// tolerance where no other op of the manager lies (inOp: where one does,
+// it may be that op's, a reduce_scatter ending 20 ms before an all_reduce).
 func (d *decider) collectShown(results []attribution.Result, cands []accountingCandidate) {
 	d.shown = make(map[int32][]int64)
 	var collOf map[*attribution.CollectiveMatch]int32

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/collectiveattr/collectiveattr/attribution"
@@ -291,6 +292,76 @@ func TestMembersOnlyBeforeTheRanksFirstSample(t *testing.T) {
 		}
 		if n := len(j.resultsAt(results, r, 1*sec+700*ms)); n != 0 {
 			t.Errorf("rank %d: %d results at the spike no member's reports show, want none", r, n)
+		}
+	}
+}
+
+// At a job's end a host's last poll can come before an op: ranks 4–7 are
+// last sampled at 37 s, before the all_reduce of 38.6–38.9 s whose buffers
+// ranks 0–3's reports show. Nothing of theirs could have seen the op, as if
+// it fell between two samples: the members speak for them (evidence-mode
+// §2.5). A spike no member's reports show gets nothing there.
+func TestMembersOnlyAfterTheRanksLastSample(t *testing.T) {
+	j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+	j.worldAllReduces()
+	caused := j.collectiveSpike(rankList(0, 8), 38, gib)
+	j.collectiveSpike(rankList(0, 8), 37, gib) // not NCCL's: no report shows it
+	j.accounting(rankList(0, 4), "world", 300<<20, []overlay{caused})
+	j.accountingAt(rankList(4, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+	in := j.input()
+	for r := 4; r < 8; r++ {
+		s := &in.Ranks[r].Samples
+		n, _ := slices.BinarySearch(s.TimesNs, t0+37*sec+1)
+		s.TimesNs, s.GapBytes, s.TotalBytes = s.TimesNs[:n], s.GapBytes[:n], s.TotalBytes[:n]
+	}
+	results := Attribute(in, mediumConfig(t), nil)
+	for r := 4; r < 8; r++ {
+		got := membersOnlyAt(j, results, r, 38*sec+700*ms)
+		if len(got) != 1 || got[0].ExcessBytes != gib || got[0].Collective == nil || got[0].Collective.Seq != 38 {
+			t.Errorf("rank %d: members-only results at the op after its last sample %+v, want one of world #38, 1 GiB",
+				r, j.resultsAt(results, r, 38*sec+700*ms))
+		}
+		if n := len(j.resultsAt(results, r, 37*sec+700*ms)); n != 0 {
+			t.Errorf("rank %d: %d results at the spike no member's reports show, want none", r, n)
+		}
+	}
+}
+
+// A member's only report inside an op may come a few ms after the op's end
+// as its clock reads it, within the match tolerance, while NCCL still held
+// the buffers (rank 0 reports once a second at .91 s; the op ends at .90
+// s, its buffers at .92 s). Where no other op of the communicator lies
+// there, the report can be no other op's: it shows the op's buffers, and
+// the members that nothing of their own saw are spoken for. Where another
+// op of the communicator begins within the tolerance, the report may be
+// that op's, and it speaks for no one (evidence-mode §2.5).
+func TestMembersOnlyShownByAReportJustAfterTheOp(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		neighbour bool
+		want      int // members-only results per rank 1–7 at the op
+	}{
+		{"no other op near", false, 1},
+		{"the next op within the tolerance", true, 0},
+	} {
+		j := trainingJob(8, 500*ms) // samples at .0 and .5 s: the op runs .6–.9 s
+		j.worldAllReduces()
+		if tt.neighbour {
+			j.collective("world", 1000, "all_gather", rankList(0, 8), 10*sec+930*ms, 50*ms, false)
+		}
+		caused := j.collectiveSpike(rankList(0, 8), 10, gib)
+		var times []int64
+		for k := int64(0); k < 40; k++ {
+			times = append(times, k*sec+910*ms)
+		}
+		j.accountingAt([]int{0}, "world", 300<<20, []overlay{caused}, times)
+		j.accountingAt(rankList(1, 8), "world", 300<<20, []overlay{caused}, sparseReportTimes(j.duration))
+		results := Attribute(j.input(), mediumConfig(t), nil)
+		for r := 1; r < 8; r++ {
+			if got := membersOnlyAt(j, results, r, 10*sec+700*ms); len(got) != tt.want {
+				t.Errorf("%s, rank %d: %d members-only results at the op, want %d: %+v", tt.name, r, len(got), tt.want,
+					j.resultsAt(results, r, 10*sec+700*ms))
+			}
 		}
 	}
 }

@@ -225,3 +225,82 @@ func TestReleaseConfirmedByLastReport(t *testing.T) {
 		}
 	}
 }
+
+// A restarted rank's new process starts with the dead one's memory still
+// on the device, freed 2.6 s later; the re-created communicator's first
+// use comes 2.4 s after that, a step of 260 MiB on every member. The fall
+// ended the lingering level: the restarted rank's step is judged against
+// the level after it, and found at its onset as the survivors' are, though
+// the span before the onset holds more lingering samples than samples of
+// the level the step rose from (evidence-mode §7.1).
+func TestFirstUseStepAfterTheDeadProcessIsFreed(t *testing.T) {
+	const interval = 50 * ms
+	j := newSim(4, interval, 50*sec)
+	for k := int64(0); k < 16; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
+	}
+	const back, freed, firstUse = 28 * sec, 30*sec + 600*ms, 33*sec + 10*ms
+	for k := int64(33); k < 50; k++ {
+		j.collective("world.1", k, "all_reduce", rankList(0, 4), k*sec, 300*ms, false)
+	}
+	j.change([]int{3}, back, -1, 374<<20)           // the new process's level
+	j.change([]int{3}, back, freed, 810<<20)        // the dead process's memory
+	j.change(rankList(0, 4), firstUse, -1, 260<<20) // NCCL's buffers of world.1
+	in := j.input()
+	s := &in.Ranks[3].Samples
+	keep := func(ts int64) bool { return ts < t0+15*sec+700*ms || ts >= t0+back }
+	var times, gaps, totals []int64
+	s.SessionIDs = []string{"old", "new"}
+	for i, ts := range s.TimesNs {
+		if keep(ts) {
+			times, gaps, totals = append(times, ts), append(gaps, s.GapBytes[i]), append(totals, s.TotalBytes[i])
+			s.Session = append(s.Session, int32(b2i(ts >= t0+back)))
+		}
+	}
+	s.TimesNs, s.GapBytes, s.TotalBytes = times, gaps, totals
+	results := Attribute(in, withMinConfidence(t, 0), nil)
+	for r := range 4 {
+		got := j.resultsAt(results, r, firstUse+interval)
+		if len(got) != 1 || got[0].Kind != attribution.KindPersistent || got[0].Classification != attribution.CollectiveConfident ||
+			!hasCode(got[0], ReasonStepAtFirstUse) || got[0].ExcessBytes < 200<<20 {
+			t.Errorf("rank %d: %+v, want one confident persistent step at world.1's first use", r, got)
+		}
+	}
+}
+
+// A communicator split with shared resources reports its memory manager's
+// total, which another communicator's series follows in lock step: the
+// manager and its buffers outlive the released communicator, so its last
+// total does not say what the release freed, and the release stays
+// confident (evidence-mode §7.1).
+func TestReleaseOfASharedManagerStaysConfident(t *testing.T) {
+	j := trainingJob(4, 100*ms)
+	for k := int64(0); k < 15; k++ {
+		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
+	}
+	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
+	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	for r := range 4 {
+		j.acct[r] = map[string][]acctPoint{}
+		for at := int64(0); at < j.duration; at += 100 * ms {
+			total := int64(256 << 20)
+			if at < 5*sec {
+				total = 192 << 20 // the manager grew once: the two series move together
+			}
+			if at < 25*sec+600*ms {
+				j.acct[r]["world"] = append(j.acct[r]["world"], acctPoint{t0 + at + 37*ms, total})
+			}
+			j.acct[r]["world.split"] = append(j.acct[r]["world.split"], acctPoint{t0 + at + 37*ms, total})
+		}
+	}
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	if len(results) != 4 {
+		t.Fatalf("%d results, want one release per member: %+v", len(results), results)
+	}
+	for _, r := range results {
+		if r.Kind != attribution.KindPersistent || r.Classification != attribution.CollectiveConfident || !hasCode(r, ReasonCommReleased) ||
+			hasCode(r, ReasonAccountingCovers) || r.ExcessBytes >= 0 {
+			t.Errorf("rank %d: %s %s %d %v, want a confident step down", r.Rank, r.Kind, r.Classification, r.ExcessBytes, r.ReasonCodes)
+		}
+	}
+}

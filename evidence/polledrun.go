@@ -9,11 +9,11 @@ package evidence
 // of its samples. NCCL's buffers of each op live within it, and no sample
 // fell between two of the ops to see the memory fall back. A sample outside
 // those ops shows memory held between them, and the run stays one change.
-func perOpRun(markers []Marker, colls []Collective, times []int64, first, last int, interval, tol int64) bool {
+// longest is the rank's longest marker (longestOp).
+func perOpRun(markers []Marker, colls []Collective, times []int64, first, last int, interval, longest, tol int64) bool {
 	if last <= first || len(colls) == 0 {
 		return false
 	}
-	longest := int64(-1)
 	found := false
 	polledOps(markers, colls, times[first], interval, tol, tol, func(mi int) bool {
 		comm := CanonicalCommID(colls[markers[mi].Collective].CommID)
@@ -32,9 +32,6 @@ func perOpRun(markers []Marker, colls []Collective, times []int64, first, last i
 			if next == NoCollective {
 				found = false
 				break
-			}
-			if longest < 0 {
-				longest = longestOp(markers)
 			}
 			found, prev = !oneOpHolds(markers, times[i-1], times[i], longest, tol), next
 		}
@@ -81,6 +78,7 @@ func oneOpHolds(markers []Marker, a, b, longest, tol int64) bool {
 // before t.
 func startingBy(markers []Marker, t int64) int { return firstStartingAt(markers, satAdd(t, 1)) }
 
+// longestOp is the longest duration of markers (0 when none has one).
 func longestOp(markers []Marker) int64 {
 	var d int64
 	for i := range markers {
@@ -92,9 +90,10 @@ func longestOp(markers []Marker) int64 {
 // splitPerOp appends run ep to eps, or, where perOpRun holds, one change
 // per sample of it: each began after the sample before it and ended before
 // the sample after it, its excess that sample's over the baseline.
-func splitPerOp(eps []episode, ep episode, rd *RankData, colls []Collective, base []int64, ra *rankAnalysis, tol int64) []episode {
+// longest is the rank's longest marker (longestOp).
+func splitPerOp(eps []episode, ep episode, rd *RankData, colls []Collective, base []int64, ra *rankAnalysis, longest, tol int64) []episode {
 	times, gaps := rd.Samples.TimesNs, rd.Samples.GapBytes
-	if ep.persistent || !perOpRun(rd.Markers, colls, times, ep.first, ep.last, ra.interval, tol) {
+	if ep.persistent || !perOpRun(rd.Markers, colls, times, ep.first, ep.last, ra.interval, longest, tol) {
 		return append(eps, ep)
 	}
 	for i := ep.first; i <= ep.last; i++ {

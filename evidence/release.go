@@ -19,31 +19,24 @@ func (m *matcher) releasedTotal(ri int32, ep *episode, comm string) (freed int64
 	if comm == "" || !ra.tracked {
 		return 0, false
 	}
-	for i := range rd.Accounting {
-		s := &rd.Accounting[i]
-		if CanonicalCommID(s.CommID) != comm {
-			continue
-		}
-		for j := range ra.manager {
-			if j != i && (ra.manager[j] == i || ra.manager[i] == j) {
-				return 0, false
-			}
-		}
-		n := len(s.TimesNs)
-		if n < 2 {
-			return 0, false
-		}
-		last := s.TimesNs[n-1]
-		every := (last - s.TimesNs[0]) / int64(n-1)
-		times := rd.Samples.TimesNs
-		if last > ep.riseHi || last < satSub(ep.riseLo, accountingLookbackNs) ||
-			len(times) == 0 || times[len(times)-1] < satAdd(last, 2*every) {
-			return 0, false
-		}
-		freed = s.Bytes[n-1]
-		fall := -ep.excess
-		slack := max(fall/4, m.analyses[ri].threshold)
-		return freed, freed > 0 && freed >= fall-slack && freed <= fall+slack
+	i := seriesOf(rd.Accounting, comm)
+	if i < 0 || sharesManager(ra.manager, i) {
+		return 0, false
 	}
-	return 0, false
+	s := &rd.Accounting[i]
+	n := len(s.TimesNs)
+	if n < 2 {
+		return 0, false
+	}
+	last := s.TimesNs[n-1]
+	every := (last - s.TimesNs[0]) / int64(n-1)
+	times := rd.Samples.TimesNs
+	if last > ep.riseHi || last < satSub(ep.riseLo, accountingLookbackNs) ||
+		len(times) == 0 || times[len(times)-1] < satAdd(last, 2*every) {
+		return 0, false
+	}
+	freed = s.Bytes[n-1]
+	fall := -ep.excess
+	slack := max(fall/4, m.analyses[ri].threshold)
+	return freed, freed > 0 && freed >= fall-slack && freed <= fall+slack
 }
