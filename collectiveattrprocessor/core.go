@@ -1,11 +1,9 @@
 package collectiveattrprocessor // import "github.com/collectiveattr/collectiveattr/collectiveattrprocessor"
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"iter"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -70,7 +68,7 @@ type core struct {
 	hidden []output.HiddenPoint
 	// hiddenNewest is, per (job, rank), its newest gpu.memory.hidden point
 	// past the tick's cap (maxHiddenPointsPerTick).
-	hiddenNewest map[rankKey]output.HiddenPoint
+	hiddenNewest newestHidden
 	// spareHidden is the previous tick's hidden slice, reused once emitted.
 	spareHidden []output.HiddenPoint
 	wantHidden  bool
@@ -181,7 +179,7 @@ func (c *core) unregister(l *lifecycle) {
 	hasMetrics := c.hasSinkLocked(signalMetrics)
 	c.wantHidden = hasMetrics
 	if !hasMetrics {
-		c.hidden, c.hiddenNewest = nil, nil
+		c.hidden, c.hiddenNewest = nil, newestHidden{}
 		c.peaks = output.NewHiddenPeaks(c.cfg.HiddenPeakInterval.Nanoseconds())
 	}
 	c.mu.Unlock()
@@ -432,35 +430,13 @@ func (c *core) addHiddenRun(b *batchCounts, run *ingest.SampleRun, first int) {
 // them p: the rank's newest point past the cap is kept, the others are
 // counted as dropped (not silent).
 func (c *core) keepNewestHidden(b *batchCounts, p output.HiddenPoint, n int) {
-	k := rankKey{p.JobID, p.Rank}
-	old, ok := c.hiddenNewest[k]
-	if ok {
-		b.hiddenDropped += int64(n)
-		if old.TimestampNs > p.TimestampNs {
-			return
-		}
-	} else {
-		b.hiddenDropped += int64(n - 1)
-		if c.hiddenNewest == nil {
-			c.hiddenNewest = map[rankKey]output.HiddenPoint{}
-		}
-	}
-	c.hiddenNewest[k] = p
+	b.hiddenDropped += c.hiddenNewest.keep(p, n)
 }
 
 // takeHiddenLocked returns the tick's gpu.memory.hidden points, each rank's
 // newest past the cap last (by job, then rank), and starts the next tick's.
 func (c *core) takeHiddenLocked() []output.HiddenPoint {
-	hidden := c.hidden
-	if len(c.hiddenNewest) > 0 {
-		keys := slices.SortedFunc(maps.Keys(c.hiddenNewest), func(a, b rankKey) int {
-			return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.rank, b.rank))
-		})
-		for _, k := range keys {
-			hidden = append(hidden, c.hiddenNewest[k])
-		}
-		clear(c.hiddenNewest)
-	}
+	hidden := c.hiddenNewest.take(c.hidden)
 	if c.wantHidden {
 		c.hidden, c.spareHidden = c.spareHidden[:0], nil
 	}

@@ -81,9 +81,37 @@ type Joiner struct {
 	now   func() time.Time
 	max   int
 	procs map[Process][]claim
+	// version counts the changes to the mappings other than a claim's
+	// last-seen time: a claim added, its owner changed, claims expired.
+	version uint64
 	// Full counts claims refused because the joiner held max processes.
 	Full uint64
 }
+
+// Learned is what a Learn that stored a claim returns, for Current: when
+// it was learned and the joiner's version after it. The zero value is
+// never current.
+type Learned struct {
+	at      time.Time
+	version uint64
+	ok      bool
+}
+
+// Current reports whether a claim learned as l need not be learned again
+// at now: nothing but last-seen times changed since, and l is less than
+// a refresh interval (the TTL / RefreshFraction) old. Learning it again
+// would only move its last-seen time by less than that interval, so an
+// owner that skips a Learn while its statement is Current keeps its
+// mapping alive between TTL − TTL/RefreshFraction and TTL after its last
+// telemetry, and its mapping is otherwise what Learn would make it.
+func (j *Joiner) Current(l Learned, now time.Time) bool {
+	return l.ok && l.version == j.version && now.Sub(l.at) < j.ttl/RefreshFraction
+}
+
+// RefreshFraction is the part of the TTL by which a claim's last-seen
+// time may lag behind its owner's telemetry when its owner learns it only
+// when it is not Current (see Current).
+const RefreshFraction = 8
 
 // NewJoiner returns a Joiner whose mappings expire ttl after their owner's
 // last telemetry, holding at most maxProcesses processes (≤ 0: no bound);
@@ -97,30 +125,36 @@ func NewJoiner(ttl time.Duration, maxProcesses int, now func() time.Time) *Joine
 
 // Learn records that owner runs as (host, pid), from the owner's own
 // telemetry. An empty host or a negative pid (stormlog's -1, unknown) says
-// nothing.
-func (j *Joiner) Learn(host string, pid int64, owner Owner) {
+// nothing. It returns when and in which version it stored the claim (the
+// zero Learned when it stored none), for Current.
+func (j *Joiner) Learn(host string, pid int64, owner Owner) Learned {
 	if host == "" || pid < 0 {
-		return
+		return Learned{}
 	}
 	now := j.now()
 	key := Process{Host: host, PID: pid}
 	claims, ok := j.procs[key]
 	if !ok && j.max > 0 && len(j.procs) >= j.max {
 		j.Full++
-		return
+		return Learned{}
 	}
 	for i := range claims {
 		if claims[i].owner.Job() == owner.Job() && claims[i].owner.Rank == owner.Rank {
+			if claims[i].owner != owner {
+				j.version++
+			}
 			claims[i] = claim{owner: owner, lastSeen: now}
-			return
+			return Learned{at: now, version: j.version, ok: true}
 		}
 	}
 	j.procs[key] = append(claims, claim{owner: owner, lastSeen: now})
+	j.version++
+	return Learned{at: now, version: j.version, ok: true}
 }
 
 // LearnEvent is Learn for a stormlog record, which carries host and pid.
 func (j *Joiner) LearnEvent(e *telemetry.Event) {
-	j.Learn(e.Host, e.PID, OwnerOf(e))
+	_ = j.Learn(e.Host, e.PID, OwnerOf(e))
 }
 
 // Join returns the owner of (host, pid): ErrUnknownProcess when no live
@@ -171,6 +205,9 @@ func (j *Joiner) Expire() int {
 			} else {
 				dropped++
 			}
+		}
+		if len(kept) < len(claims) {
+			j.version++
 		}
 		if len(kept) == 0 {
 			delete(j.procs, key)

@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -148,5 +149,118 @@ func TestJoinerBound(t *testing.T) {
 	}
 	if _, err := j.Join("n", 3); !errors.Is(err, ErrUnknownProcess) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestLearnWhenNotCurrentEqualsLearnAlways drives two joiners with the same
+// random statements (owners that share a process, conflict over one job
+// and rank with other details, fill the bound), one learning every
+// statement, the other only the statements whose last Learned is not
+// Current. The clock moves in small steps that together stay below 3/4 of
+// the TTL, then jumps past it, so that both expire the same claims; after
+// every step both must hold the same claims, owners and order, join
+// alike, refuse alike, and the skipping one's last-seen times may lag by
+// less than the refresh interval only.
+func TestLearnWhenNotCurrentEqualsLearnAlways(t *testing.T) {
+	const ttl = 80 * time.Second
+	type statement struct {
+		host  string
+		pid   int64
+		owner Owner
+	}
+	var pool []statement
+	for _, host := range []string{"n0", "n1"} {
+		for pid := int64(1); pid <= 3; pid++ {
+			for rank := int64(0); rank < 2; rank++ {
+				for _, local := range []int64{0, 1} {
+					pool = append(pool, statement{host, pid, Owner{JobID: "j", Rank: rank, LocalRank: local, WorldSize: 2}})
+				}
+				pool = append(pool, statement{host, pid, Owner{SessionID: "s", Rank: rank}})
+			}
+		}
+	}
+	for seed := range int64(200) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+		maxProcs := rng.IntN(5)
+		always, skipping := NewJoiner(ttl, maxProcs, clk.now), NewJoiner(ttl, maxProcs, clk.now)
+		learned := make([]Learned, len(pool))
+		var sinceJump time.Duration
+		for step := range 300 {
+			switch r := rng.IntN(20); {
+			case r < 14:
+				k := rng.IntN(len(pool))
+				if rng.IntN(4) == 0 {
+					k = rng.IntN(3) // a few statements come often
+				}
+				s := pool[k]
+				always.Learn(s.host, s.pid, s.owner)
+				if !skipping.Current(learned[k], clk.now()) {
+					learned[k] = skipping.Learn(s.host, s.pid, s.owner)
+				}
+			case r < 16:
+				always.Expire()
+				skipping.Expire()
+			case r < 19:
+				if d := time.Duration(rng.Int64N(int64(ttl / 16))); sinceJump+d < ttl*3/4 {
+					clk.advance(d)
+					sinceJump += d
+				}
+			default:
+				clk.advance(ttl + time.Duration(rng.Int64N(int64(ttl))))
+				sinceJump = 0
+			}
+			if always.Full != skipping.Full || len(always.procs) != len(skipping.procs) {
+				t.Fatalf("seed %d step %d: full %d/%d, processes %d/%d", seed, step, always.Full, skipping.Full, len(always.procs), len(skipping.procs))
+			}
+			for key, want := range always.procs {
+				got := skipping.procs[key]
+				if len(got) != len(want) {
+					t.Fatalf("seed %d step %d: %v: %d claims, want %d", seed, step, key, len(got), len(want))
+				}
+				for i := range want {
+					lag := want[i].lastSeen.Sub(got[i].lastSeen)
+					if got[i].owner != want[i].owner || lag < 0 || lag >= ttl/RefreshFraction {
+						t.Fatalf("seed %d step %d: %v claim %d: %+v seen %v, want %+v seen %v", seed, step, key, i, got[i].owner, got[i].lastSeen, want[i].owner, want[i].lastSeen)
+					}
+				}
+				o1, err1 := always.Join(key.Host, key.PID)
+				o2, err2 := skipping.Join(key.Host, key.PID)
+				if o1 != o2 || (err1 == nil) != (err2 == nil) {
+					t.Fatalf("seed %d step %d: %v joins %+v, %v; want %+v, %v", seed, step, key, o2, err2, o1, err1)
+				}
+			}
+		}
+	}
+}
+
+// TestCurrentLearnKeepsTheMappingWithinTheTTL: an owner that learns only
+// when not Current, sending every second, keeps its mapping alive at
+// least TTL − TTL/RefreshFraction after its last telemetry, and it is gone
+// once the TTL has passed.
+func TestCurrentLearnKeepsTheMappingWithinTheTTL(t *testing.T) {
+	const ttl = 80 * time.Second
+	j, clk := newTestJoiner(ttl)
+	o := Owner{JobID: "j", Rank: 1}
+	var l Learned
+	learns := 0
+	for range 100 {
+		if !j.Current(l, clk.now()) {
+			l = j.Learn("n", 7, o)
+			learns++
+		}
+		clk.advance(time.Second)
+	}
+	if learns > 100/int(ttl/RefreshFraction/time.Second)+1 {
+		t.Fatalf("learned %d times in 100 s with a TTL of %v", learns, ttl)
+	}
+	last := clk.now().Add(-time.Second)
+	clk.t = last.Add(ttl - ttl/RefreshFraction)
+	if _, err := j.Join("n", 7); err != nil {
+		t.Fatalf("TTL − TTL/%d after the last telemetry: %v", RefreshFraction, err)
+	}
+	clk.t = last.Add(ttl + time.Nanosecond)
+	if _, err := j.Join("n", 7); !errors.Is(err, ErrUnknownProcess) {
+		t.Fatalf("past the TTL after the last telemetry: err %v, want ErrUnknownProcess", err)
 	}
 }

@@ -338,3 +338,57 @@ func TestSamplesOfTotals(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(es.uniform), maxUniformColumns)
 }
+
+// TestPushRunEqualsPushes writes random runs of samples (times in and out
+// of order, totals unknown, negative, constant and changing, sessions
+// changing between runs, rings emptied, wrapping and growing, runs that
+// fill the bound) into one rank's columns by pushRun and into another's by
+// a push each, with random drops between them, and requires the same
+// columns after every run: storage, order state, runs, sequence numbers.
+func TestPushRunEqualsPushes(t *testing.T) {
+	for seed := range uint64(400) {
+		rng := rand.New(rand.NewPCG(seed, 23))
+		maxCap := []int{1, 7, 16, 40, 100, 3000}[rng.IntN(6)]
+		var byRun, byPush sampleColumns
+		ts := rng.Int64N(1000)
+		for step := range 60 {
+			if k := rng.IntN(byRun.len() + 1); rng.IntN(3) == 0 {
+				byRun.dropFront(k)
+				byPush.dropFront(k)
+			}
+			room := maxCap - byRun.len()
+			if room <= 0 {
+				continue
+			}
+			n := rng.IntN(min(room, 50)) + 1
+			session := uint32(rng.IntN(3))
+			from := rng.IntN(3)
+			samples := make([][3]int64, from+n)
+			for i := range samples {
+				ts += rng.Int64N(5)
+				if rng.IntN(15) == 0 {
+					ts -= rng.Int64N(20)
+				}
+				total := int64(80 << 30)
+				switch rng.IntN(10) {
+				case 0:
+					total = 0
+				case 1:
+					total = -rng.Int64N(3)
+				case 2:
+					total = rng.Int64N(4) << 30
+				}
+				samples[i] = [3]int64{ts, rng.Int64N(1<<20) - 1<<19, total}
+			}
+			first, last := byRun.pushRun(from, from+n, session, maxCap, func(i int) (int64, int64, int64) {
+				return samples[i][0], samples[i][1], samples[i][2]
+			})
+			for _, s := range samples[from:] {
+				byPush.push(s[0], s[1], s[2], session, maxCap)
+			}
+			require.Equal(t, samples[from][0], first, "seed %d step %d: first time", seed, step)
+			require.Equal(t, samples[len(samples)-1][0], last, "seed %d step %d: last time", seed, step)
+			require.Equal(t, byPush, byRun, "seed %d step %d: %d samples from %d, bound %d", seed, step, n, from, maxCap)
+		}
+	}
+}

@@ -133,13 +133,7 @@ func (j *Job) AddSamples(rb *Rank, session string, n int, sample func(i int) (ts
 	}
 	// The common case: the rank has room for the run, and the samples are
 	// in time order, so none is stale once the first is not.
-	first, _, _ := sample(dup)
-	last := first
-	for i := dup; i < n; i++ {
-		ts, gap, total := sample(i)
-		rb.samples.push(ts, gap, total, idx, maxCap)
-		last = ts
-	}
+	first, last := rb.samples.pushRun(dup, n, idx, maxCap, sample)
 	j.addedRun(rb, n-dup, first, last)
 	return dup
 }

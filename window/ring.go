@@ -155,8 +155,21 @@ func (r *timedRing[A]) push(ts int64, aux A, maxCap int) {
 	r.n++
 }
 
-func (r *timedRing[A]) grow(maxCap int) {
-	c := grownCap(len(r.ts), maxCap)
+func (r *timedRing[A]) grow(maxCap int) { r.growTo(grownCap(len(r.ts), maxCap)) }
+
+// reserve grows the storage, at once, to the size k more pushes would
+// grow it to.
+func (r *timedRing[A]) reserve(k, maxCap int) {
+	c := len(r.ts)
+	for r.n+k > c {
+		c = grownCap(c, maxCap)
+	}
+	if c > len(r.ts) {
+		r.growTo(c)
+	}
+}
+
+func (r *timedRing[A]) growTo(c int) {
 	ts, aux := make([]int64, c), make([]A, c)
 	r.copyTo(ts, aux)
 	r.ts, r.aux, r.head = ts, aux, 0

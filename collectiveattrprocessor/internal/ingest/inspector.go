@@ -329,17 +329,24 @@ func (c *inspectorConverter) learnStormlogProcess(ev *telemetry.Event, job strin
 	}
 	o := inspector.OwnerOf(ev)
 	o.JobID = job
-	c.joiner.Learn(ev.Host, ev.PID, o)
+	_ = c.joiner.Learn(ev.Host, ev.PID, o)
 }
 
 // learnResourceProcess maps the (host, pid) of an OTLP resource that names
 // both, and a rank, to that job and rank.
-func (c *inspectorConverter) learnResourceProcess(rd *resourceReading) {
-	if !rd.procOK || rd.detail != "" || !rd.id.hasRank {
+//
+// A memoised reading (the same attributes at the same position as in the
+// previous batch) keeps what its last Learn returned, and is learned again
+// only when that is no longer Current at now: when the joiner's mappings
+// changed otherwise than by last-seen times, or an eighth of the TTL has
+// passed. Until then a Learn would only move the claim's last-seen time,
+// so the mapping lives from TTL − TTL/8 to TTL after the rank's last item.
+func (c *inspectorConverter) learnResourceProcess(rd *resourceReading, now time.Time) {
+	if !rd.procOK || rd.detail != "" || !rd.id.hasRank || c.joiner.Current(rd.learned, now) {
 		return
 	}
 	id := &rd.id
-	c.joiner.Learn(rd.procHost, rd.procPID, inspector.Owner{
+	rd.learned = c.joiner.Learn(rd.procHost, rd.procPID, inspector.Owner{
 		JobID: id.job, Rank: id.rank, LocalRank: id.localRank, WorldSize: id.worldSize, DeviceID: id.devIndex,
 	})
 }
@@ -349,14 +356,16 @@ func (c *inspectorConverter) learnResourceProcess(rd *resourceReading) {
 // conversion of the batch reads them through next.
 func (c *inspectorConverter) learnMetricsProcesses(md pmetric.Metrics) {
 	rms := md.ResourceMetrics()
+	now := c.now()
 	for i := 0; i < rms.Len(); i++ {
-		c.learnResourceProcess(c.ids.readResource(&c.ids.metricsRes, i, rms.At(i).Resource().Attributes()))
+		c.learnResourceProcess(c.ids.readResource(&c.ids.metricsRes, i, rms.At(i).Resource().Attributes()), now)
 	}
 }
 
 func (c *inspectorConverter) learnTracesProcesses(td ptrace.Traces) {
 	rss := td.ResourceSpans()
+	now := c.now()
 	for i := 0; i < rss.Len(); i++ {
-		c.learnResourceProcess(c.ids.readResource(&c.ids.tracesRes, i, rss.At(i).Resource().Attributes()))
+		c.learnResourceProcess(c.ids.readResource(&c.ids.tracesRes, i, rss.At(i).Resource().Attributes()), now)
 	}
 }

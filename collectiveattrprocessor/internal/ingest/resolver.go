@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/collectiveattr/collectiveattr/inspector"
 	"github.com/collectiveattr/collectiveattr/telemetry"
 )
 
@@ -130,6 +131,7 @@ func (c *identityResolver) readResource(memo *resourceMemo, i int, attrs pcommon
 		}
 	}
 	rd := &c.resRead
+	rd.learned = inspector.Learned{}
 	var raw, none rawIdentity
 	raw.scan(c.keys, attrs)
 	rd.detail = resolve(&none, &raw, &rd.id)

@@ -3,14 +3,16 @@ package ingest
 import (
 	"math"
 
+	"github.com/collectiveattr/collectiveattr/inspector"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // resourceReading is what a resource's attributes alone say about
 // identity: the identity its identity keys resolve to (resolve with no item
 // attributes, before the limits and the device map) or why they do not,
-// and the (host, pid) the NCCL Inspector join learns from it. It is a
-// function of the attributes and the configuration only.
+// and the (host, pid) the NCCL Inspector join learns from it. But for
+// learned, it is a function of the attributes and the configuration only.
 type resourceReading struct {
 	id     identity
 	detail string // resolve's refusal, "" when id is valid
@@ -20,6 +22,11 @@ type resourceReading struct {
 	procHost string
 	procPID  int64
 	procOK   bool
+	// learned is what the joiner's Learn of this reading's process last
+	// returned (learnResourceProcess): not a function of the attributes,
+	// but kept with them, so that an unchanged resource is learned again
+	// only when that is no longer current.
+	learned inspector.Learned
 }
 
 // resourceMemo keeps the reading of each resource of the previous batch
