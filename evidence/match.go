@@ -427,14 +427,18 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 		ra := &m.analyses[ref.rank]
 		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 		ei := s.episode[i]
-		if ei < 0 {
+		if ei < 0 || ra.episodes[ei].down {
 			if mk.Approximate {
 				continue // the op's interval is not known on this member
 			}
 			// NCCL allocates a collective's buffers on every member: a
 			// member whose samples missed the change is judged over the
 			// op's own interval, its start and end known to within the
-			// match tolerance.
+			// match tolerance. So is one whose change there is a fall (its
+			// first sample caught a change and saw only its end): NCCL's
+			// total over a fall says nothing of growth at the op, and a
+			// communicator first reported after it would read as grown
+			// from 0 by all it holds.
 			v := m.accountingOf(ref.rank, m.opChange(mk), comm, nil)
 			switch {
 			case !v.present || v.untracked:
