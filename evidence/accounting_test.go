@@ -595,3 +595,44 @@ func TestAccountingCommunicatorRecordBySize(t *testing.T) {
 		}
 	}
 }
+
+// A member whose first sample caught a co-timed change sees only its fall (a
+// step down from its first sample), and a communicator whose first report
+// comes after it reads as created there: over that fall NCCL's total seems
+// to grow from 0 by all it holds. A fall shows nothing of NCCL's growth at
+// the op: such a member is judged over the op's interval, as one whose
+// samples missed the change, and confirms nothing.
+func TestAccountingMemberFallDoesNotConfirm(t *testing.T) {
+	j := newSim(8, 500*ms, 40*sec)
+	j.phase = map[int]int64{0: 700 * ms} // its first sample inside the change
+	for r := 1; r < 8; r++ {
+		j.phase[r] = 200 * ms // samples at 0.2 and 0.7 s: one inside the change
+		if r >= 4 {
+			j.phase[r] = 450 * ms // samples at 0.45 and 0.95 s: none inside
+		}
+	}
+	j.worldAllReduces()
+	j.change(rankList(0, 8), 605*ms, 920*ms, gib) // co-timed with op 0, not NCCL's
+	var every, late []int64
+	for t := int64(0); t < j.duration; t += sec {
+		every = append(every, t)
+		if t > 0 {
+			late = append(late, t)
+		}
+	}
+	j.accountingAt(rankList(1, 8), "world", 300<<20, nil, every)
+	j.accountingAt([]int{0}, "world", 300<<20, nil, late) // rank 0 reports from 1 s on
+	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+	claims := 0
+	for r := 1; r < 4; r++ {
+		for _, x := range j.resultsAt(results, r, 700*ms) {
+			claims++
+			if x.Classification == attribution.CollectiveConfirmed {
+				t.Errorf("rank %d: %s %v, want no confirmation: no report of any member shows NCCL's growth", r, x.Classification, x.ReasonCodes)
+			}
+		}
+	}
+	if claims == 0 {
+		t.Error("no result for the change on the ranks sampled inside it")
+	}
+}

@@ -53,9 +53,11 @@ type Params struct {
 	// ApproximateToleranceNs replaces MatchToleranceNs for markers flagged
 	// nccl.time_approximate. Default 500 ms.
 	ApproximateToleranceNs int64
-	// ResolvedMinSamples is how many sampling intervals a collective must
-	// last on every member before a spike that rises at its launch and falls
-	// at its end there counts as resolved inside it. Default 4.
+	// ResolvedMinSamples is how many sampling intervals, each widened by
+	// MatchToleranceNs (how far from the launch or the end a sample still
+	// places a change there), a collective must last on every member before
+	// a spike that rises at its launch and falls at its end there counts as
+	// resolved inside it. Default 4.
 	ResolvedMinSamples float64
 }
 

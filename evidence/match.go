@@ -355,7 +355,13 @@ func (m *matcher) changeOf(ri int32, mk *Marker) memberChange {
 	e := &ra.episodes[mc.episode]
 	mc.strong = !e.weak
 	tol, iv := m.cfg.Evidence.MatchToleranceNs, ra.interval
-	dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv)
+	// A sample places the change up to an interval plus the tolerance from
+	// the launch (or the end) and still counts it there. Where the op does
+	// not last resolved_min_samples such spans, the rise and fall windows
+	// cover most of it, and any co-timed change lasting about as long as
+	// the op (a workspace freed before the next step) passes as resolved:
+	// the timing does not separate it from NCCL's buffers (evidence-mode §3.4).
+	dense := float64(mk.EndNs-mk.StartNs) >= m.cfg.Evidence.ResolvedMinSamples*float64(iv+tol)
 	mc.resolved = dense && !e.persistent && !mk.Approximate &&
 		e.riseLo >= satSub(mk.StartNs, tol) && e.riseHi <= satAdd(mk.StartNs, tol+iv) &&
 		e.fallHi >= satSub(mk.EndNs, tol) && e.fallLo <= satAdd(mk.EndNs, tol) &&
@@ -421,14 +427,18 @@ func (m *matcher) memberAccounting(c int32) *synchrony {
 		ra := &m.analyses[ref.rank]
 		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 		ei := s.episode[i]
-		if ei < 0 {
+		if ei < 0 || ra.episodes[ei].down {
 			if mk.Approximate {
 				continue // the op's interval is not known on this member
 			}
 			// NCCL allocates a collective's buffers on every member: a
 			// member whose samples missed the change is judged over the
 			// op's own interval, its start and end known to within the
-			// match tolerance.
+			// match tolerance. So is one whose change there is a fall (its
+			// first sample caught a change and saw only its end): NCCL's
+			// total over a fall says nothing of growth at the op, and a
+			// communicator first reported after it would read as grown
+			// from 0 by all it holds.
 			v := m.accountingOf(ref.rank, m.opChange(mk), comm, nil)
 			switch {
 			case !v.present || v.untracked:
