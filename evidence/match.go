@@ -364,18 +364,25 @@ func (m *matcher) changeOf(ri int32, mk *Marker) memberChange {
 }
 
 // observable is the interval in which a member's sample would surely have
-// shown a transient of its marker mk: the op's, widened by the tolerance.
-// A member polled more sparsely than that widened interval lasts (DCGM,
-// nvidia-smi) samples it by chance; its sample in a widening before the
-// launch or after the end, where NCCL's buffers may not be yet or any
-// more, shows nothing of the op, so only one inside the op itself counts
-// (evidence-mode §7.6).
+// shown a transient of its marker mk: from the launch to the op's end,
+// widened by the tolerance. NCCL allocates an op's buffers at its launch,
+// on the clock that stamps the rank's samples and its markers, so a sample
+// before the launch shows nothing of them (evidence-mode §3.2); only an
+// approximate marker, whose launch is not known, is widened before it too.
+// A member polled more sparsely than the widened interval lasts (DCGM,
+// nvidia-smi) samples it by chance; its sample in the widening after the
+// end, where NCCL's buffers may be freed, shows nothing of the op either,
+// so only one inside the op itself counts (evidence-mode §7.6).
 func (m *matcher) observable(mk *Marker, interval int64) (from, to int64) {
 	if m.polledPast(mk, interval) {
 		return mk.StartNs, mk.EndNs
 	}
 	w := m.tolerance(mk)
-	return satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)
+	from = mk.StartNs
+	if mk.Approximate {
+		from = satSub(mk.StartNs, w.before)
+	}
+	return from, satAdd(mk.EndNs, w.after)
 }
 
 // polledPast reports whether a member sampled every interval samples the
