@@ -289,7 +289,14 @@ func (m *matcher) memberEpisode(ri int32, mk *Marker) int32 {
 	return found
 }
 
-// synchronyOf judges collective c on every member with enough samples.
+// synchronyOf judges collective c on every member with enough samples. A
+// member without a change at its marker counts against the op only where
+// a sample of its own would have shown the op's buffers (observable): not
+// past its op's end by more than the members that show a transient were
+// seen holding it after theirs (the median of those sampled densely
+// enough to follow the op; one whose change merged with a later cause's
+// would stretch the maximum): NCCL frees an op's buffers as it ends, and a
+// sample after that shows nothing of them (evidence-mode §3.2).
 func (m *matcher) synchronyOf(c int32) *synchrony {
 	s := &m.sync[c]
 	if s.done {
@@ -300,6 +307,7 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 	s.episode = make([]int32, len(members))
 	s.resolved = true
 	s.flat = true
+	var held []int64 // per member showing a transient, densely sampled: how long past its op's end
 	for i, ref := range members {
 		s.episode[i] = -1
 		ra := &m.analyses[ref.rank]
@@ -309,9 +317,31 @@ func (m *matcher) synchronyOf(c int32) *synchrony {
 		mc := m.changeAt[ref.rank][ref.marker]
 		s.episode[i] = mc.episode
 		if mc.episode < 0 {
+			continue
+		}
+		mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
+		if e := &ra.episodes[mc.episode]; !e.persistent && !mk.Approximate && !m.polledPast(mk, ra.interval) {
+			held = append(held, max(0, e.fallLo-mk.EndNs))
+		}
+	}
+	past := int64(-1) // no transient seen: the tolerance's
+	if len(held) > 0 {
+		slices.Sort(held)
+		past = held[(len(held)-1)/2]
+	}
+	for _, ref := range members {
+		ra := &m.analyses[ref.rank]
+		if ra.interval == 0 {
+			continue
+		}
+		mc := m.changeAt[ref.rank][ref.marker]
+		if mc.episode < 0 {
 			s.resolved = false
 			mk := &m.in.Ranks[ref.rank].Markers[ref.marker]
 			from, to := m.observable(mk, ra.interval)
+			if past >= 0 && !mk.Approximate {
+				to = min(to, satAdd(mk.EndNs, past))
+			}
 			if !sampledWithin(m.in.Ranks[ref.rank].Samples.TimesNs, from, to) {
 				s.unseen++
 				continue
@@ -370,18 +400,25 @@ func (m *matcher) changeOf(ri int32, mk *Marker) memberChange {
 }
 
 // observable is the interval in which a member's sample would surely have
-// shown a transient of its marker mk: the op's, widened by the tolerance.
-// A member polled more sparsely than that widened interval lasts (DCGM,
-// nvidia-smi) samples it by chance; its sample in a widening before the
-// launch or after the end, where NCCL's buffers may not be yet or any
-// more, shows nothing of the op, so only one inside the op itself counts
-// (evidence-mode §7.6).
+// shown a transient of its marker mk: from the launch to the op's end,
+// widened by the tolerance. NCCL allocates an op's buffers at its launch,
+// on the clock that stamps the rank's samples and its markers, so a sample
+// before the launch shows nothing of them (evidence-mode §3.2); only an
+// approximate marker, whose launch is not known, is widened before it too.
+// A member polled more sparsely than the widened interval lasts (DCGM,
+// nvidia-smi) samples it by chance; its sample in the widening after the
+// end, where NCCL's buffers may be freed, shows nothing of the op either,
+// so only one inside the op itself counts (evidence-mode §7.6).
 func (m *matcher) observable(mk *Marker, interval int64) (from, to int64) {
 	if m.polledPast(mk, interval) {
 		return mk.StartNs, mk.EndNs
 	}
 	w := m.tolerance(mk)
-	return satSub(mk.StartNs, w.before), satAdd(mk.EndNs, w.after)
+	from = mk.StartNs
+	if mk.Approximate {
+		from = satSub(mk.StartNs, w.before)
+	}
+	return from, satAdd(mk.EndNs, w.after)
 }
 
 // polledPast reports whether a member sampled every interval samples the
