@@ -138,17 +138,25 @@ func TestCoarseRanksMakeNoWorldSynchrony(t *testing.T) {
 	}
 }
 
-// Survivors hang in an all_reduce until the watchdog aborts the
-// communicator, which frees its buffers: a step down at the end of the
-// communicator's last op on every member is NCCL's. A step down elsewhere
-// is not reported.
-func TestCommunicatorReleasedOnAbort(t *testing.T) {
+// abortedJob is a 4-rank job whose world communicator holds 256 MiB from
+// the start; its 16th all_reduce hangs until the watchdog aborts it at
+// 25.6 s, freeing the buffers.
+func abortedJob() *simJob {
 	j := trainingJob(4, 100*ms)
 	for k := int64(0); k < 15; k++ {
 		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
 	}
 	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
 	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	return j
+}
+
+// Survivors hang in an all_reduce until the watchdog aborts the
+// communicator, which frees its buffers: a step down at the end of the
+// communicator's last op on every member is NCCL's. A step down elsewhere
+// is not reported.
+func TestCommunicatorReleasedOnAbort(t *testing.T) {
+	j := abortedJob()
 	j.change([]int{2}, 0, 35*sec, 128<<20)
 	results := Attribute(j.input(), withMinConfidence(t, 0), nil)
 	if len(results) != 4 {
@@ -191,12 +199,7 @@ func TestCloseStepsBothFound(t *testing.T) {
 // held 1 GiB, its fall is 256 MiB) NCCL's figure does not explain it, and
 // the timing's verdict stands.
 func TestReleaseConfirmedByLastReport(t *testing.T) {
-	j := trainingJob(4, 100*ms)
-	for k := int64(0); k < 15; k++ {
-		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
-	}
-	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
-	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	j := abortedJob()
 	for r := range 4 {
 		total := int64(256 << 20)
 		if r == 3 {
@@ -274,12 +277,7 @@ func TestFirstUseStepAfterTheDeadProcessIsFreed(t *testing.T) {
 // total does not say what the release freed, and the release stays
 // confident (evidence-mode §7.1).
 func TestReleaseOfASharedManagerStaysConfident(t *testing.T) {
-	j := trainingJob(4, 100*ms)
-	for k := int64(0); k < 15; k++ {
-		j.collective("world", k, "all_reduce", rankList(0, 4), k*sec+600*ms, 300*ms, false)
-	}
-	j.collective("world", 15, "all_reduce", rankList(0, 4), 15*sec+600*ms, 10*sec, false)
-	j.change(rankList(0, 4), 0, 25*sec+605*ms, 256<<20)
+	j := abortedJob()
 	for r := range 4 {
 		j.acct[r] = map[string][]acctPoint{}
 		for at := int64(0); at < j.duration; at += 100 * ms {
