@@ -1,7 +1,5 @@
 package window
 
-import "math"
-
 // sampleColumns are a rank's buffered samples: times and hidden-memory gaps
 // as columns, the device total and the session as runs (a rank reports
 // one total and one session, or a few over restarts), so that a sample
@@ -42,51 +40,24 @@ func (c *sampleColumns) push(ts, gap, total int64, session uint32, maxCap int) {
 	c.seq++
 }
 
-// pushRun buffers samples from to to of session (the i-th is sample(i)),
-// as a push of each in turn would, and returns the first's and the last's
-// times. The storage grows once to what they need and each of its
-// segments is written in one pass. The caller makes room first: the run
-// must fit in maxCap.
+// pushRun buffers samples from to to of session (the i-th is sample(i))
+// with a push each, and returns the first's and the last's times. The
+// storage grows once, to the size the pushes would grow it to. The caller
+// makes room first: the run must fit in maxCap.
 func (c *sampleColumns) pushRun(from, to int, session uint32, maxCap int, sample func(i int) (ts, gap, total int64)) (firstNs, lastNs int64) {
-	k := to - from
-	if k <= 0 {
+	if to <= from {
 		return 0, 0
 	}
-	if n := len(c.sessions); n == 0 || c.sessions[n-1].session != session {
-		c.sessions = append(c.sessions, sessionRun{from: c.seq, session: session})
-	}
-	r := &c.timedRing
-	r.reserve(k, maxCap)
-	if r.n == 0 {
-		r.disordered = false
-		r.lastNs, r.maxNs = math.MinInt64, math.MinInt64
-	}
-	last, newest, disordered := r.lastNs, r.maxNs, r.disordered
-	seq, i, j := c.seq, from, r.index(r.n)
-	for i < to {
-		ts, aux := r.ts[j:min(len(r.ts), j+to-i)], r.aux[j:]
-		aux = aux[:len(ts)]
-		for s := range ts {
-			t, gap, total := sample(i)
-			if i == from {
-				firstNs = t
-			}
-			total = max(total, 0)
-			if n := len(c.totals); n == 0 && total != 0 || n > 0 && c.totals[n-1].value != total {
-				c.totals = append(c.totals, totalRun{from: seq, value: total})
-			}
-			disordered = disordered || t < last
-			last, newest = t, max(newest, t)
-			ts[s], aux[s] = t, gap
-			i++
-			seq++
+	c.reserve(to-from, maxCap)
+	for i := from; i < to; i++ {
+		ts, gap, total := sample(i)
+		if i == from {
+			firstNs = ts
 		}
-		j = 0
+		c.push(ts, gap, total, session, maxCap)
+		lastNs = ts
 	}
-	r.lastNs, r.maxNs, r.disordered = last, newest, disordered
-	r.n += k
-	c.seq = seq
-	return firstNs, last
+	return firstNs, lastNs
 }
 
 // frontSeq is the number of the oldest buffered sample.
