@@ -535,9 +535,10 @@ type stepScan struct {
 	track bool
 	runs  []stepRun
 
-	// After a step down at onset fall (> 0), the samples up to fallEnd
-	// whose left span reaches back past it read their left side from the
-	// fall on: fallLeft[i-fall-1] is the median of gaps[fall:i] (afterFall).
+	// In the scan afterFall makes for a step down at onset fall (> 0),
+	// the samples up to fallEnd whose left span reaches back past it read
+	// their left side from the fall on: fallLeft[i-fall-1] is the median
+	// of gaps[fall:i]. The top-level scan has fall 0.
 	fall, fallEnd int
 	fallLeft      []int64
 }
@@ -737,26 +738,28 @@ func (f *stepScan) afterFall(fo int) int {
 	if end == fo {
 		return fo
 	}
-	outer, outerEnd, outerLeft := f.fall, f.fallEnd, f.fallLeft
 	var w windowMedian
 	left := make([]int64, end-fo)
 	for i := fo + 1; i <= end; i++ {
 		w.add(f.gaps[i-1])
 		left[i-fo-1] = w.median()
 	}
-	f.fall, f.fallEnd, f.fallLeft = fo, end, left
+	// in is the scan within this fall's reach: the same samples, their
+	// left sides read from the fall on; the steps it finds are f's.
+	in := *f
+	in.fall, in.fallEnd, in.fallLeft = fo, end, left
 	last := end
 	for i := fo + 1; i <= end; {
-		d := f.delta(i)
-		if d < f.threshold && -d < f.threshold {
+		d := in.delta(i)
+		if d < in.threshold && -d < in.threshold {
 			i++
 			continue
 		}
-		hi := f.judge(i, d)
+		hi := in.judge(i, d)
 		last = max(last, hi)
 		i = hi + 1
 	}
-	f.fall, f.fallEnd, f.fallLeft = outer, outerEnd, outerLeft
+	f.ups = in.ups
 	return last
 }
 
