@@ -432,7 +432,11 @@ func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch)
 // levelBaseline writes each sample's baseline: the mean of the medians of
 // the span before and after it, or of the one side that does not reach
 // across a step; when both do (two steps close together), the median of
-// the sample's own level within ±span/2.
+// the sample's own level within ±span/2. A side is a level only when it
+// holds minSamplesBeforeStep samples: near the end of the data the side
+// after a sample shrinks to the sample itself, which would be its own
+// baseline and hide a change seen by the rank's last poll (evidence-mode
+// §7.6).
 func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
 	levelBaselineOf(0, len(times), times, gaps, left, right, leftN, rightN, span, cuts, out, sc)
 }
@@ -453,7 +457,7 @@ func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, righ
 			segEnd = cuts[next]
 		}
 		leftOK := leftN[i] >= minSamplesBeforeStep && (segStart == 0 || times[segStart-1] < satSub(times[i], span))
-		rightOK := rightN[i] > 0 && (segEnd == n || times[segEnd] > satAdd(times[i], span))
+		rightOK := rightN[i] >= minSamplesBeforeStep && (segEnd == n || times[segEnd] > satAdd(times[i], span))
 		switch {
 		case leftOK && rightOK:
 			out[i] = left[i] + (right[i]-left[i])/2
@@ -657,7 +661,11 @@ func (f *stepScan) judge(i int, d int64) int {
 			continue
 		}
 		if !up {
-			if !jumps(gaps, j, from, height) {
+			// A fall needs minSamplesBeforeStep samples on the level it
+			// leaves: a rank's first poll alone above the rest shows a
+			// change that rose before the data began, a spike as likely
+			// as a level (evidence-mode §7.6).
+			if !jumps(gaps, j, from, height) || countBefore(times, j, from, span) < minSamplesBeforeStep {
 				continue
 			}
 			f.ups = append(f.ups, step{onset: j, height: height})
