@@ -432,7 +432,11 @@ func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch)
 // levelBaseline writes each sample's baseline: the mean of the medians of
 // the span before and after it, or of the one side that does not reach
 // across a step; when both do (two steps close together), the median of
-// the sample's own level within ±span/2.
+// the sample's own level within ±span/2. A side is a level only when it
+// holds minSamplesBeforeStep samples: near the end of the data the side
+// after a sample shrinks to the sample itself, which would be its own
+// baseline and hide a change seen by the rank's last poll (evidence-mode
+// §7.6).
 func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
 	levelBaselineOf(0, len(times), times, gaps, left, right, leftN, rightN, span, cuts, out, sc)
 }
@@ -453,7 +457,7 @@ func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, righ
 			segEnd = cuts[next]
 		}
 		leftOK := leftN[i] >= minSamplesBeforeStep && (segStart == 0 || times[segStart-1] < satSub(times[i], span))
-		rightOK := rightN[i] > 0 && (segEnd == n || times[segEnd] > satAdd(times[i], span))
+		rightOK := rightN[i] >= minSamplesBeforeStep && (segEnd == n || times[segEnd] > satAdd(times[i], span))
 		switch {
 		case leftOK && rightOK:
 			out[i] = left[i] + (right[i]-left[i])/2
@@ -535,9 +539,10 @@ type stepScan struct {
 	track bool
 	runs  []stepRun
 
-	// After a step down at onset fall (> 0), the samples up to fallEnd
-	// whose left span reaches back past it read their left side from the
-	// fall on: fallLeft[i-fall-1] is the median of gaps[fall:i] (afterFall).
+	// In the scan afterFall makes for a step down at onset fall (> 0),
+	// the samples up to fallEnd whose left span reaches back past it read
+	// their left side from the fall on: fallLeft[i-fall-1] is the median
+	// of gaps[fall:i]. The top-level scan has fall 0.
 	fall, fallEnd int
 	fallLeft      []int64
 }
@@ -656,7 +661,11 @@ func (f *stepScan) judge(i int, d int64) int {
 			continue
 		}
 		if !up {
-			if !jumps(gaps, j, from, height) {
+			// A fall needs minSamplesBeforeStep samples on the level it
+			// leaves: a rank's first poll alone above the rest shows a
+			// change that rose before the data began, a spike as likely
+			// as a level (evidence-mode §7.6).
+			if !jumps(gaps, j, from, height) || countBefore(times, j, from, span) < minSamplesBeforeStep {
 				continue
 			}
 			f.ups = append(f.ups, step{onset: j, height: height})
@@ -737,26 +746,28 @@ func (f *stepScan) afterFall(fo int) int {
 	if end == fo {
 		return fo
 	}
-	outer, outerEnd, outerLeft := f.fall, f.fallEnd, f.fallLeft
 	var w windowMedian
 	left := make([]int64, end-fo)
 	for i := fo + 1; i <= end; i++ {
 		w.add(f.gaps[i-1])
 		left[i-fo-1] = w.median()
 	}
-	f.fall, f.fallEnd, f.fallLeft = fo, end, left
+	// in is the scan within this fall's reach: the same samples, their
+	// left sides read from the fall on; the steps it finds are f's.
+	in := *f
+	in.fall, in.fallEnd, in.fallLeft = fo, end, left
 	last := end
 	for i := fo + 1; i <= end; {
-		d := f.delta(i)
-		if d < f.threshold && -d < f.threshold {
+		d := in.delta(i)
+		if d < in.threshold && -d < in.threshold {
 			i++
 			continue
 		}
-		hi := f.judge(i, d)
+		hi := in.judge(i, d)
 		last = max(last, hi)
 		i = hi + 1
 	}
-	f.fall, f.fallEnd, f.fallLeft = outer, outerEnd, outerLeft
+	f.ups = in.ups
 	return last
 }
 

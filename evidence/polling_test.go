@@ -243,3 +243,56 @@ func TestPolledRunHeldBetweenOps(t *testing.T) {
 		}
 	}
 }
+
+// A host-wide poll at 0.2 Hz whose only sample of an op's transient is a
+// rank's first or last one: memory is high there and at the rank's level
+// everywhere else. One end of the change is outside the data, so nothing
+// shows whether it was a spike or a level; the sample is a change over
+// the level beside it all the same, and with the op's synchrony it is the
+// op's (evidence-mode §7.6, the edges of a rank's data).
+func TestPolledChangeAtTheEdgeOfTheData(t *testing.T) {
+	cases := []struct {
+		name string
+		job  func() (j *simJob, at int64, seen []int)
+	}{
+		{"last sample, after a step", func() (*simJob, int64, []int) {
+			// A first use's step 35 s before the end: the baseline of the
+			// last samples cannot reach back across it. The other host's
+			// last poll came before the op's launch.
+			j := sweptHostsJob(5*sec, 190*sec)
+			j.collective("world", 0, "all_gather", rankList(0, 8), 150*sec+100*ms, 60*ms, false)
+			j.change(rankList(0, 8), 150*sec+110*ms, -1, 768<<20)
+			j.collective("world", 1000, "all_reduce", rankList(0, 8), 185*sec+100*ms, 400*ms, false)
+			j.change(rankList(0, 8), 185*sec+110*ms, 185*sec+490*ms, 512<<20)
+			return j, 185*sec + 400*ms, rankList(4, 8)
+		}},
+		{"first sample", func() (*simJob, int64, []int) {
+			// Every rank's first poll falls inside the job's first
+			// all_reduce; each later one reads the level.
+			j := sweptHostsJob(5*sec, 120*sec)
+			for r := range 4 {
+				j.phase[r] = 300 * ms
+			}
+			j.collective("world", 1000, "all_reduce", rankList(0, 8), 200*ms, 300*ms, false)
+			j.change(rankList(0, 8), 210*ms, 490*ms, 2*gib)
+			return j, 350 * ms, rankList(0, 8)
+		}},
+	}
+	for _, tc := range cases {
+		for _, preset := range []string{"low", "medium", "high"} {
+			cfg, err := ResolveConfig(preset, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, at, seen := tc.job()
+			results := Attribute(j.input(), cfg, nil)
+			for _, r := range seen {
+				got := j.resultsAt(results, r, at)
+				if len(got) != 1 || got[0].Classification == attribution.CollectiveSuspect || got[0].Collective == nil ||
+					got[0].Collective.Seq != 1000 {
+					t.Errorf("%s, %s: rank %d: %+v, want a claim at the all_reduce", tc.name, preset, r, got)
+				}
+			}
+		}
+	}
+}
