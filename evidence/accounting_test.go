@@ -640,10 +640,11 @@ func TestAccountingMemberFallDoesNotConfirm(t *testing.T) {
 // A co-timed change on both members of a 2-rank group, which their reports
 // (100 ms apart, just before the launch and just after the op) miss with
 // probability about 0.15 together, above rule 4's 0.01: its communicator ran
-// 160 ops of its kind whose reports fell inside them and never moved, so
-// NCCL does not allocate at such an op and the change is denied (rule 7).
-// The same change at an op of another size, of which the record holds none,
-// keeps the timing's verdict.
+// 159 other ops of its kind, 80 of them with a report inside on both members
+// (each would have shown NCCL's buffers with probability 0.85) that never
+// moved, so NCCL does not allocate at such an op: odds about 1/69, times
+// 0.15, and the change is denied (rule 7). The same change at an op of
+// another size, of which the record holds none, keeps the timing's verdict.
 func TestAccountingCommunicatorFlatOps(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
