@@ -636,3 +636,48 @@ func TestAccountingMemberFallDoesNotConfirm(t *testing.T) {
 		t.Error("no result for the change on the ranks sampled inside it")
 	}
 }
+
+// A co-timed change on both members of a 2-rank group, which their reports
+// (100 ms apart, just before the launch and just after the op) miss with
+// probability about 0.15 together, above rule 4's 0.01: its communicator ran
+// 159 other ops of its kind, 80 of them with a report inside on both members
+// (each would have shown NCCL's buffers with probability 0.85) that never
+// moved, so NCCL does not allocate at such an op: odds about 1/69, times
+// 0.15, and the change is denied (rule 7). The same change at an op of
+// another size, of which the record holds none, keeps the timing's verdict.
+func TestAccountingCommunicatorFlatOps(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		bytes int64 // of the op the change is co-timed with
+		want  string
+	}{
+		{"at an op like the flat ones", 32 << 20, attribution.CollectiveSuspect},
+		{"at an op of another size", 512 << 20, attribution.CollectiveLikely},
+	} {
+		j := trainingJob(4, 200*ms)
+		at := int64(25*sec + 350*ms)
+		for k := int64(0); k < 40; k++ {
+			for i, off := range []int64{100, 350, 600, 850} {
+				j.collective("tp", 4*k+int64(i), "all_reduce", []int{0, 1}, k*sec+off*ms, 60*ms, false)
+				c := &j.in.Collectives[len(j.in.Collectives)-1]
+				c.MessageBytes = 32 << 20
+				if k*sec+off*ms == at {
+					c.MessageBytes = tt.bytes
+				}
+			}
+		}
+		j.change([]int{0, 1}, at+10*ms, at+210*ms, 1536<<20) // a recompute workspace
+		j.accounting([]int{0, 1}, "tp", 300<<20, nil)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for r := range 2 {
+			u := one(t, j, results, r, at+50*ms)
+			wantCode := ReasonAccountingUnsampled
+			if tt.want == attribution.CollectiveSuspect {
+				wantCode = ReasonAccountingCommUncovered
+			}
+			if u.Classification != tt.want || !hasCode(u, wantCode) {
+				t.Errorf("%s, rank %d: %s %v; want %s with %s", tt.name, r, u.Classification, u.ReasonCodes, tt.want, wantCode)
+			}
+		}
+	}
+}

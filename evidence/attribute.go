@@ -206,6 +206,10 @@ type decider struct {
 	// asked), shown the growth its members' reports show where they do.
 	membersVerdicts []membersVerdict
 	shown           map[int32][]int64
+	// opRecords holds what NCCL's reports showed per collective, and
+	// commOps the collectives per communicator (nil until asked), for rule 7.
+	opRecords []opRecord
+	commOps   map[string][]int32
 }
 
 // maxReasonCodes is the most reason codes one result carries;
@@ -491,6 +495,13 @@ func (d *decider) decide(ri int32, ep *episode, r *attribution.Result) bool {
 			d.note(cotimed, outcomeDenied, ep.excess, d.m.analyses[ri].weakLevel)
 		case silent && cotimed != NoCollective && d.records != nil &&
 			d.records[comm].leansNot(changeSize{ep.excess, d.m.analyses[ri].weakLevel}):
+			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingCommUncovered)
+			class, conf = attribution.CollectiveSuspect, 0.3
+		case silent && cotimed != NoCollective && d.records != nil && d.records[comm].checked == 0 &&
+			d.flatOdds(cotimed)*members.accountMissAll <= accountingMissLimit:
+			// A communicator with no decided co-timed change: rule 4 with
+			// its record of like ops as the prior odds in place of even
+			// ones (evidence-mode §2.3 rule 7).
 			codes = append(codes, ReasonAccountingUnsampled, ReasonAccountingCommUncovered)
 			class, conf = attribution.CollectiveSuspect, 0.3
 		default:

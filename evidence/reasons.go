@@ -34,7 +34,7 @@ const (
 	ReasonAccountingMembersUncovered = "nccl_accounting_members_uncovered" // no member's reports show growth where together they surely would have: not collective
 	// Where too few reports fell where the change could have been, the
 	// communicator's record over the job decides (evidence-mode §2.3).
-	ReasonAccountingCommUncovered = "nccl_accounting_comm_uncovered" // no report could tell, and NCCL's reports denied most of the co-timed changes of this communicator and of its size class (NCCL's or another) they could check in the job: more likely not collective
+	ReasonAccountingCommUncovered = "nccl_accounting_comm_uncovered" // no report could tell, and NCCL's reports denied most of the co-timed changes of this communicator and of its size class (NCCL's or another) they could check in the job, or (none decided) showed nothing inside its like ops often enough that the members' misses deny it: more likely not collective
 	// A change no memory sample saw, which NCCL's reports show inside an op
 	// of the communicator (evidence-mode §2.4).
 	ReasonAccountingOnly = "nccl_accounting_only" // NCCL's total rose above its level on both sides inside the op and no sample of the rank lies in the change: confirmed from the accounting alone, with no peak sample

@@ -104,3 +104,112 @@ func (r commRecord) leansNot(sz changeSize) bool {
 	}
 	return r.otherSized > 0
 }
+
+// opRecord is what NCCL's reports showed of one collective on its members:
+// grown, some member's total rose by the rank's spike threshold over the
+// op (within the match tolerance, as memberAccounting reads a member that
+// missed a change); else shown, the probability that the members' reports
+// inside the op's own interval would have shown transient buffers of
+// NCCL's there (1 less the product of the members' misses).
+type opRecord struct {
+	done, grown bool
+	shown       float64
+}
+
+// opRecordOf judges collective c's op on its members, once. Only reports
+// inside the op's own interval count towards shown: NCCL allocates an op's
+// buffers when it begins and frees them when it ends, so a report before
+// the launch or after the end cannot see them. Such a report at t sees them
+// unless they began after t or ended before it, their onset and end taken
+// uniform over the launch and the end within the match tolerance.
+func (d *decider) opRecordOf(c int32) opRecord {
+	if d.opRecords == nil {
+		d.opRecords = make([]opRecord, len(d.in.Collectives))
+	}
+	rec := &d.opRecords[c]
+	if rec.done {
+		return *rec
+	}
+	rec.done = true
+	comm := CanonicalCommID(d.in.Collectives[c].CommID)
+	tol := d.cfg.Evidence.MatchToleranceNs
+	missAll := 1.0
+	for _, ref := range d.m.members[c] {
+		mk := &d.in.Ranks[ref.rank].Markers[ref.marker]
+		if mk.Approximate {
+			continue // the op's interval is not known on this member
+		}
+		v := d.m.accountingOf(ref.rank, d.m.opChange(mk), comm, nil)
+		switch {
+		case !v.present || v.untracked:
+			continue
+		case v.growth >= d.m.analyses[ref.rank].threshold:
+			rec.grown = true
+			continue
+		}
+		si := managerOf(d.in.Ranks[ref.rank].Accounting, d.m.rankAccounting(ref.rank).manager, comm)
+		if si < 0 {
+			continue
+		}
+		a := &d.in.Ranks[ref.rank].Accounting[si]
+		miss := 1.0
+		j, _ := slices.BinarySearch(a.TimesNs, mk.StartNs)
+		for ; j < len(a.TimesNs) && a.TimesNs[j] <= mk.EndNs; j++ {
+			t := a.TimesNs[j]
+			began := min(1, float64(t-mk.StartNs+tol)/float64(2*tol+1))
+			held := min(1, float64(mk.EndNs+tol-t)/float64(2*tol+1))
+			miss = min(miss, 1-began*held)
+		}
+		missAll *= miss
+	}
+	rec.shown = 1 - missAll
+	return *rec
+}
+
+// similarOp reports whether collectives a and b of one communicator are the
+// same op at a similar size: within a factor of two, where NCCL's
+// tuner picks the same algorithm and protocol, so the op's buffers behave
+// alike. Unknown sizes are similar only to unknown sizes.
+func similarOp(a, b *Collective) bool {
+	if a.Op != b.Op {
+		return false
+	}
+	x, y := min(a.MessageBytes, b.MessageBytes), max(a.MessageBytes, b.MessageBytes)
+	if x <= 0 {
+		return y <= 0
+	}
+	return y/2 <= x
+}
+
+// flatOdds is the odds, from the communicator's record of ops like c (the
+// same op at a similar size), that NCCL allocates transient buffers at such
+// an op: with the share taken as (grown+1)/(checked+2), where checked
+// counts the ops whose reports grew and, for each of the others, the
+// probability that its members' reports would have shown such buffers.
+// NCCL's per-op behaviour at one communicator, op and size is consistent,
+// so a record of ops whose reports fell inside them and never moved says
+// its ops do not allocate transiently. It is read only for a communicator
+// with no decided co-timed change (evidence-mode §2.3 rule 7): where NCCL's
+// reports decided some, they tell of the co-timed changes themselves.
+func (d *decider) flatOdds(c int32) float64 {
+	if d.commOps == nil {
+		d.commOps = map[string][]int32{}
+		for o := range d.in.Collectives {
+			comm := CanonicalCommID(d.in.Collectives[o].CommID)
+			d.commOps[comm] = append(d.commOps[comm], int32(o))
+		}
+	}
+	self := &d.in.Collectives[c]
+	grown, flat := 0.0, 0.0
+	for _, o := range d.commOps[CanonicalCommID(self.CommID)] {
+		if o == c || !similarOp(self, &d.in.Collectives[o]) {
+			continue
+		}
+		if rec := d.opRecordOf(o); rec.grown || d.outcomes[o] == outcomeConfirmed {
+			grown++
+		} else {
+			flat += rec.shown
+		}
+	}
+	return (grown + 1) / (flat + 1)
+}
