@@ -380,7 +380,7 @@ func (c *BaselineCache) levels(rd *RankData, cfg *Config, sc *scratch) rankLevel
 	if starts := sessionStarts(s); len(starts) > 0 {
 		lv.steps, lv.cuts = splitSessions(times, lv.steps, lv.cuts, starts, lv.span)
 	}
-	lv.base = c.baseline(&lv, times, gaps, sc)
+	lv.base = c.baseline(&lv, times, gaps, nearLevelOf(p, lv.interval), sc)
 	lv.sigma = sigmaOf(c.res.median(gaps, lv.base, sc.ints(n)), floor)
 	lv.above, lv.aboveListed = c.aboveWeak(gaps, lv.base, weakLevelOf(cfg, lv.sigma), sc), true
 	return lv
@@ -492,7 +492,7 @@ func (c *BaselineCache) stepZone(times []int64, span int64) (a, b int) {
 // baseline is levelBaseline of the levels, kept where a sample's sides
 // were kept and no cut within a span of it changed: only such cuts move
 // where its baseline may reach.
-func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratch) []int64 {
+func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, near nearLevel, sc *scratch) []int64 {
 	n, off := len(times), c.off
 	base := liveOf(c, c.base)
 	p, q := c.p, c.q
@@ -545,7 +545,7 @@ func (c *BaselineCache) baseline(lv *rankLevels, times, gaps []int64, sc *scratc
 		for i := from; i < min(d[1], c.m); i++ {
 			c.res.count(gaps[i], base[i], -1)
 		}
-		levelBaselineOf(from, d[1], times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, base, sc)
+		levelBaselineOf(from, d[1], times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, near, base, sc)
 		for i := from; i < d[1]; i++ {
 			c.res.count(gaps[i], base[i], 1)
 		}

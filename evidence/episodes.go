@@ -300,7 +300,7 @@ func levelsOf(rd *RankData, cfg *Config, sc *scratch) rankLevels {
 	// across a step, so a step neither hides spikes after it nor counts as
 	// one.
 	lv.base = sc.median(n)
-	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, lv.base, sc)
+	levelBaseline(times, gaps, lv.left, lv.right, lv.leftN, lv.rightN, lv.span, lv.cuts, nearLevelOf(p, lv.interval), lv.base, sc)
 	lv.sigma = robustSigma(gaps, lv.base, floor, sc.ints(n))
 	return lv
 }
@@ -436,13 +436,32 @@ func surroundings(times, gaps []int64, first, last int, span int64, sc *scratch)
 // holds minSamplesBeforeStep samples: near the end of the data the side
 // after a sample shrinks to the sample itself, which would be its own
 // baseline and hide a change seen by the rank's last poll (evidence-mode
-// §7.6).
-func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
-	levelBaselineOf(0, len(times), times, gaps, left, right, leftN, rightN, span, cuts, out, sc)
+// §7.6). A baseline from the sides is held to the level right around the
+// sample (nearLevel).
+func levelBaseline(times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, near nearLevel, out []int64, sc *scratch) {
+	levelBaselineOf(0, len(times), times, gaps, left, right, leftN, rightN, span, cuts, near, out, sc)
+}
+
+// nearLevel says when a sample's baseline is the level right around it:
+// where the level around the sample (levelAround, within span) lies below
+// its baseline from the sides by gap bytes or more. A level filling more
+// than half of a side's span (another tenant's seconds, too close to a
+// second one for either edge to hold a span and count as a step) lifts
+// that side's median; a change beside it rises from the level it sits on.
+// A leak's creep moves the level around a sample by a few MiB from the
+// sides' mean, and keeps it.
+type nearLevel struct{ span, gap int64 }
+
+// nearLevelOf is the nearLevel of a rank sampled every interval: its
+// surroundings as a weak change's (localSpanNs or localSamples intervals),
+// and the size floor on a change judged alone, which noise in a median of
+// those few samples does not reach.
+func nearLevelOf(p *Params, interval int64) nearLevel {
+	return nearLevel{span: max(localSpanNs, satMul(localSamples, interval)), gap: max(p.MinExcessBytes, 1)}
 }
 
 // levelBaselineOf is levelBaseline of samples [from, to) only.
-func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, out []int64, sc *scratch) {
+func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, rightN []int32, span int64, cuts []int, near nearLevel, out []int64, sc *scratch) {
 	n := len(times)
 	next, _ := slices.BinarySearch(cuts, from+1) // index into cuts of the first cut after i
 	for i := from; i < to; i++ {
@@ -473,8 +492,54 @@ func levelBaselineOf(from, to int, times, gaps, left, right []int64, leftN, righ
 				}
 			}
 			out[i] = medianOf(vals)
+			continue
+		}
+		if d := right[i] - left[i]; (leftOK && rightOK && max(d, -d) >= near.gap) || out[i]-gaps[i] >= near.gap {
+			if m, spread, ok := levelAround(times, gaps, i, near.span, sc); ok && out[i]-m >= max(near.gap, int64(math.Min(minWeakSpreads*float64(spread), math.MaxInt64/2))) {
+				out[i] = m
+			}
 		}
 	}
+}
+
+// levelAround is the higher of the medians of the samples within span
+// before sample i and after it (i left out): the level i sits on, which a
+// change shorter than span does not move, while the edge of a longer level
+// moves only the side it lies on. spread is the robust spread of that
+// side's samples around it: allocator churn moves a median of so few
+// samples by a fraction of it. ok is false when no other sample lies
+// within span.
+func levelAround(times, gaps []int64, i int, span int64, sc *scratch) (level, spread int64, ok bool) {
+	level = math.MinInt64
+	vals := sc.ints(0)
+	for k := i - 1; k >= 0 && times[k] >= satSub(times[i], span); k-- {
+		vals = append(vals, gaps[k])
+	}
+	if len(vals) > 0 {
+		level, spread = medianSpread(vals)
+		ok = true
+	}
+	vals = vals[:0]
+	for k := i + 1; k < len(times) && times[k] <= satAdd(times[i], span); k++ {
+		vals = append(vals, gaps[k])
+	}
+	if len(vals) > 0 {
+		if m, s := medianSpread(vals); m > level {
+			level, spread, ok = m, s, true
+		}
+	}
+	return level, spread, ok
+}
+
+// medianSpread is the median of vals (not empty) and their robust spread
+// around it, madToSigma times their median absolute deviation; vals is
+// overwritten.
+func medianSpread(vals []int64) (median, spread int64) {
+	median = medianOf(vals)
+	for k, v := range vals {
+		vals[k] = max(v-median, median-v)
+	}
+	return median, int64(math.Min(madToSigma*float64(medianOf(vals)), math.MaxInt64/2))
 }
 
 func prevTime(times []int64, i int, interval int64) int64 {

@@ -57,6 +57,41 @@ func TestChangeOutlastingItsCollective(t *testing.T) {
 	}
 }
 
+// Two other tenants on one host's GPUs, 4 GiB for 5 s and 3 GiB for 4.5 s
+// five seconds apart, so that neither edge of the first holds a baseline
+// span and neither is a step; a world all_reduce's 512 MiB 1.8 s before
+// the first and 1.2 s after it. Each spike rises from the level right
+// around it, not from a baseline whose spans the tenants' seconds fill more
+// than half of.
+func TestSpikeBesideBoundedLevel(t *testing.T) {
+	for _, interval := range []int64{50 * ms, 100 * ms} {
+		j := trainingJob(8, interval)
+		j.worldAllReduces()
+		j.collectiveSpike(rankList(0, 8), 16, 512<<20)
+		j.collectiveSpike(rankList(0, 8), 24, 512<<20)
+		j.change(rankList(4, 8), 17*sec+960*ms, 22*sec+940*ms, 4*gib)
+		j.change(rankList(4, 8), 28*sec+100*ms, 32*sec+600*ms, 3*gib)
+		results := Attribute(j.input(), withMinConfidence(t, 0), nil)
+		for _, k := range []int64{16, 24} {
+			for r := range 8 {
+				got := j.resultsAt(results, r, k*sec+700*ms)
+				if len(got) != 1 || got[0].Classification == attribution.CollectiveSuspect || got[0].Collective == nil {
+					t.Errorf("%d ms samples: rank %d, all_reduce of second %d: %+v, want one claim of it", interval/ms, r, k, got)
+				}
+			}
+		}
+		for _, at := range []int64{20*sec + 700*ms, 30*sec + 700*ms} {
+			for r := 4; r < 8; r++ {
+				for _, got := range j.resultsAt(results, r, at) {
+					if got.Classification != attribution.CollectiveSuspect {
+						t.Errorf("%d ms samples: rank %d at %d ms, inside a tenant's seconds: %s %v, want no claim", interval/ms, r, at/ms, got.Classification, got.ReasonCodes)
+					}
+				}
+			}
+		}
+	}
+}
+
 // A restarted process (a new session) at another level is a new series:
 // no step, and nothing claimed.
 func TestNewSessionIsNoStep(t *testing.T) {
