@@ -72,6 +72,9 @@ type core struct {
 	// spareHidden is the previous tick's hidden slice, reused once emitted.
 	spareHidden []output.HiddenPoint
 	wantHidden  bool
+	// hiddenPoints is whether gpu.memory.hidden is enabled: without it the
+	// samples still make the peaks, but no point is kept per sample.
+	hiddenPoints bool
 	// peaks holds each (job, rank)'s peak memory since it was last reported
 	// (gpu.memory.hidden.peak), when wantHidden.
 	peaks *output.HiddenPeaks
@@ -141,20 +144,21 @@ func newCore(cfg *Config, set processor.Settings, clk clock) (*core, error) {
 	ic := cfg.ingestConfig(mode)
 	ic.AdmitsJob = st.AdmitsJob // checked before the converter keeps anything of a job
 	c := &core{
-		cfg:     cfg,
-		attrCfg: attrCfg,
-		engine:  eng,
-		logger:  set.Logger,
-		clock:   clk,
-		tel:     tel,
-		conv:    ingest.NewConverter(ic, clk.now),
-		store:   st,
-		skips:   skipLog{logger: set.Logger, now: clk.now},
-		results: newResultMetrics(),
-		ledgers: newLedgers(),
-		peaks:   output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
-		ids:     output.NewRandomIDSource(),
-		metrics: output.NewMetrics(metadata.MetricsBuilderConfig{Metrics: cfg.Metrics.Output, ResourceAttributes: metadata.DefaultResourceAttributesConfig()}, set),
+		cfg:          cfg,
+		attrCfg:      attrCfg,
+		engine:       eng,
+		logger:       set.Logger,
+		clock:        clk,
+		tel:          tel,
+		conv:         ingest.NewConverter(ic, clk.now),
+		store:        st,
+		skips:        skipLog{logger: set.Logger, now: clk.now},
+		results:      newResultMetrics(),
+		ledgers:      newLedgers(),
+		peaks:        output.NewHiddenPeaks(cfg.HiddenPeakInterval.Nanoseconds()),
+		hiddenPoints: cfg.Metrics.Output.GpuMemoryHidden.Enabled,
+		ids:          output.NewRandomIDSource(),
+		metrics:      output.NewMetrics(metadata.MetricsBuilderConfig{Metrics: cfg.Metrics.Output, ResourceAttributes: metadata.DefaultResourceAttributesConfig()}, set),
 	}
 	c.emitter = newEmitter(cfg.EmitTimeout, set.Logger, tel.emitFailed)
 	c.id = set.ID
@@ -388,6 +392,9 @@ func (c *core) addHidden(b *batchCounts, job string, rank, ts, used, reserved, t
 		return
 	}
 	c.peaks.Observe(job, rank, used, reserved, total)
+	if !c.hiddenPoints {
+		return
+	}
 	p := output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: ts, Bytes: used - reserved}
 	if len(c.hidden) < maxHiddenPointsPerTick {
 		c.hidden = append(c.hidden, p)
@@ -414,6 +421,9 @@ func (c *core) addHiddenRun(b *batchCounts, run *ingest.SampleRun, first int) {
 		}
 	}
 	c.peaks.ObserveMax(run.JobID, run.Rank, maxHidden, maxUsed, total)
+	if !c.hiddenPoints {
+		return
+	}
 	room := max(0, maxHiddenPointsPerTick-len(c.hidden))
 	for _, p := range samples[:min(room, len(samples))] {
 		c.hidden = append(c.hidden, output.HiddenPoint{JobID: run.JobID, Rank: run.Rank, TimestampNs: p.TimestampNs, Bytes: p.DeviceUsed - p.AllocatorReserved})

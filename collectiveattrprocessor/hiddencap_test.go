@@ -115,3 +115,30 @@ func hiddenSamples(ts, n, used int64) []ingest.SamplePoint {
 	}
 	return out
 }
+
+// TestHiddenPointsOffKeepsNone: with gpu.memory.hidden turned off the
+// processor keeps no point per sample (nothing to emit, none counted
+// dropped), and the samples still make their ranks' peaks
+// (gpu.memory.hidden.peak stays on).
+func TestHiddenPointsOffKeepsNone(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Metrics.Output.GpuMemoryHidden.Enabled = false
+	p := newPipelines(t, cfg, componenttest.NewTelemetry())
+	defer p.shutdown(t)
+	c := p.core
+	var b batchCounts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range int64(maxHiddenPointsPerTick + 2) {
+		c.addHidden(&b, "j", 0, i, 2*gib, gib, 0)
+	}
+	run := ingest.SampleRun{JobID: "j", Rank: 1, Samples: hiddenSamples(100, 5, 3)}
+	c.addHiddenRun(&b, &run, 0)
+	assert.Empty(t, c.takeHiddenLocked())
+	assert.Zero(t, b.hiddenDropped)
+	peaks := c.peaks.Due(1<<62, nil)
+	require.Len(t, peaks, 2)
+	for _, pk := range peaks {
+		assert.Positive(t, pk.HiddenBytes, "rank %d", pk.Rank)
+	}
+}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +58,10 @@ type pipelineRun struct {
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
 	base string
+	// profiles is a directory (COLLECTIVEATTR_PIPELINE_E2E_PROFILE): each run enables the
+	// collector's pprof extension and saves a CPU profile of its measured window there, as
+	// <signal>-<variant>-<round>.pprof, to tell what the processor's share is spent on.
+	profiles string
 }
 
 func pipelineSettings(t *testing.T) pipelineRun {
@@ -112,6 +118,12 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		require.NoError(t, err, pipelineEnv+"_BASE")
 		s.base = abs
 	}
+	if v := os.Getenv(pipelineEnv + "_PROFILE"); v != "" {
+		abs, err := filepath.Abs(v)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(abs, 0o755), pipelineEnv+"_PROFILE")
+		s.profiles = abs
+	}
 	return s
 }
 
@@ -135,7 +147,11 @@ type pipelineVariant struct {
 // the processor alternate (each round starts with the next one); the figure is the ratio
 // of the medians, with every round's ratio logged (docs/benchmarks.md). With
 // COLLECTIVEATTR_PIPELINE_E2E_BASE naming another build (main's), it runs with the
-// processor in the same rounds too: before beside after.
+// processor in the same rounds too: before beside after. With
+// COLLECTIVEATTR_PIPELINE_E2E_PROFILE naming a directory, every run also enables the
+// collector's pprof extension and saves there a CPU profile of its measured window
+// (`go tool pprof -diff_base` of a run without against one with the processor attributes
+// the difference); the profiler's sampling then costs every variant alike.
 func TestPipelineCPU(t *testing.T) {
 	if os.Getenv(pipelineEnv) == "" {
 		t.Skipf("%s is not set: the pipeline CPU measurement runs minutes of real-time load (make bench-pipeline)", pipelineEnv)
@@ -160,7 +176,12 @@ func TestPipelineCPU(t *testing.T) {
 				for i := range variants {
 					// Each round starts with the next variant: each runs first as often.
 					v := (round + i) % len(variants)
-					got[v] = measurePipeline(t, run, sink, load, variants[v])
+					profile := ""
+					if run.profiles != "" {
+						profile = filepath.Join(run.profiles, fmt.Sprintf("%s-%s-%d.pprof", name,
+							strings.NewReplacer(" ", "", "(", "-", ")", "").Replace(variants[v].name), round+1))
+					}
+					got[v] = measurePipeline(t, run, sink, load, variants[v], profile)
 					cpu[v] = append(cpu[v], got[v])
 				}
 				line := fmt.Sprintf("round %d:", round+1)
@@ -183,11 +204,12 @@ func TestPipelineCPU(t *testing.T) {
 }
 
 // measurePipeline runs the collector once, with or without the processor, drives the
-// load and returns the collector's CPU nanoseconds per item sent while measured.
-func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pipelineLoad, variant pipelineVariant) float64 {
+// load and returns the collector's CPU nanoseconds per item sent while measured. With a
+// profile path it saves the collector's CPU profile of the measured window there.
+func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pipelineLoad, variant pipelineVariant, profile string) float64 {
 	t.Helper()
-	ports := freePorts(t, 3)
-	grpcPort, healthPort, telemetryPort := ports[0], ports[1], ports[2]
+	ports := freePorts(t, 4)
+	grpcPort, healthPort, telemetryPort, pprofPort := ports[0], ports[1], ports[2], ports[3]
 	processors := "[]"
 	if variant.withProcessor {
 		processors = "[collectiveattr]"
@@ -196,6 +218,10 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_TELEMETRY_PORT": itoa(telemetryPort),
 		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": processors, "E2E_EXPORT_COMPRESSION": run.compression,
 		"E2E_EVALUATION_INTERVAL": run.evaluation, "E2E_HIDDEN_METRIC": run.hiddenMetric,
+	}
+	if profile != "" {
+		env["E2E_EXTENSIONS"] = "[health_check, pprof]"
+		env["E2E_PPROF_PORT"] = itoa(pprofPort)
 	}
 	maps.Copy(env, run.gc)
 	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), env, healthPort)
@@ -230,12 +256,16 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 		t.Logf("%s: %s of job time backfilled in %s", variant.name, run.backfill, time.Since(backfillStart).Round(time.Second))
 	}
 	var cpu0 time.Duration
+	profiled := make(chan error, 1)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for s := range seconds {
 		if s == warmup {
 			_, cpu0, _ = readProc(pid)
 			measured = 0
+			if profile != "" {
+				go func() { profiled <- saveCPUProfile(pprofPort, run.duration, profile) }()
+			}
 		}
 		sendSecond(time.Now().Unix() * int64(time.Second))
 		<-tick.C
@@ -244,9 +274,35 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	_, cpu1, ok := readProc(pid)
 	require.True(t, ok)
 	require.Equal(t, sent, received(), "items through the pipeline")
+	if profile != "" {
+		require.NoError(t, <-profiled, "CPU profile")
+	}
 	t.Logf("%s: %d items sent, %d measured, CPU %s; the sink also received %d items of the processor's own",
 		variant.name, sent, measured, cpu1-cpu0, sink.others.Load())
 	return float64((cpu1 - cpu0).Nanoseconds()) / float64(measured)
+}
+
+// saveCPUProfile asks the collector's pprof extension for a CPU profile of the next d and
+// writes it to path.
+func saveCPUProfile(port int, d time.Duration, path string) error {
+	client := http.Client{Timeout: d + 30*time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, int(d/time.Second)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func median(xs []float64) float64 {
