@@ -206,10 +206,12 @@ type decider struct {
 	// asked), shown the growth its members' reports show where they do.
 	membersVerdicts []membersVerdict
 	shown           map[int32][]int64
-	// opRecords holds what NCCL's reports showed per collective, and
-	// commOps the collectives per communicator (nil until asked), for rule 7.
+	// opRecords holds what NCCL's reports showed per collective, commOps
+	// the collectives per communicator, and odds each collective's
+	// flatOdds (0 until computed), for rule 7; nil until asked.
 	opRecords []opRecord
 	commOps   map[string][]int32
+	odds      []float64
 }
 
 // maxReasonCodes is the most reason codes one result carries;

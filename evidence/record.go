@@ -190,7 +190,10 @@ func similarOp(a, b *Collective) bool {
 // so a record of ops whose reports fell inside them and never moved says
 // its ops do not allocate transiently. It is read only for a communicator
 // with no decided co-timed change (evidence-mode §2.3 rule 7): where NCCL's
-// reports decided some, they tell of the co-timed changes themselves.
+// reports decided some, they tell of the co-timed changes themselves. It is
+// asked only once every change has been judged, when the outcomes no longer
+// move, so each collective's odds are computed once: every member of a
+// large job's op asks for the same.
 func (d *decider) flatOdds(c int32) float64 {
 	if d.commOps == nil {
 		d.commOps = map[string][]int32{}
@@ -198,6 +201,10 @@ func (d *decider) flatOdds(c int32) float64 {
 			comm := CanonicalCommID(d.in.Collectives[o].CommID)
 			d.commOps[comm] = append(d.commOps[comm], int32(o))
 		}
+		d.odds = make([]float64, len(d.in.Collectives))
+	}
+	if d.odds[c] > 0 {
+		return d.odds[c]
 	}
 	self := &d.in.Collectives[c]
 	grown, flat := 0.0, 0.0
@@ -211,5 +218,6 @@ func (d *decider) flatOdds(c int32) float64 {
 			flat += rec.shown
 		}
 	}
-	return (grown + 1) / (flat + 1)
+	d.odds[c] = (grown + 1) / (flat + 1)
+	return d.odds[c]
 }
