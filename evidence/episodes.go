@@ -889,8 +889,9 @@ func jumps(gaps []int64, j, from int, height int64) bool {
 
 // staircase splits a step up of height from level before, found at onset
 // j, where a run of samples next to j sits on a level between the two, at
-// least threshold from each: an earlier step where the run ends at j, a
-// later one where it begins there. Runs are looked for within span of j;
+// least threshold from each: an earlier step where the run begins, a later
+// one where it ends (at j, or past j when j itself sits on the run's level,
+// crossed where the stair lies at the middle of the whole step). Runs are looked for within span of j;
 // the later step rises from the run's level to the level after it
 // (right, the median of the span after each sample). No stair begins at
 // or before sample from.
@@ -904,15 +905,23 @@ func staircase(times, gaps, right []int64, j, from int, before, height, span, th
 	for k > from && between(k-1) && times[k-1] >= satSub(times[j], span) {
 		k--
 	}
-	if k < j && k > from {
-		level := medianOf(slices.Clone(gaps[k:j]))
-		return []step{{onset: k, height: level - before, stairLast: j - 1}, {onset: j, height: right[j] - level}}
-	}
 	m := j
 	for m < len(gaps) && between(m) && times[m] <= satAdd(times[j], span) {
 		m++
 	}
-	if m > j && m < len(gaps) && gaps[m] > after-threshold {
+	upper := m > j && m < len(gaps) && gaps[m] > after-threshold
+	if k < j && k > from {
+		// A stair at the middle of the whole step (a 1 GiB collective's
+		// spike ending as a 2 GiB step begins, no sample between) is
+		// crossed on its own samples: the later stair begins where the
+		// run ends, not at j.
+		if !upper {
+			m = j
+		}
+		level := medianOf(slices.Clone(gaps[k:m]))
+		return []step{{onset: k, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
+	}
+	if upper {
 		level := medianOf(slices.Clone(gaps[j:m]))
 		return []step{{onset: j, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
 	}

@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The step scan judges a sample by its sides alone where the span after it
@@ -53,5 +56,35 @@ func TestStepScanEqualsScanByDelta(t *testing.T) {
 	}
 	if steps < 100 {
 		t.Fatalf("%d steps: the series are too plain", steps)
+	}
+}
+
+// A collective's 1 GiB spike that ends as a 2 GiB step begins, with no
+// sample between at 10 Hz, is a stair at the middle of the whole step: the
+// step is crossed on the stair's own samples (j inside the run), and the
+// later stair begins where the run ends, not at j.
+func TestStaircaseCrossedOnAMiddleStair(t *testing.T) {
+	const gib = int64(1) << 30
+	var times, gaps []int64
+	for i := range 40 {
+		times = append(times, int64(i)*100e6)
+		switch {
+		case i < 20:
+			gaps = append(gaps, int64(i%3)*2<<20)
+		case i < 25:
+			gaps = append(gaps, gib+int64(i%3)*2<<20)
+		default:
+			gaps = append(gaps, 2*gib+int64(i%3)*2<<20)
+		}
+	}
+	right := slices.Repeat([]int64{2 * gib}, len(gaps))
+	const span, threshold = int64(1e9), int64(64 << 20)
+	for j := 21; j < 25; j++ {
+		stairs := staircase(times, gaps, right, j, 0, 0, 2*gib, span, threshold)
+		require.Len(t, stairs, 2, "crossed at %d", j)
+		assert.Equal(t, 20, stairs[0].onset, "crossed at %d", j)
+		assert.Equal(t, 24, stairs[0].stairLast, "crossed at %d", j)
+		assert.Equal(t, 25, stairs[1].onset, "crossed at %d", j)
+		assert.InDelta(t, gib, stairs[1].height, float64(8<<20), "crossed at %d", j)
 	}
 }
