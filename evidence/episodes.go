@@ -891,8 +891,9 @@ func jumps(gaps []int64, j, from int, height int64) bool {
 // j, where a run of samples next to j sits on a level between the two, at
 // least threshold from each: an earlier step where the run begins, a later
 // one where it ends (at j, or past j when j itself sits on the run's level,
-// crossed where the stair lies at the middle of the whole step). Runs are looked for within span of j;
-// the later step rises from the run's level to the level after it
+// crossed where the stair lies at the middle of the whole step). Runs are
+// looked for within span of j; the later step rises from the run's level
+// to the level after it
 // (right, the median of the span after each sample). No stair begins at
 // or before sample from.
 func staircase(times, gaps, right []int64, j, from int, before, height, span, threshold int64) []step {
@@ -910,22 +911,22 @@ func staircase(times, gaps, right []int64, j, from int, before, height, span, th
 		m++
 	}
 	upper := m > j && m < len(gaps) && gaps[m] > after-threshold
-	if k < j && k > from {
+	lo := j // where the run on the level between begins
+	switch {
+	case k < j && k > from:
 		// A stair at the middle of the whole step (a 1 GiB collective's
 		// spike ending as a 2 GiB step begins, no sample between) is
 		// crossed on its own samples: the later stair begins where the
-		// run ends, not at j.
+		// run ends past j, or at j where the run ends there.
+		lo = k
 		if !upper {
 			m = j
 		}
-		level := medianOf(slices.Clone(gaps[k:m]))
-		return []step{{onset: k, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
+	case !upper:
+		return []step{{onset: j, height: height}}
 	}
-	if upper {
-		level := medianOf(slices.Clone(gaps[j:m]))
-		return []step{{onset: j, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
-	}
-	return []step{{onset: j, height: height}}
+	level := medianOf(slices.Clone(gaps[lo:m]))
+	return []step{{onset: lo, height: level - before, stairLast: m - 1}, {onset: m, height: right[m] - level}}
 }
 
 // settle moves the onset j of a step up to after to where the series
