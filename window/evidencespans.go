@@ -69,9 +69,9 @@ func (e *evidenceRank) releaseSpans() {
 }
 
 // pushSpanEvidence buffers the markers of one marker span (rec.Kind
-// KindMarker, converted with ingest.Config.Evidence): each an interval with
-// its collective interned in the job's table and the span; a marker before
-// the window is refused as stale.
+// KindMarker, read as collectives: ingest.EngineReads.CollectiveMarkers):
+// each an interval with its collective interned in the job's table and the
+// span; a marker before the window is refused as stale.
 func (j *Job) pushSpanEvidence(rb *Rank, rec *Record) int {
 	maxCap := j.cfg.MaxEventsPerRank
 	cutoff := j.cutoffNs()
