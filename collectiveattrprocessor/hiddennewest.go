@@ -23,7 +23,10 @@ type newestHidden struct {
 // and returns how many are dropped: the rank's newest point past the cap
 // is kept, the others are dropped.
 func (h *newestHidden) keep(p output.HiddenPoint, n int) (dropped int64) {
-	i, found := h.at.GetOrAdd(p.JobID, p.Rank, h.next)
+	i, found := h.at.Indexed(p.JobID, p.Rank)
+	if !found {
+		i, found = h.at.GetOrAdd(p.JobID, p.Rank, h.next)
+	}
 	if !found {
 		h.points = append(h.points, p)
 		return int64(n - 1)

@@ -60,7 +60,10 @@ func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
 // bytes (device used − allocator reserved) and device used bytes, and the
 // newest device total known (> 0; 0 when none is).
 func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
-	s, _ := p.series.GetOrAdd(job, rank, newPeakSeries)
+	s, ok := p.series.Indexed(job, rank)
+	if !ok {
+		s, _ = p.series.GetOrAdd(job, rank, newPeakSeries)
+	}
 	if !s.pending {
 		s.pending = true
 		s.point.HiddenBytes, s.point.DeviceUsedBytes = hidden, used

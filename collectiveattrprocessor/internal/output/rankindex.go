@@ -29,16 +29,23 @@ type RankKey struct {
 // grows to the highest such rank put, a V each.
 const MaxIndexedRank = 1 << 14
 
+// Indexed returns (job, rank)'s value if the slice holds it. It is the
+// first look, small enough to inline into the callers that make one per
+// sample run; GetOrAdd is the rest.
+func (x *RankIndex[V]) Indexed(job string, rank int64) (v V, found bool) {
+	if uint64(rank) < uint64(len(x.byRank)) && job == x.job {
+		v = x.byRank[rank]
+		var zero V
+		return v, v != zero
+	}
+	return v, false
+}
+
 // GetOrAdd returns (job, rank)'s value, found true; if it has none, it
-// puts add(job, rank) and returns it, found false. (One call that does
-// both: a hit then needs nothing of the caller's kept across a call for a
-// miss, which costs the per-run callers a nanosecond.)
+// puts add(job, rank) and returns it, found false.
 func (x *RankIndex[V]) GetOrAdd(job string, rank int64, add func(job string, rank int64) V) (v V, found bool) {
-	var zero V
-	if job == x.job && uint64(rank) < uint64(len(x.byRank)) {
-		if v := x.byRank[rank]; v != zero {
-			return v, true
-		}
+	if v, found = x.Indexed(job, rank); found {
+		return v, true
 	}
 	v, found = x.all[RankKey{job, rank}]
 	if !found {

@@ -158,6 +158,17 @@ func TestRankIndex(t *testing.T) {
 			}
 			assert.Equal(t, tc.want.slots, slots, "indexed slots")
 			for k, v := range tc.want.entries {
+				got, found := x.Indexed(k.Job, k.Rank)
+				slot, indexed := tc.want.slots[k.Rank]
+				if indexed && k.Job == tc.want.job {
+					assert.True(t, found, "%+v is in its slot", k)
+					assert.Equal(t, v, got, "%+v", k)
+					assert.Equal(t, slot, got, "%+v", k)
+				} else {
+					assert.False(t, found, "%+v is not in a slot", k)
+				}
+			}
+			for k, v := range tc.want.entries {
 				assert.Equal(t, v, get(t, &x, k), "%+v", k)
 			}
 			for _, k := range tc.want.absent {
