@@ -42,11 +42,10 @@ func (x *RankIndex[V]) Indexed(job string, rank int64) (v V, found bool) {
 }
 
 // GetOrAdd returns (job, rank)'s value, found true; if it has none, it
-// puts add(job, rank) and returns it, found false.
+// puts add(job, rank) and returns it, found false. It looks in the map,
+// which holds every entry, so it is right whether or not Indexed was asked
+// first; the callers ask Indexed first, and GetOrAdd does not ask again.
 func (x *RankIndex[V]) GetOrAdd(job string, rank int64, add func(job string, rank int64) V) (v V, found bool) {
-	if v, found = x.Indexed(job, rank); found {
-		return v, true
-	}
 	v, found = x.all[RankKey{job, rank}]
 	if !found {
 		v = add(job, rank)
