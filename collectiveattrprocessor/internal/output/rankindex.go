@@ -14,7 +14,8 @@ import "iter"
 // ready to use.
 type RankIndex[V comparable] struct {
 	all map[RankKey]V
-	// byRank is the indexed job's entries by rank.
+	// job is the indexed job; byRank its entries by rank (the zero V where
+	// it has none).
 	job    string
 	byRank []V
 }
