@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
 // The storage layout: one key per job (jobKeyPrefix and a hash of its id,
@@ -113,7 +115,7 @@ func (c *core) restore(ctx context.Context) {
 	cp := c.ckpt
 	keys, err := readIndex(ctx, cp.client)
 	if err != nil {
-		cp.failed(ctx, "restore", "reading the checkpoint index", "no job is restored", err)
+		cp.failed(ctx, metadata.AttributeCheckpointOperationRestore, "reading the checkpoint index", "no job is restored", err)
 		return
 	}
 	live := map[string]bool{}
@@ -139,7 +141,7 @@ func (c *core) restore(ctx context.Context) {
 			data, flags, old, err = openEnvelope(value, legacyJobPrefix)
 		}
 		if err != nil {
-			cp.failed(ctx, "restore", "reading checkpoint "+key, "the checkpoint is dropped", err)
+			cp.failed(ctx, metadata.AttributeCheckpointOperationRestore, "reading checkpoint "+key, "the checkpoint is dropped", err)
 			drop = append(drop, key)
 			continue
 		}
@@ -161,7 +163,7 @@ func (c *core) restore(ctx context.Context) {
 		c.publishSizes()
 		c.mu.Unlock()
 		if err != nil {
-			cp.failed(ctx, "restore", "restoring checkpoint "+key, "the checkpoint is dropped", err)
+			cp.failed(ctx, metadata.AttributeCheckpointOperationRestore, "restoring checkpoint "+key, "the checkpoint is dropped", err)
 			drop = append(drop, key)
 			continue
 		}
@@ -174,7 +176,7 @@ func (c *core) restore(ctx context.Context) {
 		}
 		ops = append(ops, storage.SetOperation(indexKey, cp.index()))
 		if err := cp.client.Batch(ctx, ops...); err != nil {
-			cp.failed(ctx, "write", "dropping unusable checkpoints", "retried at the next restart", err)
+			cp.failed(ctx, metadata.AttributeCheckpointOperationWrite, "dropping unusable checkpoints", "retried at the next restart", err)
 		}
 	}
 	if restored > 0 || len(drop) > 0 {
@@ -243,7 +245,7 @@ func (c *core) checkpoint(ctx context.Context) {
 	}
 	ops = append(ops, storage.SetOperation(indexKey, seal(cp.index(), 0)))
 	if err := cp.client.Batch(ctx, ops...); err != nil {
-		cp.failed(ctx, "write", "writing checkpoints", "retried at the next checkpoint", err)
+		cp.failed(ctx, metadata.AttributeCheckpointOperationWrite, "writing checkpoints", "retried at the next checkpoint", err)
 		c.mu.Lock()
 		for _, id := range written {
 			c.store.MarkUnsaved(id)
@@ -273,9 +275,9 @@ func (c *core) closeStorage(ctx context.Context) {
 
 // failed counts and logs a checkpoint not restored or not written; then
 // says what becomes of it.
-func (cp *checkpointer) failed(ctx context.Context, op, what, then string, err error) {
-	cp.failures.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", op)))
-	cp.logger.Warn("collectiveattr: "+what+" failed; "+then, zap.String("operation", op), zap.Error(err))
+func (cp *checkpointer) failed(ctx context.Context, op metadata.AttributeCheckpointOperation, what, then string, err error) {
+	cp.failures.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", op.String())))
+	cp.logger.Warn("collectiveattr: "+what+" failed; "+then, zap.String("operation", op.String()), zap.Error(err))
 }
 
 // index is the index of the saved job keys, sorted.

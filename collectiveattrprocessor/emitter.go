@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
 // flushEmitter waits for the emitter to deliver what is queued, until ctx
@@ -50,7 +52,10 @@ const (
 )
 
 func (f emitFailure) String() string {
-	return [...]string{"refused", "timeout", "queue_full", "shutdown"}[f]
+	return [...]metadata.AttributeEmitReason{
+		metadata.AttributeEmitReasonRefused, metadata.AttributeEmitReasonTimeout,
+		metadata.AttributeEmitReasonQueueFull, metadata.AttributeEmitReasonShutdown,
+	}[f].String()
 }
 
 // resultBatch is one result batch (traces, metrics or logs) bound for its

@@ -10,74 +10,35 @@ import (
 // newestHidden keeps, per (job, rank), the newest gpu.memory.hidden point
 // past a tick's cap (maxHiddenPointsPerTick). A job past the cap settles a
 // point run of each of its ranks every batch: like HiddenPeaks, it finds
-// the ranks of the job settled last by index (ranks below
-// maxIndexedHiddenRank), which costs less than hashing (job, rank) per run.
+// the ranks of the job settled last by index (output.RankIndex), which
+// costs less than hashing (job, rank) per run.
 type newestHidden struct {
 	points []output.HiddenPoint
-	// at is the index in points of each (job, rank).
-	at map[rankKey]int
-	// byRank is, for the job settled last (byRankJob), 1 + the index in
-	// points of each rank's point (0: none yet).
-	byRankJob string
-	byRank    []int32
+	// at is 1 + the index in points of each (job, rank)'s point: the zero
+	// value is RankIndex's empty slot.
+	at output.RankIndex[int32]
 }
-
-// maxIndexedHiddenRank bounds the ranks newestHidden indexes.
-const maxIndexedHiddenRank = 1 << 14
 
 // keep settles n points of one rank past the cap, the newest of them p,
 // and returns how many are dropped: the rank's newest point past the cap
 // is kept, the others are dropped.
 func (h *newestHidden) keep(p output.HiddenPoint, n int) (dropped int64) {
-	i, ok := h.index(p.JobID, p.Rank)
-	if !ok {
+	i, found := h.at.Indexed(p.JobID, p.Rank)
+	if !found {
+		i, found = h.at.GetOrAdd(p.JobID, p.Rank, h.next)
+	}
+	if !found {
 		h.points = append(h.points, p)
-		h.note(p.JobID, p.Rank, len(h.points)-1)
 		return int64(n - 1)
 	}
-	if old := &h.points[i]; old.TimestampNs <= p.TimestampNs {
+	if old := &h.points[i-1]; old.TimestampNs <= p.TimestampNs {
 		*old = p
 	}
 	return int64(n)
 }
 
-// index returns the index in points of (job, rank)'s point, if it has one.
-func (h *newestHidden) index(job string, rank int64) (int, bool) {
-	if job == h.byRankJob && uint64(rank) < uint64(len(h.byRank)) {
-		if i := h.byRank[rank]; i > 0 {
-			return int(i) - 1, true
-		}
-	}
-	i, ok := h.at[rankKey{job, rank}]
-	if ok {
-		h.indexRank(job, rank, i)
-	}
-	return i, ok
-}
-
-// note records that (job, rank)'s point is points[i].
-func (h *newestHidden) note(job string, rank int64, i int) {
-	if h.at == nil {
-		h.at = map[rankKey]int{}
-	}
-	h.at[rankKey{job, rank}] = i
-	h.indexRank(job, rank, i)
-}
-
-// indexRank makes job the indexed one and indexes rank's point i.
-func (h *newestHidden) indexRank(job string, rank int64, i int) {
-	if uint64(rank) >= maxIndexedHiddenRank {
-		return
-	}
-	if job != h.byRankJob {
-		clear(h.byRank)
-		h.byRankJob = job
-	}
-	if rank >= int64(len(h.byRank)) {
-		h.byRank = append(h.byRank, make([]int32, int(rank)+1-len(h.byRank))...)
-	}
-	h.byRank[rank] = int32(i + 1)
-}
+// next is the entry in at of the point keep appends next.
+func (h *newestHidden) next(string, int64) int32 { return int32(len(h.points)) + 1 }
 
 // take appends the points kept to dst, by job, then rank, and starts anew.
 func (h *newestHidden) take(dst []output.HiddenPoint) []output.HiddenPoint {
@@ -89,8 +50,6 @@ func (h *newestHidden) take(dst []output.HiddenPoint) []output.HiddenPoint {
 	})
 	dst = append(dst, h.points...)
 	h.points = h.points[:0]
-	clear(h.at)
-	clear(h.byRank)
-	h.byRankJob = ""
+	h.at.Clear()
 	return dst
 }

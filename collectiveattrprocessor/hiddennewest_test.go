@@ -2,6 +2,7 @@ package collectiveattrprocessor
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -62,7 +63,7 @@ func TestNewestHiddenEqualsMap(t *testing.T) {
 				case 0:
 					rank = -1 - rng.Int64N(3)
 				case 1:
-					rank = maxIndexedHiddenRank - 1 + rng.Int64N(3)
+					rank = output.MaxIndexedRank - 1 + rng.Int64N(3)
 				}
 				p := output.HiddenPoint{JobID: job, Rank: rank, TimestampNs: rng.Int64N(50), Bytes: rng.Int64N(1 << 20)}
 				n := 1 + rng.IntN(4)
@@ -75,6 +76,34 @@ func TestNewestHiddenEqualsMap(t *testing.T) {
 			if !slices.Equal(gotPoints, wantPoints) {
 				t.Fatalf("seed %d tick %d: points\n%+v\nwant\n%+v", seed, tick, gotPoints, wantPoints)
 			}
+		}
+	}
+}
+
+// BenchmarkNewestHiddenKeep is the cost of settling one sample run past the
+// tick's cap (core.go's keepNewestHidden), by ranks of one job, with a
+// second job's runs interleaved every `other` runs (0: none), and a take
+// every 16 rounds of the ranks.
+func BenchmarkNewestHiddenKeep(b *testing.B) {
+	for _, ranks := range []int64{64, 1024, 16384} {
+		for _, other := range []int64{0, 8} {
+			b.Run(fmt.Sprintf("ranks=%d/other=%d", ranks, other), func(b *testing.B) {
+				var h newestHidden
+				var dst []output.HiddenPoint
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					job := "job-1"
+					if other > 0 && i%other == 0 {
+						job = "job-2"
+					}
+					h.keep(output.HiddenPoint{JobID: job, Rank: i % ranks, TimestampNs: i, Bytes: i}, 10)
+					i++
+					if i%(16*ranks) == 0 {
+						dst = h.take(dst[:0])
+					}
+				}
+			})
 		}
 	}
 }

@@ -35,7 +35,13 @@ func (c *core) retryInspector(now time.Time) batchCounts {
 }
 
 // inspectorOutcomes are the outcome attribute values of inspector_records.
-var inspectorOutcomes = [...]string{"read", "joined", "invalid_op", "wrapped_size", "nan_bandwidth"}
+var inspectorOutcomes = [...]metadata.AttributeInspectorOutcome{
+	metadata.AttributeInspectorOutcomeRead,
+	metadata.AttributeInspectorOutcomeJoined,
+	metadata.AttributeInspectorOutcomeInvalidOp,
+	metadata.AttributeInspectorOutcomeWrappedSize,
+	metadata.AttributeInspectorOutcomeNanBandwidth,
+}
 
 // inspectorTelemetry publishes the converter's cumulative Inspector counts
 // as the inspector_records counter (the increase since the last publish)
@@ -49,7 +55,7 @@ type inspectorTelemetry struct {
 
 func (t *inspectorTelemetry) register(tb *metadata.TelemetryBuilder) error {
 	for i, o := range inspectorOutcomes {
-		t.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+		t.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String())))
 	}
 	return tb.RegisterProcessorCollectiveattrInspectorRecordsHeldCallback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(t.held.Load())

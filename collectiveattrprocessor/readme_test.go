@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/store"
 )
 
 // configKeys returns the dotted configuration keys of a struct type's
@@ -93,4 +95,39 @@ func TestMetadataSkipReasonsAreTheConverters(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	assert.Equal(t, want, got)
+}
+
+// TestMetadataEnumsAreWhatTheProcessorRecords checks that the values
+// declared for the self-telemetry attributes whose values the processor
+// lists itself (metadata.yaml) are exactly those lists: the buffer bounds
+// (the window's, which imports nothing of the collector), the emit
+// failures, the Inspector outcomes and the signals.
+func TestMetadataEnumsAreWhatTheProcessorRecords(t *testing.T) {
+	raw, err := os.ReadFile("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Attributes map[string]struct {
+			Enum []string `yaml:"enum"`
+		} `yaml:"attributes"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &md))
+	recorded := map[string][]string{}
+	for b := range store.NumBounds {
+		recorded["bound"] = append(recorded["bound"], b.String())
+	}
+	for f := range numEmitFailures {
+		recorded["emit_reason"] = append(recorded["emit_reason"], f.String())
+	}
+	for _, o := range inspectorOutcomes {
+		recorded["inspector_outcome"] = append(recorded["inspector_outcome"], o.String())
+	}
+	for s := range numSignals {
+		recorded["signal"] = append(recorded["signal"], s.String())
+	}
+	for attr, got := range recorded {
+		want := slices.Clone(md.Attributes[attr].Enum)
+		slices.Sort(want)
+		slices.Sort(got)
+		assert.Equal(t, want, got, attr)
+	}
 }

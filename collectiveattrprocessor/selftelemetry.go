@@ -25,7 +25,9 @@ const (
 )
 
 func (s signal) String() string {
-	return [...]string{"traces", "metrics", "logs"}[s]
+	return [...]metadata.AttributeSignal{
+		metadata.AttributeSignalTraces, metadata.AttributeSignalMetrics, metadata.AttributeSignalLogs,
+	}[s].String()
 }
 
 // skipReasons are the self-telemetry reasons, in the order of their index.

@@ -13,13 +13,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/boltfile"
+	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/metadata"
 )
 
 // Storage faults (storage_faults, by fault).
 const (
-	faultDamagedFile = "damaged_file"
-	faultOpenFailed  = "open_failed"
-	faultFileLost    = "file_lost"
+	faultDamagedFile = metadata.AttributeStorageFaultDamagedFile
+	faultOpenFailed  = metadata.AttributeStorageFaultOpenFailed
+	faultFileLost    = metadata.AttributeStorageFaultFileLost
 )
 
 // connect checks the storage's file, gets the client and restores the jobs
@@ -102,7 +103,7 @@ func (c *core) storageUsable(ctx context.Context) bool {
 
 // unavailable counts fault and logs, the first time in a row only, that the
 // storage cannot be used: persistence is off until a checkpoint connects.
-func (cp *checkpointer) unavailable(ctx context.Context, fault, what, todo string) {
+func (cp *checkpointer) unavailable(ctx context.Context, fault metadata.AttributeStorageFault, what, todo string) {
 	cp.count(ctx, fault)
 	if cp.down {
 		cp.logger.Debug("collectiveattr: storage still unavailable", zap.String("reason", what))
@@ -113,8 +114,8 @@ func (cp *checkpointer) unavailable(ctx context.Context, fault, what, todo strin
 		" and trying again at each checkpoint_interval: " + todo)
 }
 
-func (cp *checkpointer) count(ctx context.Context, fault string) {
-	cp.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("fault", fault)))
+func (cp *checkpointer) count(ctx context.Context, fault metadata.AttributeStorageFault) {
+	cp.faults.Add(ctx, 1, metric.WithAttributes(attribute.String("fault", fault.String())))
 }
 
 // disconnect closes the client, if open.

@@ -41,8 +41,9 @@ const (
 	// other record, exactly as stormlog would read it: Stormlog says which).
 	KindStormlog
 	// KindAccounting is one point of NCCL's memory accounting gauge
-	// (AccountingMetric; Config.Evidence only): AccountingCommID and
-	// AccountingBytes at TimestampNs.
+	// (ingest.AccountingMetric, read when the mode reads NCCL's accounting:
+	// ingest.EngineReads.Accounting): AccountingCommID and AccountingBytes
+	// at TimestampNs.
 	KindAccounting
 )
 
@@ -117,11 +118,12 @@ type Record struct {
 	// order above (TimestampNs is the first). The slice is reused by the
 	// next call: copy it to keep it.
 	MarkerTimesNs []int64
-	// MarkerEndsNs and MarkerIdentities are set with Config.Evidence: per
+	// MarkerEndsNs and MarkerIdentities are set when markers are read as
+	// the collectives they mark (ingest.EngineReads.CollectiveMarkers): per
 	// marker time, the marker's end (a marker span's end; an event's own
-	// time) and its collective identity (Valid false: a bare marker). In
-	// that mode a marker span gives one marker, its interval, rather than
-	// one at its start and one at its end. Reused like MarkerTimesNs.
+	// time) and its collective identity (Valid false: a bare marker). Read
+	// so, a marker span gives one marker, its interval, rather than one at
+	// its start and one at its end. Reused like MarkerTimesNs.
 	MarkerEndsNs     []int64
 	MarkerIdentities []evidence.Identity
 	// AccountingCommID and AccountingBytes are set for KindAccounting. The
@@ -166,9 +168,9 @@ type MarkerRun struct {
 type MarkerSpan struct {
 	Ref     SpanRef
 	TimesNs []int64
-	// EndsNs and Identities are set with Config.Evidence (see
-	// Record.MarkerEndsNs): in that mode TimesNs holds a marker span's
-	// start only, then its events' times.
+	// EndsNs and Identities are set when markers are read as collectives
+	// (see Record.MarkerEndsNs): TimesNs then holds a marker span's start
+	// only, then its events' times.
 	EndsNs     []int64
 	Identities []evidence.Identity
 }

@@ -69,9 +69,9 @@ func (e *evidenceRank) releaseSpans() {
 }
 
 // pushSpanEvidence buffers the markers of one marker span (rec.Kind
-// KindMarker, converted with ingest.Config.Evidence): each an interval with
-// its collective interned in the job's table and the span; a marker before
-// the window is refused as stale.
+// KindMarker, read as collectives: ingest.EngineReads.CollectiveMarkers):
+// each an interval with its collective interned in the job's table and the
+// span; a marker before the window is refused as stale.
 func (j *Job) pushSpanEvidence(rb *Rank, rec *Record) int {
 	maxCap := j.cfg.MaxEventsPerRank
 	cutoff := j.cutoffNs()
@@ -219,19 +219,12 @@ func isMarkerOf(job *Job, c *attribution.CollectiveMatch, endNs int64) func(m *e
 }
 
 // AppendLinks appends to dst the marker spans a result of rank r.Rank
-// links to: in evidence mode those of its own rank's markers that matched
-// (appendEvidenceLinks), otherwise the spans of the markers at its marker
-// times. A round's claims append to one slice: a result's links cost no
-// allocation of their own.
+// links to, as the window's mode buffered its markers: in evidence mode
+// those of its own rank's markers that matched (appendEvidenceLinks),
+// otherwise the spans of the markers at its marker times. A round's claims
+// append to one slice: a result's links cost no allocation of their own.
 func (job *Job) AppendLinks(dst []SpanRef, r *attribution.Result) []SpanRef {
-	if r.Mode == attribution.ModeEvidence {
-		return job.appendEvidenceLinks(dst, r)
-	}
-	rb := job.Rank(r.Rank)
-	if rb == nil {
-		return dst
-	}
-	return appendMarkerLinks(dst, rb, r.MarkerTimesNs)
+	return job.cfg.Mode.appendLinks(job, dst, r)
 }
 
 // appendMarkerLinks appends to dst the distinct marker spans whose start,

@@ -35,6 +35,10 @@ type Mode interface {
 	// buffered at once (Job.AddMarkerSpans) rather than one span at a
 	// time (Job.Add).
 	BatchesMarkerSpans() bool
+
+	// appendLinks appends to dst the marker spans a result of the mode's
+	// engine links (Job.AppendLinks).
+	appendLinks(job *Job, dst []SpanRef, r *attribution.Result) []SpanRef
 }
 
 // The modes.
@@ -91,6 +95,15 @@ func (referenceMode) pushStormlog(job *Job, rb *Rank, rec *Record, _ *stormlogRe
 	return job.pushStormlog(rb, rec)
 }
 
+// appendLinks links the spans of the markers at the result's marker times.
+func (referenceMode) appendLinks(job *Job, dst []SpanRef, r *attribution.Result) []SpanRef {
+	rb := job.Rank(r.Rank)
+	if rb == nil {
+		return dst
+	}
+	return appendMarkerLinks(dst, rb, r.MarkerTimesNs)
+}
+
 type evidenceMode struct{}
 
 func (evidenceMode) Name() string { return attribution.ModeEvidence }
@@ -130,4 +143,8 @@ func (evidenceMode) pushAccounting(job *Job, rb *Rank, rec *Record) int {
 
 func (evidenceMode) pushStormlog(job *Job, rb *Rank, rec *Record, read *stormlogRead) int {
 	return job.pushStormlogEvidence(rb, rec, read)
+}
+
+func (evidenceMode) appendLinks(job *Job, dst []SpanRef, r *attribution.Result) []SpanRef {
+	return job.appendEvidenceLinks(dst, r)
 }

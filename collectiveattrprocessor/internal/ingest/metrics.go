@@ -16,8 +16,8 @@ const maxBytes = 1 << 53
 const mib = 1 << 20
 
 // metricsConverter forms samples from memory metrics: it keeps the as-of
-// join buffers per (job, rank) and, in evidence mode, reads NCCL's
-// accounting gauge.
+// join buffers per (job, rank) and, when the mode reads it
+// (EngineReads.Accounting), reads NCCL's accounting gauge.
 type metricsConverter struct {
 	cfg   *Config
 	now   func() time.Time
@@ -251,7 +251,7 @@ func (c *metricsConverter) holdsProcessPoints(md pmetric.Metrics) bool {
 	return false
 }
 
-// metricKind is what a metric is to ConvertMetrics.
+// metricKind is what a metric is to Converter.Metrics.
 type metricKind uint8
 
 const (

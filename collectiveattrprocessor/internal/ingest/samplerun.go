@@ -2,7 +2,7 @@ package ingest
 
 import "github.com/collectiveattr/collectiveattr/telemetry"
 
-// SampleRun is the samples one ConvertMetrics call formed for one (job,
+// SampleRun is the samples one Converter.Metrics call formed for one (job,
 // rank), in time order. Samples are handed over a run at a time and in this
 // compact form, not as one TelemetryEvent Record each: a rank reports many
 // samples per batch, and the processor keeps three numbers of each, so

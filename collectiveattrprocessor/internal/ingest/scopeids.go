@@ -2,7 +2,7 @@ package ingest
 
 import (
 	"encoding/hex"
-	"unsafe"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -18,20 +18,23 @@ const (
 // strings cut from shared blocks. Every phase span needs its own, kept for
 // the whole window: allocated one by one they were the largest cost of a
 // phase span, in the allocation and in the garbage collector's marking of
-// tens of thousands of 16-byte objects. A block's bytes are written once,
-// before any string refers to them, and never again, which is what
-// unsafe.String requires. A block lives while any of its 64 ids does; ids
-// leave the buffers in about the order they came, so few blocks outlive
-// most of their ids.
+// tens of thousands of 16-byte objects. A block is a strings.Builder's
+// buffer: the builder only appends to it, so the strings cut from it keep
+// their bytes. A block lives while any of its 64 ids does; ids leave the
+// buffers in about the order they came, so few blocks outlive most of
+// their ids.
 type scopeIDs struct {
-	block []byte
+	block strings.Builder
 }
 
 func (s *scopeIDs) of(id pcommon.SpanID) string {
-	if cap(s.block)-len(s.block) < scopeIDLen {
-		s.block = make([]byte, 0, scopeIDChunk)
+	if s.block.Cap()-s.block.Len() < scopeIDLen {
+		s.block.Reset()
+		s.block.Grow(scopeIDChunk)
 	}
-	off := len(s.block)
-	s.block = hex.AppendEncode(s.block, id[:])
-	return unsafe.String(&s.block[off], scopeIDLen)
+	var text [scopeIDLen]byte
+	hex.Encode(text[:], id[:])
+	s.block.Write(text[:])
+	all := s.block.String()
+	return all[len(all)-scopeIDLen:]
 }

@@ -226,6 +226,13 @@ func TestScopeIDsStayWhatTheyWere(t *testing.T) {
 	for i, id := range ids {
 		require.Equal(t, pcommon.SpanID{byte(i), 0xab, 0, 0, 0, 0, 0xcd, byte(i >> 8)}.String(), id)
 	}
+	// One allocation a block of 64 ids, not one an id.
+	allocs := testing.AllocsPerRun(20, func() {
+		for i := range 4 * 64 {
+			s.of(pcommon.SpanID{byte(i)})
+		}
+	})
+	assert.LessOrEqual(t, allocs, 5.0)
 }
 
 // spanHex is a span id in hex, the empty id included (SpanID.String gives

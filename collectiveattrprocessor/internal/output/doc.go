@@ -1,6 +1,9 @@
 // Package output builds the processor's result telemetry (contract §5):
 // result spans, result metrics and result log records. Its functions are
-// pure: they append to the pdata they are given and keep no state.
+// pure: they append to the pdata they are given and keep no state. The
+// state kept between reports is HiddenPeaks' (the peaks of
+// gpu.memory.hidden per (job, rank)), with RankIndex, its map by (job,
+// rank), which the processor's over-cap hidden points use too.
 //
 // Citations: "reference §N", bare §N, the steps S0–S12 and the releases R1/R2
 // refer to docs/reference-semantics.md; "contract §N" to

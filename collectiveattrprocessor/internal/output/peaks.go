@@ -31,21 +31,9 @@ type PeakPoint struct {
 // that interval, so a spike shows in at least one scrape.
 type HiddenPeaks struct {
 	intervalNs int64
-	series     map[peakKey]*peakSeries
-	// byRank is, for the job observed last (byRankJob), its series by rank
-	// (ranks below maxIndexedRank): a batch's runs go through one job's
-	// ranks in turn, and an index costs less than hashing (job, rank) for
-	// each.
-	byRankJob string
-	byRank    []*peakSeries
-}
-
-// maxIndexedRank bounds the ranks HiddenPeaks indexes (a pointer each).
-const maxIndexedRank = 1 << 14
-
-type peakKey struct {
-	job  string
-	rank int64
+	// series: a batch's sample runs go through one job's ranks in turn,
+	// which RankIndex finds by index.
+	series RankIndex[*peakSeries]
 }
 
 type peakSeries struct {
@@ -59,7 +47,7 @@ type peakSeries struct {
 // NewHiddenPeaks reports each series at most once per intervalNs (0: at
 // every Due call).
 func NewHiddenPeaks(intervalNs int64) *HiddenPeaks {
-	return &HiddenPeaks{intervalNs: intervalNs, series: map[peakKey]*peakSeries{}}
+	return &HiddenPeaks{intervalNs: intervalNs}
 }
 
 // Observe records one sample of (job, rank): device used and allocator
@@ -72,7 +60,10 @@ func (p *HiddenPeaks) Observe(job string, rank, used, reserved, total int64) {
 // bytes (device used − allocator reserved) and device used bytes, and the
 // newest device total known (> 0; 0 when none is).
 func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
-	s := p.seriesOf(job, rank)
+	s, ok := p.series.Indexed(job, rank)
+	if !ok {
+		s, _ = p.series.GetOrAdd(job, rank, newPeakSeries)
+	}
 	if !s.pending {
 		s.pending = true
 		s.point.HiddenBytes, s.point.DeviceUsedBytes = hidden, used
@@ -85,29 +76,8 @@ func (p *HiddenPeaks) ObserveMax(job string, rank, hidden, used, total int64) {
 	}
 }
 
-// seriesOf returns the series of (job, rank), creating it.
-func (p *HiddenPeaks) seriesOf(job string, rank int64) *peakSeries {
-	indexed := uint64(rank) < maxIndexedRank
-	if indexed && job == p.byRankJob && rank < int64(len(p.byRank)) && p.byRank[rank] != nil {
-		return p.byRank[rank]
-	}
-	k := peakKey{job, rank}
-	s := p.series[k]
-	if s == nil {
-		s = &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
-		p.series[k] = s
-	}
-	if indexed {
-		if job != p.byRankJob {
-			clear(p.byRank)
-			p.byRankJob = job
-		}
-		if rank >= int64(len(p.byRank)) {
-			p.byRank = append(p.byRank, make([]*peakSeries, int(rank)+1-len(p.byRank))...)
-		}
-		p.byRank[rank] = s
-	}
-	return s
+func newPeakSeries(job string, rank int64) *peakSeries {
+	return &peakSeries{point: PeakPoint{JobID: job, Rank: rank}}
 }
 
 // Due returns, in (job, rank) order, the peaks of the series that received
@@ -116,14 +86,10 @@ func (p *HiddenPeaks) seriesOf(job string, rank int64) *peakSeries {
 // forgotten) are reported whatever the interval, and dropped.
 func (p *HiddenPeaks) Due(nowNs int64, ending []string) []PeakPoint {
 	var out []PeakPoint
-	for k, s := range p.series {
-		ends := slices.Contains(ending, k.job)
+	for k, s := range p.series.All() {
+		ends := slices.Contains(ending, k.Job)
 		if ends {
-			delete(p.series, k)
-			if k.job == p.byRankJob {
-				clear(p.byRank)
-				p.byRankJob = ""
-			}
+			p.series.Delete(k.Job, k.Rank)
 		}
 		if !s.pending || (!ends && s.reportedNs != 0 && nowNs-s.reportedNs < p.intervalNs) {
 			continue
@@ -138,4 +104,4 @@ func (p *HiddenPeaks) Due(nowNs int64, ending []string) []PeakPoint {
 }
 
 // Len is the number of series held.
-func (p *HiddenPeaks) Len() int { return len(p.series) }
+func (p *HiddenPeaks) Len() int { return p.series.Len() }

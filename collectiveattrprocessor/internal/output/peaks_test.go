@@ -113,22 +113,22 @@ func TestHiddenPeaksEndedSeriesStartsAnew(t *testing.T) {
 }
 
 // TestHiddenPeaksFollowEveryRank: observations that alternate between jobs
-// and ranks (indexed and not: negative, past maxIndexedRank), with jobs
+// and ranks (indexed and not: negative, past MaxIndexedRank), with jobs
 // ending between reports, are reported as a plain per-(job, rank)
 // account of them has it: the peaks since the last report, and the newest
 // total the series learned since it began.
 func TestHiddenPeaksFollowEveryRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	p := NewHiddenPeaks(0)
-	pending, totals, live := map[peakKey]PeakPoint{}, map[peakKey]int64{}, map[peakKey]bool{}
+	pending, totals, live := map[RankKey]PeakPoint{}, map[RankKey]int64{}, map[RankKey]bool{}
 	jobs := []string{"a", "b", "c"}
-	ranks := []int64{0, 1, 2, 5, 63, -1, maxIndexedRank - 1, maxIndexedRank, 1 << 40}
+	ranks := []int64{0, 1, 2, 5, 63, -1, MaxIndexedRank - 1, MaxIndexedRank, 1 << 40}
 	for round := range 300 {
 		for range rng.IntN(40) {
 			job, rank := jobs[rng.IntN(len(jobs))], ranks[rng.IntN(len(ranks))]
 			hidden, used, total := rng.Int64N(10*gib)-gib, rng.Int64N(80*gib), rng.Int64N(3)*40*gib
 			p.ObserveMax(job, rank, hidden, used, total)
-			k := peakKey{job, rank}
+			k := RankKey{job, rank}
 			live[k] = true
 			w, ok := pending[k]
 			if !ok {
@@ -154,9 +154,9 @@ func TestHiddenPeaksFollowEveryRank(t *testing.T) {
 			require.Equal(t, want, got, "round %d", round)
 		}
 		clear(pending)
-		ended := func(k peakKey, _ bool) bool { return slices.Contains(ending, k.job) }
+		ended := func(k RankKey, _ bool) bool { return slices.Contains(ending, k.Job) }
 		maps.DeleteFunc(live, ended)
-		maps.DeleteFunc(totals, func(k peakKey, _ int64) bool { return ended(k, true) })
+		maps.DeleteFunc(totals, func(k RankKey, _ int64) bool { return ended(k, true) })
 		require.Equal(t, len(live), p.Len(), "round %d", round)
 	}
 }

@@ -91,3 +91,16 @@ func TestEvidenceLinks(t *testing.T) {
 	r.Collective = nil // no collective: the rank's own marker that matched
 	assert.Equal(t, []ingest.SpanRef{b}, job.AppendLinks(nil, r))
 }
+
+// TestLinksAreTheWindowsMode: how a result's marker spans are found is the
+// window's mode's (it buffered the markers), not the result's Mode field:
+// an engine that reads evidence mode's window but names no mode in its
+// results (a new mode's, say) still links its rank's marker span.
+func TestLinksAreTheWindowsMode(t *testing.T) {
+	s := New(evidenceConfig())
+	now := time.Unix(0, spanT0)
+	require.True(t, s.AddRecord(spanMarkerRecord(1, spanT0+10, 100, 5, 0xb), now))
+	r := &attribution.Result{Rank: 1, MarkerTimesNs: []int64{spanT0 + 10}}
+	b := ingest.SpanRef{TraceID: [16]byte{0xb}, SpanID: [8]byte{0xb}}
+	assert.Equal(t, []ingest.SpanRef{b}, s.Job("j").AppendLinks(nil, r))
+}
