@@ -3,7 +3,9 @@ module github.com/collectiveattr/collectiveattr
 go 1.26.0
 
 require (
+	github.com/golang/snappy v1.0.0
 	github.com/google/go-cmp v0.7.0
+	github.com/klauspost/compress v1.20.3
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest v0.165.1
 	github.com/stretchr/testify v1.12.1
