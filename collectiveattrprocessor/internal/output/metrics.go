@@ -56,8 +56,7 @@ type LatestResult struct {
 // (documentation.md lists them), one resource per job (service.name
 // collectiveattr, training.job.id) in order of first appearance, each with
 // the metrics that have points for that job:
-//   - gpu.memory.hidden: one point per HiddenPoint, in their order
-//     (appended with metadata.GpuMemoryHiddenPoints, the cheaper way);
+//   - gpu.memory.hidden: one point per HiddenPoint, in their order;
 //   - gpu.memory.hidden.peak, gpu.memory.device.used.peak: one point per
 //     PeakPoint at nowNs: the highest value over the samples received since
 //     the previous point of that (job, rank);
@@ -108,11 +107,9 @@ func (m *Metrics) Append(dst pmetric.Metrics, hidden []HiddenPoint, peaks []Peak
 	mb := m.mb
 	for ji := range m.jobs {
 		jp := &m.jobs[ji]
-		if hp, ok := mb.GpuMemoryHiddenPoints(len(jp.hidden)); ok {
-			for _, i := range jp.hidden {
-				h := &hidden[i]
-				hp.Append(pcommon.Timestamp(h.TimestampNs), h.Bytes, h.JobID, h.Rank)
-			}
+		for _, i := range jp.hidden {
+			h := &hidden[i]
+			mb.RecordGpuMemoryHiddenDataPoint(pcommon.Timestamp(h.TimestampNs), h.Bytes, h.JobID, h.Rank)
 		}
 		for _, i := range jp.peaks {
 			p := &peaks[i]
