@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -37,34 +38,41 @@ type Params struct {
 	// baseline (and on a step's height): below it a change is allocator
 	// churn or page-granularity noise, not NCCL buffers. Default per
 	// preset: low 48 MiB, medium 32 MiB, high 16 MiB.
-	MinExcessBytes int64
+	MinExcessBytes int64 `mapstructure:"min_excess_bytes"`
 	// SpreadFloorBytes is the least robust standard deviation a rank's
 	// baseline is given (a flat baseline has a MAD of 0). Default 2 MiB,
 	// the driver's allocation granularity.
-	SpreadFloorBytes int64
+	SpreadFloorBytes int64 `mapstructure:"spread_floor_bytes"`
 	// BaselineWindowNs is the span before and after a sample whose medians
 	// give its baseline (their mean, or the side that does not reach across
 	// a level step); a change that holds for more than about half of it is
 	// a level step. Default 8 s.
-	BaselineWindowNs int64
+	BaselineWindowNs int64 `mapstructure:"baseline_window_ns"`
 	// MatchToleranceNs widens a marker's interval on both sides when a
 	// spike's rise is matched to it. Default 50 ms.
-	MatchToleranceNs int64
+	MatchToleranceNs int64 `mapstructure:"match_tolerance_ns"`
 	// ApproximateToleranceNs replaces MatchToleranceNs for markers flagged
 	// nccl.time_approximate. Default 500 ms.
-	ApproximateToleranceNs int64
+	ApproximateToleranceNs int64 `mapstructure:"approximate_tolerance_ns"`
 	// ResolvedMinSamples is how many sampling intervals, each widened by
 	// MatchToleranceNs (how far from the launch or the end a sample still
 	// places a change there), a collective must last on every member before
 	// a spike that rises at its launch and falls at its end there counts as
 	// resolved inside it. Default 4.
-	ResolvedMinSamples float64
+	ResolvedMinSamples float64 `mapstructure:"resolved_min_samples"`
 }
 
-// ParamFields are the keys of the `evidence` config, in validation order.
-var ParamFields = []string{
-	"min_excess_bytes", "spread_floor_bytes", "baseline_window_ns",
-	"match_tolerance_ns", "approximate_tolerance_ns", "resolved_min_samples",
+// ParamFields are the keys of the `evidence` config, in validation order:
+// Params' mapstructure tags, in field order, so that a field added to Params
+// is a key without being listed again.
+var ParamFields = paramKeys()
+
+func paramKeys() []string {
+	var keys []string
+	for f := range reflect.TypeFor[Params]().Fields() {
+		keys = append(keys, f.Tag.Get("mapstructure"))
+	}
+	return keys
 }
 
 const mib = 1 << 20
@@ -125,27 +133,18 @@ func ResolveConfig(preset string, overrides, evidenceKeys map[string]any) (Confi
 	return cfg, cfg.Evidence.Validate()
 }
 
+// apply sets the field whose key is key (one of ParamFields); the int64
+// fields take only integers.
 func (p *Params) apply(key string, f float64) error {
-	if key == "resolved_min_samples" {
-		p.ResolvedMinSamples = f
+	v := reflect.ValueOf(p).Elem().Field(slices.Index(ParamFields, key))
+	if v.Kind() == reflect.Float64 {
+		v.SetFloat(f)
 		return nil
 	}
 	if f != math.Trunc(f) || f >= math.MaxInt64 || f <= math.MinInt64 {
 		return fmt.Errorf("evidence.%s must be an integer", key)
 	}
-	v := int64(f)
-	switch key {
-	case "min_excess_bytes":
-		p.MinExcessBytes = v
-	case "spread_floor_bytes":
-		p.SpreadFloorBytes = v
-	case "baseline_window_ns":
-		p.BaselineWindowNs = v
-	case "match_tolerance_ns":
-		p.MatchToleranceNs = v
-	case "approximate_tolerance_ns":
-		p.ApproximateToleranceNs = v
-	}
+	v.SetInt(int64(f))
 	return nil
 }
 

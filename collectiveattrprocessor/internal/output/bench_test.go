@@ -82,3 +82,31 @@ func BenchmarkHiddenPeaksObserve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRankIndex is the cost of finding one sample run's entry as
+// HiddenPeaks and newestHidden do (Indexed, then GetOrAdd when not indexed),
+// by ranks of one job, with a second job's run every `other` runs (0:
+// none): each such run makes the other job the indexed one and back, and
+// the first job's ranks are then found through the map once each.
+func BenchmarkRankIndex(b *testing.B) {
+	for _, ranks := range []int64{1024, 16384} {
+		for _, other := range []int64{0, 8} {
+			b.Run(fmt.Sprintf("ranks=%d/other=%d", ranks, other), func(b *testing.B) {
+				var x RankIndex[int32]
+				add := func(string, int64) int32 { return 1 }
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					job := "job-1"
+					if other > 0 && i%other == 0 {
+						job = "job-2"
+					}
+					if _, found := x.Indexed(job, i%ranks); !found {
+						x.GetOrAdd(job, i%ranks, add)
+					}
+					i++
+				}
+			})
+		}
+	}
+}

@@ -12,12 +12,21 @@ import "iter"
 // The zero V marks an empty slot of the slice: an entry whose value is the
 // zero V is found, but through the map. The zero RankIndex is empty and
 // ready to use.
+//
+// A switch of the indexed job empties only the slots filled since the last
+// switch, not the slice up to the highest rank (16 384 with the largest
+// worlds): with two jobs' runs alternating every few runs, each switch
+// then costs the few ranks found in between, and Indexed is as before.
 type RankIndex[V comparable] struct {
 	all map[RankKey]V
 	// job is the indexed job; byRank its entries by rank (the zero V where
 	// it has none).
 	job    string
 	byRank []V
+	// filled holds the rank of every slot filled since the indexed job
+	// last changed, a rank again when its slot was emptied by Delete and
+	// filled anew; never more than len(byRank) of them.
+	filled []int32
 }
 
 // RankKey is a (job, rank).
@@ -73,13 +82,43 @@ func (x *RankIndex[V]) index(job string, rank int64, v V) {
 		return
 	}
 	if job != x.job {
-		clear(x.byRank)
+		x.forget()
 		x.job = job
 	}
 	if rank >= int64(len(x.byRank)) {
 		x.byRank = append(x.byRank, make([]V, int(rank)+1-len(x.byRank))...)
 	}
+	var zero V
+	if v != zero && x.byRank[rank] == zero {
+		if len(x.filled) == len(x.byRank) {
+			// Deletes and refills of the same ranks: keep each filled
+			// slot once, which is fewer than len(byRank) as rank's is
+			// empty.
+			x.filled = x.filled[:0]
+			for r, v := range x.byRank {
+				if v != zero {
+					x.filled = append(x.filled, int32(r))
+				}
+			}
+		}
+		x.filled = append(x.filled, int32(rank))
+	}
 	x.byRank[rank] = v
+}
+
+// forget empties the slots filled since the indexed job last changed: one
+// by one when they are few, else the whole slice at once, which is faster
+// per slot (HiddenPeaks and newestHidden Clear after every rank was filled).
+func (x *RankIndex[V]) forget() {
+	if len(x.filled) > len(x.byRank)/16 {
+		clear(x.byRank)
+	} else {
+		var zero V
+		for _, r := range x.filled {
+			x.byRank[r] = zero
+		}
+	}
+	x.filled = x.filled[:0]
 }
 
 // Delete removes (job, rank)'s entry, if it has one.
@@ -107,7 +146,7 @@ func (x *RankIndex[V]) All() iter.Seq2[RankKey, V] {
 // next job indexed need not grow it again.
 func (x *RankIndex[V]) Clear() {
 	clear(x.all)
-	clear(x.byRank)
+	x.forget()
 	x.job = ""
 }
 

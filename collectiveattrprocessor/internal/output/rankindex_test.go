@@ -246,3 +246,29 @@ func TestRankIndexAllLetsTheLoopDelete(t *testing.T) {
 		assert.False(t, found, "b/%d", r)
 	}
 }
+
+// TestRankIndexSwitchEmptiesRefilledSlots: slots of one job deleted and
+// filled again many times, more often than the slice has slots, are all
+// emptied when another job is indexed, and the ranks kept to empty them do
+// not outgrow the slice.
+func TestRankIndexSwitchEmptiesRefilledSlots(t *testing.T) {
+	var x RankIndex[int]
+	for r := range int64(4) {
+		x.put("a", r, int(r)+1)
+	}
+	for i := range 10 {
+		x.Delete("a", 1)
+		x.put("a", 1, 10+i)
+		x.Delete("a", 3)
+		x.put("a", 3, 20+i)
+		assert.LessOrEqual(t, len(x.filled), len(x.byRank), "round %d", i)
+	}
+	assert.Equal(t, []int{1, 19, 3, 29}, x.byRank)
+	x.put("b", 2, 7)
+	assert.Equal(t, []int{0, 0, 7, 0}, x.byRank, "a's slots are emptied")
+	for r, v := range map[int64]int{0: 1, 1: 19, 2: 3, 3: 29} {
+		assert.Equal(t, v, get(t, &x, RankKey{"a", r}))
+	}
+	x.Clear()
+	assert.Equal(t, []int{0, 0, 0, 0}, x.byRank, "Clear empties the slots")
+}
