@@ -23,6 +23,10 @@ OTELCOL := build/otelcol-collectiveattr
 # nor the modules ocb's `go mod tidy` fetches.
 OTELCOL_DEMO     := build/otelcol-collectiveattr-demo
 OTELCOL_DEMO_SRC := cmd/otelcol-collectiveattr-demo
+# The floor processor's collector (e2e/floorcol), for make bench-pipeline PIPELINE_FLOOR=1 only:
+# its own module, so that the root module does not require the distribution's modules.
+OTELCOL_FLOOR     := build/otelcol-floor
+OTELCOL_FLOOR_SRC := e2e/floorcol/otelcol-floor
 # The repository packages the collector binary is built from (the processor and what it
 # imports), so that editing a test, the simulator or the CLI does not relink the collector.
 PROCESSOR_DIRS    := $(shell $(GO) list -deps -f '{{if not .Standard}}{{.Dir}}{{end}}' ./collectiveattrprocessor 2>/dev/null | grep '^$(CURDIR)/')
@@ -58,6 +62,9 @@ $(OCB):
 $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(PROCESSOR_SOURCES)
 	$(OCB) --config builder-config.yaml
 	@touch $@
+
+$(OTELCOL_FLOOR): $(wildcard $(OTELCOL_FLOOR_SRC)/*.go) $(OTELCOL_FLOOR_SRC)/go.mod $(OTELCOL_FLOOR_SRC)/go.sum $(filter-out %_test.go,$(wildcard e2e/floorcol/*.go)) go.mod go.sum $(PROCESSOR_SOURCES)
+	cd $(OTELCOL_FLOOR_SRC) && $(GO) build -o $(CURDIR)/$@ .
 
 $(OTELCOL_DEMO): $(wildcard $(OTELCOL_DEMO_SRC)/*.go) $(OTELCOL_DEMO_SRC)/go.mod $(OTELCOL_DEMO_SRC)/go.sum go.mod go.sum $(PROCESSOR_SOURCES)
 	cd $(OTELCOL_DEMO_SRC) && $(GO) build -o $(CURDIR)/$@ .
@@ -146,17 +153,24 @@ scale-e2e: build
 ## bench-pipeline: the collector's CPU per item with and without the processor, receiver
 ## OTLP/gRPC -> [collectiveattr] -> OTLP/gRPC exporter to a loopback sink, PIPELINE_RANKS
 ## ranks (1 024) in real time, PIPELINE_ROUNDS alternated rounds (5) of PIPELINE_DURATION
-## (20s); PIPELINE_BASE: another collector build to measure beside (docs/benchmarks.md).
-## Minutes of real-time load: not in test/ci
-PIPELINE_RANKS    ?= 1024
-PIPELINE_ROUNDS   ?= 5
-PIPELINE_DURATION ?= 20s
-PIPELINE_BASE     ?=
+## (20s); PIPELINE_BASE: another collector build to measure beside; PIPELINE_FLOOR=1: the
+## floor processor's collector (e2e/floorcol, the least processor that buffers every sample)
+## beside; PIPELINE_HIDDEN: gpu.memory.hidden true (default), false, or both (true,false);
+## PIPELINE_PROCESSORS: the processors, * the one measured (memory_limiter,*,batch as
+## deploy/manifests ship it) (docs/benchmarks.md). Minutes of real-time load: not in test/ci
+PIPELINE_RANKS      ?= 1024
+PIPELINE_ROUNDS     ?= 5
+PIPELINE_DURATION   ?= 20s
+PIPELINE_BASE       ?=
+PIPELINE_FLOOR      ?=
+PIPELINE_HIDDEN     ?=
+PIPELINE_PROCESSORS ?=
 .PHONY: bench-pipeline
-bench-pipeline: build
+bench-pipeline: build $(if $(PIPELINE_FLOOR),$(OTELCOL_FLOOR))
 	COLLECTIVEATTR_OTELCOL=$(CURDIR)/$(OTELCOL) COLLECTIVEATTR_PIPELINE_E2E=1 COLLECTIVEATTR_PIPELINE_E2E_RANKS=$(PIPELINE_RANKS) \
 	COLLECTIVEATTR_PIPELINE_E2E_ROUNDS=$(PIPELINE_ROUNDS) COLLECTIVEATTR_PIPELINE_E2E_DURATION=$(PIPELINE_DURATION) \
-	COLLECTIVEATTR_PIPELINE_E2E_BASE=$(PIPELINE_BASE) \
+	COLLECTIVEATTR_PIPELINE_E2E_BASE=$(PIPELINE_BASE) COLLECTIVEATTR_PIPELINE_E2E_FLOOR=$(if $(PIPELINE_FLOOR),$(CURDIR)/$(OTELCOL_FLOOR)) \
+	COLLECTIVEATTR_PIPELINE_E2E_HIDDEN_METRIC=$(PIPELINE_HIDDEN) COLLECTIVEATTR_PIPELINE_E2E_PROCESSORS=$(PIPELINE_PROCESSORS) \
 	$(GO) test -count=1 -timeout 120m -run TestPipelineCPU -v ./e2e/
 
 ## bench-cli: `collectiveattr attribute` of BENCH_BASE (one commit or several, "8c9c5f4 1872e50")

@@ -13,9 +13,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/ingest"
 	"github.com/collectiveattr/collectiveattr/collectiveattrprocessor/internal/pdatashift"
+	"github.com/collectiveattr/collectiveattr/e2e/floorcol"
 )
 
 // A realistic job for the benchmarks: 64 ranks on 8 hosts of 8 GPUs, every
@@ -252,6 +254,9 @@ type consumeBench[T any] struct {
 	// core: the split of the processor's cost between the two.
 	convert func(conv *ingest.Converter, batch T)
 	create  func(b *testing.B, cfg *Config) (consume func(T) error, shutdown func())
+	// floor, where set, makes the floor processor (e2e/floorcol): the least processor that
+	// buffers every sample of the window, beside the processor.
+	floor func(b *testing.B) (consume func(T) error, shutdown func())
 	// config is the processor's configuration; nil: benchConfig.
 	config func() *Config
 }
@@ -354,6 +359,9 @@ func (cb consumeBench[T]) run(b *testing.B, wire bool) {
 			return func(batch T) error { cb.convert(conv, batch); return nil }, func() {}
 		})
 	}
+	if cb.floor != nil {
+		measure("floor", 310, cb.floor)
+	}
 	measure("collectiveattr", 310, func(b *testing.B) (func(T) error, func()) { return cb.create(b, cb.cfg()) })
 }
 
@@ -379,6 +387,15 @@ var metricsBench = consumeBench[pmetric.Metrics]{
 	},
 	create: func(b *testing.B, cfg *Config) (func(pmetric.Metrics) error, func()) {
 		p, err := NewFactory().CreateMetrics(context.Background(), nopSettings(), cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(md pmetric.Metrics) error { return p.ConsumeMetrics(context.Background(), md) },
+			func() { _ = p.Shutdown(context.Background()) }
+	},
+	floor: func(b *testing.B) (func(pmetric.Metrics) error, func()) {
+		f := floorcol.NewFactory()
+		p, err := f.CreateMetrics(context.Background(), processortest.NewNopSettings(floorcol.Type), f.CreateDefaultConfig(), consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -437,7 +454,8 @@ func BenchmarkConsumeTracesPhases(b *testing.B) { phaseTracesBench.run(b, false)
 
 // BenchmarkPipelineMetrics reports ns per data point of OTLP decode plus the
 // processor against OTLP decode plus a bare forward, and plus the walking
-// processor (walk: what reading every point once costs after the decode).
+// processor (walk: what reading every point once costs after the decode) and
+// the floor processor (floor: what buffering every sample of the window costs).
 func BenchmarkPipelineMetrics(b *testing.B) { metricsBench.run(b, true) }
 
 // BenchmarkPipelineTraces reports ns per span of OTLP decode plus the

@@ -149,15 +149,20 @@ func startCollector(t *testing.T, config string, env map[string]string, healthPo
 	return startCollectorBinary(t, collectorBinary(t), config, env, healthPort)
 }
 
-// startCollectorBinary is startCollector of the collector binary bin.
-func startCollectorBinary(t *testing.T, bin, config string, env map[string]string, healthPort int) *collector {
+// startCollectorBinary is startCollector of the collector binary bin, with the
+// configurations more merged over config (otelcol's --config given again).
+func startCollectorBinary(t *testing.T, bin, config string, env map[string]string, healthPort int, more ...string) *collector {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "collector.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", config)
+	args := []string{"--config", config}
+	for _, c := range more {
+		args = append(args, "--config", c)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

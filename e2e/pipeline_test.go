@@ -46,9 +46,11 @@ type pipelineRun struct {
 	compression string // COLLECTIVEATTR_PIPELINE_E2E_COMPRESSION: the exporter's, default gzip
 	evaluation  string // COLLECTIVEATTR_PIPELINE_E2E_EVALUATION_INTERVAL: the processor's, default 10s
 	// hiddenMetric is COLLECTIVEATTR_PIPELINE_E2E_HIDDEN_METRIC ("true", the default, or
-	// "false"): whether the processor emits gpu.memory.hidden, a point per sample, which the
-	// exporter then sends with the input; "false" tells that cost from the processor's own.
-	hiddenMetric string
+	// "false", or both, "true,false"): whether the processor emits gpu.memory.hidden, a point
+	// per sample, which the exporter then sends with the input; "false" tells that cost from
+	// the processor's own. With both, each build with the processor runs both ways in every
+	// round.
+	hiddenMetric []string
 	// gc is the collector's GOGC and GOMEMLIMIT (COLLECTIVEATTR_PIPELINE_E2E_GOGC and
 	// _GOMEMLIMIT; unset: Go's defaults). Under the defaults a collection comes each time
 	// the heap doubles, so the processor's buffers, by making the heap larger, make the
@@ -58,6 +60,16 @@ type pipelineRun struct {
 	// base is another build of the collector (COLLECTIVEATTR_PIPELINE_E2E_BASE, e.g. of
 	// main), measured with the processor in the same rounds: before beside after.
 	base string
+	// floor is a build of e2e/floorcol/otelcol-floor (COLLECTIVEATTR_PIPELINE_E2E_FLOOR),
+	// measured in the same rounds with the floor processor where collectiveattr would be
+	// (testdata/e2e/pipeline-floor.yaml): what the least processor that buffers every sample
+	// of the window adds, beside what collectiveattr adds.
+	floor string
+	// processors is the pipeline's processors (COLLECTIVEATTR_PIPELINE_E2E_PROCESSORS,
+	// comma-separated, default "*"), "*" standing for the variant's processor (collectiveattr,
+	// floor; nothing without): "memory_limiter,*,batch" is the pipeline deploy/manifests ship,
+	// with their settings (pipeline.yaml).
+	processors []string
 	// profiles is a directory (COLLECTIVEATTR_PIPELINE_E2E_PROFILE): each run enables the
 	// collector's pprof extension and saves a CPU profile of its measured window there, as
 	// <signal>-<variant>-<round>.pprof, to tell what the processor's share is spent on.
@@ -99,11 +111,18 @@ func pipelineSettings(t *testing.T) pipelineRun {
 	if v := os.Getenv(pipelineEnv + "_EVALUATION_INTERVAL"); v != "" {
 		s.evaluation = v
 	}
-	s.hiddenMetric = "true"
+	s.hiddenMetric = []string{"true"}
 	if v := os.Getenv(pipelineEnv + "_HIDDEN_METRIC"); v != "" {
-		_, err := strconv.ParseBool(v)
-		require.NoError(t, err, pipelineEnv+"_HIDDEN_METRIC")
-		s.hiddenMetric = v
+		s.hiddenMetric = strings.Split(v, ",")
+		for _, h := range s.hiddenMetric {
+			_, err := strconv.ParseBool(h)
+			require.NoError(t, err, pipelineEnv+"_HIDDEN_METRIC")
+		}
+	}
+	s.processors = []string{"*"}
+	if v := os.Getenv(pipelineEnv + "_PROCESSORS"); v != "" {
+		s.processors = strings.Split(v, ",")
+		require.Contains(t, s.processors, "*", pipelineEnv+"_PROCESSORS: * stands for the processor measured")
 	}
 	if v := os.Getenv(pipelineEnv + "_COMPRESSION"); v != "" {
 		s.compression = v
@@ -118,6 +137,13 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		require.NoError(t, err, pipelineEnv+"_BASE")
 		s.base = abs
 	}
+	if v := os.Getenv(pipelineEnv + "_FLOOR"); v != "" {
+		abs, err := filepath.Abs(v)
+		require.NoError(t, err)
+		_, err = os.Stat(abs)
+		require.NoError(t, err, pipelineEnv+"_FLOOR")
+		s.floor = abs
+	}
 	if v := os.Getenv(pipelineEnv + "_PROFILE"); v != "" {
 		abs, err := filepath.Abs(v)
 		require.NoError(t, err)
@@ -127,11 +153,65 @@ func pipelineSettings(t *testing.T) pipelineRun {
 	return s
 }
 
-// pipelineVariant is one collector of a round: a binary, with or without the processor.
+// pipelineVariant is one collector of a round: a binary, and the processor it runs where
+// collectiveattr would.
 type pipelineVariant struct {
-	name          string
-	bin           string
-	withProcessor bool
+	name string
+	bin  string
+	// processor is "collectiveattr", "floor" or "" (none).
+	processor string
+	// hiddenMetric is collectiveattr's gpu.memory.hidden setting.
+	hiddenMetric string
+	// configs are merged over pipeline.yaml.
+	configs []string
+}
+
+// pipelineVariants are the collectors each round runs, "without" first.
+func pipelineVariants(t *testing.T, run pipelineRun) []pipelineVariant {
+	t.Helper()
+	bin := collectorBinary(t)
+	variants := []pipelineVariant{{name: "without", bin: bin, hiddenMetric: run.hiddenMetric[0]}}
+	// with adds a build with collectiveattr, once per gpu.memory.hidden setting.
+	with := func(label, bin string) {
+		for _, h := range run.hiddenMetric {
+			var tags []string
+			if label != "" {
+				tags = append(tags, label)
+			}
+			if len(run.hiddenMetric) > 1 && h == "false" {
+				tags = append(tags, "hidden off")
+			}
+			name := "with"
+			if len(tags) > 0 {
+				name += " (" + strings.Join(tags, ", ") + ")"
+			}
+			variants = append(variants, pipelineVariant{name: name, bin: bin, processor: "collectiveattr", hiddenMetric: h})
+		}
+	}
+	with("", bin)
+	if run.base != "" {
+		with("base", run.base)
+	}
+	if run.floor != "" {
+		variants = append(variants, pipelineVariant{name: "floor", bin: run.floor, processor: "floor",
+			hiddenMetric: run.hiddenMetric[0], configs: []string{filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline-floor.yaml")}})
+	}
+	return variants
+}
+
+// pipelineProcessors is the service's processor list for a variant: run.processors with "*"
+// the variant's processor, or left out without one.
+func pipelineProcessors(run pipelineRun, v pipelineVariant) string {
+	var list []string
+	for _, p := range run.processors {
+		if p == "*" {
+			p = v.processor
+		}
+		if p != "" {
+			list = append(list, p)
+		}
+	}
+	return "[" + strings.Join(list, ", ") + "]"
 }
 
 // TestPipelineCPU measures what the processor adds to the CPU of a collector as an
@@ -147,7 +227,13 @@ type pipelineVariant struct {
 // the processor alternate (each round starts with the next one); the figure is the ratio
 // of the medians, with every round's ratio logged (docs/benchmarks.md). With
 // COLLECTIVEATTR_PIPELINE_E2E_BASE naming another build (main's), it runs with the
-// processor in the same rounds too: before beside after. With
+// processor in the same rounds too: before beside after; with
+// COLLECTIVEATTR_PIPELINE_E2E_FLOOR naming the otelcol-floor build (e2e/floorcol), it runs
+// the floor processor in the same rounds: the least a processor that buffers every sample
+// of the window adds. COLLECTIVEATTR_PIPELINE_E2E_HIDDEN_METRIC=true,false runs each build
+// with the processor both with and without gpu.memory.hidden;
+// COLLECTIVEATTR_PIPELINE_E2E_PROCESSORS=memory_limiter,*,batch puts every variant's
+// processor (none without) where deploy/manifests ship collectiveattr. With
 // COLLECTIVEATTR_PIPELINE_E2E_PROFILE naming a directory, every run also enables the
 // collector's pprof extension and saves there a CPU profile of its measured window
 // (`go tool pprof -diff_base` of a run without against one with the processor attributes
@@ -157,10 +243,7 @@ func TestPipelineCPU(t *testing.T) {
 		t.Skipf("%s is not set: the pipeline CPU measurement runs minutes of real-time load (make bench-pipeline)", pipelineEnv)
 	}
 	run := pipelineSettings(t)
-	variants := []pipelineVariant{{"without", collectorBinary(t), false}, {"with", collectorBinary(t), true}}
-	if run.base != "" {
-		variants = append(variants, pipelineVariant{"with (base)", run.base, true})
-	}
+	variants := pipelineVariants(t, run)
 	sink := startSink(t)
 	loadavg, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("load average at the start: %s", strings.TrimSpace(string(loadavg)))
@@ -179,7 +262,7 @@ func TestPipelineCPU(t *testing.T) {
 					profile := ""
 					if run.profiles != "" {
 						profile = filepath.Join(run.profiles, fmt.Sprintf("%s-%s-%d.pprof", name,
-							strings.NewReplacer(" ", "", "(", "-", ")", "").Replace(variants[v].name), round+1))
+							strings.NewReplacer(" ", "", ",", "", "(", "-", ")", "").Replace(variants[v].name), round+1))
 					}
 					got[v] = measurePipeline(t, run, sink, load, variants[v], profile)
 					cpu[v] = append(cpu[v], got[v])
@@ -192,8 +275,9 @@ func TestPipelineCPU(t *testing.T) {
 				t.Log(line + " cpu-ns/" + load.unit)
 			}
 			loadavg, _ := os.ReadFile("/proc/loadavg")
-			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, exporter compression %s, evaluation interval %s, gpu.memory.hidden %s, GC %v; medians:",
-				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, run.compression, run.evaluation, run.hiddenMetric, run.gc)
+			line := fmt.Sprintf("%s, %d ranks, %d a request, %s backfilled, %s measured a run, %d rounds, processors %s, exporter compression %s, evaluation interval %s, gpu.memory.hidden %s, GC %v; medians:",
+				name, run.ranks, run.perRequest, run.backfill, run.duration, run.rounds, strings.Join(run.processors, ","), run.compression, run.evaluation,
+				strings.Join(run.hiddenMetric, ","), run.gc)
 			for v := range variants {
 				line += fmt.Sprintf(" %s %.0f cpu-ns/%s (%.3f×, median of the rounds' ratios %.3f×);", variants[v].name,
 					median(cpu[v]), load.unit, median(cpu[v])/median(cpu[0]), median(ratios[v]))
@@ -210,21 +294,17 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 	t.Helper()
 	ports := freePorts(t, 4)
 	grpcPort, healthPort, telemetryPort, pprofPort := ports[0], ports[1], ports[2], ports[3]
-	processors := "[]"
-	if variant.withProcessor {
-		processors = "[collectiveattr]"
-	}
 	env := map[string]string{
 		"E2E_OTLP_GRPC_PORT": itoa(grpcPort), "E2E_HEALTH_PORT": itoa(healthPort), "E2E_TELEMETRY_PORT": itoa(telemetryPort),
-		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": processors, "E2E_EXPORT_COMPRESSION": run.compression,
-		"E2E_EVALUATION_INTERVAL": run.evaluation, "E2E_HIDDEN_METRIC": run.hiddenMetric,
+		"E2E_SINK_PORT": itoa(sink.port), "E2E_PROCESSORS": pipelineProcessors(run, variant), "E2E_EXPORT_COMPRESSION": run.compression,
+		"E2E_EVALUATION_INTERVAL": run.evaluation, "E2E_HIDDEN_METRIC": variant.hiddenMetric,
 	}
 	if profile != "" {
 		env["E2E_EXTENSIONS"] = "[health_check, pprof]"
 		env["E2E_PPROF_PORT"] = itoa(pprofPort)
 	}
 	maps.Copy(env, run.gc)
-	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), env, healthPort)
+	c := startCollectorBinary(t, variant.bin, filepath.Join(repoRoot(t), "testdata", "e2e", "pipeline.yaml"), env, healthPort, variant.configs...)
 	defer c.stop()
 	cc, err := grpc.NewClient("127.0.0.1:"+itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
@@ -271,14 +351,14 @@ func measurePipeline(t *testing.T, run pipelineRun, sink *pipelineSink, load pip
 		<-tick.C
 	}
 	waitFor(t, 60*time.Second, "the sink to receive every item sent", func() bool { return received() >= sent })
-	_, cpu1, ok := readProc(pid)
+	rss, cpu1, ok := readProc(pid)
 	require.True(t, ok)
 	require.Equal(t, sent, received(), "items through the pipeline")
 	if profile != "" {
 		require.NoError(t, <-profiled, "CPU profile")
 	}
-	t.Logf("%s: %d items sent, %d measured, CPU %s; the sink also received %d items of the processor's own",
-		variant.name, sent, measured, cpu1-cpu0, sink.others.Load())
+	t.Logf("%s: %d items sent, %d measured, CPU %s, RSS %d MiB; the sink also received %d items of the processor's own",
+		variant.name, sent, measured, cpu1-cpu0, rss>>20, sink.others.Load())
 	return float64((cpu1 - cpu0).Nanoseconds()) / float64(measured)
 }
 
