@@ -52,10 +52,10 @@ func TestReadmeConfigurationTable(t *testing.T) {
 	assert.Equal(t, want, documented, "README.md's configuration table and Config's keys differ")
 }
 
-// TestMetadataClassificationsAreTheEngines checks that the classification
-// values declared for the results_emitted metric and the result metrics
-// (metadata.yaml) are the engines' list and the ledger's growth results'.
-func TestMetadataClassificationsAreTheEngines(t *testing.T) {
+// metadataEnums returns the values metadata.yaml declares for each
+// attribute that has an enum, by attribute id.
+func metadataEnums(t *testing.T) map[string][]string {
+	t.Helper()
 	raw, err := os.ReadFile("metadata.yaml")
 	require.NoError(t, err)
 	var md struct {
@@ -64,12 +64,26 @@ func TestMetadataClassificationsAreTheEngines(t *testing.T) {
 		} `yaml:"attributes"`
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &md))
+	enums := map[string][]string{}
+	for id, a := range md.Attributes {
+		if a.Enum != nil {
+			enums[id] = a.Enum
+		}
+	}
+	return enums
+}
+
+// TestMetadataClassificationsAreTheEngines checks that the classification
+// values declared for the results_emitted metric and the result metrics
+// (metadata.yaml) are the engines' list and the ledger's growth results'.
+func TestMetadataClassificationsAreTheEngines(t *testing.T) {
+	enums := metadataEnums(t)
 	want := emittedClassifications()
 	slices.Sort(want)
 	// classification labels the self-telemetry counter, result_classification
 	// the result metrics' points: both take every emitted classification.
 	for _, attr := range []string{"classification", "result_classification"} {
-		got := md.Attributes[attr].Enum
+		got := enums[attr]
 		slices.Sort(got)
 		assert.Equal(t, want, got, attr)
 	}
@@ -79,15 +93,8 @@ func TestMetadataClassificationsAreTheEngines(t *testing.T) {
 // declared for items_skipped (metadata.yaml) are exactly the reasons the
 // processor counts, so that a new skip reason is declared and documented.
 func TestMetadataSkipReasonsAreTheConverters(t *testing.T) {
-	raw, err := os.ReadFile("metadata.yaml")
-	require.NoError(t, err)
-	var md struct {
-		Attributes map[string]struct {
-			Enum []string `yaml:"enum"`
-		} `yaml:"attributes"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &md))
-	got := md.Attributes["reason"].Enum
+	enums := metadataEnums(t)
+	got := enums["reason"]
 	var want []string
 	for _, r := range skipReasons {
 		want = append(want, string(r))
@@ -103,14 +110,7 @@ func TestMetadataSkipReasonsAreTheConverters(t *testing.T) {
 // (the window's, which imports nothing of the collector), the emit
 // failures, the Inspector outcomes and the signals.
 func TestMetadataEnumsAreWhatTheProcessorRecords(t *testing.T) {
-	raw, err := os.ReadFile("metadata.yaml")
-	require.NoError(t, err)
-	var md struct {
-		Attributes map[string]struct {
-			Enum []string `yaml:"enum"`
-		} `yaml:"attributes"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &md))
+	enums := metadataEnums(t)
 	recorded := map[string][]string{}
 	for b := range store.NumBounds {
 		recorded["bound"] = append(recorded["bound"], b.String())
@@ -125,7 +125,7 @@ func TestMetadataEnumsAreWhatTheProcessorRecords(t *testing.T) {
 		recorded["signal"] = append(recorded["signal"], s.String())
 	}
 	for attr, got := range recorded {
-		want := slices.Clone(md.Attributes[attr].Enum)
+		want := slices.Clone(enums[attr])
 		slices.Sort(want)
 		slices.Sort(got)
 		assert.Equal(t, want, got, attr)

@@ -130,20 +130,8 @@ func pipelineSettings(t *testing.T) pipelineRun {
 	if v := os.Getenv(pipelineEnv + "_SIGNALS"); v != "" {
 		s.signals = strings.Split(v, ",")
 	}
-	if v := os.Getenv(pipelineEnv + "_BASE"); v != "" {
-		abs, err := filepath.Abs(v)
-		require.NoError(t, err)
-		_, err = os.Stat(abs)
-		require.NoError(t, err, pipelineEnv+"_BASE")
-		s.base = abs
-	}
-	if v := os.Getenv(pipelineEnv + "_FLOOR"); v != "" {
-		abs, err := filepath.Abs(v)
-		require.NoError(t, err)
-		_, err = os.Stat(abs)
-		require.NoError(t, err, pipelineEnv+"_FLOOR")
-		s.floor = abs
-	}
+	s.base = pipelineBinary(t, pipelineEnv+"_BASE")
+	s.floor = pipelineBinary(t, pipelineEnv+"_FLOOR")
 	if v := os.Getenv(pipelineEnv + "_PROFILE"); v != "" {
 		abs, err := filepath.Abs(v)
 		require.NoError(t, err)
@@ -151,6 +139,20 @@ func pipelineSettings(t *testing.T) pipelineRun {
 		s.profiles = abs
 	}
 	return s
+}
+
+// pipelineBinary is the absolute path of the collector build the environment variable
+// names, which must exist, or "" when it is unset.
+func pipelineBinary(t *testing.T, env string) string {
+	v := os.Getenv(env)
+	if v == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(v)
+	require.NoError(t, err)
+	_, err = os.Stat(abs)
+	require.NoError(t, err, env)
+	return abs
 }
 
 // pipelineVariant is one collector of a round: a binary, and the processor it runs where
